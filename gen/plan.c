@@ -1,0 +1,240 @@
+/* Chooses the kernel instances of a spec and their constants (see plan.h). Each family has one
+ * function that turns shapes into constants, launch shapes and a sentence saying why. */
+#include "plan.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define SMEM_STATIC_LIMIT (48 * 1024) /* static __shared__ arrays; more needs opt-in */
+#define LN_BWD_MAX_BLOCKS 264         /* two blocks per SM on a 132-SM H100: enough to fill it */
+
+static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
+
+static tt_kernel *add_kernel(tt_plan *plan, const char *op, const char *tpl, const char *dtype)
+{
+    plan->kernels = tt_xrealloc(plan->kernels, (size_t)(plan->n + 1) * sizeof *plan->kernels);
+    tt_kernel *k = &plan->kernels[plan->n++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->op, sizeof k->op, "%s", op);
+    snprintf(k->template_file, sizeof k->template_file, "%s", tpl);
+    k->dtype = dtype;
+    k->block[0] = k->block[1] = k->block[2] = 1;
+    k->grid[0] = k->grid[1] = k->grid[2] = 1;
+    return k;
+}
+
+static void set_const(tt_kernel *k, const char *key, long value)
+{
+    TT_ASSERT(k->n_consts < TT_MAX_CONSTS);
+    snprintf(k->consts[k->n_consts].key, sizeof k->consts[0].key, "%s", key);
+    k->consts[k->n_consts++].value = value;
+}
+
+long tt_kernel_const(const tt_kernel *k, const char *key, long fallback)
+{
+    for (int i = 0; i < k->n_consts; i++)
+        if (strcmp(k->consts[i].key, key) == 0) return k->consts[i].value;
+    return fallback;
+}
+
+/* The symbol: op, then KEYvalue for each constant, then the dtype. Constants that are flags
+ * print as their key in lower case when set and are left out when not. */
+static void name_kernel(tt_kernel *k, const char *const *flags)
+{
+    int n = snprintf(k->name, sizeof k->name, "%s", k->op);
+    for (int i = 0; i < k->n_consts; i++) {
+        const tt_const *c = &k->consts[i];
+        int is_flag = 0;
+        for (const char *const *f = flags; f && *f; f++) is_flag |= strcmp(*f, c->key) == 0;
+        if (is_flag) {
+            if (!c->value) continue;
+            n += snprintf(k->name + n, sizeof k->name - (size_t)n, "_");
+            for (const char *s = c->key; *s; s++)
+                n += snprintf(k->name + n, sizeof k->name - (size_t)n, "%c",
+                              (*s >= 'A' && *s <= 'Z') ? *s - 'A' + 'a' : *s);
+        } else {
+            n += snprintf(k->name + n, sizeof k->name - (size_t)n, "_%s%ld", c->key, c->value);
+        }
+        TT_ASSERT(n < (int)sizeof k->name);
+    }
+    n += snprintf(k->name + n, sizeof k->name - (size_t)n, "_%s", k->dtype);
+    TT_ASSERT(n < (int)sizeof k->name);
+}
+
+static void whyf(tt_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void whyf(tt_kernel *k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->why, sizeof k->why, fmt, ap);
+    va_end(ap);
+}
+
+/* LayerNorm: one warp per row while a row fits in registers at <= 32 values per lane, else
+ * one block per row with enough threads for that. */
+static void layernorm_shape(int d, long *tpr, long *rows_per_block)
+{
+    long t = 32;
+    while (t < 1024 && ceil_div(d, t) > 32) t *= 2;
+    *tpr = t;
+    /* Several rows per block amortize the backward's per-block partials; its shared buffer of
+     * 2 x rows x d floats stays within 32 KiB. */
+    long rows = 1;
+    while (t == 32 && rows < 8 && 2 * (rows * 2) * d * 4 <= 32 * 1024) rows *= 2;
+    *rows_per_block = rows;
+}
+
+static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const int d = s->model.d_model;
+    const long rows = (long)s->train.batch * s->model.seq_len;
+    long tpr, rpb;
+    layernorm_shape(d, &tpr, &rpb);
+    const long vpt = ceil_div(d, tpr);
+    const char *const flags[] = {NULL};
+
+    tt_kernel *k = add_kernel(plan, "layernorm_fwd", "layernorm.cu", dtype);
+    set_const(k, "D", d);
+    set_const(k, "TPR", tpr);
+    set_const(k, "ROWS", rpb);
+    name_kernel(k, flags);
+    set_const(k, "VPT", vpt);
+    set_const(k, "OP_LAYERNORM_FWD", 1);
+    k->block[0] = (unsigned)(tpr * rpb);
+    k->grid[0] = ceil_div(rows, rpb);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows / %ld)", rpb);
+    k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    whyf(k, "%s per row, %ld values per thread in registers: one read of x",
+         tpr == 32 ? "one warp" : "one block", vpt);
+
+    tt_kernel *b = add_kernel(plan, "layernorm_bwd", "layernorm.cu", dtype);
+    set_const(b, "D", d);
+    set_const(b, "TPR", tpr);
+    set_const(b, "ROWS", rpb);
+    name_kernel(b, flags);
+    set_const(b, "VPT", vpt);
+    set_const(b, "OP_LAYERNORM_BWD", 1);
+    b->block[0] = (unsigned)(tpr * rpb);
+    unsigned blocks = ceil_div(rows, rpb);
+    if (blocks > LN_BWD_MAX_BLOCKS) blocks = LN_BWD_MAX_BLOCKS;
+    b->grid[0] = blocks;
+    snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb,
+             LN_BWD_MAX_BLOCKS);
+    b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
+                    (rpb > 1 ? (unsigned)(2 * rpb * d * 4) : 0);
+    whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");
+
+    /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta). */
+    tt_kernel *c = add_kernel(plan, "colsum", "colsum.cu", "f32");
+    const long threads = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
+    set_const(c, "D", d);
+    set_const(c, "SETS", 2);
+    set_const(c, "ACCUMULATE", 0);
+    set_const(c, "THREADS", threads);
+    name_kernel(c, flags);
+    c->block[0] = (unsigned)threads;
+    c->grid[0] = ceil_div(d, threads);
+    c->grid[1] = 2;
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / %ld), y = sets", d, threads);
+    whyf(c, "thread per column over %u partials, four load chains, fixed order: deterministic",
+         blocks);
+}
+
+static long mla_smem(long ti, long td, long tk, long r, int pos_key)
+{
+    const long rp = r % 2 ? r : r + 1, kp = tk % 2 ? tk : tk + 1;
+    return 4 * (ti * rp * (pos_key ? 3 : 2) + tk * rp + ti * kp + td * kp);
+}
+
+static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank, d = m->d_model;
+    const int pos_key = m->position == TT_POS_KEY;
+    const long threads = 256, warps = threads / 32;
+    /* Row tile: as many rows as fill 8 warps, up to 32 (each Wo chunk is reused by every row). */
+    long ti = n >= 32 ? 32 : (n > 16 ? 32 : (n > 8 ? 16 : 8));
+    long td = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
+    long tk = n >= 32 ? 32 : (long)ceil_div(n, 8) * 8;
+    while (mla_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT) {
+        if (ti > warps) ti /= 2;
+        else if (td > 32) td /= 2;
+        else if (tk > 8) tk /= 2;
+        else
+            return tt_errf(err, errlen,
+                           "mla_fwd: rank %d needs more than %d KiB of shared memory even with the "
+                           "smallest tiles; lower model.rank",
+                           r, SMEM_STATIC_LIMIT / 1024);
+    }
+    tt_kernel *k = add_kernel(plan, "mla_fwd", "mla.cu", dtype);
+    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
+    set_const(k, "N", n);
+    set_const(k, "R", r);
+    set_const(k, "D", d);
+    set_const(k, "CAUSAL", m->causal);
+    set_const(k, "POS_KEY", pos_key);
+    set_const(k, "TI", ti);
+    set_const(k, "TD", td);
+    set_const(k, "TK", tk);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", threads);
+    set_const(k, "OP_MLA_FWD", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = ceil_div(n, ti);
+    k->grid[1] = ceil_div(d, td);
+    k->grid[2] = (unsigned)s->train.batch;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld), y = ceil(%d / %ld), z = batch",
+             n, ti, d, td);
+    k->smem_bytes = (unsigned)mla_smem(ti, td, tk, r, pos_key);
+    if (m->causal) {
+        /* Triples (i,j,k) a tile visits against N^3: the work the mask lets it skip. */
+        double visited = 0;
+        for (long i0 = 0; i0 < n; i0 += ti) {
+            long last = i0 + ti < n ? i0 + ti : n;
+            visited += (double)(last - i0) * (double)last * (double)last;
+        }
+        whyf(k, "fused SIMT fp32 (T tile in shared memory, never in DRAM); causal: visits %.0f%% "
+                "of the N^3 triples", 100.0 * visited / ((double)n * n * n));
+    } else {
+        whyf(k, "fused SIMT fp32 (T tile in shared memory, never in DRAM); no mask: all N^3 triples");
+    }
+    return 0;
+}
+
+int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen)
+{
+    memset(plan, 0, sizeof *plan);
+    snprintf(plan->arch, sizeof plan->arch, "%s", arch);
+    const char *dtype = spec->train.precision == TT_PREC_BF16 ? "bf16" : "f32";
+    plan_layernorm(plan, spec, dtype);
+    if (spec->model.kind == TT_KIND_TENSORIZED && plan_mla(plan, spec, dtype, err, errlen) != 0) {
+        tt_plan_free(plan);
+        return -1;
+    }
+    return 0;
+}
+
+void tt_plan_free(tt_plan *plan)
+{
+    free(plan->kernels);
+    memset(plan, 0, sizeof *plan);
+}
+
+void tt_plan_write(const tt_plan *plan, FILE *f)
+{
+    fprintf(f, "# ttgen plan: %d kernel instances for %s\n", plan->n, plan->arch);
+    for (int i = 0; i < plan->n; i++) {
+        const tt_kernel *k = &plan->kernels[i];
+        fprintf(f, "\n%s\n  template: templates/%s\n  dtype: %s\n  constants:", k->name,
+                k->template_file, k->dtype);
+        for (int c = 0; c < k->n_consts; c++)
+            fprintf(f, " %s=%ld", k->consts[c].key, k->consts[c].value);
+        fprintf(f, "\n  block: %u x %u x %u\n  grid: %u x %u x %u (%s)\n  static smem: %u bytes\n",
+                k->block[0], k->block[1], k->block[2], k->grid[0], k->grid[1], k->grid[2],
+                k->grid_rule, k->smem_bytes);
+        fprintf(f, "  why: %s\n", k->why);
+    }
+}

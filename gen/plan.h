@@ -1,0 +1,49 @@
+/* The plan: which kernel instances a spec needs, with their baked constants and launch shapes.
+ * It is the second stage of the pipeline (spec -> plan -> source -> CUBIN) and is pure data:
+ * the same spec and arch give the same plan, byte for byte, in tt_plan_write's output. */
+#ifndef TT_PLAN_H
+#define TT_PLAN_H
+
+#include <stdio.h>
+
+#include "spec.h"
+
+#define TT_MAX_CONSTS 16
+#define TT_NAME_MAX 128
+
+typedef struct {
+    char key[24]; /* emitted as #define TT_<key> */
+    long value;
+} tt_const;
+
+typedef struct {
+    char op[32];                   /* kernel family and direction, e.g. "layernorm_fwd" */
+    char template_file[32];        /* file in templates/ */
+    char name[TT_NAME_MAX];        /* the instance's symbol: op + its constants + dtype */
+    const char *dtype;             /* "f32" or "bf16": the activation storage type */
+    tt_const consts[TT_MAX_CONSTS];
+    int n_consts;
+    unsigned block[3];
+    unsigned grid[3];              /* for the spec's training batch; grid_rule says how it scales */
+    char grid_rule[96];
+    unsigned smem_bytes;           /* static shared memory the template declares */
+    char why[160];                 /* why this variant and these constants */
+} tt_kernel;
+
+typedef struct {
+    tt_kernel *kernels;
+    int n;
+    char arch[16];
+} tt_plan;
+
+/* Builds the plan for spec on arch ("sm_90"). -1 with a message when no variant fits. */
+int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen);
+void tt_plan_free(tt_plan *plan);
+
+/* Human-readable, one block per kernel; deterministic. */
+void tt_plan_write(const tt_plan *plan, FILE *f);
+
+/* The value of constant key in k, or fallback when k has none. */
+long tt_kernel_const(const tt_kernel *k, const char *key, long fallback);
+
+#endif

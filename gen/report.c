@@ -1,0 +1,222 @@
+/* The cost model (see report.h; the README's "Cost model" states each formula). Counts are in
+ * double: the largest (FLOPs of a big model) overflow nothing and print exactly below 2^53. */
+#include "report.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "util.h"
+
+const char *tt_component_name(tt_component c)
+{
+    static const char *n[TT_C_COUNT] = {"embedding",       "attention.qkv", "attention.core",
+                                        "attention.position", "attention.o", "ffn",
+                                        "layernorm",       "softmax"};
+    return n[c];
+}
+
+const char *tt_flop_part_name(tt_flop_part p)
+{
+    static const char *n[TT_F_COUNT] = {"embedding", "attention.proj", "attention.score",
+                                        "attention.mix", "ffn", "softmax"};
+    return n[p];
+}
+
+/* Share of tokens of rank [a, b) under Zipf's law over a vocabulary of v words. */
+static double zipf_share(long a, long b, long v)
+{
+    double part = 0, all = 0;
+    for (long r = v; r >= 1; r--) { /* smallest terms first */
+        all += 1.0 / (double)r;
+        if (r > a && r <= b) part += 1.0 / (double)r;
+    }
+    return part / all;
+}
+
+/* Adaptive embedding and softmax as kimiyoung's AdaptiveEmbedding / ProjectedAdaptiveLogSoftmax
+ * with d_embed = d_proj = D. Cluster i holds ranks [lo_i, hi_i) at width D / div_val^i. */
+static void adaptive_costs(const tt_model_spec *m, long vocab, tt_costs *c)
+{
+    const double d = m->d_model;
+    const int nc = m->n_cutoffs; /* tail clusters */
+    double emb = 0, out = 0, emb_flops = 0, out_flops = 0, tail = 0;
+    long lo = 0;
+    for (int i = 0; i <= nc; i++) {
+        const long hi = i < nc ? m->cutoffs[i] : vocab;
+        const double vi = (double)(hi - lo);
+        double di = d;
+        for (int k = 0; k < i; k++) di = floor(di / m->div_val);
+        const double share = nc ? zipf_share(lo, hi, vocab) : 1.0;
+        const int proj = m->div_val > 1; /* div_val 1: no projections, as D = d_embed */
+        emb += vi * di + (proj ? d * di : 0);
+        emb_flops += proj ? share * 2 * d * di : 0;
+        out += vi; /* biases */
+        if (!m->tie_weights) out += vi * di + (proj ? d * di : 0);
+        if (i == 0) {
+            /* The head scores its own words and one logit per tail cluster, for every token. */
+            out_flops += 2 * di * (vi + nc) + (proj ? 2 * d * di : 0);
+        } else {
+            /* A tail is computed only for the tokens whose target falls in it. */
+            out_flops += share * (2 * di * vi + (proj ? 2 * d * di : 0));
+            tail += share;
+        }
+        lo = hi;
+    }
+    out += nc * (d + 1); /* cluster_weight, cluster_bias */
+    c->params[TT_C_EMBEDDING] = emb;
+    c->params[TT_C_SOFTMAX] = out;
+    c->fwd[TT_F_EMBEDDING] = emb_flops;
+    c->fwd[TT_F_SOFTMAX] = out_flops;
+    c->tail_fraction = tail;
+}
+
+void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
+{
+    const tt_model_spec *m = &spec->model;
+    memset(c, 0, sizeof *c);
+    c->vocab = vocab;
+    const double d = m->d_model, l = m->layers, n = m->seq_len, f = m->d_inner;
+    const double batch = spec->train.batch, rows = batch * n;
+    const double bytes = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
+    adaptive_costs(m, vocab, c);
+
+    c->params[TT_C_FFN] = l * (d * f + f + f * d + d);
+    c->params[TT_C_LAYERNORM] = l * 2 * (2 * d);
+    c->fwd[TT_F_FFN] = 2 * 2 * d * f;
+
+    /* Activations every layer keeps for the backward pass, in elements of the storage type, plus
+     * fp32 LayerNorm statistics and one byte per element for each dropout mask. */
+    const double drop = m->dropout > 0 ? 1 : 0;
+    double act = rows * d * bytes; /* embedding output */
+    act += l * (rows * f * bytes + 3 * rows * d * bytes + 4 * rows * 4 + drop * rows * (f + 3 * d));
+
+    if (m->kind == TT_KIND_TENSORIZED) {
+        const double r = m->rank, h = m->cores;
+        const int key = m->position == TT_POS_KEY;
+        /* visible (i,j) pairs and (i,j,k) triples per sequence */
+        const double pairs = m->causal ? n * (n + 1) / 2 : n * n;
+        const double triples = m->causal ? n * (n + 1) * (2 * n + 1) / 6 : n * n * n;
+        c->params[TT_C_ATTN_QKV] = l * 3 * d * r;
+        c->params[TT_C_ATTN_CORE] = l * h * r;
+        c->params[TT_C_ATTN_POS] = key ? l * r * d + 2 * r : 0;
+        c->params[TT_C_ATTN_O] = l * n * n * d;
+        c->attn_layer_no_o = 3 * d * r + h * r + (key ? r * d : 0);
+        c->attn_layer = c->attn_layer_no_o + n * n * d;
+        c->paper_ratio = 3 * h * d * r / (3 * d * r + r * h);
+        /* P = Wr pe is computed once per layer and step, shared by the batch */
+        c->fwd[TT_F_ATTN_PROJ] = l * (2 * 3 * d * r + (key ? 2 * n * d * r / rows : 0));
+        c->fwd[TT_F_ATTN_SCORE] = l * 2 * r * ((key ? 2 : 1) * pairs + triples) / n;
+        c->fwd[TT_F_ATTN_MIX] = l * 2 * d * triples / n;
+        act += l * (rows * d * bytes + rows * 3 * r * bytes); /* layer input, Q|K|V */
+        c->materialized_t_bytes = batch * n * n * n * bytes;
+    } else {
+        const double hd = (double)m->n_head * m->d_head, mem = m->mem_len;
+        c->params[TT_C_ATTN_QKV] = l * 3 * d * hd;
+        c->params[TT_C_ATTN_POS] = l * hd * d + 2 * hd;
+        c->params[TT_C_ATTN_O] = l * hd * d;
+        c->attn_layer_no_o = 3 * d * hd + hd * d;
+        c->attn_layer = c->attn_layer_no_o + hd * d;
+        /* query i sees the memory and keys 0..i: M + i + 1 of them */
+        const double visible = n * mem + n * (n + 1) / 2;
+        c->fwd[TT_F_ATTN_PROJ] =
+            l * (2 * d * hd + 2 * 2 * d * hd * (mem + n) / n + 2 * (mem + n) * d * hd / rows);
+        c->fwd[TT_F_ATTN_SCORE] = l * 2 * 2 * hd * visible / n;
+        c->fwd[TT_F_ATTN_MIX] = l * (2 * hd * visible / n + 2 * hd * d);
+        const double keys = mem + n, heads = m->n_head;
+        act += l * (batch * keys * d * bytes + batch * keys * 3 * hd * bytes /* cat(mem,h), qkv */
+                    + batch * heads * n * keys * (4 + (m->dropatt > 0 ? 1 : 0)) /* P, fp32 */
+                    + rows * hd * bytes);
+        act += l * batch * mem * d * bytes; /* the memory itself */
+    }
+    c->mha_layer = 4 * d * d;
+    /* softmax: fp32 logits of the head for every row, tails for their tokens only */
+    const long head = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : vocab;
+    act += rows * 4 * ((double)head + c->tail_fraction * (double)(vocab - head + m->n_cutoffs));
+    c->act_bytes = act;
+
+    for (int i = 0; i < TT_C_COUNT; i++) c->params_total += c->params[i];
+    for (int i = 0; i < TT_F_COUNT; i++) c->fwd_total += c->fwd[i];
+    c->train_total = 3 * c->fwd_total;
+    /* fp32 weights, gradients, two Adam moments; bf16 adds a working copy of the weights */
+    c->state_bytes = c->params_total * (4 * 4 + (bytes == 2 ? 2 : 0));
+}
+
+static void human(double v, char *out, size_t n)
+{
+    const char *u[] = {"", "K", "M", "G", "T", "P"};
+    int i = 0;
+    while (fabs(v) >= 1000 && i < 5) {
+        v /= 1000;
+        i++;
+    }
+    snprintf(out, n, i ? "%.2f%s" : "%.0f%s", v, u[i]);
+}
+
+static double mib(double b) { return b / (1024.0 * 1024.0); }
+
+void tt_report_text(const tt_spec *spec, const tt_costs *c, FILE *f)
+{
+    const tt_model_spec *m = &spec->model;
+    char a[32], b[32];
+    if (m->kind == TT_KIND_TENSORIZED)
+        fprintf(f, "model: tensorized, %d layers, D %d, R %d, %d core%s, N %d, F %d, vocab %ld%s%s\n",
+                m->layers, m->d_model, m->rank, m->cores, m->cores == 1 ? "" : "s", m->seq_len,
+                m->d_inner, c->vocab, m->causal ? ", causal" : ", NOT causal",
+                m->position == TT_POS_KEY ? ", position: key" : "");
+    else
+        fprintf(f, "model: transformer-xl, %d layers, D %d, %d heads x %d, N %d, M %d, F %d, vocab %ld\n",
+                m->layers, m->d_model, m->n_head, m->d_head, m->seq_len, m->mem_len, m->d_inner,
+                c->vocab);
+    fprintf(f, "\nparameters\n");
+    for (int i = 0; i < TT_C_COUNT; i++) {
+        if (c->params[i] == 0) continue;
+        fprintf(f, "  %-20s %14.0f  %5.1f%%\n", tt_component_name(i), c->params[i],
+                100 * c->params[i] / c->params_total);
+    }
+    fprintf(f, "  %-20s %14.0f\n", "total", c->params_total);
+    human(c->attn_layer, a, sizeof a);
+    human(c->attn_layer_no_o, b, sizeof b);
+    fprintf(f, "\nattention, one layer: %s parameters (%s without Wo)", a, b);
+    human(c->mha_layer, a, sizeof a);
+    fprintf(f, "; multi-head attention of width %d: %s\n", m->d_model, a);
+    if (m->kind == TT_KIND_TENSORIZED)
+        fprintf(f, "  paper's compression ratio 3hDd/(3Dd+Rh), d = R: %.2f (leaves out Wo); "
+                   "real ratio with Wo: %.2f\n",
+                c->paper_ratio, c->mha_layer / c->attn_layer);
+    fprintf(f, "\nFLOPs per token (useful: 2 per multiply-add, masked products not counted)\n");
+    for (int i = 0; i < TT_F_COUNT; i++) {
+        if (c->fwd[i] == 0) continue;
+        human(c->fwd[i], a, sizeof a);
+        fprintf(f, "  %-20s %10s\n", tt_flop_part_name(i), a);
+    }
+    human(c->fwd_total, a, sizeof a);
+    human(c->train_total, b, sizeof b);
+    fprintf(f, "  %-20s %10s\n  %-20s %10s  (3 x forward)\n", "forward", a, "training step", b);
+    if (m->n_cutoffs)
+        fprintf(f, "  adaptive softmax tails counted for %.1f%% of tokens (Zipf's law)\n",
+                100 * c->tail_fraction);
+    fprintf(f, "\nmemory, batch %d (%s)\n", spec->train.batch, tt_precision_name(spec->train.precision));
+    fprintf(f, "  activations kept for backward  %10.1f MiB\n", mib(c->act_bytes));
+    fprintf(f, "  weights, gradients, Adam       %10.1f MiB\n", mib(c->state_bytes));
+    if (m->kind == TT_KIND_TENSORIZED)
+        fprintf(f, "  dense T of one layer (N^3 per sequence; the fused kernel writes none) %.1f MiB\n",
+                mib(c->materialized_t_bytes));
+}
+
+void tt_report_json(const tt_spec *spec, const tt_costs *c, FILE *f)
+{
+    fprintf(f, "{\"kind\":\"%s\",\"vocab\":%ld,\"batch\":%d,\"precision\":\"%s\",\"parameters\":{",
+            tt_kind_name(spec->model.kind), c->vocab, spec->train.batch,
+            tt_precision_name(spec->train.precision));
+    for (int i = 0; i < TT_C_COUNT; i++) fprintf(f, "\"%s\":%.0f,", tt_component_name(i), c->params[i]);
+    fprintf(f, "\"total\":%.0f},\"attention_layer\":{\"params\":%.0f,\"params_without_o\":%.0f,"
+               "\"mha_same_width\":%.0f",
+            c->params_total, c->attn_layer, c->attn_layer_no_o, c->mha_layer);
+    if (spec->model.kind == TT_KIND_TENSORIZED) fprintf(f, ",\"paper_ratio\":%.6g", c->paper_ratio);
+    fprintf(f, "},\"flops_per_token\":{");
+    for (int i = 0; i < TT_F_COUNT; i++) fprintf(f, "\"%s\":%.17g,", tt_flop_part_name(i), c->fwd[i]);
+    fprintf(f, "\"forward\":%.17g,\"train_step\":%.17g,\"adaptive_tail_fraction\":%.6g},",
+            c->fwd_total, c->train_total, c->tail_fraction);
+    fprintf(f, "\"memory_bytes\":{\"activations\":%.0f,\"state\":%.0f,\"dense_t_one_layer\":%.0f}}",
+            c->act_bytes, c->state_bytes, c->materialized_t_bytes);
+}

@@ -1,0 +1,105 @@
+/* The model spec: what a YAML file such as specs/ptb.yaml says, checked strictly.
+ * Every key, its type, range and default is listed in the README ("Spec format"); the parser
+ * rejects anything else with a file:line:col diagnostic taken from libyaml's marks. */
+#ifndef TT_SPEC_H
+#define TT_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TT_MAX_CUTOFFS 8
+#define TT_ARCH_MAX 16
+
+typedef enum { TT_KIND_TENSORIZED, TT_KIND_TXL } tt_kind;
+typedef enum { TT_POS_NONE, TT_POS_KEY } tt_position;
+typedef enum { TT_PREC_FP32, TT_PREC_TF32, TT_PREC_BF16 } tt_precision;
+typedef enum { TT_SCHED_COSINE, TT_SCHED_INVSQRT } tt_schedule;
+
+typedef struct {
+    tt_kind kind;
+    long vocab;             /* 0: taken from the training data */
+    int d_model;            /* D */
+    int layers;             /* L */
+    int seq_len;            /* N, the segment (tgt_len) */
+    int d_inner;            /* F */
+    double dropout;
+    bool tie_weights;
+    int n_cutoffs;          /* 0: full softmax; else adaptive softmax with these cutoffs */
+    long cutoffs[TT_MAX_CUTOFFS];
+    int cutoffs_line, cutoffs_col; /* 1-based mark of the cutoffs list, for later diagnostics */
+    int div_val;
+    /* kind: tensorized */
+    int rank;               /* R */
+    int cores;              /* h */
+    bool causal;
+    tt_position position;
+    /* kind: transformer-xl */
+    int n_head;
+    int d_head;
+    int mem_len;            /* M */
+    int clamp_len;          /* 0: no clamping */
+    double dropatt;
+} tt_model_spec;
+
+typedef struct {
+    int batch;
+    long steps;
+    double lr;
+    double beta1, beta2, eps, weight_decay;
+    tt_schedule schedule;
+    long warmup;
+    double min_lr;
+    double clip;            /* 0: no clipping */
+    double label_smoothing;
+    uint64_t seed;
+    tt_precision precision;
+    long eval_interval;     /* steps between validation runs; 0: only at the end */
+    char *checkpoint_dir;   /* resolved against the spec's folder; NULL: no checkpoints */
+    long checkpoint_interval; /* 0: only at the end (and on SIGINT/SIGTERM) */
+} tt_train_spec;
+
+typedef struct {
+    char *train, *valid, *test; /* resolved against the spec's folder; NULL when absent */
+} tt_data_spec;
+
+typedef struct {
+    char arch[TT_ARCH_MAX]; /* "auto" or sm_XY / sm_XYa */
+    bool tune;
+} tt_kernels_spec;
+
+typedef struct {
+    char *path;             /* as given */
+    char *dir;              /* the folder relative paths are resolved against */
+    char *text;             /* the file's bytes, NUL-terminated (stored in checkpoints) */
+    size_t text_len;
+    tt_model_spec model;
+    tt_train_spec train;
+    tt_data_spec data;
+    tt_kernels_spec kernels;
+} tt_spec;
+
+/* Load and check a spec. On error returns -1 and writes "file:line:col: message" to err.
+ * Exit code 2 is the caller's to choose. */
+int tt_spec_load(const char *path, tt_spec *spec, char *err, size_t errlen);
+
+/* The same from memory; name is used in diagnostics, dir for relative paths. */
+int tt_spec_parse(const char *text, size_t len, const char *name, const char *dir, tt_spec *spec,
+                  char *err, size_t errlen);
+
+void tt_spec_free(tt_spec *spec);
+
+/* Write the spec with every default filled in, as YAML that tt_spec_parse reads back to the same
+ * struct (the --dump stage "spec", and the copy stored beside checkpoints). */
+void tt_spec_write(const tt_spec *spec, FILE *f);
+
+/* Checks that need the vocabulary size (cutoffs below it); call once vocab is known. */
+int tt_spec_check_vocab(const tt_spec *spec, long vocab, char *err, size_t errlen);
+
+const char *tt_kind_name(tt_kind k);
+const char *tt_precision_name(tt_precision p);
+const char *tt_schedule_name(tt_schedule s);
+const char *tt_position_name(tt_position p);
+
+#endif

@@ -1,0 +1,210 @@
+/* Helpers shared by the generator and the runtime (see util.h). */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void tt_panic(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s:%d: internal error: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}
+
+void *tt_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) tt_panic(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
+    return p;
+}
+
+void *tt_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) tt_panic(__FILE__, __LINE__, "out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+void *tt_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) tt_panic(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
+    return q;
+}
+
+char *tt_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(tt_xmalloc(n), s, n);
+}
+
+char *tt_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    TT_ASSERT(n >= 0);
+    char *s = tt_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+int tt_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int tt_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    tt_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tt_buf_append(&b, chunk, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        tt_buf_free(&b);
+        return tt_errf(err, errlen, "%s: read error", path);
+    }
+    tt_buf_append(&b, "", 1); /* NUL terminator, not counted */
+    *data = b.data;
+    *len = b.len - 1;
+    return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int tt_write_file_atomic(const char *path, const void *const *parts, const size_t *lens, int nparts,
+                         char *err, size_t errlen)
+{
+    /* pid and thread make the temporary unique among concurrent writers of the same path. */
+    char *tmp = tt_xasprintf("%s.tmp.%ld.%lx", path, (long)getpid(), (unsigned long)pthread_self());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        tt_errf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    for (int i = 0; i < nparts; i++) {
+        if (write_all(fd, parts[i], lens[i]) != 0) goto fail;
+    }
+    if (fsync(fd) != 0) goto fail;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) goto fail;
+    free(tmp);
+    return 0;
+fail:
+    tt_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    free(tmp);
+    return -1;
+}
+
+int tt_mkdir_p(const char *path, char *err, size_t errlen)
+{
+    char *p = tt_xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                tt_errf(err, errlen, "%s: cannot create directory: %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *s = c;
+            if (!c) break;
+        }
+    }
+    free(p);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return tt_errf(err, errlen, "%s: not a directory", path);
+    return 0;
+}
+
+double tt_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void tt_buf_append(tt_buf *b, const void *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        b->data = tt_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void tt_buf_printf(tt_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    TT_ASSERT(n >= 0);
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        b->data = tt_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void tt_buf_free(tt_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

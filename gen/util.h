@@ -1,0 +1,48 @@
+/* Small helpers shared by the generator and the runtime: checked allocation, whole-file I/O,
+ * atomic writes, directories and clocks. Allocation failure aborts (an invariant, not user input). */
+#ifndef TT_UTIL_H
+#define TT_UTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define TT_ASSERT(c)                                                                            \
+    do {                                                                                        \
+        if (!(c)) tt_panic(__FILE__, __LINE__, "assertion failed: %s", #c);                     \
+    } while (0)
+
+_Noreturn void tt_panic(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+void *tt_xmalloc(size_t n);
+void *tt_xcalloc(size_t n, size_t size);
+void *tt_xrealloc(void *p, size_t n);
+char *tt_xstrdup(const char *s);
+char *tt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* snprintf into err, for the error-message convention of every module: return -1 afterwards. */
+int tt_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reads a whole file into a NUL-terminated buffer. -1 with "PATH: reason" in err. */
+int tt_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
+
+/* Writes a file atomically: a temporary beside it, fsync, rename. A crash leaves either the old
+ * file or the new one, never half of one. */
+int tt_write_file_atomic(const char *path, const void *const *parts, const size_t *lens, int nparts,
+                         char *err, size_t errlen);
+
+/* mkdir -p. */
+int tt_mkdir_p(const char *path, char *err, size_t errlen);
+
+double tt_now_seconds(void);
+
+/* A growing string buffer. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+} tt_buf;
+void tt_buf_append(tt_buf *b, const void *p, size_t n);
+void tt_buf_printf(tt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tt_buf_free(tt_buf *b);
+
+#endif

@@ -1,0 +1,82 @@
+/* Finds the GPU through the driver API, opened with dlopen (see device.h). Only the few entry
+ * points needed here are resolved; the runtime's own loader grows from this one. */
+#include "device.h"
+
+#include <cuda.h> /* types and enums only: nothing links libcuda */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+
+static struct {
+    int loaded; /* 0 not tried, 1 ok, -1 failed */
+    char why[256];
+    CUresult (*init)(unsigned);
+    CUresult (*get_count)(int *);
+    CUresult (*get)(CUdevice *, int);
+    CUresult (*get_name)(char *, int, CUdevice);
+    CUresult (*get_attr)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*total_mem)(size_t *, CUdevice);
+    CUresult (*error_string)(CUresult, const char **);
+} cu;
+
+static const char *cu_error(CUresult r)
+{
+    const char *s = NULL;
+    if (cu.error_string) cu.error_string(r, &s);
+    return s ? s : "unknown CUDA error";
+}
+
+static int load_driver(void)
+{
+    if (cu.loaded) return cu.loaded;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(cu.why, sizeof cu.why,
+                 "no CUDA device: libcuda.so.1 not found (no NVIDIA driver on this machine)");
+        return cu.loaded = -1;
+    }
+#define SYM(field, name)                                                                           \
+    if (!(*(void **)&cu.field = dlsym(h, name))) {                                                 \
+        snprintf(cu.why, sizeof cu.why, "no CUDA device: the driver lacks %s (too old?)", name);   \
+        return cu.loaded = -1;                                                                     \
+    }
+    SYM(init, "cuInit")
+    SYM(get_count, "cuDeviceGetCount")
+    SYM(get, "cuDeviceGet")
+    SYM(get_name, "cuDeviceGetName")
+    SYM(get_attr, "cuDeviceGetAttribute")
+    SYM(total_mem, "cuDeviceTotalMem_v2")
+    SYM(error_string, "cuGetErrorString")
+#undef SYM
+    CUresult r = cu.init(0);
+    if (r != CUDA_SUCCESS) {
+        snprintf(cu.why, sizeof cu.why, "no CUDA device: cuInit failed: %s", cu_error(r));
+        return cu.loaded = -1;
+    }
+    return cu.loaded = 1;
+}
+
+int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen)
+{
+    if (load_driver() < 0) return tt_errf(why, whylen, "%s", cu.why);
+    int count = 0;
+    CUresult r = cu.get_count(&count);
+    if (r != CUDA_SUCCESS) return tt_errf(why, whylen, "no CUDA device: %s", cu_error(r));
+    if (count == 0) return tt_errf(why, whylen, "no CUDA device: the driver sees none");
+    if (ordinal < 0 || ordinal >= count)
+        return tt_errf(why, whylen, "no CUDA device %d (this machine has %d)", ordinal, count);
+    CUdevice dev;
+    memset(info, 0, sizeof *info);
+    info->ordinal = ordinal;
+    if ((r = cu.get(&dev, ordinal)) != CUDA_SUCCESS ||
+        (r = cu.get_name(info->name, (int)sizeof info->name, dev)) != CUDA_SUCCESS ||
+        (r = cu.get_attr(&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) != CUDA_SUCCESS ||
+        (r = cu.get_attr(&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) != CUDA_SUCCESS ||
+        (r = cu.get_attr(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) != CUDA_SUCCESS ||
+        (r = cu.total_mem(&info->total_mem, dev)) != CUDA_SUCCESS)
+        return tt_errf(why, whylen, "CUDA device %d: %s", ordinal, cu_error(r));
+    return 0;
+}
