@@ -87,6 +87,22 @@ static void layernorm_shape(int d, long *tpr, long *rows_per_block)
     *rows_per_block = rows;
 }
 
+/* The constants both LayerNorm directions share; op_flag selects the kernel in the template. */
+static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *op_flag,
+                                     const char *dtype, int d, long tpr, long rpb)
+{
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, op, "layernorm.cu", dtype);
+    set_const(k, "D", d);
+    set_const(k, "TPR", tpr);
+    set_const(k, "ROWS", rpb);
+    name_kernel(k, flags);
+    set_const(k, "VPT", ceil_div(d, tpr));
+    set_const(k, op_flag, 1);
+    k->block[0] = (unsigned)(tpr * rpb);
+    return k;
+}
+
 static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const int d = s->model.d_model;
@@ -96,28 +112,14 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
     const long vpt = ceil_div(d, tpr);
     const char *const flags[] = {NULL};
 
-    tt_kernel *k = add_kernel(plan, "layernorm_fwd", "layernorm.cu", dtype);
-    set_const(k, "D", d);
-    set_const(k, "TPR", tpr);
-    set_const(k, "ROWS", rpb);
-    name_kernel(k, flags);
-    set_const(k, "VPT", vpt);
-    set_const(k, "OP_LAYERNORM_FWD", 1);
-    k->block[0] = (unsigned)(tpr * rpb);
+    tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
     k->grid[0] = ceil_div(rows, rpb);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
     whyf(k, "%s per row, %ld values per thread in registers: one read of x",
          tpr == 32 ? "one warp" : "one block", vpt);
 
-    tt_kernel *b = add_kernel(plan, "layernorm_bwd", "layernorm.cu", dtype);
-    set_const(b, "D", d);
-    set_const(b, "TPR", tpr);
-    set_const(b, "ROWS", rpb);
-    name_kernel(b, flags);
-    set_const(b, "VPT", vpt);
-    set_const(b, "OP_LAYERNORM_BWD", 1);
-    b->block[0] = (unsigned)(tpr * rpb);
+    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb);
     unsigned blocks = ceil_div(rows, rpb);
     if (blocks > LN_BWD_MAX_BLOCKS) blocks = LN_BWD_MAX_BLOCKS;
     b->grid[0] = blocks;

@@ -82,7 +82,7 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
 
     c->params[TT_C_FFN] = l * (d * f + f + f * d + d);
     c->params[TT_C_LAYERNORM] = l * 2 * (2 * d);
-    c->fwd[TT_F_FFN] = 2 * 2 * d * f;
+    c->fwd[TT_F_FFN] = l * 2 * 2 * d * f;
 
     /* Activations every layer keeps for the backward pass, in elements of the storage type, plus
      * fp32 LayerNorm statistics and one byte per element for each dropout mask. */
