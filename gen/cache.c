@@ -17,17 +17,22 @@
 #define DIGEST_AT HEADER_LEN
 #define PAYLOAD_AT (HEADER_LEN + 32)
 
-int tt_cache_open(tt_cache *cache, const char *flag_dir, char *err, size_t errlen)
+char *tt_cache_root(const char *flag_dir)
 {
     const char *env = getenv("TTGEN_CACHE_DIR");
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
-    char *base;
-    if (flag_dir && *flag_dir) base = tt_xstrdup(flag_dir);
-    else if (env && *env) base = tt_xstrdup(env);
-    else if (xdg && *xdg == '/') base = tt_xasprintf("%s/ttgen", xdg);
-    else if (home && *home) base = tt_xasprintf("%s/.cache/ttgen", home);
-    else
+    if (flag_dir && *flag_dir) return tt_xstrdup(flag_dir);
+    if (env && *env) return tt_xstrdup(env);
+    if (xdg && *xdg == '/') return tt_xasprintf("%s/ttgen", xdg);
+    if (home && *home) return tt_xasprintf("%s/.cache/ttgen", home);
+    return NULL;
+}
+
+int tt_cache_open(tt_cache *cache, const char *flag_dir, char *err, size_t errlen)
+{
+    char *base = tt_cache_root(flag_dir);
+    if (!base)
         return tt_errf(err, errlen, "no cache folder: set TTGEN_CACHE_DIR or HOME, or pass --cache-dir");
     cache->dir = tt_xasprintf("%s/v%u", base, FORMAT);
     free(base);

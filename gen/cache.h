@@ -12,6 +12,11 @@ typedef struct {
     char *dir; /* the folder entries live in (version subfolder included) */
 } tt_cache;
 
+/* The cache's root folder: flag_dir if set, else $TTGEN_CACHE_DIR, else $XDG_CACHE_HOME/ttgen,
+ * else $HOME/.cache/ttgen (malloc'd; NULL when none can be named). Kernels live in a versioned
+ * subfolder of it, token ids in tokens/. */
+char *tt_cache_root(const char *flag_dir);
+
 /* Chooses the folder: flag_dir if set, else $TTGEN_CACHE_DIR, else $XDG_CACHE_HOME/ttgen, else
  * $HOME/.cache/ttgen; creates it. -1 with a message when it cannot. */
 int tt_cache_open(tt_cache *cache, const char *flag_dir, char *err, size_t errlen);

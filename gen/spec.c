@@ -13,6 +13,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "util.h"
+
 /* Enum fields are stored through an int pointer. */
 _Static_assert(sizeof(tt_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(tt_position) == sizeof(int), "enum size");
@@ -995,42 +997,9 @@ done:
 int tt_spec_load(const char *path, tt_spec *spec, char *err, size_t errlen)
 {
     memset(spec, 0, sizeof *spec);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        if (err && errlen)
-            snprintf(err, errlen, "%s: cannot read: %s", path, strerror(e));
-        return -1;
-    }
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    int e = 0;
-    while (buf) {
-        if (len == cap) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-        }
-        errno = 0;
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f))
-                e = errno ? errno : EIO;
-            break;
-        }
-    }
-    fclose(f);
-    if (!buf || e) {
-        free(buf);
-        if (err && errlen)
-            snprintf(err, errlen, "%s: cannot read: %s", path, strerror(buf ? e : ENOMEM));
-        return -1;
-    }
+    char *buf;
+    size_t len;
+    if (tt_read_file(path, &buf, &len, err, errlen) != 0) return -1;
     char *dir = dir_of(path);
     int rc = dir ? tt_spec_parse(buf, len, path, dir, spec, err, errlen)
                  : fail_line(path, err, errlen, 1, 1, "out of memory");
@@ -1199,3 +1168,7 @@ void tt_spec_write(const tt_spec *spec, FILE *f)
 {
     write_mapping(f, spec, &root_sec, 0);
 }
+
+static void write_spec(const void *spec, FILE *f) { tt_spec_write(spec, f); }
+
+char *tt_spec_text(const tt_spec *spec) { return tt_capture(write_spec, spec); }

@@ -93,6 +93,8 @@ void tt_spec_free(tt_spec *spec);
 /* Write the spec with every default filled in, as YAML that tt_spec_parse reads back to the same
  * struct (the --dump stage "spec", and the copy stored beside checkpoints). */
 void tt_spec_write(const tt_spec *spec, FILE *f);
+/* tt_spec_write's text as a malloc'd string. */
+char *tt_spec_text(const tt_spec *spec);
 
 /* Checks that need the vocabulary size (cutoffs below it); call once vocab is known. */
 int tt_spec_check_vocab(const tt_spec *spec, long vocab, char *err, size_t errlen);

@@ -149,19 +149,26 @@ static int dump_file(const char *dir, const char *name, const void *data, size_t
 static int dump_stream(const char *dir, const char *name, void (*write)(const void *, FILE *),
                        const void *arg)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    TT_ASSERT(m);
-    write(arg, m);
-    fclose(m);
-    int rc = dump_file(dir, name, buf, len);
+    char *buf = tt_capture(write, arg);
+    int rc = dump_file(dir, name, buf, strlen(buf));
     free(buf);
     return rc;
 }
 
 static void write_spec(const void *s, FILE *f) { tt_spec_write(s, f); }
 static void write_plan(const void *p, FILE *f) { tt_plan_write(p, f); }
+
+typedef struct {
+    const tt_spec *spec;
+    const tt_costs *costs;
+} report_args;
+
+static void write_report(const void *a, FILE *f)
+{
+    const report_args *r = a;
+    tt_report_json(r->spec, r->costs, f);
+    fputc('\n', f);
+}
 
 static int dump_builds(const char *dir, const tt_build *b, int n, int compiled)
 {
@@ -222,11 +229,24 @@ static void print_kernels_text(const tt_build *b, int n, const char *arch, const
         printf("%d kernels emitted, none compiled (--no-compile)\n", n);
 }
 
+/* s as a JSON string: the spec's path is the user's, and may hold quotes or backslashes. */
+static void json_string(const char *s, FILE *f)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
 static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_build *b, int n,
                        const char *arch, int compiled, double wall)
 {
-    printf("{\"ttgen\":\"%s\",\"spec\":\"%s\",\"arch\":\"%s\",\"report\":", TT_VERSION, spec->path,
-           arch);
+    printf("{\"ttgen\":\"%s\",\"spec\":", TT_VERSION);
+    json_string(spec->path, stdout);
+    printf(",\"arch\":\"%s\",\"report\":", arch);
     tt_report_json(spec, costs, stdout);
     printf(",\"kernels\":[");
     for (int i = 0; i < n; i++) {
@@ -331,14 +351,7 @@ int main(int argc, char **argv)
         int drc = dump_stream(o.dump, "spec.yaml", write_spec, &spec);
         drc |= dump_stream(o.dump, "plan.txt", write_plan, &plan);
         drc |= dump_builds(o.dump, builds, plan.n, !o.no_compile);
-        char *json = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&json, &len);
-        tt_report_json(&spec, &costs, m);
-        fputc('\n', m);
-        fclose(m);
-        drc |= dump_file(o.dump, "report.json", json, len);
-        free(json);
+        drc |= dump_stream(o.dump, "report.json", write_report, &(report_args){&spec, &costs});
         if (drc) status = 1;
     }
     const double wall = tt_now_seconds() - t0;

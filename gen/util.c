@@ -81,12 +81,13 @@ int tt_read_file(const char *path, char **data, size_t *len, char *err, size_t e
     tt_buf b = {0};
     char chunk[65536];
     size_t n;
+    errno = 0;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tt_buf_append(&b, chunk, n);
-    int bad = ferror(f);
+    const int bad = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
     if (bad) {
         tt_buf_free(&b);
-        return tt_errf(err, errlen, "%s: read error", path);
+        return tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(bad));
     }
     tt_buf_append(&b, "", 1); /* NUL terminator, not counted */
     *data = b.data;
@@ -168,6 +169,17 @@ double tt_now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *tt_capture(void (*write)(const void *arg, FILE *f), const void *arg)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) tt_panic(__FILE__, __LINE__, "open_memstream failed");
+    write(arg, f);
+    fclose(f);
+    return buf;
 }
 
 void tt_buf_append(tt_buf *b, const void *p, size_t n)

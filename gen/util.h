@@ -36,6 +36,10 @@ int tt_mkdir_p(const char *path, char *err, size_t errlen);
 
 double tt_now_seconds(void);
 
+/* What write(arg, f) prints, as a malloc'd string: stages that are written to a FILE (a spec,
+ * a plan, a report) also become text for a file, a checkpoint's metadata or a comparison. */
+char *tt_capture(void (*write)(const void *arg, FILE *f), const void *arg);
+
 /* A growing string buffer. */
 typedef struct {
     char *data;

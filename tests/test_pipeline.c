@@ -1,0 +1,392 @@
+/* The pipeline at library level for every spec in specs/: spec -> plan -> source is deterministic
+ * (byte-identical plans, sources and cache keys when built twice), kernel names carry their
+ * constants, and every kernel of every spec compiles with NVRTC for sm_90 through one temporary
+ * cache with no spills; a second run over a plan compiles nothing. No GPU needed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cache.h"
+#include "compile.h"
+#include "emit.h"
+#include "plan.h"
+#include "sha256.h"
+#include "spec.h"
+#include "util.h"
+
+#define ARCH "sm_90"
+#define MIN_SPECS 8
+
+typedef struct {
+    char root[64];
+    char *failure_dir;
+    tt_cache cache;
+    glob_t specs;
+} fixture;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int group_setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    snprintf(f->root, sizeof f->root, "/tmp/tt-test-pipeline-XXXXXX");
+    if (!mkdtemp(f->root)) return -1;
+    char err[512];
+    if (tt_cache_open(&f->cache, f->root, err, sizeof err) != 0) {
+        fprintf(stderr, "tt_cache_open: %s\n", err);
+        return -1;
+    }
+    f->failure_dir = tt_xasprintf("%s/failed", f->root);
+    int rc = glob(TT_SOURCE_DIR "/specs/*.yaml", 0, NULL, &f->specs);
+    if (rc != 0 && rc != GLOB_NOMATCH) return -1;
+    *state = f;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    fixture *f = *state;
+    if (!f) return 0;
+    globfree(&f->specs);
+    tt_cache_close(&f->cache);
+    free(f->failure_dir);
+    rm_rf(f->root);
+    free(f);
+    return 0;
+}
+
+static void load_spec(const char *path, tt_spec *s)
+{
+    char err[1024];
+    if (tt_spec_load(path, s, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+static void build_plan(const tt_spec *s, const char *arch, tt_plan *p)
+{
+    char err[512];
+    if (tt_plan_build(s, arch, p, err, sizeof err) != 0) fail_msg("%s: plan: %s", s->path, err);
+}
+
+static void write_plan(const void *p, FILE *f) { tt_plan_write(p, f); }
+
+static char *plan_text(const tt_plan *p) { return tt_capture(write_plan, p); }
+
+static tt_build_opts opts_for(const fixture *f, const char *arch, const char *template_dir,
+                              const char *const *extra, int n_extra)
+{
+    return (tt_build_opts){.arch = arch, .template_dir = template_dir, .extra_options = extra,
+                           .n_extra = n_extra, .cache = &f->cache, .failure_dir = f->failure_dir,
+                           .jobs = 2};
+}
+
+static tt_build *prepare(const tt_plan *p, const tt_build_opts *o)
+{
+    tt_build *b = NULL;
+    char err[512];
+    if (tt_builds_prepare(p, o, &b, err, sizeof err) != 0) fail_msg("prepare: %s", err);
+    return b;
+}
+
+static const char *base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* --- tests -------------------------------------------------------------------------------------- */
+
+static void test_enough_specs(void **state)
+{
+    fixture *f = *state;
+    print_message("  %zu specs in %s/specs\n", f->specs.gl_pathc, TT_SOURCE_DIR);
+    if (f->specs.gl_pathc < MIN_SPECS)
+        fail_msg("found %zu specs in %s/specs, want at least %d", f->specs.gl_pathc, TT_SOURCE_DIR,
+                 MIN_SPECS);
+}
+
+/* Two loads of one spec give byte-identical plans; kernel names are unique within a plan. */
+static void test_plan_deterministic(void **state)
+{
+    fixture *f = *state;
+    assert_true(f->specs.gl_pathc >= MIN_SPECS);
+    for (size_t i = 0; i < f->specs.gl_pathc; i++) {
+        tt_spec s1, s2;
+        load_spec(f->specs.gl_pathv[i], &s1);
+        load_spec(f->specs.gl_pathv[i], &s2);
+        tt_plan p1, p2, p3;
+        build_plan(&s1, ARCH, &p1);
+        build_plan(&s2, ARCH, &p2);
+        build_plan(&s1, ARCH, &p3);
+        assert_string_equal(p1.arch, ARCH);
+        if (p1.n < 3) fail_msg("%s: %d kernels planned, want at least 3", s1.path, p1.n);
+        char *t1 = plan_text(&p1), *t2 = plan_text(&p2), *t3 = plan_text(&p3);
+        if (strcmp(t1, t2) != 0 || strcmp(t1, t3) != 0)
+            fail_msg("%s: the plan differs between two builds:\n%s\n---\n%s", s1.path, t1, t2);
+        for (int a = 0; a < p1.n; a++) {
+            if (!strstr(t1, p1.kernels[a].name)) fail_msg("plan.txt lacks %s", p1.kernels[a].name);
+            for (int b = a + 1; b < p1.n; b++)
+                if (strcmp(p1.kernels[a].name, p1.kernels[b].name) == 0)
+                    fail_msg("%s: kernel %s planned twice", s1.path, p1.kernels[a].name);
+        }
+        print_message("  %-22s %d kernels\n", base(s1.path), p1.n);
+        free(t1), free(t2), free(t3);
+        tt_plan_free(&p1), tt_plan_free(&p2), tt_plan_free(&p3);
+        tt_spec_free(&s1), tt_spec_free(&s2);
+    }
+}
+
+static void expect_in_name(const tt_kernel *k, const char *part, int want, const char *spec)
+{
+    int has = strstr(k->name, part) != NULL;
+    if (has != want)
+        fail_msg("%s: kernel %s %s '%s'", spec, k->name, want ? "lacks" : "should not contain", part);
+}
+
+/* Names carry the constants they were built for: op first, dtype last, shapes in between. */
+static void test_names_carry_constants(void **state)
+{
+    fixture *f = *state;
+    for (size_t i = 0; i < f->specs.gl_pathc; i++) {
+        tt_spec s;
+        load_spec(f->specs.gl_pathv[i], &s);
+        tt_plan p;
+        build_plan(&s, ARCH, &p);
+        const tt_model_spec *m = &s.model;
+        const char *act = s.train.precision == TT_PREC_BF16 ? "bf16" : "f32";
+        int mla = 0, ln_fwd = 0, ln_bwd = 0;
+        char part[96];
+        for (int k = 0; k < p.n; k++) {
+            const tt_kernel *kn = &p.kernels[k];
+            const size_t opl = strlen(kn->op), nl = strlen(kn->name), dl = strlen(kn->dtype);
+            if (strncmp(kn->name, kn->op, opl) != 0 || kn->name[opl] != '_')
+                fail_msg("%s: kernel %s does not start with its op %s", s.path, kn->name, kn->op);
+            if (nl < dl + 1 || kn->name[nl - dl - 1] != '_' || strcmp(kn->name + nl - dl, kn->dtype))
+                fail_msg("%s: kernel %s does not end with its dtype %s", s.path, kn->name, kn->dtype);
+            for (const char *c = kn->name; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9') || *c == '_'))
+                    fail_msg("%s: kernel name %s is not a C identifier", s.path, kn->name);
+            snprintf(part, sizeof part, "_D%d_", m->d_model);
+            expect_in_name(kn, part, 1, s.path);
+            assert_int_equal(tt_kernel_const(kn, "D", -1), m->d_model);
+            if (strcmp(kn->op, "mla_fwd") == 0) {
+                mla++;
+                snprintf(part, sizeof part, "_N%d_R%d_D%d", m->seq_len, m->rank, m->d_model);
+                expect_in_name(kn, part, 1, s.path);
+                expect_in_name(kn, "_causal", m->causal, s.path);
+                expect_in_name(kn, "_pos_key", m->position == TT_POS_KEY, s.path);
+                assert_string_equal(kn->dtype, act);
+                assert_int_equal(tt_kernel_const(kn, "N", -1), m->seq_len);
+                assert_int_equal(tt_kernel_const(kn, "R", -1), m->rank);
+            } else if (strncmp(kn->op, "layernorm_", 10) == 0) {
+                ln_fwd += strcmp(kn->op, "layernorm_fwd") == 0;
+                ln_bwd += strcmp(kn->op, "layernorm_bwd") == 0;
+                assert_string_equal(kn->dtype, act);
+            }
+        }
+        if (ln_fwd != 1 || ln_bwd != 1)
+            fail_msg("%s: %d layernorm_fwd and %d layernorm_bwd instances, want one each", s.path,
+                     ln_fwd, ln_bwd);
+        if (mla != (m->kind == TT_KIND_TENSORIZED))
+            fail_msg("%s (%s): %d mla_fwd instances", s.path, tt_kind_name(m->kind), mla);
+        tt_plan_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
+/* The source of an instance: the generated-file line first, TT_KERNEL and every constant defined. */
+static void check_source(const tt_build *b, const char *spec)
+{
+    const tt_kernel *k = b->kernel;
+    const char *head = "// Generated by ttgen";
+    if (b->source_len < strlen(head) || strncmp(b->source, head, strlen(head)) != 0)
+        fail_msg("%s: source of %s does not start with '%s'", spec, k->name, head);
+    assert_int_equal(strlen(b->source), b->source_len);
+    char line[256];
+    snprintf(line, sizeof line, "\n#define TT_KERNEL %s\n", k->name);
+    if (!strstr(b->source, line)) fail_msg("%s: source of %s lacks '%s'", spec, k->name, line + 1);
+    for (int c = 0; c < k->n_consts; c++) {
+        snprintf(line, sizeof line, "\n#define TT_%s %ld\n", k->consts[c].key, k->consts[c].value);
+        if (!strstr(b->source, line)) fail_msg("%s: source of %s lacks '%s'", spec, k->name, line + 1);
+    }
+    char hex[65];
+    tt_hex(b->key, 32, hex);
+    assert_string_equal(hex, b->key_hex);
+}
+
+/* Sources and keys are byte-identical between two builds, and the embedded templates are the
+ * files in templates/ (the same keys either way). The key changes with the arch and options. */
+static void test_sources_and_keys_deterministic(void **state)
+{
+    fixture *f = *state;
+    const char *extra[] = {"-DTT_TEST_EXTRA=1"};
+    for (size_t i = 0; i < f->specs.gl_pathc; i++) {
+        tt_spec s1, s2;
+        load_spec(f->specs.gl_pathv[i], &s1);
+        load_spec(f->specs.gl_pathv[i], &s2);
+        tt_plan p1, p2, p80;
+        build_plan(&s1, ARCH, &p1);
+        build_plan(&s2, ARCH, &p2);
+        build_plan(&s1, "sm_80", &p80);
+        assert_int_equal(p1.n, p2.n);
+        const tt_build_opts o = opts_for(f, ARCH, NULL, NULL, 0);
+        const tt_build_opts o_files = opts_for(f, ARCH, TT_SOURCE_DIR "/templates", NULL, 0);
+        const tt_build_opts o80 = opts_for(f, "sm_80", NULL, NULL, 0);
+        const tt_build_opts o_extra = opts_for(f, ARCH, NULL, extra, 1);
+        tt_build *b1 = prepare(&p1, &o), *b2 = prepare(&p2, &o), *bf = prepare(&p1, &o_files);
+        tt_build *b80 = prepare(&p80, &o80), *bx = prepare(&p1, &o_extra);
+        for (int k = 0; k < p1.n; k++) {
+            const char *name = b1[k].kernel->name;
+            check_source(&b1[k], s1.path);
+            if (b1[k].source_len != b2[k].source_len ||
+                memcmp(b1[k].source, b2[k].source, b1[k].source_len) != 0)
+                fail_msg("%s: source of %s differs between two builds", s1.path, name);
+            if (memcmp(b1[k].key, b2[k].key, 32) != 0)
+                fail_msg("%s: key of %s differs between two builds", s1.path, name);
+            if (b1[k].source_len != bf[k].source_len ||
+                memcmp(b1[k].source, bf[k].source, b1[k].source_len) != 0 ||
+                memcmp(b1[k].key, bf[k].key, 32) != 0)
+                fail_msg("%s: %s: the embedded templates differ from %s/templates (rebuild?)",
+                         s1.path, name, TT_SOURCE_DIR);
+            if (memcmp(b1[k].key, b80[k].key, 32) == 0)
+                fail_msg("%s: %s has the same key for sm_90 and sm_80", s1.path, name);
+            if (memcmp(b1[k].key, bx[k].key, 32) == 0)
+                fail_msg("%s: %s: an extra NVRTC option leaves the key unchanged", s1.path, name);
+            assert_int_equal(bx[k].n_options, b1[k].n_options + 1);
+            assert_string_equal(bx[k].options[bx[k].n_options - 1], extra[0]);
+            for (int j = 0; j < k; j++)
+                if (memcmp(b1[k].key, b1[j].key, 32) == 0)
+                    fail_msg("%s: %s and %s share a key", s1.path, name, b1[j].kernel->name);
+        }
+        tt_builds_free(b1, p1.n), tt_builds_free(b2, p2.n), tt_builds_free(bf, p1.n);
+        tt_builds_free(b80, p80.n), tt_builds_free(bx, p1.n);
+        tt_plan_free(&p1), tt_plan_free(&p2), tt_plan_free(&p80);
+        tt_spec_free(&s1), tt_spec_free(&s2);
+    }
+}
+
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* A compiled instance: a 64-bit ELF for EM_CUDA whose entry function is the kernel's name, with
+ * ptxas' resource report parsed and no spills. Returns 1 when it spilled (reported by the caller). */
+static int check_cubin(const tt_build *b, const char *spec)
+{
+    const char *name = b->kernel->name;
+    if (b->error) fail_msg("%s: %s failed: %s", spec, name, b->error);
+    if (!b->cubin || b->cubin_len < 64) fail_msg("%s: %s: CUBIN of %zu bytes", spec, name, b->cubin_len);
+    const uint8_t *e = b->cubin;
+    if (memcmp(e, "\x7f" "ELF", 4) != 0) fail_msg("%s: %s: CUBIN lacks the ELF magic", spec, name);
+    if (e[4] != 2 || le16(e + 18) != 190)
+        fail_msg("%s: %s: not a 64-bit ELF for EM_CUDA (class %d, machine %d)", spec, name, e[4],
+                 le16(e + 18));
+    assert_non_null(b->log);
+    char entry[200];
+    snprintf(entry, sizeof entry, "entry function '%s' for '%s'", name, ARCH);
+    if (!strstr(b->log, entry)) fail_msg("%s: %s: ptxas' log lacks \"%s\":\n%s", spec, name, entry, b->log);
+    if (b->registers <= 0) fail_msg("%s: %s: registers %d (log:\n%s)", spec, name, b->registers, b->log);
+    if (b->spill_bytes < 0) fail_msg("%s: %s: no spill report in the log:\n%s", spec, name, b->log);
+    if (b->smem_bytes < 0) fail_msg("%s: %s: no smem report in the log:\n%s", spec, name, b->log);
+    return b->spill_bytes != 0;
+}
+
+/* Every kernel of every spec through NVRTC and one shared cache; then once more, from the cache. */
+static void test_compile_every_kernel(void **state)
+{
+    fixture *f = *state;
+    assert_true(f->specs.gl_pathc >= MIN_SPECS);
+    const tt_build_opts o = opts_for(f, ARCH, NULL, NULL, 0);
+    int total = 0, compiled = 0, spilled = 0;
+    double nvrtc = 0, t_all = tt_now_seconds();
+    for (size_t i = 0; i < f->specs.gl_pathc; i++) {
+        tt_spec s;
+        load_spec(f->specs.gl_pathv[i], &s);
+        tt_plan p;
+        build_plan(&s, ARCH, &p);
+        tt_build *b = prepare(&p, &o);
+        const double t0 = tt_now_seconds();
+        const int failed = tt_builds_run(b, p.n, &o);
+        const double t1 = tt_now_seconds();
+        if (failed) {
+            for (int k = 0; k < p.n; k++)
+                if (b[k].error) print_error("%s\n", b[k].error);
+            fail_msg("%s: %d of %d kernels failed to compile", s.path, failed, p.n);
+        }
+        int here = 0;
+        for (int k = 0; k < p.n; k++) {
+            if (check_cubin(&b[k], s.path)) {
+                print_error("%s: %s spills %d bytes (log:\n%s)\n", s.path, b[k].kernel->name,
+                            b[k].spill_bytes, b[k].log);
+                spilled++;
+            }
+            if (b[k].cached) {
+                assert_true(b[k].seconds == 0);
+            } else {
+                assert_true(b[k].seconds > 0);
+                here++;
+                nvrtc += b[k].seconds;
+            }
+            if (i == 0 && b[k].cached) fail_msg("%s: a hit in a fresh cache", b[k].kernel->name);
+        }
+        compiled += here;
+        total += p.n;
+
+        /* The same plan again: everything from the cache, the same bytes and report. */
+        tt_build *again = prepare(&p, &o);
+        const double t2 = tt_now_seconds();
+        assert_int_equal(tt_builds_run(again, p.n, &o), 0);
+        const double t3 = tt_now_seconds();
+        for (int k = 0; k < p.n; k++) {
+            const char *name = b[k].kernel->name;
+            if (!again[k].cached) fail_msg("%s: %s compiled again on the second run", s.path, name);
+            if (again[k].cache_note[0]) fail_msg("%s: %s: %s", s.path, name, again[k].cache_note);
+            check_cubin(&again[k], s.path);
+            if (again[k].cubin_len != b[k].cubin_len ||
+                memcmp(again[k].cubin, b[k].cubin, b[k].cubin_len) != 0 ||
+                strcmp(again[k].log, b[k].log) != 0)
+                fail_msg("%s: %s: the cached CUBIN or log differs from the compiled one", s.path, name);
+            assert_int_equal(again[k].registers, b[k].registers);
+            assert_int_equal(again[k].spill_bytes, b[k].spill_bytes);
+            assert_int_equal(again[k].smem_bytes, b[k].smem_bytes);
+        }
+        print_message("  %-22s %d kernels, %d compiled in %.2f s, cached run %.1f ms\n",
+                      base(s.path), p.n, here, t1 - t0, 1e3 * (t3 - t2));
+        tt_builds_free(b, p.n);
+        tt_builds_free(again, p.n);
+        tt_plan_free(&p);
+        tt_spec_free(&s);
+    }
+    print_message("  %d kernels, %d distinct compiled (%.1f s of NVRTC), %.1f s in all\n", total,
+                  compiled, nvrtc, tt_now_seconds() - t_all);
+    if (spilled) fail_msg("%d kernel instances spill registers (listed above)", spilled);
+    struct stat st;
+    assert_true(stat(f->failure_dir, &st) != 0); /* nothing failed, so nothing was written there */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_enough_specs),
+        cmocka_unit_test(test_plan_deterministic),
+        cmocka_unit_test(test_names_carry_constants),
+        cmocka_unit_test(test_sources_and_keys_deterministic),
+        cmocka_unit_test(test_compile_every_kernel),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
