@@ -1,19 +1,216 @@
-/* Reads a word-level corpus through zlib (which passes plain files through unchanged). */
+/* Word-level corpora (see corpus.h): one reader for plain and gzip files, one scanner that checks
+ * each line (length, NUL, UTF-8) and splits it into words, the vocabulary of a training split, and
+ * the token-id cache. The vocabulary and the token ids both come from the same scanner, so the
+ * words counted are exactly the words looked up. */
+#define ZLIB_CONST
 #include "corpus.h"
 
 #include <errno.h>
-#include <stdint.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "sha256.h"
 #include "util.h"
 
-/* An open-addressing set of words; FNV-1a hashes. */
+#define MAX_LINE ((size_t)1 << 20) /* bytes in a line, not counting its '\n' */
+
+/* ---- reading: raw bytes, then gzip or not by content ---------------------------------------- */
+
+/* Raw bytes of a file, which key the id cache; "PATH: empty file" for a file without any. */
+static int read_raw(const char *path, char **raw, size_t *len, char *err, size_t errlen)
+{
+    if (tt_read_file(path, raw, len, err, errlen) != 0) return -1;
+    if (*len == 0) {
+        free(*raw);
+        *raw = NULL;
+        return tt_errf(err, errlen, "%s: empty file", path);
+    }
+    return 0;
+}
+
+static int is_gzip(const char *p, size_t n)
+{
+    return n >= 2 && (unsigned char)p[0] == 0x1f && (unsigned char)p[1] == 0x8b;
+}
+
+/* Inflates gzip data: one member or several in a row (as `cat a.gz b.gz` makes, and gzip -d
+ * accepts). Anything after the last member is an error rather than silently dropped. */
+static int gunzip(const char *path, const char *in, size_t inlen, char **out, size_t *outlen,
+                  char *err, size_t errlen)
+{
+    const size_t chunk = (size_t)1 << 30; /* avail_in/avail_out are 32-bit */
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    TT_ASSERT(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK); /* 16: gzip wrapper only */
+    size_t cap = 4 * inlen + 65536, len = 0, used = 0;     /* text inflates about 3-4x */
+    char *buf = tt_xmalloc(cap);
+    const char *why = NULL;
+    for (;;) {
+        if (len == cap) buf = tt_xrealloc(buf, cap *= 2);
+        size_t nin = inlen - used < chunk ? inlen - used : chunk;
+        size_t nout = cap - len < chunk ? cap - len : chunk;
+        z.next_in = (const Bytef *)in + used;
+        z.avail_in = (uInt)nin;
+        z.next_out = (Bytef *)buf + len;
+        z.avail_out = (uInt)nout;
+        int rc = inflate(&z, Z_NO_FLUSH);
+        used += nin - z.avail_in;
+        len += nout - z.avail_out;
+        if (rc == Z_OK) continue;
+        if (rc == Z_STREAM_END) {
+            if (used == inlen) break;
+            if (is_gzip(in + used, inlen - used)) {
+                inflateReset(&z);
+                continue;
+            }
+            why = "trailing data after the gzip stream";
+        } else if (rc == Z_BUF_ERROR) {
+            why = "unexpected end of file"; /* no progress: the input ran out mid-stream */
+        } else if (rc == Z_MEM_ERROR) {
+            tt_panic(__FILE__, __LINE__, "zlib: out of memory");
+        } else {
+            why = z.msg ? z.msg : "inflate failed";
+        }
+        break;
+    }
+    if (why) {
+        tt_errf(err, errlen, "%s: corrupt gzip data (%s)", path, why);
+        inflateEnd(&z);
+        free(buf);
+        return -1;
+    }
+    inflateEnd(&z);
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+/* The text of a file whose raw bytes are given: gzip data, recognized by its magic bytes as
+ * gzread does, is inflated; anything else is the text itself (*text == raw, nothing to free). */
+static int decode(const char *path, char *raw, size_t rawlen, char **text, size_t *len, char *err,
+                  size_t errlen)
+{
+    if (!is_gzip(raw, rawlen)) {
+        *text = raw;
+        *len = rawlen;
+        return 0;
+    }
+    if (gunzip(path, raw, rawlen, text, len, err, errlen) != 0) return -1;
+    if (*len == 0) {
+        free(*text);
+        return tt_errf(err, errlen, "%s: empty file", path);
+    }
+    return 0;
+}
+
+/* ---- lines and words ------------------------------------------------------------------------- */
+
+static int is_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Length of the well-formed UTF-8 sequence at p (at most end - p bytes), or 0 if it is not one:
+ * no overlong forms, no surrogates (U+D800..DFFF), nothing above U+10FFFF (Unicode table 3-7). */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned char b = p[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (b < 0x80) return 1;
+    if (b < 0xC2) return 0; /* a continuation byte, or the overlong C0/C1 */
+    if (b < 0xE0) {
+        n = 2;
+    } else if (b < 0xF0) {
+        n = 3;
+        if (b == 0xE0) lo = 0xA0;      /* overlong below U+0800 */
+        else if (b == 0xED) hi = 0x9F; /* surrogates */
+    } else if (b < 0xF5) {
+        n = 4;
+        if (b == 0xF0) lo = 0x90;      /* overlong below U+10000 */
+        else if (b == 0xF4) hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return n;
+}
+
+/* A line is at most 1 MiB of UTF-8 without NUL bytes. Columns count bytes from 1. */
+static int check_line(const char *path, long line, const char *s, size_t n, char *err,
+                      size_t errlen)
+{
+    if (n > MAX_LINE) return tt_errf(err, errlen, "%s:%ld: line longer than 1 MiB", path, line);
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        if (*p == 0)
+            return tt_errf(err, errlen, "%s:%ld: NUL byte at column %zu", path, line,
+                           (size_t)(p - (const unsigned char *)s) + 1);
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        size_t k = utf8_len(p, end);
+        if (k == 0)
+            return tt_errf(err, errlen, "%s:%ld: invalid UTF-8 (byte 0x%02X at column %zu)", path,
+                           line, *p, (size_t)(p - (const unsigned char *)s) + 1);
+        p += k;
+    }
+    return 0;
+}
+
+/* Walks a text word by word; each line, blank ones included, ends in an end-of-line token. */
 typedef struct {
-    char **slot;
-    size_t cap, n;
-} word_set;
+    const char *path;
+    const char *p, *end;  /* the rest of the text */
+    const char *line_end; /* end of the current line: its '\n', or the end of the text */
+    long line;            /* 1-based number of the current line */
+    int in_line;
+    long words, lines;
+} scanner;
+
+enum { SCAN_ERROR = -2, SCAN_END = -1, SCAN_EOL = 0, SCAN_WORD = 1 };
+
+static scanner scan_start(const char *path, const char *text, size_t len)
+{
+    return (scanner){.path = path, .p = text, .end = text + len};
+}
+
+/* SCAN_WORD with the word in *w, *n; SCAN_EOL; SCAN_END; or SCAN_ERROR with err set. */
+static int scan_next(scanner *s, const char **w, size_t *n, char *err, size_t errlen)
+{
+    if (!s->in_line) {
+        if (s->p == s->end) return SCAN_END;
+        const char *nl = memchr(s->p, '\n', (size_t)(s->end - s->p));
+        s->line_end = nl ? nl : s->end;
+        s->line++;
+        if (check_line(s->path, s->line, s->p, (size_t)(s->line_end - s->p), err, errlen) != 0)
+            return SCAN_ERROR;
+        s->in_line = 1;
+    }
+    const char *p = s->p, *e = s->line_end;
+    while (p < e && is_space((unsigned char)*p)) p++;
+    if (p == e) {
+        s->p = e < s->end ? e + 1 : e;
+        s->in_line = 0;
+        s->lines++;
+        return SCAN_EOL;
+    }
+    const char *start = p;
+    while (p < e && !is_space((unsigned char)*p)) p++;
+    s->p = p;
+    s->words++;
+    *w = start;
+    *n = (size_t)(p - start);
+    return SCAN_WORD;
+}
+
+/* ---- the vocabulary ------------------------------------------------------------------------- */
 
 static uint64_t fnv1a(const char *s, size_t n)
 {
@@ -22,70 +219,409 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-static void set_add(word_set *ws, const char *w, size_t n);
-
-static void set_grow(word_set *ws)
+/* memcmp order; on a common prefix the shorter word first. */
+static int bytewise(const char *a, size_t an, const char *b, size_t bn)
 {
-    word_set big = {tt_xcalloc(ws->cap ? ws->cap * 2 : 1024, sizeof(char *)), ws->cap ? ws->cap * 2 : 1024, 0};
-    for (size_t i = 0; i < ws->cap; i++)
-        if (ws->slot[i]) {
-            set_add(&big, ws->slot[i], strlen(ws->slot[i]));
-            free(ws->slot[i]);
-        }
-    free(ws->slot);
-    *ws = big;
+    int r = memcmp(a, b, an < bn ? an : bn);
+    return r ? r : (an > bn) - (an < bn);
 }
 
-static void set_add(word_set *ws, const char *w, size_t n)
+/* Word counts of a training split: an open-addressing table whose slots are the entries (one
+ * memory access per probe), at most half full. Words point into the text (no copy until the end),
+ * so a new word costs no allocation beyond the table's amortized growth. */
+typedef struct {
+    const char *w; /* NULL: an empty slot */
+    size_t len;
+    uint64_t hash;
+    long count;
+} counted;
+
+typedef struct {
+    counted *slot;
+    size_t cap, n;
+} counter;
+
+static void counter_grow(counter *c, size_t cap)
 {
-    if (2 * (ws->n + 1) > ws->cap) set_grow(ws);
-    size_t i = fnv1a(w, n) & (ws->cap - 1);
-    while (ws->slot[i]) {
-        if (strlen(ws->slot[i]) == n && memcmp(ws->slot[i], w, n) == 0) return;
-        i = (i + 1) & (ws->cap - 1);
+    counted *old = c->slot;
+    size_t old_cap = c->cap;
+    c->slot = tt_xcalloc(cap, sizeof *c->slot);
+    c->cap = cap;
+    for (size_t k = 0; k < old_cap; k++) {
+        if (!old[k].w) continue;
+        size_t i = (size_t)old[k].hash & (cap - 1);
+        while (c->slot[i].w) i = (i + 1) & (cap - 1);
+        c->slot[i] = old[k];
     }
-    char *c = tt_xmalloc(n + 1);
-    memcpy(c, w, n);
-    c[n] = '\0';
-    ws->slot[i] = c;
-    ws->n++;
+    free(old);
 }
 
-static void set_free(word_set *ws)
+/* The entry of a word, made with count 0 if new. Valid until the next call. */
+static counted *counter_get(counter *c, const char *w, size_t len)
 {
-    for (size_t i = 0; i < ws->cap; i++) free(ws->slot[i]);
-    free(ws->slot);
+    uint64_t h = fnv1a(w, len);
+    size_t i = (size_t)h & (c->cap - 1);
+    for (; c->slot[i].w; i = (i + 1) & (c->cap - 1)) {
+        counted *e = &c->slot[i];
+        if (e->hash == h && e->len == len && memcmp(e->w, w, len) == 0) return e;
+    }
+    if (2 * (c->n + 1) > c->cap) {
+        counter_grow(c, 2 * c->cap);
+        return counter_get(c, w, len);
+    }
+    c->slot[i] = (counted){w, len, h, 0};
+    c->n++;
+    return &c->slot[i];
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static int by_count_then_bytes(const void *pa, const void *pb)
+{
+    const counted *a = pa, *b = pb;
+    if (a->count != b->count) return a->count > b->count ? -1 : 1;
+    return bytewise(a->w, a->len, b->w, b->len);
+}
+
+/* The text tt_vocab_save writes and v->hash covers: each word in id order, then '\n'. */
+static void vocab_text(const tt_vocab *v, tt_buf *b)
+{
+    for (long i = 0; i < v->n; i++) {
+        tt_buf_append(b, v->words[i], strlen(v->words[i]));
+        tt_buf_append(b, "\n", 1);
+    }
+}
+
+/* The word -> id table: table_cap slots of two longs, the id (-1: empty) and bits of the word's
+ * hash, so that a probe rarely has to look at a word that is not the one sought. */
+static long hash_tag(uint64_t h) { return (long)(h >> 33); } /* fits any long */
+
+/* Fills the table, eos, unk and hash from v->words. Returns -1 with the two ids in dup[] when a
+ * word occurs twice. */
+static int vocab_index(tt_vocab *v, long dup[2])
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)v->n) cap *= 2;
+    v->table = tt_xmalloc(2 * cap * sizeof *v->table);
+    for (size_t i = 0; i < cap; i++) v->table[2 * i] = -1;
+    v->table_cap = cap;
+    for (long id = 0; id < v->n; id++) {
+        const char *w = v->words[id];
+        uint64_t h = fnv1a(w, strlen(w));
+        size_t i = (size_t)h & (cap - 1);
+        for (; v->table[2 * i] >= 0; i = (i + 1) & (cap - 1)) {
+            if (strcmp(v->words[v->table[2 * i]], w) == 0) {
+                dup[0] = v->table[2 * i];
+                dup[1] = id;
+                return -1;
+            }
+        }
+        v->table[2 * i] = id;
+        v->table[2 * i + 1] = hash_tag(h);
+    }
+    v->eos = tt_vocab_id(v, "<eos>", 5);
+    v->unk = tt_vocab_id(v, "<unk>", 5);
+    tt_buf b = {0};
+    vocab_text(v, &b);
+    tt_sha256(b.data, b.len, v->hash);
+    tt_buf_free(&b);
+    return 0;
+}
+
+long tt_vocab_id(const tt_vocab *v, const char *word, size_t len)
+{
+    size_t mask = v->table_cap - 1;
+    uint64_t h = fnv1a(word, len);
+    long tag = hash_tag(h);
+    for (size_t i = (size_t)h & mask; v->table[2 * i] >= 0; i = (i + 1) & mask) {
+        if (v->table[2 * i + 1] != tag) continue;
+        const char *w = v->words[v->table[2 * i]];
+        if (strncmp(w, word, len) == 0 && w[len] == '\0') return v->table[2 * i];
+    }
+    return -1;
+}
+
+/* All words of a vocabulary live in one block, in id order, starting at words[0]. */
+void tt_vocab_free(tt_vocab *v)
+{
+    if (v->words) free(v->words[0]);
+    free(v->words);
+    free(v->counts);
+    free(v->table);
+    memset(v, 0, sizeof *v);
+}
+
+int tt_vocab_build(const char *train_path, tt_vocab *v, char *err, size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    char *raw, *text;
+    size_t rawlen, len;
+    if (read_raw(train_path, &raw, &rawlen, err, errlen) != 0) return -1;
+    if (decode(train_path, raw, rawlen, &text, &len, err, errlen) != 0) {
+        free(raw);
+        return -1;
+    }
+    counter c = {0};
+    counter_grow(&c, 1 << 16);
+    scanner s = scan_start(train_path, text, len);
+    const char *w = NULL;
+    size_t n = 0;
+    int r;
+    while ((r = scan_next(&s, &w, &n, err, errlen)) >= 0)
+        if (r == SCAN_WORD) counter_get(&c, w, n)->count++;
+    int rc = -1;
+    if (r == SCAN_ERROR) goto done;
+    if (s.words == 0) {
+        tt_errf(err, errlen, "%s: no tokens", train_path);
+        goto done;
+    }
+    counter_get(&c, "<eos>", 5)->count += s.lines; /* added to any literal <eos> of the text */
+    counter_get(&c, "<unk>", 5);                     /* count 0 unless the text has it */
+    if (c.n >= INT32_MAX) {                           /* ids are int32 */
+        tt_errf(err, errlen, "%s: more than 2^31 distinct words", train_path);
+        goto done;
+    }
+    counted *e = c.slot; /* the entries, packed to the front of the table */
+    size_t ne = 0;
+    for (size_t i = 0; i < c.cap; i++)
+        if (c.slot[i].w) e[ne++] = c.slot[i];
+    qsort(e, ne, sizeof *e, by_count_then_bytes);
+
+    size_t bytes = 0;
+    for (size_t i = 0; i < ne; i++) bytes += e[i].len + 1;
+    char *pool = tt_xmalloc(bytes);
+    v->n = (long)ne;
+    v->words = tt_xmalloc(ne * sizeof *v->words);
+    v->counts = tt_xmalloc(ne * sizeof *v->counts);
+    for (size_t i = 0; i < ne; i++) {
+        memcpy(pool, e[i].w, e[i].len);
+        pool[e[i].len] = '\0';
+        v->words[i] = pool;
+        v->counts[i] = e[i].count;
+        pool += e[i].len + 1;
+    }
+    long dup[2];
+    int distinct = vocab_index(v, dup) == 0; /* the counter merged equal words already */
+    TT_ASSERT(distinct);
+    rc = 0;
+done:
+    free(c.slot);
+    if (text != raw) free(text);
+    free(raw);
+    return rc;
+}
 
 int tt_corpus_count_vocab(const char *path, long *vocab, char *err, size_t errlen)
 {
-    gzFile g = gzopen(path, "rb");
-    if (!g) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-    gzbuffer(g, 1 << 20);
-    word_set ws = {0};
-    set_add(&ws, "<eos>", 5);
-    tt_buf word = {0};
-    char chunk[1 << 16];
-    int n;
-    while ((n = gzread(g, chunk, sizeof chunk)) > 0) {
-        for (int i = 0; i < n; i++) {
-            if (is_space(chunk[i])) {
-                if (word.len) set_add(&ws, word.data, word.len);
-                word.len = 0;
-            } else {
-                tt_buf_append(&word, &chunk[i], 1);
+    tt_vocab v;
+    if (tt_vocab_build(path, &v, err, errlen) != 0) return -1;
+    *vocab = v.n;
+    tt_vocab_free(&v);
+    return 0;
+}
+
+int tt_vocab_save(const tt_vocab *v, const char *path, char *err, size_t errlen)
+{
+    tt_buf b = {0};
+    vocab_text(v, &b);
+    const void *parts[] = {b.data};
+    size_t lens[] = {b.len};
+    int rc = tt_write_file_atomic(path, parts, lens, 1, err, errlen);
+    tt_buf_free(&b);
+    return rc;
+}
+
+/* One word per line. The file's own buffer becomes the block of words: each '\n' turns into the
+ * word's NUL, and words[0] is the start of the buffer because an empty line is an error. */
+int tt_vocab_load(const char *path, tt_vocab *v, char *err, size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    char *data;
+    size_t len;
+    if (read_raw(path, &data, &len, err, errlen) != 0) return -1;
+    long cap = 0, line = 0;
+    for (char *p = data, *end = data + len; p < end;) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *e = nl ? nl : end;
+        line++;
+        if (e == p) {
+            tt_errf(err, errlen, "%s:%ld: empty line", path, line);
+            goto fail;
+        }
+        if (check_line(path, line, p, (size_t)(e - p), err, errlen) != 0) goto fail;
+        for (char *q = p; q < e; q++)
+            if (is_space((unsigned char)*q)) {
+                tt_errf(err, errlen, "%s:%ld: whitespace in a word (column %zu)", path, line,
+                        (size_t)(q - p) + 1);
+                goto fail;
             }
+        if (v->n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            v->words = tt_xrealloc(v->words, (size_t)cap * sizeof *v->words);
+        }
+        v->words[v->n++] = p;
+        *e = '\0'; /* the '\n', or the buffer's own terminator after a last line without one */
+        p = e + 1;
+    }
+    long dup[2];
+    if (vocab_index(v, dup) != 0) {
+        tt_errf(err, errlen, "%s:%ld: duplicate word '%s' (first on line %ld)", path, dup[1] + 1,
+                v->words[dup[1]], dup[0] + 1);
+        goto fail;
+    }
+    if (v->eos < 0 || v->unk < 0) {
+        tt_errf(err, errlen, "%s: no %s in the vocabulary", path, v->eos < 0 ? "<eos>" : "<unk>");
+        goto fail;
+    }
+    return 0;
+fail:
+    free(data);
+    free(v->words);
+    free(v->table);
+    memset(v, 0, sizeof *v);
+    return -1;
+}
+
+/* ---- token ids and their cache --------------------------------------------------------------- */
+
+/* The cache file: a header, then the ids as int32 little-endian. The key (the file name) covers
+ * the format tag, the raw corpus bytes and the vocabulary; the checksum covers the ids, so a
+ * truncated or damaged file is noticed and rebuilt. Bump the tag when tokenization changes. */
+#define CACHE_TAG "tt-corpus-ids/1\n"
+#define CACHE_FORMAT 1u
+static const char cache_magic[8] = {'T', 'T', 'I', 'D', 'S', '\r', '\n', 0x1a};
+enum { HDR_MAGIC = 0, HDR_FORMAT = 8, HDR_COUNT = 16, HDR_SUM = 24, HDR_SIZE = 56 };
+
+static void put_le(uint8_t *p, uint64_t x, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = (uint8_t)(x >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x |= (uint64_t)p[i] << (8 * i);
+    return x;
+}
+
+static char *cache_path(const char *cache_dir, const char *raw, size_t rawlen, const tt_vocab *v)
+{
+    tt_sha256_ctx s;
+    uint8_t key[32];
+    char hex[65];
+    tt_sha256_init(&s);
+    tt_sha256_update(&s, CACHE_TAG, strlen(CACHE_TAG));
+    tt_sha256_update(&s, raw, rawlen);
+    tt_sha256_update(&s, v->hash, sizeof v->hash);
+    tt_sha256_final(&s, key);
+    tt_hex(key, sizeof key, hex);
+    return tt_xasprintf("%s/%s.ids", cache_dir, hex);
+}
+
+/* The ids of a cache file if it is whole and well-formed; 0 otherwise (missing or bad). */
+static int cache_read(const char *path, const tt_vocab *v, tt_tokens *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    uint8_t hdr[HDR_SIZE], sum[32];
+    int32_t *ids = NULL;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    rewind(f);
+    if (size < HDR_SIZE || fread(hdr, 1, HDR_SIZE, f) != HDR_SIZE) goto bad;
+    uint64_t count = get_le(hdr + HDR_COUNT, 8);
+    if (memcmp(hdr + HDR_MAGIC, cache_magic, 8) != 0 ||
+        get_le(hdr + HDR_FORMAT, 4) != CACHE_FORMAT || count > (uint64_t)LONG_MAX / 4 ||
+        (uint64_t)size - HDR_SIZE != 4 * count)
+        goto bad;
+    ids = tt_xmalloc(4 * count);
+    if (fread(ids, 4, count, f) != count) goto bad;
+    tt_sha256(ids, 4 * count, sum);
+    if (memcmp(sum, hdr + HDR_SUM, 32) != 0) goto bad;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t id = get_le((const uint8_t *)&ids[i], 4); /* in place: same 4 bytes */
+        if (id >= (uint64_t)v->n) goto bad;
+        ids[i] = (int32_t)id;
+    }
+    fclose(f);
+    out->ids = ids;
+    out->n = (long)count;
+    return 1;
+bad:
+    fclose(f);
+    free(ids);
+    return 0;
+}
+
+static int cache_write(const char *cache_dir, const char *path, const tt_tokens *t, char *err,
+                       size_t errlen)
+{
+    if (tt_mkdir_p(cache_dir, err, errlen) != 0) return -1;
+    uint8_t hdr[HDR_SIZE] = {0};
+    uint8_t *body = tt_xmalloc(4 * (size_t)t->n);
+    for (long i = 0; i < t->n; i++) put_le(body + 4 * i, (uint32_t)t->ids[i], 4);
+    memcpy(hdr + HDR_MAGIC, cache_magic, 8);
+    put_le(hdr + HDR_FORMAT, CACHE_FORMAT, 4);
+    put_le(hdr + HDR_COUNT, (uint64_t)t->n, 8);
+    tt_sha256(body, 4 * (size_t)t->n, hdr + HDR_SUM);
+    const void *parts[] = {hdr, body};
+    size_t lens[] = {sizeof hdr, 4 * (size_t)t->n};
+    int rc = tt_write_file_atomic(path, parts, lens, 2, err, errlen);
+    free(body);
+    return rc;
+}
+
+static int tokenize(const char *path, const char *text, size_t len, const tt_vocab *v,
+                    tt_tokens *out, char *err, size_t errlen)
+{
+    long cap = 1 << 16, n = 0;
+    int32_t *ids = tt_xmalloc((size_t)cap * sizeof *ids);
+    scanner s = scan_start(path, text, len);
+    const char *w = NULL;
+    size_t wn = 0;
+    int r;
+    while ((r = scan_next(&s, &w, &wn, err, errlen)) >= 0) {
+        long id = v->eos;
+        if (r == SCAN_WORD && (id = tt_vocab_id(v, w, wn)) < 0) id = v->unk;
+        if (n == cap) ids = tt_xrealloc(ids, (size_t)(cap *= 2) * sizeof *ids);
+        ids[n++] = (int32_t)id;
+    }
+    if (r == SCAN_ERROR || s.words == 0) {
+        if (r != SCAN_ERROR) tt_errf(err, errlen, "%s: no tokens", path);
+        free(ids);
+        return -1;
+    }
+    out->ids = tt_xrealloc(ids, (size_t)n * sizeof *ids);
+    out->n = n;
+    return 0;
+}
+
+int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, tt_tokens *out,
+                   char *err, size_t errlen)
+{
+    TT_ASSERT(v->n > 0 && v->table && v->eos >= 0 && v->unk >= 0);
+    memset(out, 0, sizeof *out);
+    char *raw, *text;
+    size_t rawlen, len;
+    if (read_raw(path, &raw, &rawlen, err, errlen) != 0) return -1;
+    char *cpath = cache_dir ? cache_path(cache_dir, raw, rawlen, v) : NULL;
+    int rc = -1;
+    if (cpath && cache_read(cpath, v, out)) {
+        rc = 0;
+    } else if (decode(path, raw, rawlen, &text, &len, err, errlen) == 0) {
+        rc = tokenize(path, text, len, v, out, err, errlen);
+        if (text != raw) free(text);
+        if (rc == 0 && cpath && cache_write(cache_dir, cpath, out, err, errlen) != 0) {
+            tt_tokens_free(out);
+            rc = -1;
         }
     }
-    if (word.len) set_add(&ws, word.data, word.len);
-    int bad = n < 0;
-    const char *zmsg = bad ? gzerror(g, &n) : NULL;
-    if (bad) tt_errf(err, errlen, "%s: cannot read: %s", path, zmsg);
-    gzclose(g);
-    *vocab = (long)ws.n;
-    tt_buf_free(&word);
-    set_free(&ws);
-    return bad ? -1 : 0;
+    free(cpath);
+    free(raw);
+    return rc;
+}
+
+void tt_tokens_free(tt_tokens *t)
+{
+    free(t->ids);
+    t->ids = NULL;
+    t->n = 0;
 }

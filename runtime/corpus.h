@@ -1,11 +1,47 @@
-/* Word-level corpora in the PTB/WikiText format (whitespace-separated tokens, one <eos> per line,
- * plain or gzip). This part counts the vocabulary of a file, for specs whose vocab is `data`. */
+/* Word-level corpora in the PTB/WikiText format: whitespace-separated tokens, one <eos> per line,
+ * plain or gzip. The vocabulary comes from the training split, ordered by frequency (descending)
+ * and then bytewise; words outside it map to <unk>. Token ids of a split are cached in a binary
+ * file keyed by a hash of the corpus and the vocabulary, and reused on the next run. Every
+ * problem with a file ends in one line naming the file (and line) and the problem. */
 #ifndef TT_CORPUS_H
 #define TT_CORPUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-/* Distinct whitespace-separated words of path, plus <eos>. -1 with "PATH: reason" in err. */
+/* Distinct whitespace-separated words of path, plus <eos> (and <unk> when absent): the size of
+ * the vocabulary tt_vocab_build would make. -1 with "PATH: reason" in err. */
 int tt_corpus_count_vocab(const char *path, long *vocab, char *err, size_t errlen);
+
+typedef struct {
+    long n;             /* number of words */
+    char **words;       /* id -> word (NUL-terminated) */
+    long *counts;       /* id -> occurrences in the training split */
+    long eos, unk;      /* ids of <eos> and <unk> */
+    uint8_t hash[32];   /* SHA-256 of the words in id order, each followed by '\n' */
+    /* word -> id lookup (open addressing); private */
+    long *table;
+    size_t table_cap;
+} tt_vocab;
+
+/* Builds the vocabulary of a training split. */
+int tt_vocab_build(const char *train_path, tt_vocab *v, char *err, size_t errlen);
+/* Reads / writes the vocabulary as text: one word per line in id order (vocab.txt beside a
+ * checkpoint). Counts are not stored: a loaded vocabulary has counts NULL. */
+int tt_vocab_save(const tt_vocab *v, const char *path, char *err, size_t errlen);
+int tt_vocab_load(const char *path, tt_vocab *v, char *err, size_t errlen);
+long tt_vocab_id(const tt_vocab *v, const char *word, size_t len); /* -1 if absent */
+void tt_vocab_free(tt_vocab *v);
+
+typedef struct {
+    int32_t *ids;
+    long n;
+} tt_tokens;
+
+/* Token ids of a split (any of train/valid/test) under vocabulary v, through the id cache in
+ * cache_dir (NULL: no cache). */
+int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, tt_tokens *out,
+                   char *err, size_t errlen);
+void tt_tokens_free(tt_tokens *t);
 
 #endif

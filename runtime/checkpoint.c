@@ -1,0 +1,281 @@
+/* Checkpoints as safetensors (see checkpoint.h). */
+#include "checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+#include "sha256.h"
+#include "util.h"
+
+#define FORMAT "tt-checkpoint-1"
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = tt_xasprintf("%s/%s", dir, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* Writes every parameter of l from each of nsets buffers, named prefix[k] + the parameter's name. */
+static int write_tensors(const char *path, const tt_layout *l, int nsets, const float *const *base,
+                         const char *const *prefix, const char *const *keys,
+                         const char *const *vals, int n_meta, char *err, size_t errlen)
+{
+    const int n = l->n_params * nsets;
+    tt_st_tensor *t = tt_xcalloc((size_t)n, sizeof *t);
+    char **names = tt_xcalloc((size_t)n, sizeof *names);
+    for (int k = 0; k < nsets; k++)
+        for (int i = 0; i < l->n_params; i++) {
+            const tt_param *p = &l->params[i];
+            tt_st_tensor *e = &t[k * l->n_params + i];
+            names[k * l->n_params + i] = tt_xasprintf("%s%s", prefix[k], p->name);
+            e->name = names[k * l->n_params + i];
+            e->dtype = TT_ST_F32;
+            e->ndim = p->ndim;
+            e->shape[0] = p->shape[0];
+            e->shape[1] = p->shape[1];
+            e->data = base[k] + p->offset;
+        }
+    int rc = tt_st_write(path, t, n, keys, vals, n_meta, err, errlen);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    free(t);
+    return rc;
+}
+
+int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size_t outlen,
+                       char *err, size_t errlen)
+{
+    if (tt_mkdir_p(dir, err, errlen) != 0) return -1;
+    char *name = tt_xasprintf("step-%08ld", ck->step);
+    char *final = tt_xasprintf("%s/%s", dir, name);
+    char *tmp = tt_xasprintf("%s.tmp.%ld", final, (long)getpid());
+    rm_tree(tmp);
+    int rc = -1;
+    char hex[65], step[32];
+    char *text = tt_spec_text(ck->spec);
+    tt_hex(ck->vocab->hash, 32, hex);
+    snprintf(step, sizeof step, "%ld", ck->step);
+    const char *keys[] = {"format", "step", "vocab_sha256", "spec"};
+    const char *vals[] = {FORMAT, step, hex, text};
+    char *model = tt_xasprintf("%s/model.safetensors", tmp);
+    char *optim = tt_xasprintf("%s/optim.safetensors", tmp);
+    char *vocab = tt_xasprintf("%s/vocab.txt", tmp);
+    if (mkdir(tmp, 0755) != 0) {
+        tt_errf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        goto out;
+    }
+    const float *wb[] = {ck->w}, *mv[] = {ck->m, ck->v};
+    const char *wp[] = {""}, *mp[] = {"exp_avg.", "exp_avg_sq."};
+    const char *ok[] = {"format", "step"}, *ov[] = {FORMAT, step};
+    if (write_tensors(model, ck->layout, 1, wb, wp, keys, vals, 4, err, errlen) != 0) goto out;
+    if (ck->m && ck->v &&
+        write_tensors(optim, ck->layout, 2, mv, mp, ok, ov, 2, err, errlen) != 0)
+        goto out;
+    if (tt_vocab_save(ck->vocab, vocab, err, errlen) != 0) goto out;
+    /* Replace an older folder of the same step, then point latest at the new one. */
+    char *old = tt_xasprintf("%s.old.%ld", final, (long)getpid());
+    if (rename(final, old) == 0) rm_tree(old);
+    free(old);
+    if (rename(tmp, final) != 0) {
+        tt_errf(err, errlen, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
+        goto out;
+    }
+    char *latest = tt_xasprintf("%s/latest", dir);
+    char *line = tt_xasprintf("%s\n", name);
+    const void *parts[] = {line};
+    size_t lens[] = {strlen(line)};
+    rc = tt_write_file_atomic(latest, parts, lens, 1, err, errlen);
+    free(latest);
+    free(line);
+    if (rc == 0 && out) snprintf(out, outlen, "%s", final);
+out:
+    if (rc != 0) rm_tree(tmp);
+    free(text);
+    free(model);
+    free(optim);
+    free(vocab);
+    free(name);
+    free(final);
+    free(tmp);
+    return rc;
+}
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+char *tt_checkpoint_model_file(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tt_errf(err, errlen, "%s: no such checkpoint: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode)) return tt_xstrdup(path);
+    char *file = tt_xasprintf("%s/model.safetensors", path);
+    if (access(file, F_OK) == 0) return file;
+    free(file);
+    char *latest = tt_xasprintf("%s/latest", path), *text = NULL;
+    size_t len;
+    if (tt_read_file(latest, &text, &len, NULL, 0) != 0) {
+        tt_errf(err, errlen, "%s: not a checkpoint (no model.safetensors, no latest)", path);
+        free(latest);
+        return NULL;
+    }
+    free(latest);
+    text[strcspn(text, "\r\n")] = '\0';
+    char *step = tt_xasprintf("%s/%s", path, text);
+    file = is_dir(step) ? tt_xasprintf("%s/model.safetensors", step) : NULL;
+    if (!file || access(file, F_OK) != 0) {
+        tt_errf(err, errlen, "%s/latest names %s, which holds no model.safetensors", path, text);
+        free(file);
+        file = NULL;
+    }
+    free(step);
+    free(text);
+    return file;
+}
+
+/* The model section of a spec as written by tt_spec_write, one "key: value" per line with the
+ * path of the key, dropout aside (it may differ between training and evaluation). */
+static int model_lines(const tt_spec *s, char lines[][160], int max)
+{
+    char *text = tt_spec_text(s);
+    int n = 0, in_model = 0;
+    char parent[64] = "";
+    for (char *line = strtok(text, "\n"); line && n < max; line = strtok(NULL, "\n")) {
+        if (line[0] != ' ') {
+            in_model = strncmp(line, "model:", 6) == 0;
+            continue;
+        }
+        if (!in_model) continue;
+        const int nested = strncmp(line, "    ", 4) == 0;
+        const char *kv = line + (nested ? 4 : 2);
+        const char *colon = strchr(kv, ':');
+        if (!colon) continue;
+        if (!nested) {
+            snprintf(parent, sizeof parent, "%.*s", (int)(colon - kv), kv);
+            if (colon[1] == '\0') continue; /* a mapping such as adaptive: */
+        }
+        if (!nested && (!strcmp(parent, "dropout") || !strcmp(parent, "dropatt"))) continue;
+        snprintf(lines[n++], 160, "model.%s%s%s", nested ? parent : "", nested ? "." : "", kv);
+    }
+    free(text);
+    return n;
+}
+
+static int compare_specs(const char *file, const tt_spec *ck, const tt_spec *spec, char *err,
+                         size_t errlen)
+{
+    char a[64][160], b[64][160];
+    const int na = model_lines(ck, a, 64), nb = model_lines(spec, b, 64);
+    for (int i = 0; i < na || i < nb; i++) {
+        const char *x = i < na ? a[i] : "(nothing)", *y = i < nb ? b[i] : "(nothing)";
+        if (strcmp(x, y) != 0)
+            return tt_errf(err, errlen,
+                           "%s: the checkpoint's model does not match the spec: checkpoint has "
+                           "'%s', spec has '%s'",
+                           file, x, y);
+    }
+    return 0;
+}
+
+int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_layout *l,
+                       const tt_vocab *vocab, float *w, long *step, char *err, size_t errlen)
+{
+    tt_st_file *f;
+    if (tt_st_open(model_file, &f, err, errlen) != 0) return -1;
+    int rc = -1;
+    tt_spec ck = {0};
+    const char *format = tt_st_meta(f, "format"), *text = tt_st_meta(f, "spec");
+    const char *hash = tt_st_meta(f, "vocab_sha256"), *st = tt_st_meta(f, "step");
+    if (!format || strcmp(format, FORMAT) != 0 || !text || !hash || !st) {
+        tt_errf(err, errlen, "%s: not a tt checkpoint (its metadata lacks format %s, spec, "
+                "vocab_sha256 or step)", model_file, FORMAT);
+        goto out;
+    }
+    char *name = tt_xasprintf("%s (its spec)", model_file);
+    char perr[512];
+    int prc = tt_spec_parse(text, strlen(text), name, ".", &ck, perr, sizeof perr);
+    free(name);
+    if (prc != 0) {
+        tt_errf(err, errlen, "%s: its spec does not parse: %s", model_file, perr);
+        goto out;
+    }
+    if (compare_specs(model_file, &ck, spec, err, errlen) != 0) goto out;
+    if (vocab) {
+        char hex[65];
+        tt_hex(vocab->hash, 32, hex);
+        if (strcmp(hex, hash) != 0) {
+            tt_errf(err, errlen, "%s: the vocabulary does not match the checkpoint's (its SHA-256 "
+                    "is %.12s..., the data's %.12s...): the training data changed?", model_file,
+                    hash, hex);
+            goto out;
+        }
+    }
+    for (int i = 0; i < l->n_params; i++) {
+        const tt_param *p = &l->params[i];
+        if (!tt_st_find(f, p->name)) {
+            tt_errf(err, errlen, "%s: tensor '%s' is missing", model_file, p->name);
+            goto out;
+        }
+        if (tt_st_read_f32(f, p->name, p->ndim, p->shape, w + p->offset, err, errlen) != 0)
+            goto out;
+    }
+    for (int i = 0; i < tt_st_count(f); i++) {
+        const char *n = tt_st_get(f, i)->name;
+        if (!tt_layout_find(l, n)) {
+            tt_errf(err, errlen, "%s: tensor '%s' is not part of this model", model_file, n);
+            goto out;
+        }
+    }
+    *step = strtol(st, NULL, 10);
+    rc = 0;
+out:
+    tt_spec_free(&ck);
+    tt_st_close(f);
+    return rc;
+}
+
+int tt_checkpoint_load_optim(const char *model_file, const tt_layout *l, float *m, float *v,
+                             char *err, size_t errlen)
+{
+    char *dir = tt_xstrdup(model_file);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    char *path = tt_xasprintf("%s/optim.safetensors", slash ? dir : ".");
+    free(dir);
+    tt_st_file *f;
+    int rc = tt_st_open(path, &f, err, errlen);
+    for (int i = 0; rc == 0 && i < l->n_params; i++) {
+        const tt_param *p = &l->params[i];
+        char a[128], b[128];
+        snprintf(a, sizeof a, "exp_avg.%s", p->name);
+        snprintf(b, sizeof b, "exp_avg_sq.%s", p->name);
+        if (!tt_st_find(f, a) || !tt_st_find(f, b))
+            rc = tt_errf(err, errlen, "%s: the moments of '%s' are missing", path, p->name);
+        else if (tt_st_read_f32(f, a, p->ndim, p->shape, m + p->offset, err, errlen) != 0 ||
+                 tt_st_read_f32(f, b, p->ndim, p->shape, v + p->offset, err, errlen) != 0)
+            rc = -1;
+    }
+    if (f) tt_st_close(f);
+    free(path);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* Checkpoints. A checkpoint folder holds step-NNNNNNNN/ folders, each with model.safetensors (the
+ * weights under MODEL.md's names; metadata: the spec, the vocabulary's SHA-256, the step),
+ * optim.safetensors (Adam's moments "exp_avg.NAME", "exp_avg_sq.NAME") and vocab.txt, plus a file
+ * `latest` naming the newest. A step folder is written under a temporary name and renamed, and
+ * `latest` is replaced atomically after it, so a crash leaves the previous checkpoint intact. */
+#ifndef TT_CHECKPOINT_H
+#define TT_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "corpus.h"
+#include "model.h"
+#include "spec.h"
+
+typedef struct {
+    const tt_spec *spec;
+    const tt_layout *layout;
+    const tt_vocab *vocab;
+    const float *w, *m, *v; /* weights and Adam moments (layout->n_floats each); m, v may be NULL */
+    long step;
+} tt_checkpoint;
+
+/* Writes ck under dir; the step folder's path goes to out (may be NULL). */
+int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size_t outlen,
+                       char *err, size_t errlen);
+
+/* The model.safetensors that path names: the file itself, a step folder, or a checkpoint folder
+ * (its latest). malloc'd; NULL with a message when there is none. */
+char *tt_checkpoint_model_file(const char *path, char *err, size_t errlen);
+
+/* Loads the weights of model_file into w after checking that its spec's model section matches
+ * spec's (dropout aside), that every tensor of the layout is there with its shape and nothing
+ * else is, and, when vocab is not NULL, that the vocabulary's hash matches. The first mismatch is
+ * the error. *step gets the checkpoint's step. */
+int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_layout *layout,
+                       const tt_vocab *vocab, float *w, long *step, char *err, size_t errlen);
+
+/* Loads the Adam moments saved beside model_file. */
+int tt_checkpoint_load_optim(const char *model_file, const tt_layout *layout, float *m, float *v,
+                             char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,360 @@
+/* The tensorized LM on the CPU (see cpu_model.h). Dropout sites are numbered 0 (embedding) and
+ * 1 + 3*layer + {0: attention output, 1: FFN hidden, 2: FFN output}; the GPU numbers them alike. */
+#include "cpu_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+#include "rng.h"
+#include "util.h"
+
+struct tt_cpu_layer_acts {
+    tt_real *qkv;            /* [rows, 3R] */
+    tt_real *g;              /* [R] the core */
+    tt_real *p;              /* [N, R] P = Wr pe (position: key) */
+    tt_real *y;              /* [rows, D] attention output before dropout */
+    uint8_t *y_mask;
+    tt_real *s1, *mean1, *rstd1, *x1; /* LayerNorm 1: input, statistics, output */
+    tt_real *h;              /* [rows, F] ReLU output */
+    uint8_t *h_mask;
+    tt_real *hd;             /* [rows, F] after dropout */
+    uint8_t *f_mask;
+    tt_real *s2, *mean2, *rstd2, *x2;
+};
+
+static int head_columns(const tt_layout *l) { return (int)l->hi[0] + l->n_clusters - 1; }
+
+void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
+{
+    memset(lm, 0, sizeof *lm);
+    const tt_model_spec *m = &l->m;
+    const size_t rows = (size_t)batch * m->seq_len, d = m->d_model, f = m->d_inner, r = m->rank;
+    lm->layout = l;
+    lm->batch = batch;
+    lm->rows = (int)rows;
+    lm->x0 = tt_xmalloc(rows * d * sizeof(tt_real));
+    lm->x0_mask = tt_xmalloc(rows * d);
+    lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
+    for (int k = 0; k < m->layers; k++) {
+        struct tt_cpu_layer_acts *a = &lm->acts[k];
+        a->qkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
+        a->g = tt_xmalloc(r * sizeof(tt_real));
+        a->p = m->position == TT_POS_KEY ? tt_xmalloc((size_t)m->seq_len * r * sizeof(tt_real)) : NULL;
+        a->y = tt_xmalloc(rows * d * sizeof(tt_real));
+        a->y_mask = tt_xmalloc(rows * d);
+        a->s1 = tt_xmalloc(rows * d * sizeof(tt_real));
+        a->mean1 = tt_xmalloc(rows * sizeof(tt_real));
+        a->rstd1 = tt_xmalloc(rows * sizeof(tt_real));
+        a->x1 = tt_xmalloc(rows * d * sizeof(tt_real));
+        a->h = tt_xmalloc(rows * f * sizeof(tt_real));
+        a->h_mask = tt_xmalloc(rows * f);
+        a->hd = tt_xmalloc(rows * f * sizeof(tt_real));
+        a->f_mask = tt_xmalloc(rows * d);
+        a->s2 = tt_xmalloc(rows * d * sizeof(tt_real));
+        a->mean2 = tt_xmalloc(rows * sizeof(tt_real));
+        a->rstd2 = tt_xmalloc(rows * sizeof(tt_real));
+        a->x2 = tt_xmalloc(rows * d * sizeof(tt_real));
+    }
+    if (m->position == TT_POS_KEY) {
+        tt_real *pos = tt_xmalloc((size_t)m->seq_len * sizeof *pos);
+        for (int j = 0; j < m->seq_len; j++) pos[j] = (tt_real)(m->seq_len - 1 - j);
+        lm->pe = tt_xmalloc((size_t)m->seq_len * d * sizeof(tt_real));
+        cpu_sinusoid(lm->pe, pos, m->seq_len, (int)d);
+        free(pos);
+    }
+    lm->head = tt_xmalloc(rows * (size_t)head_columns(l) * sizeof(tt_real));
+    lm->dx = tt_xmalloc(rows * d * sizeof(tt_real));
+    lm->dtmp = tt_xmalloc(rows * d * sizeof(tt_real));
+    lm->dff = tt_xmalloc(rows * f * sizeof(tt_real));
+    lm->dqkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
+    lm->d_emb = tt_xmalloc(rows * d * sizeof(tt_real));
+}
+
+void tt_cpu_lm_free(tt_cpu_lm *lm)
+{
+    if (!lm->layout) return;
+    for (int k = 0; k < lm->layout->m.layers; k++) {
+        struct tt_cpu_layer_acts *a = &lm->acts[k];
+        free(a->qkv), free(a->g), free(a->p), free(a->y), free(a->y_mask), free(a->s1);
+        free(a->mean1), free(a->rstd1), free(a->x1), free(a->h), free(a->h_mask), free(a->hd);
+        free(a->f_mask), free(a->s2), free(a->mean2), free(a->rstd2), free(a->x2);
+    }
+    free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe), free(lm->head);
+    free(lm->dx), free(lm->dtmp), free(lm->dff), free(lm->dqkv), free(lm->d_emb);
+    tt_view_free(&lm->w);
+    tt_view_free(&lm->g);
+    memset(lm, 0, sizeof *lm);
+}
+
+static int cluster_of(const tt_layout *l, long t)
+{
+    int c = 0;
+    while (c + 1 < l->n_clusters && t >= l->lo[c + 1]) c++;
+    return c;
+}
+
+/* Embedding of one token (adaptive when div_val > 1), scaled by sqrt(D). */
+static void embed(const tt_layout *l, const tt_view *w, long t, tt_real *out)
+{
+    const int d = l->m.d_model, c = cluster_of(l, t);
+    const tt_real scale = (tt_real)sqrt((double)d);
+    const tt_real *e = w->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
+    if (!l->proj) {
+        for (int i = 0; i < d; i++) out[i] = e[i] * scale;
+        return;
+    }
+    const int dc = l->dim[c];
+    for (int i = 0; i < d; i++) {
+        double s = 0;
+        for (int k = 0; k < dc; k++) s += (double)w->emb_proj[c][(size_t)i * dc + k] * e[k];
+        out[i] = (tt_real)(s * scale);
+    }
+}
+
+static void embed_bwd(const tt_layout *l, const tt_view *w, const tt_view *g, long t,
+                      const tt_real *dout)
+{
+    const int d = l->m.d_model, c = cluster_of(l, t);
+    const tt_real scale = (tt_real)sqrt((double)d);
+    tt_real *ge = g->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
+    if (!l->proj) {
+        for (int i = 0; i < d; i++) ge[i] += dout[i] * scale;
+        return;
+    }
+    const int dc = l->dim[c];
+    const tt_real *e = w->emb[c] + (size_t)(t - l->lo[c]) * dc;
+    for (int k = 0; k < dc; k++) {
+        double s = 0;
+        for (int i = 0; i < d; i++) {
+            s += (double)w->emb_proj[c][(size_t)i * dc + k] * dout[i];
+            g->emb_proj[c][(size_t)i * dc + k] += dout[i] * scale * e[k];
+        }
+        ge[k] += (tt_real)(s * scale);
+    }
+}
+
+/* h_c = x proj_c (or x itself without projections): the input of cluster c's logits. */
+static const tt_real *cluster_input(const tt_layout *l, const tt_view *w, int c, const tt_real *x,
+                                  tt_real *buf)
+{
+    if (!l->proj) return x;
+    const int d = l->m.d_model, dc = l->dim[c];
+    for (int k = 0; k < dc; k++) {
+        double s = 0;
+        for (int i = 0; i < d; i++) s += (double)x[i] * w->out_proj[c][(size_t)i * dc + k];
+        buf[k] = (tt_real)s;
+    }
+    return buf;
+}
+
+/* d(loss)/d(h_c) -> gradients of the projection and of x (added). */
+static void cluster_input_bwd(const tt_layout *l, const tt_view *w, const tt_view *g, int c,
+                              const tt_real *x, const double *dh, tt_real *dx)
+{
+    const int d = l->m.d_model, dc = l->dim[c];
+    if (!l->proj) {
+        for (int i = 0; i < d; i++) dx[i] += (tt_real)dh[i];
+        return;
+    }
+    for (int i = 0; i < d; i++) {
+        double s = 0;
+        for (int k = 0; k < dc; k++) {
+            s += dh[k] * w->out_proj[c][(size_t)i * dc + k];
+            g->out_proj[c][(size_t)i * dc + k] += (tt_real)(dh[k] * x[i]);
+        }
+        dx[i] += (tt_real)s;
+    }
+}
+
+/* The output layer and the loss: the adaptive softmax (kimiyoung's ProjectedAdaptiveLogSoftmax;
+ * with no cutoffs, the full softmax). Tail cluster c is scored by head column
+ * hi[0] + clusters - 1 - c, as in that code. With grads, its backward runs here too and leaves
+ * d loss / d x in dx. */
+static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets, const tt_real *wt,
+                         tt_real eps, double scale, bool grads, tt_lm_result *res)
+{
+    const tt_layout *l = lm->layout;
+    const int d = l->m.d_model, nc = l->n_clusters - 1, cols = head_columns(l);
+    const long c0 = l->hi[0];
+    const tt_view *w = &lm->w, *g = &lm->g;
+    int maxdim = 0;
+    long maxv = 0;
+    for (int c = 0; c < l->n_clusters; c++) {
+        maxdim = l->dim[c] > maxdim ? l->dim[c] : maxdim;
+        maxv = l->hi[c] - l->lo[c] > maxv ? l->hi[c] - l->lo[c] : maxv;
+    }
+    tt_real *hbuf = tt_xmalloc((size_t)maxdim * sizeof *hbuf);
+    double *logit = tt_xmalloc((size_t)(maxv > cols ? maxv : cols) * sizeof *logit);
+    double *dh = tt_xmalloc((size_t)(maxdim > d ? maxdim : d) * sizeof *dh);
+    if (grads) memset(lm->dx, 0, (size_t)lm->rows * d * sizeof(tt_real));
+
+    for (int r = 0; r < lm->rows; r++) {
+        const double weight = wt ? wt[r] : 1.0;
+        if (weight == 0) continue;
+        const tt_real *xr = x + (size_t)r * d;
+        const long t = targets[r];
+        const int tc = cluster_of(l, t);
+        /* head */
+        const tt_real *h0 = cluster_input(l, w, 0, xr, hbuf);
+        const int d0 = l->dim[0];
+        double mx = -INFINITY, z = 0, sum = 0;
+        for (int j = 0; j < cols; j++) {
+            const tt_real *wr = j < c0 ? w->out_w[0] + (size_t)j * d0 : w->cluster_w + (size_t)(j - c0) * d;
+            const double s = (j < c0 ? w->out_b[0][j] : w->cluster_b[j - c0]) + cpu_dot(h0, wr, d0);
+            logit[j] = s;
+            mx = s > mx ? s : mx;
+        }
+        for (int j = 0; j < cols; j++) {
+            sum += logit[j];
+            z += logit[j] = exp(logit[j] - mx); /* logit now holds the unnormalized probability */
+        }
+        const double lse = mx + log(z);
+        const long col = tc == 0 ? t : c0 + nc - tc;
+        double nll = lse - (log(logit[col]) + mx);
+        double loss = (1.0 - eps) * nll + eps * (lse - sum / cols); /* eps is 0 with clusters */
+        if (grads) {
+            const double s = scale * weight;
+            memset(dh, 0, (size_t)d0 * sizeof *dh);
+            for (int j = 0; j < cols; j++) {
+                double dl = s * (logit[j] / z - (double)eps / cols);
+                if (j == col) dl -= s * (1.0 - eps);
+                const tt_real *wr = j < c0 ? w->out_w[0] + (size_t)j * d0 : w->cluster_w + (size_t)(j - c0) * d;
+                tt_real *gr = j < c0 ? g->out_w[0] + (size_t)j * d0 : g->cluster_w + (size_t)(j - c0) * d;
+                const tt_real dlr = (tt_real)dl;
+                for (int k = 0; k < d0; k++) {
+                    dh[k] += dl * wr[k];
+                    gr[k] += dlr * h0[k];
+                }
+                if (j < c0) g->out_b[0][j] += dlr;
+                else g->cluster_b[j - c0] += dlr;
+            }
+            cluster_input_bwd(l, w, g, 0, xr, dh, lm->dx + (size_t)r * d);
+        }
+        /* the target's tail cluster */
+        if (tc > 0) {
+            const tt_real *hc = cluster_input(l, w, tc, xr, hbuf);
+            const int dc = l->dim[tc];
+            const long vc = l->hi[tc] - l->lo[tc];
+            double tmx = -INFINITY, tz = 0;
+            for (long j = 0; j < vc; j++) {
+                const tt_real *wr = w->out_w[tc] + (size_t)j * dc;
+                double s = w->out_b[tc][j];
+                for (int k = 0; k < dc; k++) s += (double)hc[k] * wr[k];
+                logit[j] = s;
+                tmx = s > tmx ? s : tmx;
+            }
+            for (long j = 0; j < vc; j++) tz += exp(logit[j] - tmx);
+            const double tlse = tmx + log(tz);
+            const double tnll = tlse - logit[t - l->lo[tc]];
+            nll += tnll;
+            loss += tnll;
+            if (grads) {
+                const double s = scale * weight;
+                memset(dh, 0, (size_t)dc * sizeof *dh);
+                for (long j = 0; j < vc; j++) {
+                    double dl = s * exp(logit[j] - tlse);
+                    if (j == t - l->lo[tc]) dl -= s;
+                    const tt_real *wr = w->out_w[tc] + (size_t)j * dc;
+                    tt_real *gr = g->out_w[tc] + (size_t)j * dc;
+                    for (int k = 0; k < dc; k++) {
+                        dh[k] += dl * wr[k];
+                        gr[k] += (tt_real)(dl * hc[k]);
+                    }
+                    g->out_b[tc][j] += (tt_real)dl;
+                }
+                cluster_input_bwd(l, w, g, tc, xr, dh, lm->dx + (size_t)r * d);
+            }
+        }
+        res->nll_sum += weight * nll;
+        res->loss_sum += weight * loss;
+        res->scored += weight;
+    }
+    free(hbuf);
+    free(logit);
+    free(dh);
+}
+
+static uint64_t stream(const tt_lm_opts *o, uint32_t site) { return tt_dropout_stream(o->step, site); }
+
+void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inputs,
+                   const int32_t *targets, const tt_lm_opts *o, tt_lm_result *res)
+{
+    const tt_layout *l = lm->layout;
+    const tt_model_spec *m = &l->m;
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner, r = m->rank, n = m->seq_len;
+    const long rd = (long)rows * d, rf = (long)rows * f;
+    const tt_real p = o->train ? (tt_real)m->dropout : 0.f;
+    const bool key = m->position == TT_POS_KEY;
+    tt_view_free(&lm->w);
+    tt_view_free(&lm->g);
+    tt_view_make(l, w, &lm->w);
+    if (grads) tt_view_make(l, grads, &lm->g);
+    const cpu_mla_shape shape = {lm->batch, n, r, d, m->causal};
+    memset(res, 0, sizeof *res);
+
+    /* forward */
+    for (int i = 0; i < rows; i++) embed(l, &lm->w, inputs[i], lm->x0 + (size_t)i * d);
+    cpu_dropout_fwd(lm->x0, lm->x0_mask, lm->x0, rd, p, o->seed, stream(o, 0));
+    const tt_real *x = lm->x0;
+    for (int k = 0; k < m->layers; k++) {
+        const tt_layer_view *lw = &lm->w.layer[k];
+        struct tt_cpu_layer_acts *a = &lm->acts[k];
+        cpu_linear_fwd(a->qkv, x, lw->qkv, NULL, rows, d, 3 * r);
+        cpu_core_fwd(a->g, lw->core, m->cores, r);
+        if (key) cpu_linear_fwd(a->p, lm->pe, lw->r_net, NULL, n, d, r);
+        cpu_mla_fwd(a->y, a->qkv, a->g, lw->o, a->p, lm->w.u, lm->w.v, shape);
+        cpu_dropout_fwd(a->s1, a->y_mask, a->y, rd, p, o->seed, stream(o, 1 + 3 * k));
+        for (long i = 0; i < rd; i++) a->s1[i] += x[i];
+        cpu_layernorm_fwd(a->x1, a->mean1, a->rstd1, a->s1, lw->ln1_w, lw->ln1_b, rows, d);
+        cpu_linear_fwd(a->h, a->x1, lw->ff1_w, lw->ff1_b, rows, d, f);
+        cpu_relu_fwd(a->h, a->h, rf);
+        cpu_dropout_fwd(a->hd, a->h_mask, a->h, rf, p, o->seed, stream(o, 2 + 3 * k));
+        cpu_linear_fwd(a->s2, a->hd, lw->ff2_w, lw->ff2_b, rows, f, d);
+        cpu_dropout_fwd(a->s2, a->f_mask, a->s2, rd, p, o->seed, stream(o, 3 + 3 * k));
+        for (long i = 0; i < rd; i++) a->s2[i] += a->x1[i];
+        cpu_layernorm_fwd(a->x2, a->mean2, a->rstd2, a->s2, lw->ln2_w, lw->ln2_b, rows, d);
+        x = a->x2;
+    }
+    double weights = 0;
+    for (int i = 0; i < rows; i++) weights += o->weight ? o->weight[i] : 1.0;
+    const double scale = weights > 0 ? 1.0 / weights : 0.0;
+    output_layer(lm, x, targets, o->weight, o->label_smoothing, scale, grads != NULL, res);
+    if (!grads) return;
+
+    /* backward: lm->dx holds d loss / d x_L */
+    for (int k = m->layers - 1; k >= 0; k--) {
+        const tt_layer_view *lw = &lm->w.layer[k];
+        const tt_layer_view *lg = &lm->g.layer[k];
+        struct tt_cpu_layer_acts *a = &lm->acts[k];
+        const tt_real *xin = k ? lm->acts[k - 1].x2 : lm->x0;
+        /* x2 = LN(x1 + drop(W2 drop(relu(W1 x1 + b1)) + b2)) */
+        cpu_layernorm_bwd(lm->dtmp, lg->ln2_w, lg->ln2_b, lm->dx, a->s2, a->mean2, a->rstd2,
+                          lw->ln2_w, rows, d); /* dtmp = d s2 */
+        memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x1 so far */
+        cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->f_mask, rd, p);
+        cpu_linear_bwd(lm->dff, lg->ff2_w, lg->ff2_b, lm->dtmp, a->hd, lw->ff2_w, rows, f, d);
+        cpu_dropout_bwd(lm->dff, lm->dff, a->h_mask, rf, p);
+        cpu_relu_bwd(lm->dff, lm->dff, a->h, rf);
+        cpu_linear_bwd(lm->dtmp, lg->ff1_w, lg->ff1_b, lm->dff, a->x1, lw->ff1_w, rows, d, f);
+        for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i]; /* d x1 */
+        /* x1 = LN(x + drop(MLA(x))) */
+        cpu_layernorm_bwd(lm->dtmp, lg->ln1_w, lg->ln1_b, lm->dx, a->s1, a->mean1, a->rstd1,
+                          lw->ln1_w, rows, d); /* dtmp = d s1 */
+        memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x so far */
+        cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->y_mask, rd, p); /* d y */
+        tt_real *dg = tt_xcalloc((size_t)r, sizeof *dg);
+        tt_real *dp = key ? tt_xcalloc((size_t)n * r, sizeof *dp) : NULL;
+        cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, lm->dtmp, a->qkv, a->g, lw->o, a->p,
+                    lm->w.u, lm->w.v, shape);
+        cpu_core_bwd(lg->core, dg, lw->core, m->cores, r);
+        if (key) cpu_linear_bwd(NULL, lg->r_net, NULL, dp, lm->pe, lw->r_net, n, d, r);
+        cpu_linear_bwd(lm->dtmp, lg->qkv, NULL, lm->dqkv, xin, lw->qkv, rows, d, 3 * r);
+        for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i];
+        free(dg);
+        free(dp);
+    }
+    cpu_dropout_bwd(lm->d_emb, lm->dx, lm->x0_mask, rd, p);
+    for (int i = 0; i < rows; i++) embed_bwd(l, &lm->w, &lm->g, inputs[i], lm->d_emb + (size_t)i * d);
+}

@@ -1,0 +1,72 @@
+/* The CPU reference of every operation of the models (MODEL.md sections 1-2), forward and
+ * backward. It is the oracle the GPU kernels are checked against, so it is written for clarity
+ * and exactness, not speed: fp32 storage, sums accumulated in double. Layouts are row-major and
+ * weights are stored as PyTorch stores them (nn.Linear: [out, in]).
+ * Convention: a backward writes the gradients of its inputs (dx = ...) and ADDS into the
+ * gradients of parameters (dw += ...), so that shared parameters accumulate. Any gradient
+ * pointer may be NULL when it is not wanted. */
+#ifndef TT_CPU_OPS_H
+#define TT_CPU_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "real.h"
+
+/* sum a[i] b[i] in double, in a fixed order */
+double cpu_dot(const tt_real *a, const tt_real *b, int n);
+
+/* y[rows, out] = x[rows, in] w[out, in]^T + b[out]   (b may be NULL) */
+void cpu_linear_fwd(tt_real *y, const tt_real *x, const tt_real *w, const tt_real *b, int rows, int in,
+                    int out);
+void cpu_linear_bwd(tt_real *dx, tt_real *dw, tt_real *db, const tt_real *dy, const tt_real *x,
+                    const tt_real *w, int rows, int in, int out);
+
+/* LayerNorm over the last dimension d with eps 1e-5 (nn.LayerNorm's default). */
+#define TT_LN_EPS 1e-5f
+void cpu_layernorm_fwd(tt_real *y, tt_real *mean, tt_real *rstd, const tt_real *x, const tt_real *gamma,
+                       const tt_real *beta, int rows, int d);
+void cpu_layernorm_bwd(tt_real *dx, tt_real *dgamma, tt_real *dbeta, const tt_real *dy, const tt_real *x,
+                       const tt_real *mean, const tt_real *rstd, const tt_real *gamma, int rows, int d);
+
+/* Inverted dropout with the counter-based RNG (rng.h): element i is kept when
+ * tt_uniform(seed, stream, i) >= p, and then scaled by 1/(1-p). mask (n bytes) records the
+ * decision for the backward; p == 0 copies and sets the mask to 1. In place allowed. */
+void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_real p, uint64_t seed,
+                     uint64_t stream);
+void cpu_dropout_bwd(tt_real *dx, const tt_real *dy, const uint8_t *mask, long n, tt_real p);
+
+void cpu_relu_fwd(tt_real *y, const tt_real *x, long n);
+void cpu_relu_bwd(tt_real *dx, const tt_real *dy, const tt_real *y, long n); /* y: the ReLU output */
+
+/* The core g = (1/h) sum_c softmax(theta_c) (MODEL.md section 1); theta [h, R]. */
+void cpu_core_fwd(tt_real *g, const tt_real *theta, int h, int r);
+void cpu_core_bwd(tt_real *dtheta, const tt_real *dg, const tt_real *theta, int h, int r);
+
+/* Sinusoid of MODEL.md: pe(p) = [sin(p f_0..f_{D/2-1}), cos(p f_0..)], f_t = 10000^(-2t/D). */
+void cpu_sinusoid(tt_real *pe, const tt_real *positions, int n, int d);
+
+/* Multi-linear attention (MODEL.md section 1), one call for a batch of sequences.
+ *   qkv [B*N, 3R] (Q | K | V), g [R], wo [D, N*N], y [B*N, D]
+ *   position key: p [N, R] (P[j] = Wr pe(N-1-j)), u, v [R]; else p, u, v are NULL.
+ * T[i,j,k] = sum_r g_r ((Q+u)[i,r] K[j,r] + (Q+v)[i,r] P[j,r]) V[k,r] * m(i,j,k),
+ * m = [j <= i and k <= i] when causal; Y[i,:] = sum_{j,k} T[i,j,k] Wo[:, j*N+k]. */
+typedef struct {
+    int batch, n, r, d;
+    bool causal;
+} cpu_mla_shape;
+void cpu_mla_fwd(tt_real *y, const tt_real *qkv, const tt_real *g, const tt_real *wo, const tt_real *p,
+                 const tt_real *u, const tt_real *v, cpu_mla_shape s);
+/* dqkv is written; dg, dwo, dp, du, dv are added into. */
+void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real *du, tt_real *dv,
+                 const tt_real *dy, const tt_real *qkv, const tt_real *g, const tt_real *wo,
+                 const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s);
+
+/* Cross-entropy of logits [rows, n] against targets, with label smoothing eps:
+ *   loss_t = (1 - eps) * (-log p[target]) + eps * mean_v(-log p[v]).
+ * Returns the sum over rows of loss_t; *nll (may be NULL) gets the sum of -log p[target].
+ * dlogits (may be NULL) gets d(sum loss_t * scale)/dlogits. */
+double cpu_cross_entropy(tt_real *dlogits, double *nll, const tt_real *logits, const int32_t *targets,
+                         int rows, int n, tt_real eps, tt_real scale);
+
+#endif

@@ -1,0 +1,36 @@
+/* Counter-based random numbers: a value depends only on (seed, stream, index), never on what was
+ * drawn before. Dropout masks and initial weights are therefore reproducible in any order, on the
+ * CPU and on the GPU alike, and a resumed run needs no RNG state beyond the step.
+ * Valid C and CUDA C++: ttgen pastes the same functions into kernel sources. */
+#ifndef TT_RNG_H
+#define TT_RNG_H
+
+#include <stdint.h>
+
+#ifndef TT_HD
+#define TT_HD static inline
+#endif
+
+/* splitmix64's finalizer: a bijection of 64-bit integers with good avalanche. */
+TT_HD uint64_t tt_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+/* Uniform in [0, 1) with 24 random bits: exactly representable in float. */
+TT_HD float tt_uniform(uint64_t seed, uint64_t stream, uint64_t index)
+{
+    uint64_t h = tt_mix64(seed + 0x9e3779b97f4a7c15ull * (stream + 1));
+    h = tt_mix64(h ^ (index * 0xd1b54a32d192ed03ull));
+    return (float)(h >> 40) * (1.0f / 16777216.0f);
+}
+
+/* The stream of a dropout site in a training step: sites are numbered per model. */
+TT_HD uint64_t tt_dropout_stream(uint64_t step, uint32_t site) { return (step << 20) | site; }
+
+#endif

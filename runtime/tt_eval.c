@@ -1,0 +1,129 @@
+/* tt-eval: perplexity of a checkpoint on a split, as MODEL.md section 2 defines it.
+ * Exit codes: 0 done, 1 a run-time failure, 2 bad usage, spec, data or checkpoint. */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "cpu_model.h"
+#include "evaluate.h"
+#include "session.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tt-eval SPEC --checkpoint PATH [--split valid|test] [options]\n"
+            "Scores every token of the split exactly once with the checkpoint's weights.\n\n"
+            "  --checkpoint PATH   model.safetensors, a step folder, or a checkpoint folder (its\n"
+            "                      latest)\n"
+            "  --split S           valid (default) or test\n"
+            "  --stride S          windows of seq_len tokens advance by S and score their last S\n"
+            "                      (default: seq_len, the paper's protocol)\n"
+            "  --batch B           windows per forward pass (default: train.batch)\n"
+            "  --device cpu        where to evaluate (this build: cpu)\n"
+            "  --json              one JSON object\n"
+            "  -h, --help\n");
+}
+
+int main(int argc, char **argv)
+{
+    enum { CKPT = 256, SPLIT, STRIDE, BATCH, DEVICE, JSON };
+    static const struct option longs[] = {
+        {"checkpoint", required_argument, 0, CKPT}, {"split", required_argument, 0, SPLIT},
+        {"stride", required_argument, 0, STRIDE},   {"batch", required_argument, 0, BATCH},
+        {"device", required_argument, 0, DEVICE},   {"json", no_argument, 0, JSON},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    const char *ckpt = NULL, *split = "valid", *device = "cpu";
+    long stride = 0, batch = 0;
+    int json = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case CKPT: ckpt = optarg; break;
+        case SPLIT: split = optarg; break;
+        case STRIDE:
+        case BATCH: {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 1) {
+                fprintf(stderr, "tt-eval: --%s takes a positive number, not '%s'\n",
+                        c == STRIDE ? "stride" : "batch", optarg);
+                return 2;
+            }
+            *(c == STRIDE ? &stride : &batch) = v;
+            break;
+        }
+        case DEVICE: device = optarg; break;
+        case JSON: json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "tt-eval: unknown option '%s' (see tt-eval --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc - 1 || !ckpt) {
+        fprintf(stderr, "tt-eval: usage: tt-eval SPEC --checkpoint PATH [--split valid|test]\n");
+        return 2;
+    }
+    if (strcmp(split, "valid") && strcmp(split, "test")) {
+        fprintf(stderr, "tt-eval: --split is valid or test, not '%s'\n", split);
+        return 2;
+    }
+    if (strcmp(device, "cpu") != 0) {
+        fprintf(stderr, "tt-eval: --device %s: this build evaluates on the cpu only\n", device);
+        return 2;
+    }
+    char err[2048];
+    tt_session s;
+    if (tt_session_open(&s, argv[optind], err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    const tt_model_spec *m = &s.spec.model;
+    int status = 2;
+    tt_tokens tokens = {0};
+    tt_cpu_lm lm = {0};
+    float *w = tt_xcalloc(s.layout.n_floats, sizeof *w);
+    long step = 0;
+    char *file = tt_checkpoint_model_file(ckpt, err, sizeof err);
+    if (!file || tt_checkpoint_load(file, &s.spec, &s.layout, &s.vocab, w, &step, err, sizeof err) ||
+        tt_session_tokens(&s, split, &tokens, err, sizeof err))
+        goto fail;
+    if (!stride) stride = m->seq_len;
+    if (stride > m->seq_len) {
+        tt_errf(err, sizeof err, "tt-eval: --stride %ld is more than seq_len %d", stride, m->seq_len);
+        goto fail;
+    }
+    tt_cpu_lm_init(&lm, &s.layout, (int)(batch ? batch : s.spec.train.batch));
+    tt_eval_result r;
+    const double t0 = tt_now_seconds();
+    if (tt_evaluate_cpu(&lm, w, &tokens, (int)stride, 0, &r, err, sizeof err)) goto fail;
+    const double secs = tt_now_seconds() - t0, ppl = exp(r.nll / r.scored);
+    const char *note = "causal: false: every position sees later tokens of its window, so this "
+                       "perplexity is not a causal language-model score";
+    if (json)
+        printf("{\"split\":\"%s\",\"perplexity\":%.6f,\"nll\":%.9g,\"tokens\":%ld,\"windows\":%ld,"
+               "\"seq_len\":%d,\"stride\":%ld,\"step\":%ld,\"causal\":%s,\"seconds\":%.3f%s%s%s}\n",
+               split, ppl, r.nll / r.scored, r.scored, r.windows, m->seq_len, stride, step,
+               m->causal ? "true" : "false", secs, m->causal ? "" : ",\"note\":\"",
+               m->causal ? "" : note, m->causal ? "" : "\"");
+    else {
+        printf("%s perplexity %.3f over %ld tokens (seq_len %d, stride %ld, %ld windows; "
+               "checkpoint step %ld) in %.1f s on the cpu\n",
+               split, ppl, r.scored, m->seq_len, stride, r.windows, step, secs);
+        if (!m->causal) printf("NOTE: %s\n", note);
+    }
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "%s\n", err);
+done:
+    free(file);
+    free(w);
+    tt_cpu_lm_free(&lm);
+    tt_tokens_free(&tokens);
+    tt_session_close(&s);
+    return status;
+}

@@ -1,0 +1,291 @@
+/* tt-train: trains the spec'd model and writes checkpoints. The CPU path is the reference of
+ * MODEL.md; two CPU runs of the same spec are bit-identical, and --resume continues the exact
+ * trajectory (the data position and dropout masks are functions of the step).
+ * Exit codes: 0 done (or interrupted after writing a checkpoint), 1 a run-time failure,
+ * 2 bad usage, spec, data or checkpoint. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "cpu_model.h"
+#include "evaluate.h"
+#include "optim.h"
+#include "session.h"
+#include "util.h"
+
+static volatile sig_atomic_t g_stop_signal;
+static void on_signal(int sig) { g_stop_signal = sig; }
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tt-train SPEC [options]\n"
+            "Trains the model SPEC describes on its data.train, validating on data.valid.\n\n"
+            "  --device cpu         where to train (this build: cpu)\n"
+            "  --resume             continue from the newest checkpoint in the checkpoint folder\n"
+            "  --checkpoint-dir D   checkpoint folder (default: train.checkpoint.dir, else\n"
+            "                       runs/SPEC-NAME)\n"
+            "  --stop-after K       stop after step K with a checkpoint, as an interrupt would\n"
+            "  --log-every K        a progress line every K steps (default 10)\n"
+            "  --log-json FILE      one JSON object per step and per validation, losses exact\n"
+            "  --eval-tokens T      periodic validation on the first T tokens of data.valid\n"
+            "                       (default: all; the final validation always uses all)\n"
+            "  -q, --quiet          only the final summary\n"
+            "  -h, --help\n");
+}
+
+typedef struct {
+    const char *spec, *device, *ckpt_dir, *log_json;
+    int resume, quiet;
+    long stop_after, log_every, eval_tokens;
+} options;
+
+static int parse_long(const char *opt, const char *s, long lo, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end || v < lo) {
+        fprintf(stderr, "tt-train: %s takes a number of at least %ld, not '%s'\n", opt, lo, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK };
+    static const struct option longs[] = {
+        {"device", required_argument, 0, DEVICE},  {"resume", no_argument, 0, RESUME},
+        {"checkpoint-dir", required_argument, 0, CKPT}, {"stop-after", required_argument, 0, STOP},
+        {"log-every", required_argument, 0, LOGEVERY}, {"log-json", required_argument, 0, LOGJSON},
+        {"eval-tokens", required_argument, 0, EVALTOK}, {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    o->device = "cpu";
+    o->log_every = 10;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "qh", longs, NULL)) != -1) {
+        switch (c) {
+        case DEVICE: o->device = optarg; break;
+        case RESUME: o->resume = 1; break;
+        case CKPT: o->ckpt_dir = optarg; break;
+        case STOP: if (parse_long("--stop-after", optarg, 1, &o->stop_after)) return 2; break;
+        case LOGEVERY: if (parse_long("--log-every", optarg, 1, &o->log_every)) return 2; break;
+        case LOGJSON: o->log_json = optarg; break;
+        case EVALTOK: if (parse_long("--eval-tokens", optarg, 0, &o->eval_tokens)) return 2; break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default:
+            fprintf(stderr, "tt-train: unknown option '%s' (see tt-train --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "tt-train: expected one spec (usage: tt-train SPEC [options])\n");
+        return 2;
+    }
+    o->spec = argv[optind];
+    if (strcmp(o->device, "cpu") != 0) {
+        fprintf(stderr, "tt-train: --device %s: this build trains on the cpu only; the GPU "
+                        "trainer is not part of it yet\n", o->device);
+        return 2;
+    }
+    return 0;
+}
+
+static char *default_ckpt_dir(const char *spec_path)
+{
+    const char *base = strrchr(spec_path, '/');
+    base = base ? base + 1 : spec_path;
+    size_t n = strcspn(base, ".");
+    return tt_xasprintf("runs/%.*s", (int)n, base);
+}
+
+static void fmt_time(double s, char *out, size_t n)
+{
+    long t = (long)(s + 0.5);
+    snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+/* B contiguous streams of the token sequence; step s (1-based) reads segment (s-1) mod segments
+ * of each: a function of the step alone, so a resumed run reads what the first would have. */
+static void make_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg)
+{
+    const long len = t->n / batch, segments = (len - 1) / n;
+    const long seg = (step - 1) % segments;
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < n; i++) {
+            const long at = (long)b * len + seg * n + i;
+            in[b * n + i] = t->ids[at];
+            tg[b * n + i] = t->ids[at + 1];
+        }
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    char err[2048];
+    tt_session s;
+    if (tt_session_open(&s, o.spec, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    const tt_train_spec *ts = &s.spec.train;
+    const tt_model_spec *m = &s.spec.model;
+    const int n = m->seq_len, batch = ts->batch;
+    int status = 2;
+    tt_tokens train = {0}, valid = {0};
+    float *w = NULL, *g = NULL, *am = NULL, *av = NULL;
+    int32_t *in = NULL, *tg = NULL;
+    FILE *json = NULL;
+    tt_cpu_lm lm = {0};
+    char *ckpt_dir = o.ckpt_dir ? tt_xstrdup(o.ckpt_dir)
+                     : ts->checkpoint_dir ? tt_xstrdup(ts->checkpoint_dir)
+                                          : default_ckpt_dir(o.spec);
+    if (tt_session_tokens(&s, "train", &train, err, sizeof err) != 0) goto fail;
+    if (train.n / batch < n + 2) {
+        tt_errf(err, sizeof err, "%s: %ld training tokens are too few for batch %d x seq_len %d",
+                s.spec.data.train, train.n, batch, n);
+        goto fail;
+    }
+    const int have_valid = s.spec.data.valid != NULL;
+    if (have_valid && tt_session_tokens(&s, "valid", &valid, err, sizeof err) != 0) goto fail;
+
+    const size_t nf = s.layout.n_floats;
+    w = tt_xcalloc(nf, sizeof *w);
+    g = tt_xcalloc(nf, sizeof *g);
+    am = tt_xcalloc(nf, sizeof *am);
+    av = tt_xcalloc(nf, sizeof *av);
+    long step = 0;
+    if (o.resume) {
+        char *file = tt_checkpoint_model_file(ckpt_dir, err, sizeof err);
+        if (!file) {
+            fprintf(stderr, "tt-train: --resume: %s\n", err);
+            goto done;
+        }
+        int lrc = tt_checkpoint_load(file, &s.spec, &s.layout, &s.vocab, w, &step, err, sizeof err);
+        lrc = lrc ? lrc : tt_checkpoint_load_optim(file, &s.layout, am, av, err, sizeof err);
+        free(file);
+        if (lrc) goto fail;
+        if (!o.quiet) printf("resumed from %s at step %ld\n", ckpt_dir, step);
+    } else {
+        tt_layout_init(&s.layout, w, ts->seed);
+    }
+    if (o.log_json && !(json = fopen(o.log_json, o.resume ? "a" : "w"))) {
+        tt_errf(err, sizeof err, "%s: cannot open for writing", o.log_json);
+        goto fail;
+    }
+    double params = 0;
+    for (int i = 0; i < s.layout.n_params; i++) params += (double)s.layout.params[i].numel;
+    if (!o.quiet)
+        printf("tt-train %s on the cpu: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
+               "%d, %ld steps; checkpoints in %s\n",
+               o.spec, params, s.vocab.n, train.n, batch, n, ts->steps, ckpt_dir);
+    tt_cpu_lm_init(&lm, &s.layout, batch);
+    in = tt_xmalloc((size_t)batch * n * sizeof *in);
+    tg = tt_xmalloc((size_t)batch * n * sizeof *tg);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    const double t0 = tt_now_seconds();
+    double window_loss = 0, window_t = t0;
+    long window_steps = 0, first = step;
+    tt_eval_result ev = {0};
+    const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
+    while (step < last && !g_stop_signal) {
+        step++;
+        make_batch(&train, batch, n, step, in, tg);
+        memset(g, 0, nf * sizeof *g);
+        tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
+                         .label_smoothing = (float)ts->label_smoothing};
+        tt_lm_result r;
+        tt_cpu_lm_run(&lm, w, g, in, tg, &lo, &r);
+        const double loss = r.loss_sum / r.scored;
+        if (!isfinite(loss)) {
+            tt_errf(err, sizeof err, "step %ld: the loss is %f; stopping (lower train.optimizer.lr?)",
+                    step, loss);
+            status = 1;
+            goto fail;
+        }
+        const double gnorm = tt_clip_grad_norm(g, nf, ts->clip);
+        const double lr = tt_lr_at(ts, step);
+        tt_adam_step(w, g, am, av, nf, ts, lr, step);
+        window_loss += loss;
+        window_steps++;
+        if (json)
+            fprintf(json, "{\"step\":%ld,\"loss\":%.17g,\"nll\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g}\n",
+                    step, loss, r.nll_sum / r.scored, lr, gnorm);
+        if (!o.quiet && (step % o.log_every == 0 || step == last)) {
+            const double now = tt_now_seconds(), mean = window_loss / window_steps;
+            const double tps = (double)window_steps * batch * n / (now - window_t);
+            char eta[32];
+            fmt_time((double)(last - step) * batch * n / tps, eta, sizeof eta);
+            printf("step %ld/%ld  loss %.4f  ppl %.2f  lr %.3e  |g| %.3f  %.0f tok/s  ETA %s\n",
+                   step, ts->steps, mean, exp(mean), lr, gnorm, tps, eta);
+            fflush(stdout);
+            window_loss = 0;
+            window_steps = 0;
+            window_t = now;
+        }
+        /* The end of training validates on the whole split; --stop-after is an interruption. */
+        const int final = step == ts->steps;
+        if (have_valid && ((ts->eval_interval && step % ts->eval_interval == 0) || final)) {
+            const double e0 = tt_now_seconds();
+            if (tt_evaluate_cpu(&lm, w, &valid, n, final ? 0 : o.eval_tokens, &ev, err, sizeof err))
+                goto fail;
+            if (!o.quiet)
+                printf("step %ld: valid ppl %.3f over %ld tokens (%.1f s)%s\n", step,
+                       exp(ev.nll / ev.scored), ev.scored, tt_now_seconds() - e0,
+                       m->causal ? "" : " [causal: false: not a causal LM score]");
+            if (json)
+                fprintf(json, "{\"step\":%ld,\"valid_nll\":%.17g,\"valid_tokens\":%ld}\n", step,
+                        ev.nll / ev.scored, ev.scored);
+            window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
+        }
+        if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
+            tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
+            char where[1024];
+            if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
+                status = 1;
+                goto fail;
+            }
+            if (!o.quiet) printf("checkpoint %s\n", where);
+        }
+    }
+    if (g_stop_signal) {
+        tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
+        char where[1024];
+        if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
+            status = 1;
+            goto fail;
+        }
+        printf("interrupted (%s) after step %ld: checkpoint %s; continue with --resume\n",
+               strsignal(g_stop_signal), step, where);
+    } else {
+        const double secs = tt_now_seconds() - t0;
+        printf("trained steps %ld..%ld in %.1f s (%.0f tok/s)", first + 1, step, secs,
+               (double)(step - first) * batch * n / secs);
+        if (have_valid && ev.scored) printf("; valid ppl %.3f", exp(ev.nll / ev.scored));
+        printf("\n");
+    }
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "%s\n", err);
+done:
+    if (json) fclose(json);
+    tt_cpu_lm_free(&lm);
+    free(in), free(tg), free(w), free(g), free(am), free(av), free(ckpt_dir);
+    tt_tokens_free(&train);
+    tt_tokens_free(&valid);
+    tt_session_close(&s);
+    return status;
+}
