@@ -9,7 +9,6 @@
 #include "util.h"
 
 #define SMEM_STATIC_LIMIT (48 * 1024) /* static __shared__ arrays; more needs opt-in */
-#define LN_BWD_MAX_BLOCKS 264         /* two blocks per SM on a 132-SM H100: enough to fill it */
 
 static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
@@ -121,10 +120,10 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
 
     tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb);
     unsigned blocks = ceil_div(rows, rpb);
-    if (blocks > LN_BWD_MAX_BLOCKS) blocks = LN_BWD_MAX_BLOCKS;
+    if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
     b->grid[0] = blocks;
     snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb,
-             LN_BWD_MAX_BLOCKS);
+             TT_LN_BWD_MAX_BLOCKS);
     b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
                     (rpb > 1 ? (unsigned)(2 * rpb * d * 4) : 0);
     whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");

@@ -10,6 +10,9 @@
 
 #define TT_MAX_CONSTS 16
 #define TT_NAME_MAX 128
+/* layernorm_bwd runs at most this many blocks (two per SM of a 132-SM H100), each writing one
+ * partial sum that colsum adds up. */
+#define TT_LN_BWD_MAX_BLOCKS 264
 
 typedef struct {
     char key[24]; /* emitted as #define TT_<key> */

@@ -1,0 +1,113 @@
+/* Device, cuBLAS and kernel loading (see gpu.h). */
+#include "gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "util.h"
+
+void tt_cuda_check(cudaError_t e, const char *call, const char *file, int line)
+{
+    if (e != cudaSuccess) tt_panic(file, line, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+void tt_cublas_check(cublasStatus_t s, const char *call, const char *file, int line)
+{
+    if (s != CUBLAS_STATUS_SUCCESS) tt_panic(file, line, "%s: %s", call, cublasGetStatusString(s));
+}
+
+int tt_gpu_open(tt_gpu *gpu, int ordinal, char *why, size_t whylen)
+{
+    memset(gpu, 0, sizeof *gpu);
+    /* Ask the driver directly first: its answer ("libcuda.so.1 not found") says more than the
+     * runtime's ("driver version is insufficient") on a machine without one. */
+    tt_device_info info;
+    if (tt_device_query(ordinal, &info, why, whylen) != 0) return -1;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear it: the runtime keeps the last error */
+        return tt_errf(why, whylen, "no CUDA device: %s", cudaGetErrorString(e));
+    }
+    if (count == 0) return tt_errf(why, whylen, "no CUDA device: the driver sees none");
+    if (ordinal < 0 || ordinal >= count)
+        return tt_errf(why, whylen, "no CUDA device %d (this machine has %d)", ordinal, count);
+    struct cudaDeviceProp p;
+    TT_CUDA(cudaSetDevice(ordinal));
+    TT_CUDA(cudaGetDeviceProperties(&p, ordinal));
+    gpu->ordinal = ordinal;
+    snprintf(gpu->name, sizeof gpu->name, "%s", p.name);
+    gpu->cc_major = p.major;
+    gpu->cc_minor = p.minor;
+    gpu->sm_count = p.multiProcessorCount;
+    gpu->total_mem = p.totalGlobalMem;
+    snprintf(gpu->arch, sizeof gpu->arch, "sm_%d%d", p.major, p.minor);
+    TT_CUDA(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking));
+    TT_CUBLAS(cublasCreate(&gpu->blas));
+    TT_CUBLAS(cublasSetStream(gpu->blas, gpu->stream));
+    return 0;
+}
+
+void tt_gpu_close(tt_gpu *gpu)
+{
+    if (gpu->blas) cublasDestroy(gpu->blas);
+    if (gpu->stream) cudaStreamDestroy(gpu->stream);
+    memset(gpu, 0, sizeof *gpu);
+}
+
+int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gpu,
+                        const tt_cache *cache, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    if (tt_plan_build(spec, gpu->arch, &p->plan, err, errlen) != 0) return -1;
+    char *failed_dir = cache ? tt_xasprintf("%s/failed", cache->dir) : tt_xstrdup("ttgen-failed");
+    tt_build_opts o = {.arch = gpu->arch, .cache = cache, .failure_dir = failed_dir};
+    int rc = tt_builds_prepare(&p->plan, &o, &p->builds, err, errlen);
+    if (rc == 0 && tt_builds_run(p->builds, p->plan.n, &o) != 0) {
+        for (int i = 0; i < p->plan.n; i++)
+            if (p->builds[i].error) {
+                tt_errf(err, errlen, "%s", p->builds[i].error);
+                break;
+            }
+        rc = -1;
+    }
+    free(failed_dir);
+    if (rc != 0) {
+        tt_gpu_program_free(p);
+        return -1;
+    }
+    p->kernels = tt_xcalloc((size_t)p->plan.n, sizeof *p->kernels);
+    for (int i = 0; i < p->plan.n; i++) {
+        tt_gpu_kernel *k = &p->kernels[i];
+        k->k = &p->plan.kernels[i];
+        TT_CUDA(cudaLibraryLoadData(&k->lib, p->builds[i].cubin, NULL, NULL, 0, NULL, NULL, 0));
+        TT_CUDA(cudaLibraryGetKernel(&k->fn, k->lib, k->k->name));
+    }
+    return 0;
+}
+
+void tt_gpu_program_free(tt_gpu_program *p)
+{
+    if (p->kernels)
+        for (int i = 0; i < p->plan.n; i++)
+            if (p->kernels[i].lib) cudaLibraryUnload(p->kernels[i].lib);
+    free(p->kernels);
+    tt_builds_free(p->builds, p->plan.n);
+    tt_plan_free(&p->plan);
+    memset(p, 0, sizeof *p);
+}
+
+const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (strcmp(p->kernels[i].k->op, op) == 0) return &p->kernels[i];
+    tt_panic(__FILE__, __LINE__, "the plan has no %s kernel", op);
+}
+
+void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
+{
+    const dim3 block = {k->k->block[0], k->k->block[1], k->k->block[2]};
+    TT_CUDA(cudaLaunchKernel((const void *)k->fn, grid, block, args, 0, stream));
+}

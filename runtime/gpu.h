@@ -1,0 +1,57 @@
+/* The GPU: device, stream and cuBLAS through the CUDA runtime, which opens the driver on first
+ * use, so binaries start without one; and the generated kernels of a plan, compiled through
+ * ttgen's cache on first use and loaded as CUDA libraries. Every CUDA and cuBLAS call is
+ * checked: a failure is an invariant broken, reported with the call, file and line. */
+#ifndef TT_GPU_H
+#define TT_GPU_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#include "cache.h"
+#include "compile.h"
+#include "plan.h"
+
+#define TT_CUDA(call) tt_cuda_check((call), #call, __FILE__, __LINE__)
+#define TT_CUBLAS(call) tt_cublas_check((call), #call, __FILE__, __LINE__)
+void tt_cuda_check(cudaError_t e, const char *call, const char *file, int line);
+void tt_cublas_check(cublasStatus_t s, const char *call, const char *file, int line);
+
+typedef struct {
+    int ordinal;
+    char name[256];
+    int cc_major, cc_minor, sm_count;
+    size_t total_mem;
+    char arch[16]; /* sm_XY of this device */
+    cudaStream_t stream;
+    cublasHandle_t blas;
+} tt_gpu;
+
+/* Opens device ordinal. -1 with why ("no CUDA device: ...") when there is none. */
+int tt_gpu_open(tt_gpu *gpu, int ordinal, char *why, size_t whylen);
+void tt_gpu_close(tt_gpu *gpu);
+
+typedef struct {
+    const tt_kernel *k;
+    cudaLibrary_t lib;
+    cudaKernel_t fn;
+} tt_gpu_kernel;
+
+typedef struct {
+    tt_plan plan;
+    tt_build *builds;
+    tt_gpu_kernel *kernels; /* plan.n */
+} tt_gpu_program;
+
+/* Plans, compiles (through the cache; cache may be NULL) and loads spec's kernels for gpu. */
+int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gpu,
+                        const tt_cache *cache, char *err, size_t errlen);
+void tt_gpu_program_free(tt_gpu_program *p);
+/* The kernel of op ("layernorm_fwd"); aborts when the plan has none (a runtime bug). */
+const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op);
+
+/* Launches k with the given grid and its planned block, checking the launch. */
+void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream);
+
+#endif

@@ -1,0 +1,22 @@
+/* Launchers of the generated kernels: each checks that the shapes it is given are the ones its
+ * kernel was specialized for, computes the grid as the plan's grid_rule says, and launches. */
+#ifndef TT_LAUNCH_H
+#define TT_LAUNCH_H
+
+#include "gpu.h"
+
+/* y, x: [rows, d] of the spec's storage type; mean, rstd: [rows]. */
+void tt_layernorm_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, float *mean, float *rstd,
+                      const void *x, const float *gamma, const float *beta, int rows, int d);
+/* The number of partial sums layernorm_bwd writes for rows: part needs 2 x that x d floats. */
+int tt_layernorm_bwd_parts(const tt_gpu_program *p, int rows);
+/* dx: [rows, d]; dgamma, dbeta: [d], written (not accumulated); part: scratch as above. */
+void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *dgamma,
+                      float *dbeta, float *part, const void *dy, const void *x, const float *mean,
+                      const float *rstd, const float *gamma, int rows, int d);
+/* Multi-linear attention forward (templates/mla.cu); p, u, v NULL unless position: key. */
+void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
+                const void *wo, const void *pos, const float *u, const float *v, int batch, int n,
+                int r, int d);
+
+#endif
