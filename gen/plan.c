@@ -205,13 +205,115 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
     return 0;
 }
 
+static long pad_odd(long x) { return x % 2 ? x : x + 1; }
+
+/* Static shared memory of the two large backward kernels of templates/mla.cu. */
+static long mla_bwd_wo_smem(long ti, long td, long tk, long r)
+{
+    return 4 * (ti * pad_odd(r) + tk * pad_odd(r) + ti * pad_odd(tk) + ti * (td + 1));
+}
+static long mla_bwd_q_smem(long ti, long tk, long dc, long r, int pos_key)
+{
+    return 4 * ((4 + pos_key) * ti * pad_odd(r) + tk * pad_odd(r) + ti * (dc + 1) +
+                dc * pad_odd(tk) + ti * pad_odd(tk));
+}
+
+/* The shape constants every mla kernel carries, in the order of their names. */
+static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m)
+{
+    set_const(k, "N", m->seq_len);
+    set_const(k, "R", m->rank);
+    set_const(k, "D", m->d_model);
+    set_const(k, "CAUSAL", m->causal);
+    set_const(k, "POS_KEY", m->position == TT_POS_KEY);
+}
+
+/* The backward of multi-linear attention: four kernels (templates/mla.cu says what each does).
+ * TK is 32 in both large kernels: a lane of a warp owns one key k of a tile. */
+static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                        size_t errlen)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank, d = m->d_model, key = m->position == TT_POS_KEY;
+    const long threads = 256, warps = threads / 32, tk = 32;
+    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
+    long ti = n > 16 ? 32 : (n > 8 ? 16 : 8), td = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
+    while (mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT && (ti > warps || td > 32)) {
+        if (td > 32) td /= 2;
+        else ti /= 2;
+    }
+    if (mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT)
+        return tt_errf(err, errlen, "mla_bwd_wo: rank %d needs more than %d KiB of shared memory; "
+                       "lower model.rank", r, SMEM_STATIC_LIMIT / 1024);
+    tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla.cu", dtype);
+    mla_shape_consts(k, m);
+    set_const(k, "TI", ti);
+    set_const(k, "TD", td);
+    set_const(k, "TK", tk);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", threads);
+    set_const(k, "OP_MLA_BWD_WO", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = (unsigned)n;
+    k->grid[1] = ceil_div(n, tk);
+    k->grid[2] = ceil_div(d, td);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d (j), y = ceil(%d / %ld), z = ceil(%d / %ld)",
+             n, n, tk, d, td);
+    k->smem_bytes = (unsigned)mla_bwd_wo_smem(ti, td, tk, r);
+    whyf(k, "one writer per dWo element, rows walked in a fixed order (no atomics); T recomputed "
+            "per %ld-row tile%s", ti, m->causal ? ", rows above max(j, k) skipped" : "");
+
+    long tq = n > 16 ? 32 : (n > 8 ? 16 : 8), dc = 32;
+    while (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT && tq > warps) tq /= 2;
+    if (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
+        return tt_errf(err, errlen, "mla_bwd_q: rank %d needs more than %d KiB of shared memory; "
+                       "lower model.rank", r, SMEM_STATIC_LIMIT / 1024);
+    tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla.cu", dtype);
+    mla_shape_consts(q, m);
+    set_const(q, "TI", tq);
+    set_const(q, "TK", tk);
+    set_const(q, "DC", dc);
+    name_kernel(q, flags);
+    set_const(q, "THREADS", threads);
+    set_const(q, "OP_MLA_BWD_Q", 1);
+    q->block[0] = (unsigned)threads;
+    q->grid[0] = ceil_div(n, tq);
+    q->grid[1] = (unsigned)s->train.batch;
+    snprintf(q->grid_rule, sizeof q->grid_rule, "x = ceil(%d / %ld), y = batch", n, tq);
+    q->smem_bytes = (unsigned)mla_bwd_q_smem(tq, tk, dc, r, key);
+    whyf(q, "dT = dY Wo_j^T tile by tile, never stored; per-tile partials of dK, dV, dP, dg, du, "
+            "dv summed in a fixed order by mla_bwd_reduce and mla_bwd_params");
+
+    /* The two reductions: their tile count must be the one mla_bwd_q wrote. */
+    const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};
+    const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
+    for (int i = 0; i < 2; i++) {
+        tt_kernel *c = add_kernel(plan, ops[i], "mla.cu", dtype);
+        mla_shape_consts(c, m);
+        set_const(c, "TI", tq);
+        name_kernel(c, flags);
+        set_const(c, "THREADS", threads);
+        set_const(c, flags_op[i], 1);
+        c->block[0] = (unsigned)threads;
+        const long elems = i == 0 ? (long)s->train.batch * n * r : (long)(n * r > 3 * r ? n * r : 3 * r);
+        c->grid[0] = ceil_div(elems, threads);
+        snprintf(c->grid_rule, sizeof c->grid_rule, i == 0 ? "x = ceil(batch * %d / %ld)"
+                                                           : "x = ceil(max(N R, 3 R) = %d / %ld)",
+                 i == 0 ? n * r : (n * r > 3 * r ? n * r : 3 * r), threads);
+        whyf(c, "thread per element, tiles summed in a fixed order: deterministic");
+    }
+    return 0;
+}
+
 int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen)
 {
     memset(plan, 0, sizeof *plan);
     snprintf(plan->arch, sizeof plan->arch, "%s", arch);
     const char *dtype = spec->train.precision == TT_PREC_BF16 ? "bf16" : "f32";
     plan_layernorm(plan, spec, dtype);
-    if (spec->model.kind == TT_KIND_TENSORIZED && plan_mla(plan, spec, dtype, err, errlen) != 0) {
+    if (spec->model.kind == TT_KIND_TENSORIZED &&
+        (plan_mla(plan, spec, dtype, err, errlen) != 0 ||
+         plan_mla_bwd(plan, spec, dtype, err, errlen) != 0)) {
         tt_plan_free(plan);
         return -1;
     }

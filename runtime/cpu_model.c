@@ -206,13 +206,14 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
             logit[j] = s;
             mx = s > mx ? s : mx;
         }
+        const long col = tc == 0 ? t : c0 + nc - tc;
+        const double target_logit = logit[col];
         for (int j = 0; j < cols; j++) {
             sum += logit[j];
-            z += logit[j] = exp(logit[j] - mx); /* logit now holds the unnormalized probability */
+            z += logit[j] = TT_EXP(logit[j] - mx); /* now the unnormalized probability */
         }
         const double lse = mx + log(z);
-        const long col = tc == 0 ? t : c0 + nc - tc;
-        double nll = lse - (log(logit[col]) + mx);
+        double nll = lse - target_logit;
         double loss = (1.0 - eps) * nll + eps * (lse - sum / cols); /* eps is 0 with clusters */
         if (grads) {
             const double s = scale * weight;

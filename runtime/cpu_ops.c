@@ -9,22 +9,6 @@
 #include "rng.h"
 #include "util.h"
 
-/* A dot product in double with four independent chains: the compiler keeps them in vector
- * registers, and the order of the additions is fixed, so results are reproducible. */
-double cpu_dot(const tt_real *a, const tt_real *b, int n)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += (double)a[i] * b[i];
-        s1 += (double)a[i + 1] * b[i + 1];
-        s2 += (double)a[i + 2] * b[i + 2];
-        s3 += (double)a[i + 3] * b[i + 3];
-    }
-    for (; i < n; i++) s0 += (double)a[i] * b[i];
-    return (s0 + s1) + (s2 + s3);
-}
-
 void cpu_linear_fwd(tt_real *y, const tt_real *x, const tt_real *w, const tt_real *b, int rows, int in,
                     int out)
 {

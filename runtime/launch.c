@@ -68,3 +68,39 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     const dim3 grid = {ceil_div(n, need(k, "TI")), ceil_div(d, need(k, "TD")), (unsigned)batch};
     tt_gpu_launch(k, grid, args, s);
 }
+
+size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_bwd_q");
+    const long n = need(k, "N"), r = need(k, "R"), it = ceil_div(n, need(k, "TI"));
+    return (size_t)batch * it * ((2 + need(k, "POS_KEY")) * n * r + 3 * r);
+}
+
+void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,
+                float *dg, float *du, float *dv, float *part, const void *dy, const void *qkv,
+                const float *g, const void *wo, const void *pos, const float *u, const float *v,
+                int batch, int n, int r, int d)
+{
+    const tt_gpu_kernel *w = tt_gpu_kernel_of(p, "mla_bwd_wo"), *q = tt_gpu_kernel_of(p, "mla_bwd_q");
+    const tt_gpu_kernel *red = tt_gpu_kernel_of(p, "mla_bwd_reduce");
+    const tt_gpu_kernel *par = tt_gpu_kernel_of(p, "mla_bwd_params");
+    const tt_gpu_kernel *all[] = {w, q, red, par};
+    for (int i = 0; i < 4; i++) {
+        expect(all[i], "N", n);
+        expect(all[i], "R", r);
+        expect(all[i], "D", d);
+        TT_ASSERT((pos != NULL) == (need(all[i], "POS_KEY") != 0));
+    }
+    expect(red, "TI", need(q, "TI")); /* the reductions read the tiles mla_bwd_q wrote */
+    expect(par, "TI", need(q, "TI"));
+    void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
+    tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},
+                  wargs, s);
+    void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
+    tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
+    void *rargs[] = {&dqkv, &part, &batch};
+    tt_gpu_launch(red, (dim3){ceil_div((long)batch * n * r, need(red, "THREADS")), 1, 1}, rargs, s);
+    void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};
+    const long elems = (long)n * r > 3L * r ? (long)n * r : 3L * r;
+    tt_gpu_launch(par, (dim3){ceil_div(elems, need(par, "THREADS")), 1, 1}, pargs, s);
+}

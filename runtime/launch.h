@@ -19,4 +19,13 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
                 const void *wo, const void *pos, const float *u, const float *v, int batch, int n,
                 int r, int d);
 
+/* Floats of scratch tt_mla_bwd needs for batch sequences. */
+size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch);
+/* Multi-linear attention backward: dqkv [B*N, 3R] written; dwo [D, N*N], dg, du, dv [R] added
+ * into (fp32 gradients); dp [N, R] written (position: key; else NULL, as pos, u, v, du, dv). */
+void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,
+                float *dg, float *du, float *dv, float *part, const void *dy, const void *qkv,
+                const float *g, const void *wo, const void *pos, const float *u, const float *v,
+                int batch, int n, int r, int d);
+
 #endif

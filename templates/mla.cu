@@ -120,3 +120,332 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     }
 }
 #endif
+
+// ---- backward ----------------------------------------------------------------------------------
+// Given dY, with T recomputed tile by tile (never stored), in four kernels:
+//   mla_bwd_wo     dWo[d, j*N+k] += sum_{b,i} T[b,i,j,k] dY[b,i,d]: a block owns (j, a chunk of k,
+//                  a tile of d) and walks every row (b, i) in a fixed order: one writer per element.
+//   mla_bwd_q      a block owns (b, a tile of rows i): for each visible j it forms dT = dY Wo_j^T
+//                  (masked), da_j = dT V, and from da_j: dQ (its own rows, written once), and
+//                  partial sums of dK[j], dV, dP[j], dg, du, dv for its tile, written to `part`.
+//   mla_bwd_reduce adds the tiles' partials of dK and dV into dqkv (fixed order).
+//   mla_bwd_params adds the partials of dP (written) and dg, du, dv (added into) in fixed order.
+// No float atomics anywhere: the result does not depend on scheduling.
+// Partials, fp32: [B][IT][N][R] for dK, for dV, and (position: key) for dP, then [B][IT][3][R]
+// for dg, du, dv, where IT = ceil(N / TT_TI).
+
+#define TT_IT ((TT_N + TT_TI - 1) / TT_TI)
+#define TT_PART_NR ((size_t)TT_N * TT_R)
+#define TT_PART_K(b, it) (part + ((size_t)(b) * TT_IT + (it)) * TT_PART_NR)
+#define TT_PART_V(b, it) (part + ((size_t)TT_BATCH_PARTS + (size_t)(b) * TT_IT + (it)) * TT_PART_NR)
+#define TT_PART_P(b, it) (part + ((size_t)2 * TT_BATCH_PARTS + (size_t)(b) * TT_IT + (it)) * TT_PART_NR)
+#define TT_PART_VEC(b, it) (part + (size_t)(2 + TT_POS_KEY) * TT_BATCH_PARTS * TT_PART_NR + ((size_t)(b) * TT_IT + (it)) * 3 * TT_R)
+// TT_BATCH_PARTS is batch * IT; the batch is a launch argument, so the macro reads `batch`.
+#define TT_BATCH_PARTS ((size_t)batch * TT_IT)
+
+#ifdef TT_OP_MLA_BWD_WO
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
+          const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
+          const float *__restrict__ v, int batch)
+{
+    __shared__ float s_a[TT_TI][TT_RP];
+    __shared__ float s_v[TT_TK][TT_RP];
+    __shared__ float s_t[TT_TI][TT_KP];
+    __shared__ float s_dy[TT_TI][TT_TD + 1];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int j = blockIdx.x, k0 = blockIdx.y * TT_TK, d0 = blockIdx.z * TT_TD;
+#if !TT_POS_KEY
+    (void)p, (void)u, (void)v;
+#endif
+    float acc[TT_TD / TT_WARPS];
+#pragma unroll
+    for (int a = 0; a < TT_TD / TT_WARPS; a++) acc[a] = 0.f;
+    // Under the mask a row i sees (j, k) only when j <= i and k <= i: rows before
+    // max(j, k0) contribute nothing, so the walk starts at the tile holding that row.
+    const int ifirst = TT_CAUSAL ? (max(j, k0) / TT_TI) * TT_TI : 0;
+
+    for (int b = 0; b < batch; b++) {
+        const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+        for (int i0 = ifirst; i0 < TT_N; i0 += TT_TI) {
+            __syncthreads(); // the previous tile's shared data is no longer read
+            for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) {
+                const int i = e / TT_R, r = e % TT_R;
+                float a = 0.f;
+                if (i0 + i < TT_N) {
+                    const float q = tt_float(seq[(size_t)(i0 + i) * 3 * TT_R + r]);
+                    const float kj = tt_float(seq[(size_t)j * 3 * TT_R + TT_R + r]);
+#if TT_POS_KEY
+                    a = g[r] * ((q + u[r]) * kj + (q + v[r]) * tt_float(p[(size_t)j * TT_R + r]));
+#else
+                    a = g[r] * q * kj;
+#endif
+                }
+                s_a[i][r] = a;
+            }
+            for (int e = tid; e < TT_TK * TT_R; e += TT_THREADS) {
+                const int kk = e / TT_R, r = e % TT_R;
+                s_v[kk][r] = (k0 + kk < TT_N) ? tt_float(seq[(size_t)(k0 + kk) * 3 * TT_R + 2 * TT_R + r]) : 0.f;
+            }
+            for (int e = tid; e < TT_TI * TT_TD; e += TT_THREADS) {
+                const int i = e / TT_TD, dd = e % TT_TD;
+                const bool in = i0 + i < TT_N && d0 + dd < TT_D;
+                s_dy[i][dd] = in ? tt_float(dy[((size_t)b * TT_N + i0 + i) * TT_D + d0 + dd]) : 0.f;
+            }
+            __syncthreads();
+            for (int e = tid; e < TT_TI * TT_TK; e += TT_THREADS) {
+                const int i = e / TT_TK, kk = e % TT_TK;
+                const int ig = i0 + i, k = k0 + kk;
+                float t = 0.f;
+                if (!TT_CAUSAL || (j <= ig && k <= ig)) {
+#pragma unroll 8
+                    for (int r = 0; r < TT_R; r++) t += s_a[i][r] * s_v[kk][r];
+                }
+                s_t[i][kk] = t;
+            }
+            __syncthreads();
+            for (int i = 0; i < TT_TI; i++) {
+                const float t = s_t[i][lane];
+#pragma unroll
+                for (int a = 0; a < TT_TD / TT_WARPS; a++) acc[a] += s_dy[i][warp + TT_WARPS * a] * t;
+            }
+        }
+    }
+    const int k = k0 + lane;
+    if (k < TT_N)
+#pragma unroll
+        for (int a = 0; a < TT_TD / TT_WARPS; a++) {
+            const int d = d0 + warp + TT_WARPS * a;
+            if (d < TT_D) dwo[(size_t)d * TT_N * TT_N + (size_t)j * TT_N + k] += acc[a];
+        }
+}
+#endif
+
+#ifdef TT_OP_MLA_BWD_Q
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restrict__ dy,
+          const TT_T *__restrict__ qkv, const float *__restrict__ g, const TT_T *__restrict__ wo,
+          const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
+          int batch)
+{
+    __shared__ float s_qu[TT_TI][TT_RP]; // Q + u (Q without position: key)
+#if TT_POS_KEY
+    __shared__ float s_qv[TT_TI][TT_RP]; // Q + v
+#endif
+    __shared__ float s_a[TT_TI][TT_RP];  // a_j
+    __shared__ float s_da[TT_TI][TT_RP]; // da_j
+    __shared__ float s_dq[TT_TI][TT_RP];
+    __shared__ float s_v[TT_TK][TT_RP];
+    __shared__ float s_dy[TT_TI][TT_DC + 1];
+    __shared__ float s_w[TT_DC][TT_KP];
+    __shared__ float s_dt[TT_TI][TT_KP];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int it = blockIdx.x, i0 = it * TT_TI, b = blockIdx.y;
+    const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+    float *pk = TT_PART_K(b, it), *pv = TT_PART_V(b, it);
+#if TT_POS_KEY
+    float *pp = TT_PART_P(b, it);
+#else
+    (void)p, (void)u, (void)v;
+#endif
+
+    for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) {
+        const int i = e / TT_R, r = e % TT_R;
+        const float q = (i0 + i < TT_N) ? tt_float(seq[(size_t)(i0 + i) * 3 * TT_R + r]) : 0.f;
+#if TT_POS_KEY
+        s_qu[i][r] = q + u[r];
+        s_qv[i][r] = q + v[r];
+#else
+        s_qu[i][r] = q;
+#endif
+        s_da[i][r] = 0.f;
+        s_dq[i][r] = 0.f;
+    }
+    // This block's partials: rows of dK and dP are written once per j; dV accumulates over j.
+    for (size_t e = tid; e < TT_PART_NR; e += TT_THREADS) pk[e] = pv[e] = 0.f;
+#if TT_POS_KEY
+    for (size_t e = tid; e < TT_PART_NR; e += TT_THREADS) pp[e] = 0.f;
+#endif
+    float vg = 0.f, vu = 0.f, vv = 0.f; // thread r < R: its share of dg, du, dv
+
+    const int ilast = min(i0 + TT_TI, TT_N) - 1;
+    const int jend = TT_CAUSAL ? ilast + 1 : TT_N;
+    for (int j = 0; j < jend; j++) {
+        const TT_T *kj = seq + (size_t)j * 3 * TT_R + TT_R;
+        __syncthreads(); // s_qu ready; s_a, s_da of the previous j done with
+        for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) {
+            const int i = e / TT_R, r = e % TT_R;
+            float a = s_qu[i][r] * tt_float(kj[r]);
+#if TT_POS_KEY
+            a += s_qv[i][r] * tt_float(p[(size_t)j * TT_R + r]);
+#endif
+            s_a[i][r] = g[r] * a;
+        }
+        for (int k0 = 0; k0 < jend; k0 += TT_TK) {
+            // dT tile = dY[i0.., :] Wo[:, j*N + k0..]^T over chunks of TT_DC features
+            float dt[TT_TI / TT_WARPS];
+#pragma unroll
+            for (int a = 0; a < TT_TI / TT_WARPS; a++) dt[a] = 0.f;
+            for (int dc = 0; dc < TT_D; dc += TT_DC) {
+                __syncthreads();
+                for (int e = tid; e < TT_TI * TT_DC; e += TT_THREADS) {
+                    const int i = e / TT_DC, dd = e % TT_DC;
+                    const bool in = i0 + i < TT_N && dc + dd < TT_D;
+                    s_dy[i][dd] = in ? tt_float(dy[((size_t)b * TT_N + i0 + i) * TT_D + dc + dd]) : 0.f;
+                }
+                for (int e = tid; e < TT_DC * TT_TK; e += TT_THREADS) {
+                    const int dd = e / TT_TK, kk = e % TT_TK;
+                    const bool in = dc + dd < TT_D && k0 + kk < jend;
+                    s_w[dd][kk] = in ? tt_float(wo[(size_t)(dc + dd) * TT_N * TT_N + (size_t)j * TT_N + k0 + kk]) : 0.f;
+                }
+                __syncthreads();
+#pragma unroll 4
+                for (int dd = 0; dd < TT_DC; dd++) {
+                    const float w = s_w[dd][lane];
+#pragma unroll
+                    for (int a = 0; a < TT_TI / TT_WARPS; a++) dt[a] += s_dy[warp + TT_WARPS * a][dd] * w;
+                }
+            }
+            for (int e = tid; e < TT_TK * TT_R; e += TT_THREADS) {
+                const int kk = e / TT_R, r = e % TT_R;
+                s_v[kk][r] = (k0 + kk < jend) ? tt_float(seq[(size_t)(k0 + kk) * 3 * TT_R + 2 * TT_R + r]) : 0.f;
+            }
+#pragma unroll
+            for (int a = 0; a < TT_TI / TT_WARPS; a++) {
+                const int i = warp + TT_WARPS * a, ig = i0 + i, k = k0 + lane;
+                const bool vis = ig < TT_N && k < jend && (!TT_CAUSAL || (j <= ig && k <= ig));
+                s_dt[i][lane] = vis ? dt[a] : 0.f;
+            }
+            __syncthreads();
+            // da_j[i, r] += sum_k dT[i, k] V[k, r]   (one owner per element)
+            for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) {
+                const int i = e / TT_R, r = e % TT_R;
+                float s = 0.f;
+#pragma unroll 8
+                for (int kk = 0; kk < TT_TK; kk++) s += s_dt[i][kk] * s_v[kk][r];
+                s_da[i][r] += s;
+            }
+            // dV[k, r] += sum_i dT[i, k] a_j[i, r]   (this block's partial, one owner)
+            for (int e = tid; e < TT_TK * TT_R; e += TT_THREADS) {
+                const int kk = e / TT_R, r = e % TT_R;
+                if (k0 + kk >= jend) continue;
+                float s = 0.f;
+#pragma unroll 8
+                for (int i = 0; i < TT_TI; i++) s += s_dt[i][kk] * s_a[i][r];
+                pv[(size_t)(k0 + kk) * TT_R + r] += s;
+            }
+        }
+        __syncthreads(); // s_da complete for this j
+        // a_j[i, r] = g_r ((Q+u)[i,r] K[j,r] + (Q+v)[i,r] P[j,r])
+        for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) {
+            const int i = e / TT_R, r = e % TT_R;
+            float f = tt_float(kj[r]);
+#if TT_POS_KEY
+            f += tt_float(p[(size_t)j * TT_R + r]);
+#endif
+            s_dq[i][r] += g[r] * s_da[i][r] * f;
+        }
+        if (tid < TT_R) {
+            const int r = tid;
+            const float kr = tt_float(kj[r]);
+#if TT_POS_KEY
+            const float pr = tt_float(p[(size_t)j * TT_R + r]);
+#endif
+            float sk = 0.f, sp = 0.f, sg = 0.f;
+            for (int i = 0; i < TT_TI; i++) {
+                const float da = s_da[i][r];
+                sk += da * s_qu[i][r];
+#if TT_POS_KEY
+                sp += da * s_qv[i][r];
+                sg += da * (s_qu[i][r] * kr + s_qv[i][r] * pr);
+#else
+                sg += da * s_qu[i][r] * kr;
+#endif
+            }
+            pk[(size_t)j * TT_R + r] = g[r] * sk;
+            vg += sg;
+#if TT_POS_KEY
+            pp[(size_t)j * TT_R + r] = g[r] * sp;
+#else
+            (void)sp;
+#endif
+        }
+        // du = sum_i g da K_j and dv = sum_i g da P_j: per r, the row sums of da times K_j, P_j
+        if (tid < TT_R) {
+            const int r = tid;
+            float sd = 0.f;
+            for (int i = 0; i < TT_TI; i++) sd += s_da[i][r];
+            vu += g[r] * sd * tt_float(kj[r]);
+#if TT_POS_KEY
+            vv += g[r] * sd * tt_float(p[(size_t)j * TT_R + r]);
+#endif
+        }
+        __syncthreads(); // s_da is read above; clear it for the next j
+        for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) s_da[e / TT_R][e % TT_R] = 0.f;
+    }
+    __syncthreads();
+    for (int e = tid; e < TT_TI * TT_R; e += TT_THREADS) {
+        const int i = e / TT_R, r = e % TT_R;
+        if (i0 + i < TT_N) dqkv[((size_t)b * TT_N + i0 + i) * 3 * TT_R + r] = tt_store_as<TT_T>(s_dq[i][r]);
+    }
+    if (tid < TT_R) {
+        float *vec = TT_PART_VEC(b, it);
+        vec[tid] = vg;
+        vec[TT_R + tid] = vu;
+        vec[2 * TT_R + tid] = vv;
+    }
+}
+#endif
+
+#ifdef TT_OP_MLA_BWD_REDUCE
+// dqkv[b, j, R + r] = sum_it dK partials; dqkv[b, k, 2R + r] = sum_it dV partials.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
+{
+    const size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x;
+    if (e >= (size_t)batch * TT_PART_NR) return;
+    const int b = (int)(e / TT_PART_NR);
+    const size_t jr = e % TT_PART_NR;
+    float sk = 0.f, sv = 0.f;
+    for (int it = 0; it < TT_IT; it++) {
+        sk += TT_PART_K(b, it)[jr];
+        sv += TT_PART_V(b, it)[jr];
+    }
+    const size_t row = (size_t)b * TT_N + jr / TT_R;
+    dqkv[row * 3 * TT_R + TT_R + jr % TT_R] = tt_store_as<TT_T>(sk);
+    dqkv[row * 3 * TT_R + 2 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sv);
+}
+#endif
+
+#ifdef TT_OP_MLA_BWD_PARAMS
+// dp[j, r] = sum_{b,it} dP partials (written); dg, du, dv [R] += sums of their partials.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
+          float *__restrict__ dv, const float *__restrict__ part, int batch)
+{
+    const size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x;
+#if TT_POS_KEY
+    if (e < TT_PART_NR) {
+        float s = 0.f;
+        for (int b = 0; b < batch; b++)
+            for (int it = 0; it < TT_IT; it++) s += TT_PART_P(b, it)[e];
+        dp[e] = s;
+    }
+#else
+    (void)dp;
+#endif
+    if (e < 3 * TT_R) {
+        float s = 0.f;
+        for (int b = 0; b < batch; b++)
+            for (int it = 0; it < TT_IT; it++) s += TT_PART_VEC(b, it)[e];
+        const int which = (int)(e / TT_R), r = (int)(e % TT_R);
+        if (which == 0) dg[r] += s;
+#if TT_POS_KEY
+        else if (which == 1) du[r] += s;
+        else dv[r] += s;
+#else
+        (void)du, (void)dv;
+#endif
+    }
+}
+#endif

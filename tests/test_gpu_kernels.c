@@ -41,6 +41,13 @@ static const config configs[] = {
     {"wide", 1536, 8, 16, 2, 1, 0, 0},     {"wide", 1536, 8, 16, 2, 1, 0, 1},
 };
 
+/* TT_TEST_CONFIGS=substring runs only the configs whose name contains it (racecheck is slow). */
+static int skip_config(const config *c)
+{
+    const char *f = getenv("TT_TEST_CONFIGS");
+    return f && *f && !strstr(c->name, f);
+}
+
 static void randn(float *x, size_t n, float std)
 {
     const uint64_t stream = draws++;
@@ -133,6 +140,7 @@ static void test_layernorm(void **state)
     (void)state;
     for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
         const config *c = &configs[ci];
+        if (skip_config(c)) continue;
         tt_spec s;
         tt_gpu_program p;
         load_program(c, &s, &p);
@@ -191,6 +199,7 @@ static void test_mla_fwd(void **state)
     (void)state;
     for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
         const config *c = &configs[ci];
+        if (skip_config(c)) continue;
         tt_spec s;
         tt_gpu_program p;
         load_program(c, &s, &p);
@@ -229,6 +238,78 @@ static void test_mla_fwd(void **state)
     }
 }
 
+/* The backward of multi-linear attention against cpu_mla_bwd. Parameter gradients are added
+ * into: they start from random values here, so a kernel that overwrote them would fail. */
+static void test_mla_bwd(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
+        const config *c = &configs[ci];
+        if (skip_config(c)) continue;
+        tt_spec s;
+        tt_gpu_program p;
+        load_program(c, &s, &p);
+        const int n = c->n, r = c->r, d = c->d, b = c->batch, key = c->pos_key;
+        const size_t nq = (size_t)b * n * 3 * r, nw = (size_t)d * n * n, ny = (size_t)b * n * d;
+        const size_t nr = (size_t)n * r;
+        float *qkv = tt_xmalloc(nq * 4), *wo = tt_xmalloc(nw * 4), *theta = tt_xmalloc(2 * r * 4);
+        float *g = tt_xmalloc(r * 4), *pos = tt_xmalloc(nr * 4), *u = tt_xmalloc(r * 4),
+              *v = tt_xmalloc(r * 4), *dy = tt_xmalloc(ny * 4);
+        randn(qkv, nq, 1.f);
+        randn(wo, nw, 0.05f);
+        randn(theta, 2 * (size_t)r, 1.f);
+        randn(pos, nr, 1.f);
+        randn(u, r, 0.5f);
+        randn(v, r, 0.5f);
+        randn(dy, ny, 1.f);
+        cpu_core_fwd(g, theta, 2, r);
+        round_storage(qkv, nq, c->bf16);
+        round_storage(wo, nw, c->bf16);
+        round_storage(pos, nr, c->bf16);
+        round_storage(dy, ny, c->bf16);
+        /* starting values of the accumulated gradients, and the CPU's results on top of them */
+        float *dwo0 = tt_xmalloc(nw * 4), *vec0 = tt_xmalloc(3 * (size_t)r * 4);
+        randn(dwo0, nw, 0.1f);
+        randn(vec0, 3 * (size_t)r, 0.1f);
+        float *dqkv = tt_xmalloc(nq * 4), *dwo = tt_xmalloc(nw * 4), *dp = tt_xcalloc(nr, 4);
+        float *vec = tt_xmalloc(3 * (size_t)r * 4);
+        memcpy(dwo, dwo0, nw * 4);
+        memcpy(vec, vec0, 3 * (size_t)r * 4);
+        const cpu_mla_shape sh = {b, n, r, d, c->causal};
+        cpu_mla_bwd(dqkv, vec, dwo, key ? dp : NULL, key ? vec + r : NULL, key ? vec + 2 * r : NULL,
+                    dy, qkv, g, wo, key ? pos : NULL, key ? u : NULL, key ? v : NULL, sh);
+        void *d_q = upload(qkv, nq, c->bf16), *d_wo = upload(wo, nw, c->bf16);
+        void *d_dy = upload(dy, ny, c->bf16);
+        void *d_pos = key ? upload(pos, nr, c->bf16) : NULL;
+        float *d_g = upload(g, r, 0), *d_u = key ? upload(u, r, 0) : NULL,
+              *d_v = key ? upload(v, r, 0) : NULL;
+        float *d_dwo = upload(dwo0, nw, 0), *d_vec = upload(vec0, 3 * (size_t)r, 0);
+        void *d_dqkv = poisoned(nq, c->bf16 ? 2 : 4);
+        float *d_dp = key ? poisoned(nr, 4) : NULL;
+        float *part = poisoned(tt_mla_bwd_part_floats(&p, b), 4);
+        tt_mla_bwd(&p, gpu.stream, d_dqkv, d_dwo, d_dp, d_vec, key ? d_vec + r : NULL,
+                   key ? d_vec + 2 * r : NULL, part, d_dy, d_q, d_g, d_wo, d_pos, d_u, d_v, b, n, r, d);
+        float *g_dqkv = download(d_dqkv, nq, c->bf16), *g_dwo = download(d_dwo, nw, 0);
+        float *g_vec = download(d_vec, 3 * (size_t)r, 0);
+        compare("mla_bwd dqkv", c, g_dqkv, dqkv, nq, c->bf16 ? 1e-2 : 1e-5);
+        compare("  dwo", c, g_dwo, dwo, nw, 1e-5);
+        compare("  dg", c, g_vec, vec, r, 1e-5);
+        if (key) {
+            float *g_dp = download(d_dp, nr, 0);
+            compare("  dp", c, g_dp, dp, nr, 1e-5);
+            compare("  du", c, g_vec + r, vec + r, r, 1e-5);
+            compare("  dv", c, g_vec + 2 * r, vec + 2 * r, r, 1e-5);
+            free(g_dp);
+        }
+        cudaFree(d_q), cudaFree(d_wo), cudaFree(d_dy), cudaFree(d_pos), cudaFree(d_g), cudaFree(d_u);
+        cudaFree(d_v), cudaFree(d_dwo), cudaFree(d_vec), cudaFree(d_dqkv), cudaFree(d_dp), cudaFree(part);
+        free(qkv), free(wo), free(theta), free(g), free(pos), free(u), free(v), free(dy), free(dwo0);
+        free(vec0), free(dqkv), free(dwo), free(dp), free(vec), free(g_dqkv), free(g_dwo), free(g_vec);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
 int main(void)
 {
     char why[512];
@@ -248,6 +329,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_mla_fwd),
+        cmocka_unit_test(test_mla_bwd),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tt_cache_close(&cache);
