@@ -154,7 +154,9 @@ char *tt_checkpoint_model_file(const char *path, char *err, size_t errlen)
 }
 
 /* The model section of a spec as written by tt_spec_write, one "key: value" per line with the
- * path of the key, dropout aside (it may differ between training and evaluation). */
+ * path of the key, dropout aside (it may differ between training and evaluation), and vocab
+ * aside (`data` and the number it stands for are the same model; the vocabulary's hash and the
+ * tensors' shapes are checked instead). */
 static int model_lines(const tt_spec *s, char lines[][160], int max)
 {
     char *text = tt_spec_text(s);
@@ -174,7 +176,9 @@ static int model_lines(const tt_spec *s, char lines[][160], int max)
             snprintf(parent, sizeof parent, "%.*s", (int)(colon - kv), kv);
             if (colon[1] == '\0') continue; /* a mapping such as adaptive: */
         }
-        if (!nested && (!strcmp(parent, "dropout") || !strcmp(parent, "dropatt"))) continue;
+        if (!nested && (!strcmp(parent, "dropout") || !strcmp(parent, "dropatt") ||
+                        !strcmp(parent, "vocab")))
+            continue;
         snprintf(lines[n++], 160, "model.%s%s%s", nested ? parent : "", nested ? "." : "", kv);
     }
     free(text);

@@ -29,9 +29,9 @@ int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size
 char *tt_checkpoint_model_file(const char *path, char *err, size_t errlen);
 
 /* Loads the weights of model_file into w after checking that its spec's model section matches
- * spec's (dropout aside), that every tensor of the layout is there with its shape and nothing
- * else is, and, when vocab is not NULL, that the vocabulary's hash matches. The first mismatch is
- * the error. *step gets the checkpoint's step. */
+ * spec's (dropout and vocab aside), that every tensor of the layout is there with its shape and
+ * nothing else is, and, when vocab is not NULL, that the vocabulary's hash matches. The first
+ * mismatch is the error. *step gets the checkpoint's step. */
 int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_layout *layout,
                        const tt_vocab *vocab, float *w, long *step, char *err, size_t errlen);
 

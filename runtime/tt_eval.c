@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     const char *note = "causal: false: every position sees later tokens of its window, so this "
                        "perplexity is not a causal language-model score";
     if (json)
-        printf("{\"split\":\"%s\",\"perplexity\":%.6f,\"nll\":%.9g,\"tokens\":%ld,\"windows\":%ld,"
+        printf("{\"split\":\"%s\",\"perplexity\":%.6f,\"nll\":%.17g,\"tokens\":%ld,\"windows\":%ld,"
                "\"seq_len\":%d,\"stride\":%ld,\"step\":%ld,\"causal\":%s,\"seconds\":%.3f%s%s%s}\n",
                split, ppl, r.nll / r.scored, r.scored, r.windows, m->seq_len, stride, step,
                m->causal ? "true" : "false", secs, m->causal ? "" : ",\"note\":\"",

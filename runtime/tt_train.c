@@ -220,9 +220,11 @@ int main(int argc, char **argv)
         tt_adam_step(w, g, am, av, nf, ts, lr, step);
         window_loss += loss;
         window_steps++;
-        if (json)
+        if (json) { /* flushed: a run is watched through its log */
             fprintf(json, "{\"step\":%ld,\"loss\":%.17g,\"nll\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g}\n",
                     step, loss, r.nll_sum / r.scored, lr, gnorm);
+            fflush(json);
+        }
         if (!o.quiet && (step % o.log_every == 0 || step == last)) {
             const double now = tt_now_seconds(), mean = window_loss / window_steps;
             const double tps = (double)window_steps * batch * n / (now - window_t);
@@ -245,9 +247,11 @@ int main(int argc, char **argv)
                 printf("step %ld: valid ppl %.3f over %ld tokens (%.1f s)%s\n", step,
                        exp(ev.nll / ev.scored), ev.scored, tt_now_seconds() - e0,
                        m->causal ? "" : " [causal: false: not a causal LM score]");
-            if (json)
+            if (json) {
                 fprintf(json, "{\"step\":%ld,\"valid_nll\":%.17g,\"valid_tokens\":%ld}\n", step,
                         ev.nll / ev.scored, ev.scored);
+                fflush(json);
+            }
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {

@@ -11,7 +11,6 @@
 #include <cmocka.h>
 
 #include <dirent.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 
 #include "cache.h"
 #include "sha256.h"
+#include "testutil.h"
 #include "util.h"
 
 /* --- fixture: a fresh folder and a cache opened in it ------------------------------------------ */
@@ -30,27 +30,14 @@ typedef struct {
     tt_cache cache;
 } fixture;
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    snprintf(f->root, sizeof f->root, "/tmp/tt-test-cache-XXXXXX");
-    if (!mkdtemp(f->root)) {
-        free(f);
-        return -1;
-    }
+    fixture *f = tt_xcalloc(1, sizeof *f);
+    tu_temp_dir("cache", f->root, sizeof f->root);
     char err[512];
     if (tt_cache_open(&f->cache, f->root, err, sizeof err) != 0) {
         fprintf(stderr, "tt_cache_open: %s\n", err);
-        rm_rf(f->root);
+        tu_rm_rf(f->root);
         free(f);
         return -1;
     }
@@ -62,7 +49,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     tt_cache_close(&f->cache);
-    rm_rf(f->root);
+    tu_rm_rf(f->root);
     free(f);
     return 0;
 }
@@ -82,14 +69,6 @@ static uint8_t *make_cubin(size_t len, unsigned seed)
     }
     if (len >= 4) memcpy(p, "\x7f" "ELF", 4);
     return p;
-}
-
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
 }
 
 static void put_ok(const tt_cache *c, const uint8_t key[32], const void *cubin, size_t len,
@@ -218,7 +197,7 @@ static void test_truncated_entry(void **state)
                            payload_at + 1, payload_at + clen / 2, payload_at + clen, len - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         assert_true(cuts[i] < len);
-        write_bytes(path, orig, len);
+        tu_write_file(path, orig, len);
         assert_int_equal(truncate(path, (off_t)cuts[i]), 0);
         char what[64];
         snprintf(what, sizeof what, "truncated to %zu of %zu bytes", cuts[i], len);
@@ -227,10 +206,10 @@ static void test_truncated_entry(void **state)
     char *longer = tt_xmalloc(len + 1);
     memcpy(longer, orig, len);
     longer[len] = 0;
-    write_bytes(path, longer, len + 1);
+    tu_write_file(path, longer, len + 1);
     expect_no_data(&f->cache, key, TT_CACHE_CORRUPT, "one byte appended");
 
-    write_bytes(path, orig, len);
+    tu_write_file(path, orig, len);
     expect_hit(&f->cache, key, cubin, clen, log);
     free(longer);
     free(orig);
@@ -253,7 +232,7 @@ static void flip_every_byte(const tt_cache *c, const uint8_t key[32], size_t str
         for (int m = 0; m < 2; m++) {
             memcpy(bad, orig, len);
             bad[pos] = (char)(bad[pos] ^ masks[m]);
-            write_bytes(path, bad, len);
+            tu_write_file(path, bad, len);
             char what[80];
             snprintf(what, sizeof what, "byte %zu of %zu xor 0x%02x", pos, len, masks[m]);
             expect_no_data(c, key, TT_CACHE_CORRUPT, what);
@@ -262,7 +241,7 @@ static void flip_every_byte(const tt_cache *c, const uint8_t key[32], size_t str
         if (pos == len - 1) break;
     }
     print_message("  %d damaged copies of a %zu-byte entry rejected\n", checked, len);
-    write_bytes(path, orig, len);
+    tu_write_file(path, orig, len);
     free(bad);
     free(orig);
     free(path);
@@ -466,15 +445,9 @@ static int teardown_env(void **state)
     }
     if (chdir(e->cwd) != 0) return -1;
     tt_cache_close(&e->fx.cache);
-    rm_rf(e->fx.root);
+    tu_rm_rf(e->fx.root);
     free(e);
     return 0;
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 /* Opens with flag and checks that the folder is under want_base and exists. */
@@ -505,22 +478,22 @@ static void test_open_precedence(void **state)
     setenv("HOME", home, 1);
 
     expect_dir(flag, flag, "flag over everything");
-    assert_false(exists(env));
-    assert_false(exists(xdg));
-    assert_false(exists(home));
+    assert_false(tu_exists(env));
+    assert_false(tu_exists(xdg));
+    assert_false(tu_exists(home));
     expect_dir(NULL, env, "TTGEN_CACHE_DIR without a flag");
-    assert_false(exists(xdg));
+    assert_false(tu_exists(xdg));
 
     setenv("TTGEN_CACHE_DIR", "", 1);
     expect_dir(NULL, xdg_want, "empty TTGEN_CACHE_DIR");
     unsetenv("TTGEN_CACHE_DIR");
     expect_dir(NULL, xdg_want, "XDG_CACHE_HOME");
-    assert_false(exists(home));
+    assert_false(tu_exists(home));
 
     /* The XDG spec: a relative path is ignored (the test runs in its own folder). */
     setenv("XDG_CACHE_HOME", "relative/xdg", 1);
     expect_dir(NULL, home_want, "relative XDG_CACHE_HOME");
-    assert_false(exists("relative/xdg"));
+    assert_false(tu_exists("relative/xdg"));
     unsetenv("XDG_CACHE_HOME");
     expect_dir(NULL, home_want, "HOME");
 
@@ -540,7 +513,7 @@ static void test_open_unusable_dir(void **state)
 {
     fixture *f = *state;
     char *file = tt_xasprintf("%s/a-file", f->root);
-    write_bytes(file, "x", 1);
+    tu_write_file(file, "x", 1);
     char *under = tt_xasprintf("%s/sub", file);
     tt_cache c = {0};
     char err[512] = "";

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include <dirent.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,21 +21,12 @@
 
 #include "corpus.h"
 #include "sha256.h"
+#include "testutil.h"
 #include "util.h"
 
-static char tmpdir[] = "/tmp/tt_test_corpus_XXXXXX";
+static char tmpdir[64];
 
 /* ---- helpers --------------------------------------------------------------------------------- */
-
-static char *corpus(const char *rel)
-{
-    const char *dir = getenv("TT_DATA_DIR");
-    char *p = tt_xasprintf("%s/%s", dir && *dir ? dir : TT_SOURCE_DIR "/../shared/data", rel);
-    if (access(p, R_OK) != 0)
-        fail_msg("%s: corpus missing (set TT_DATA_DIR to the folder holding ptb/ and wikitext-2/)",
-                 p);
-    return p;
-}
 
 static char *tmp_path(const char *name) { return tt_xasprintf("%s/%s", tmpdir, name); }
 
@@ -44,10 +34,7 @@ static char *tmp_path(const char *name) { return tt_xasprintf("%s/%s", tmpdir, n
 static char *put_file(const char *name, const void *data, size_t len)
 {
     char *p = tmp_path(name);
-    FILE *f = fopen(p, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
+    tu_write_file(p, data, len);
     return p;
 }
 
@@ -63,12 +50,6 @@ static void gz_put(const char *path, const char *mode, const char *text)
     assert_non_null(g);
     assert_int_equal(gzwrite(g, text, (unsigned)strlen(text)), (int)strlen(text));
     assert_int_equal(gzclose(g), Z_OK);
-}
-
-static void slurp(const char *path, char **data, size_t *len)
-{
-    char err[512];
-    if (tt_read_file(path, data, len, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
 static void build_ok(const char *path, tt_vocab *v)
@@ -185,7 +166,8 @@ static long count_id(const tt_tokens *t, long id)
 
 static void check_corpus(const corpus_case *c)
 {
-    char *train = corpus(c->train), *valid = corpus(c->valid), *test = corpus(c->test);
+    char *train = tu_data_path(c->train), *valid = tu_data_path(c->valid);
+    char *test = tu_data_path(c->test);
     tt_vocab v;
     double t0 = tt_now_seconds();
     clock_t cpu0 = clock(); /* CPU time too: wall time swells on a busy machine */
@@ -253,7 +235,7 @@ static void test_ptb(void **state)
     (void)state;
     check_corpus(&ptb);
     tt_vocab v;
-    char *train = corpus(ptb.train);
+    char *train = tu_data_path(ptb.train);
     build_ok(train, &v);
     assert_string_equal(v.words[1], "<unk>");
     assert_string_equal(v.words[2], "<eos>");
@@ -338,15 +320,14 @@ static void test_small_format_and_order(void **state)
 static void test_vocab_save_load(void **state)
 {
     (void)state;
-    char *train = corpus(ptb.train), *valid = corpus(ptb.valid);
+    char *train = tu_data_path(ptb.train), *valid = tu_data_path(ptb.valid);
     char *path = tmp_path("vocab.txt");
     tt_vocab v, w;
     build_ok(train, &v);
     char err[512] = "";
     if (tt_vocab_save(&v, path, err, sizeof err) != 0) fail_msg("%s", err);
-    char *data;
     size_t len;
-    slurp(path, &data, &len);
+    char *data = tu_read_file(path, &len);
     uint8_t h[32];
     tt_sha256(data, len, h);
     assert_memory_equal(h, v.hash, 32); /* the file is exactly the hashed text */
@@ -470,7 +451,7 @@ static ino_t load_cached(const char *path, const tt_vocab *v, const char *dir, c
 static void test_cache(void **state)
 {
     (void)state;
-    char *train = corpus(ptb.train);
+    char *train = tu_data_path(ptb.train);
     char *dir = tmp_path("cache/nested/ids"); /* created on first use */
     tt_vocab v;
     build_ok(train, &v);
@@ -485,18 +466,16 @@ static void test_cache(void **state)
     assert_true(again == ino); /* a hit does not rewrite the file (a rewrite is a new inode) */
 
     char *file = only_cache_file(dir);
-    char *good;
     size_t good_len;
-    slurp(file, &good, &good_len);
+    char *good = tu_read_file(file, &good_len);
     assert_int_equal(memcmp(good, "TTIDS", 5), 0);
 
     /* Truncated: rebuilt, and the same file comes back. */
     assert_int_equal(truncate(file, (off_t)good_len - 3), 0);
     ino = load_cached(train, &v, dir, &ref, NULL);
     assert_true(ino != again);
-    char *data;
     size_t len;
-    slurp(file, &data, &len);
+    char *data = tu_read_file(file, &len);
     assert_int_equal(len, good_len);
     assert_memory_equal(data, good, len);
     free(data);
@@ -508,7 +487,7 @@ static void test_cache(void **state)
         ino_t now = load_cached(train, &v, dir, &ref, NULL);
         assert_true(now != ino);
         ino = now;
-        slurp(file, &data, &len);
+        data = tu_read_file(file, &len);
         assert_memory_equal(data, good, good_len);
         free(data);
     }
@@ -703,10 +682,9 @@ static void test_gzip(void **state)
     free(multi);
 
     /* Damaged copies of a real .gz, and of the small one. */
-    char *train = corpus(ptb.train);
-    char *gz;
+    char *train = tu_data_path(ptb.train);
     size_t gzlen;
-    slurp(train, &gz, &gzlen);
+    char *gz = tu_read_file(train, &gzlen);
     char *p = put_file("truncated.gz", gz, gzlen / 2);
     expect_fail(p, &a, ": corrupt gzip data (unexpected end of file)");
     free(p);
@@ -716,7 +694,7 @@ static void test_gzip(void **state)
     free(gz);
     free(train);
 
-    slurp(packed, &gz, &gzlen);
+    gz = tu_read_file(packed, &gzlen);
     gz[gzlen - 8] ^= 1; /* the CRC-32 of the trailer */
     p = put_file("bad-crc.gz", gz, gzlen);
     expect_fail(p, &a, ": corrupt gzip data (incorrect data check)");
@@ -744,24 +722,17 @@ static void test_gzip(void **state)
 
 /* ---- setup ----------------------------------------------------------------------------------- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int make_tmpdir(void **state)
 {
     (void)state;
-    return mkdtemp(tmpdir) ? 0 : -1;
+    tu_temp_dir("corpus", tmpdir, sizeof tmpdir);
+    return 0;
 }
 
 static int remove_tmpdir(void **state)
 {
     (void)state;
-    return nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return tu_rm_rf(tmpdir);
 }
 
 int main(void)

@@ -9,7 +9,6 @@
 
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "plan.h"
 #include "sha256.h"
 #include "spec.h"
+#include "testutil.h"
 #include "util.h"
 
 #define ARCH "sm_90"
@@ -34,20 +34,10 @@ typedef struct {
     glob_t specs;
 } fixture;
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
 static int group_setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    snprintf(f->root, sizeof f->root, "/tmp/tt-test-pipeline-XXXXXX");
-    if (!mkdtemp(f->root)) return -1;
+    fixture *f = tt_xcalloc(1, sizeof *f);
+    tu_temp_dir("pipeline", f->root, sizeof f->root);
     char err[512];
     if (tt_cache_open(&f->cache, f->root, err, sizeof err) != 0) {
         fprintf(stderr, "tt_cache_open: %s\n", err);
@@ -67,7 +57,7 @@ static int group_teardown(void **state)
     globfree(&f->specs);
     tt_cache_close(&f->cache);
     free(f->failure_dir);
-    rm_rf(f->root);
+    tu_rm_rf(f->root);
     free(f);
     return 0;
 }

@@ -10,7 +10,6 @@
 
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "safetensors.h"
+#include "testutil.h"
 #include "util.h"
 
 #ifndef TT_SOURCE_DIR
@@ -31,21 +31,10 @@ typedef struct {
     char path[128]; /* root/t.safetensors: the file each test writes and reads */
 } fixture;
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    snprintf(f->root, sizeof f->root, "/tmp/tt-test-safetensors-XXXXXX");
-    if (!mkdtemp(f->root)) {
-        free(f);
-        return -1;
-    }
+    fixture *f = tt_xcalloc(1, sizeof *f);
+    tu_temp_dir("safetensors", f->root, sizeof f->root);
     snprintf(f->path, sizeof f->path, "%s/t.safetensors", f->root);
     *state = f;
     return 0;
@@ -54,17 +43,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    nftw(f->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tu_rm_rf(f->root);
     free(f);
     return 0;
-}
-
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(data, 1, len, fp), len);
-    assert_int_equal(fclose(fp), 0);
 }
 
 /* A file with the header text as given (no padding) and data_len bytes of data. */
@@ -76,7 +57,7 @@ static void write_raw(const char *path, const char *header, size_t data_len)
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
     memcpy(b + 8, header, hl);
     for (size_t i = 0; i < data_len; i++) b[8 + hl + i] = (unsigned char)(i * 37 + 11);
-    write_bytes(path, b, len);
+    tu_write_file(path, b, len);
     free(b);
 }
 
@@ -554,19 +535,19 @@ static void test_malformed_headers(void **state)
 static void test_malformed_length(void **state)
 {
     fixture *f = *state;
-    write_bytes(f->path, "abc", 3);
+    tu_write_file(f->path, "abc", 3);
     expect_open_error(f->path, "the file has 3 bytes, too few for a safetensors file (which starts "
                                "with an 8-byte header length)");
-    write_bytes(f->path, "", 0);
+    tu_write_file(f->path, "", 0);
     expect_open_error(f->path, "the file has 0 bytes, too few for a safetensors file (which starts "
                                "with an 8-byte header length)");
-    write_bytes(f->path, "\x64\0\0\0\0\0\0\0{}        ", 18);
+    tu_write_file(f->path, "\x64\0\0\0\0\0\0\0{}        ", 18);
     expect_open_error(f->path, "header length 100 goes beyond the end of the file (10 bytes follow "
                                "the length): the file is truncated or not safetensors");
-    write_bytes(f->path, "\0\xc2\xeb\x0b\0\0\0\0{}", 10); /* 200000000 */
+    tu_write_file(f->path, "\0\xc2\xeb\x0b\0\0\0\0{}", 10); /* 200000000 */
     expect_open_error(f->path, "header length 200000000 is over the limit of 100000000 bytes: the "
                                "file is damaged or not safetensors");
-    write_bytes(f->path, "PK\x03\x04\x14\0\0\0\0\0", 10); /* a zip (torch.save) */
+    tu_write_file(f->path, "PK\x03\x04\x14\0\0\0\0\0", 10); /* a zip (torch.save) */
     expect_open_error(f->path,
                       "header length 85966670672 is over the limit of 100000000 bytes: the "
                       "file is damaged or not safetensors");
@@ -679,13 +660,13 @@ static void test_mutated_headers(void **state)
             else
                 *b = (unsigned char)subst[k - 8];
             if (memcmp(m, orig, len) == 0) continue;
-            write_bytes(f->path, m, len);
+            tu_write_file(f->path, m, len);
             opened += check_survives(f->path);
             tries++;
         }
     }
     for (size_t cut = 0; cut < len; cut++) {
-        write_bytes(f->path, orig, cut);
+        tu_write_file(f->path, orig, cut);
         check_survives(f->path);
         tries++;
     }

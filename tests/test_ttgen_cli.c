@@ -1,5 +1,5 @@
-/* ttgen as a user runs it: the built binary (TTGEN_BIN) started with posix_spawn, its stdout and
- * stderr captured to files, and TTGEN_CACHE_DIR pointing at a fresh folder under /tmp. Covers the
+/* ttgen as a user runs it: the built binary (TTGEN_BIN) started by testutil's process runner, its
+ * stdout and stderr captured, and TTGEN_CACHE_DIR pointing at a fresh folder under /tmp. Covers the
  * cache across runs (hits, damaged entries rebuilt, concurrent runs), --dump, compile errors and
  * where their evidence is written, spec and usage errors with their exit codes, the fallback
  * architecture without a GPU driver, and the time of a cached run. ptb's kernels are compiled
@@ -12,26 +12,21 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <glob.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache.h"
+#include "testutil.h"
 #include "util.h"
 
 #define PTB TT_SOURCE_DIR "/specs/ptb.yaml"
 #define TXL TT_SOURCE_DIR "/specs/txl-ptb.yaml" /* no mla_fwd: the quickest spec to compile */
 #define MAX_KERNELS 16
-
-extern char **environ;
 
 /* --- fixture: a folder per test; the default cache lives in it ---------------------------------- */
 
@@ -39,26 +34,12 @@ typedef struct {
     char root[64];
     char *cache;   /* TTGEN_CACHE_DIR of every run unless a test passes another */
     char *unused;  /* XDG_CACHE_HOME of every run: ttgen must never create it */
-    int runs;
 } fixture;
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    if (!f) return -1;
-    snprintf(f->root, sizeof f->root, "/tmp/tt-test-cli-XXXXXX");
-    if (!mkdtemp(f->root)) {
-        free(f);
-        return -1;
-    }
+    fixture *f = tt_xcalloc(1, sizeof *f);
+    tu_temp_dir("cli", f->root, sizeof f->root);
     f->cache = tt_xasprintf("%s/cache", f->root);
     f->unused = tt_xasprintf("%s/xdg-unused", f->root);
     *state = f;
@@ -68,71 +49,20 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    rm_rf(f->root);
+    tu_rm_rf(f->root);
     free(f->cache);
     free(f->unused);
     free(f);
     return 0;
 }
 
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static char *read_all(const char *path)
-{
-    char *data = NULL, err[512];
-    size_t len;
-    if (tt_read_file(path, &data, &len, err, sizeof err) != 0) fail_msg("%s", err);
-    return data;
-}
-
-static void write_all(const char *path, const char *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-}
-
 /* --- running ttgen ----------------------------------------------------------------------------- */
 
-typedef struct {
-    pid_t pid;
-    double t0;
-    char *out_path, *err_path;
-    char **env;
-    /* after wait */
-    int status;   /* the exit code */
-    char *out, *err;
-    double seconds;
-} run;
+typedef tu_proc run;
 
-/* environ with TTGEN_CACHE_DIR and XDG_CACHE_HOME replaced: no run can reach the user's cache. */
-static char **make_env(const fixture *f, const char *cache)
-{
-    size_t n = 0;
-    while (environ[n]) n++;
-    char **env = tt_xcalloc(n + 3, sizeof *env);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "TTGEN_CACHE_DIR=", 16) != 0 &&
-            strncmp(environ[i], "XDG_CACHE_HOME=", 15) != 0)
-            env[k++] = tt_xstrdup(environ[i]);
-    env[k++] = tt_xasprintf("TTGEN_CACHE_DIR=%s", cache);
-    env[k++] = tt_xasprintf("XDG_CACHE_HOME=%s", f->unused);
-    return env;
-}
-
+/* TTGEN_CACHE_DIR and XDG_CACHE_HOME replaced: no run can reach the user's cache. */
 static void start(fixture *f, const char *cache, const char *const *args, run *r)
 {
-    memset(r, 0, sizeof *r);
-    const int id = f->runs++;
-    r->out_path = tt_xasprintf("%s/run%d.out", f->root, id);
-    r->err_path = tt_xasprintf("%s/run%d.err", f->root, id);
-    r->env = make_env(f, cache);
     const char *argv[32] = {TTGEN_BIN};
     int n = 1;
     for (; args[n - 1]; n++) {
@@ -140,49 +70,25 @@ static void start(fixture *f, const char *cache, const char *const *args, run *r
         argv[n] = args[n - 1];
     }
     argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, r->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, r->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    r->t0 = tt_now_seconds();
-    int rc = posix_spawn(&r->pid, TTGEN_BIN, &fa, NULL, (char *const *)argv, r->env);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) fail_msg("cannot start %s: %s", TTGEN_BIN, strerror(rc));
+    char *env[3] = {tt_xasprintf("TTGEN_CACHE_DIR=%s", cache),
+                    tt_xasprintf("XDG_CACHE_HOME=%s", f->unused), NULL};
+    tu_proc_start(r, argv, (const char *const *)env);
+    free(env[0]), free(env[1]);
 }
 
 static void finish(run *r)
 {
-    int ws;
-    assert_int_equal(waitpid(r->pid, &ws, 0), r->pid);
-    r->seconds = tt_now_seconds() - r->t0;
-    r->out = read_all(r->out_path);
-    r->err = read_all(r->err_path);
-    if (WIFSIGNALED(ws))
-        fail_msg("ttgen died of signal %d; stderr:\n%s", WTERMSIG(ws), r->err);
-    r->status = WEXITSTATUS(ws);
+    tu_proc_wait(r, 0);
+    if (r->signal) fail_msg("ttgen died of signal %d; stderr:\n%s", r->signal, r->err);
 }
 
-static void run_free(run *r)
-{
-    for (char **e = r->env; e && *e; e++) free(*e);
-    free(r->env);
-    free(r->out_path), free(r->err_path), free(r->out), free(r->err);
-    memset(r, 0, sizeof *r);
-}
+static void run_free(run *r) { tu_proc_free(r); }
 
 #define TTGEN(f, cache, r, ...)                                                                    \
     do {                                                                                           \
         start((f), (cache), (const char *const[]){__VA_ARGS__, NULL}, (r));                        \
         finish(r);                                                                                 \
     } while (0)
-
-static void expect_status(const run *r, int want, const char *what)
-{
-    if (r->status != want)
-        fail_msg("%s: exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", what, r->status, want, r->out,
-                 r->err);
-}
 
 /* --- a cache that already holds ptb's kernels, compiled once for the tests that need no cold one -- */
 
@@ -220,7 +126,7 @@ static void use_warm_cache(fixture *f)
         char *data;
         size_t len;
         assert_int_equal(tt_read_file(g.gl_pathv[i], &data, &len, err, sizeof err), 0);
-        write_all(dst, data, len);
+        tu_write_file(dst, data, len);
         free(data), free(dir), free(dst);
     }
     globfree(&g);
@@ -338,21 +244,21 @@ static void test_json_cached_second_run(void **state)
     run r1, r2;
     jkernel k1[MAX_KERNELS], k2[MAX_KERNELS];
     TTGEN(f, f->cache, &r1, PTB, "--json");
-    expect_status(&r1, 0, "first run");
+    tu_expect_exit(&r1, 0, "first run");
     int n = parse_kernels(r1.out, k1, MAX_KERNELS);
     assert_int_equal(n, 4); /* ptb: layernorm fwd and bwd, colsum, mla_fwd */
     if (count_cached(k1, n, 0) != n) fail_msg("first run: not every kernel \"cached\":false:\n%s", r1.out);
     assert_string_equal(r1.err, "");
 
     TTGEN(f, f->cache, &r2, PTB, "--json");
-    expect_status(&r2, 0, "second run");
+    tu_expect_exit(&r2, 0, "second run");
     assert_int_equal(parse_kernels(r2.out, k2, MAX_KERNELS), n);
     if (count_cached(k2, n, 1) != n) fail_msg("second run: not every kernel \"cached\":true:\n%s", r2.out);
     for (int i = 0; i < n; i++) {
         assert_string_equal(k1[i].name, k2[i].name);
         assert_string_equal(k1[i].key, k2[i].key);
     }
-    assert_false(exists(f->unused));
+    assert_false(tu_exists(f->unused));
     print_message("  %d kernels: compiled in %.2f s, then cached in %.3f s\n", n, r1.seconds,
                   r2.seconds);
     run_free(&r1), run_free(&r2);
@@ -364,11 +270,11 @@ static void test_json_escapes_spec_path(void **state)
     fixture *f = *state;
     char *dir = tt_xasprintf("%s/a \"quoted\" and back\\slashed folder", f->root), err[512];
     assert_int_equal(tt_mkdir_p(dir, err, sizeof err), 0);
-    char *path = tt_xasprintf("%s/ptb.yaml", dir), *text = read_all(PTB);
-    write_all(path, text, strlen(text));
+    char *path = tt_xasprintf("%s/ptb.yaml", dir), *text = tu_read_file(PTB, NULL);
+    tu_write_file(path, text, strlen(text));
     run r;
     TTGEN(f, f->cache, &r, path, "--json", "--no-compile");
-    expect_status(&r, 0, "a spec in an odd folder");
+    tu_expect_exit(&r, 0, "a spec in an odd folder");
     char *want = tt_xasprintf("\"spec\":\"%s/a \\\"quoted\\\" and back\\\\slashed folder/ptb.yaml\",",
                               f->root);
     if (!strstr(r.out, want)) fail_msg("stdout lacks %s:\n%s", want, r.out);
@@ -384,7 +290,7 @@ static void test_damaged_entries_rebuilt(void **state)
     run r;
     jkernel k[MAX_KERNELS], k4[MAX_KERNELS];
     TTGEN(f, f->cache, &r, PTB, "--json");
-    expect_status(&r, 0, "first run");
+    tu_expect_exit(&r, 0, "first run");
     const int n = parse_kernels(r.out, k, MAX_KERNELS);
     assert_true(n >= 3);
     /* Entries do not depend on the folder they were written in. */
@@ -395,14 +301,14 @@ static void test_damaged_entries_rebuilt(void **state)
     struct stat st;
     assert_int_equal(stat(truncated, &st), 0);
     assert_int_equal(truncate(truncated, st.st_size / 2), 0);
-    char *data = read_all(flipped);
+    char *data = tu_read_file(flipped, NULL);
     assert_int_equal(stat(flipped, &st), 0);
     data[st.st_size * 2 / 3] ^= 0x10;
-    write_all(flipped, data, (size_t)st.st_size);
+    tu_write_file(flipped, data, (size_t)st.st_size);
     free(data);
 
     TTGEN(f, f->cache, &r, PTB);
-    expect_status(&r, 0, "run over damaged entries");
+    tu_expect_exit(&r, 0, "run over damaged entries");
     if (count_str(r.out, "rebuilt") != 2) fail_msg("want two entries rebuilt:\n%s", r.out);
     for (int i = 0; i < n; i++) {
         char note[64];
@@ -420,7 +326,7 @@ static void test_damaged_entries_rebuilt(void **state)
 
     expect_valid_entries(f->cache, k, n);
     TTGEN(f, f->cache, &r, PTB, "--json");
-    expect_status(&r, 0, "run after the rebuild");
+    tu_expect_exit(&r, 0, "run after the rebuild");
     assert_int_equal(parse_kernels(r.out, k4, MAX_KERNELS), n);
     if (count_cached(k4, n, 1) != n) fail_msg("not all cached after the rebuild:\n%s", r.out);
     run_free(&r);
@@ -439,13 +345,13 @@ static void test_concurrent_runs(void **state)
         start(f, cache, (const char *const[]){TXL, "--json", NULL}, &b);
         finish(&a);
         finish(&b);
-        expect_status(&a, 0, "first of two concurrent runs");
-        expect_status(&b, 0, "second of two concurrent runs");
+        tu_expect_exit(&a, 0, "first of two concurrent runs");
+        tu_expect_exit(&b, 0, "second of two concurrent runs");
         jkernel ka[MAX_KERNELS], kb[MAX_KERNELS], kc[MAX_KERNELS];
         const int n = parse_kernels(a.out, ka, MAX_KERNELS);
         assert_int_equal(parse_kernels(b.out, kb, MAX_KERNELS), n);
         TTGEN(f, cache, &c, TXL, "--json");
-        expect_status(&c, 0, "run after the concurrent ones");
+        tu_expect_exit(&c, 0, "run after the concurrent ones");
         assert_int_equal(parse_kernels(c.out, kc, MAX_KERNELS), n);
         if (count_cached(kc, n, 1) != n) fail_msg("not all cached after concurrent runs:\n%s", c.out);
         tmp_found = 0;
@@ -470,7 +376,7 @@ static void expect_nonempty(const char *dir, const char *name)
 static char *read_in(const char *dir, const char *name)
 {
     char *path = tt_xasprintf("%s/%s", dir, name);
-    char *data = read_all(path);
+    char *data = tu_read_file(path, NULL);
     free(path);
     return data;
 }
@@ -521,11 +427,11 @@ static void test_dump(void **state)
     char *d1 = tt_xasprintf("%s/dump/compiled", f->root), *d2 = tt_xasprintf("%s/dump/cached", f->root);
     run r;
     TTGEN(f, f->cache, &r, PTB, "--json", "--dump", d1);
-    expect_status(&r, 0, "--dump");
+    tu_expect_exit(&r, 0, "--dump");
     check_dump(d1, &r);
     run_free(&r);
     TTGEN(f, f->cache, &r, PTB, "--json", "--dump", d2);
-    expect_status(&r, 0, "--dump from the cache");
+    tu_expect_exit(&r, 0, "--dump from the cache");
     jkernel k[MAX_KERNELS];
     const int n = parse_kernels(r.out, k, MAX_KERNELS);
     assert_int_equal(count_cached(k, n, 1), n);
@@ -555,7 +461,7 @@ static int check_failure_folders(const char *err, const char *in_log, const char
         glob_t g;
         if (glob(pattern, 0, NULL, &g) != 0 || g.gl_pathc != 1)
             fail_msg("%s should hold one .cu file", dir);
-        char *src = read_all(g.gl_pathv[0]);
+        char *src = tu_read_file(g.gl_pathv[0], NULL);
         if (!strstr(src, in_source)) fail_msg("%s lacks '%s'", g.gl_pathv[0], in_source);
         free(src);
         globfree(&g);
@@ -593,7 +499,7 @@ static void test_template_syntax_error(void **state)
     int line = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
         const char *name = strrchr(g.gl_pathv[i], '/') + 1;
-        char *text = read_all(g.gl_pathv[i]);
+        char *text = tu_read_file(g.gl_pathv[i], NULL);
         char *dst = tt_xasprintf("%s/%s", tpl, name);
         if (strcmp(name, "layernorm.cu") == 0) {
             /* After the opening comment, at the first blank line. */
@@ -602,10 +508,10 @@ static void test_template_syntax_error(void **state)
             for (size_t c = 0; c < at; c++) line += text[c] == '\n';
             char *bad = tt_xasprintf("%.*s\n__device__ float tt_injected_error = ;\n%s", (int)at,
                                      text, text + at + 1);
-            write_all(dst, bad, strlen(bad));
+            tu_write_file(dst, bad, strlen(bad));
             free(bad);
         } else {
-            write_all(dst, text, strlen(text));
+            tu_write_file(dst, text, strlen(text));
         }
         free(text);
         free(dst);
@@ -615,7 +521,7 @@ static void test_template_syntax_error(void **state)
 
     run r;
     TTGEN(f, f->cache, &r, PTB, "--templates", tpl);
-    expect_status(&r, 1, "a template with a syntax error");
+    tu_expect_exit(&r, 1, "a template with a syntax error");
     char where[64];
     snprintf(where, sizeof where, "templates/layernorm.cu(%d): error", line);
     if (!strstr(r.err, where)) fail_msg("stderr lacks NVRTC's '%s':\n%s", where, r.err);
@@ -632,18 +538,11 @@ static void test_bad_nvrtc_option(void **state)
     fixture *f = *state;
     run r;
     TTGEN(f, f->cache, &r, PTB, "--nvrtc-opt=--no-such-option");
-    expect_status(&r, 1, "--nvrtc-opt=--no-such-option");
+    tu_expect_exit(&r, 1, "--nvrtc-opt=--no-such-option");
     if (!strstr(r.err, "--no-such-option")) fail_msg("stderr does not name the option:\n%s", r.err);
     int n = check_failure_folders(r.err, "no-such-option", "--no-such-option\n", "#define TT_KERNEL");
     if (n < 1) fail_msg("no failure folder named on stderr:\n%s", r.err);
     run_free(&r);
-}
-
-static int line_count(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
 }
 
 /* A spec with an unknown key: exit 2 and one line, "path:line:col: message". */
@@ -660,12 +559,12 @@ static void test_spec_error(void **state)
                        "  rank: 40\n"
                        "  vocab: 10000\n"
                        "  colour: blue\n";
-    write_all(path, spec, strlen(spec));
+    tu_write_file(path, spec, strlen(spec));
     run r;
     TTGEN(f, f->cache, &r, path);
-    expect_status(&r, 2, "a spec with an unknown key");
+    tu_expect_exit(&r, 2, "a spec with an unknown key");
     char *want = tt_xasprintf("%s:9:3: ", path);
-    if (strncmp(r.err, want, strlen(want)) != 0 || line_count(r.err) != 1 ||
+    if (strncmp(r.err, want, strlen(want)) != 0 || tu_count_lines(r.err) != 1 ||
         r.err[strlen(r.err) - 1] != '\n')
         fail_msg("stderr should be one line starting with '%s', is:\n%s", want, r.err);
     assert_string_equal(r.out, "");
@@ -695,15 +594,16 @@ static void test_usage_errors(void **state)
         run r;
         start(f, f->cache, cases[i].args[0] ? cases[i].args : (const char *const[]){NULL}, &r);
         finish(&r);
-        expect_status(&r, 2, cases[i].what);
+        tu_expect_exit(&r, 2, cases[i].what);
         if (!strstr(r.err, cases[i].in_err))
             fail_msg("%s: stderr lacks '%s':\n%s", cases[i].what, cases[i].in_err, r.err);
-        if (line_count(r.err) != 1) fail_msg("%s: stderr is not one line:\n%s", cases[i].what, r.err);
+        if (tu_count_lines(r.err) != 1)
+            fail_msg("%s: stderr is not one line:\n%s", cases[i].what, r.err);
         assert_string_equal(r.out, "");
         print_message("  %-18s %s", cases[i].what, r.err);
         run_free(&r);
     }
-    assert_false(exists(f->cache)); /* nothing got as far as the cache */
+    assert_false(tu_exists(f->cache)); /* nothing got as far as the cache */
     free(missing);
 }
 
@@ -721,13 +621,13 @@ static void test_no_gpu_driver(void **state)
     use_warm_cache(f);
     run r;
     TTGEN(f, f->cache, &r, PTB);
-    expect_status(&r, 0, "text report");
+    tu_expect_exit(&r, 0, "text report");
     if (!strstr(r.out, "no CUDA device")) fail_msg("stdout does not say 'no CUDA device':\n%s", r.out);
     if (!strstr(r.out, "kernels for sm_90 (")) fail_msg("the arch is not sm_90:\n%s", r.out);
     print_message("  %.*s\n", (int)strcspn(strstr(r.out, "kernels for"), "\n"), strstr(r.out, "kernels for"));
     run_free(&r);
     TTGEN(f, f->cache, &r, PTB, "--json");
-    expect_status(&r, 0, "--json");
+    tu_expect_exit(&r, 0, "--json");
     assert_non_null(strstr(r.out, "\"arch\":\"sm_90\""));
     run_free(&r);
 }
@@ -747,7 +647,7 @@ static void test_cached_run_is_fast(void **state)
     double t[5];
     for (int i = 0; i < 5; i++) {
         TTGEN(f, f->cache, &r, PTB, "--json");
-        expect_status(&r, 0, "cached run");
+        tu_expect_exit(&r, 0, "cached run");
         jkernel k[MAX_KERNELS];
         const int n = parse_kernels(r.out, k, MAX_KERNELS);
         assert_int_equal(count_cached(k, n, 1), n);

@@ -1,0 +1,756 @@
+/* tt-train and tt-eval as a user runs them: the built binaries (TT_TRAIN_BIN, TT_EVAL_BIN), each
+ * test in its own folder under /tmp with TTGEN_CACHE_DIR (and so the token cache) inside it, and
+ * specs written there with absolute data paths. Covers: specs/tiny.yaml's model trained on PTB
+ * for its 300 steps (validation perplexity under a bound) and tt-eval on that checkpoint (every
+ * token but the first scored once with either stride, the trainer's figure reproduced); a
+ * synthetic corpus whose next word is set by the current one, which a broken backward does not
+ * learn; exact resume and bit-identical runs; SIGINT and SIGTERM; one line and exit code 2 for
+ * each bad input; the note of causal: false. The 300-step run starts in the group setup and runs
+ * while the other tests do; the two tests that need it come last. PTB comes from $TT_DATA_DIR
+ * (default: shared/data beside the repository); missing, it fails the tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "testutil.h"
+#include "util.h"
+
+#define TIMEOUT 300.0 /* seconds any one run may take */
+#define PTB_VALID_TOKENS 73760
+#define PTB_TEST_TOKENS 82430
+/* A run gave 877. A wrong gradient of the output layer, of the optimizer or of every weight stays
+ * far above; a wrong input gradient of the linear layers does not (see test_learns_context). */
+#define TINY_PPL_BOUND 1100.0
+
+/* --- fixture: a folder per test, the cache inside it ----------------------------------------- */
+
+typedef struct {
+    char root[64];
+    char *env[2]; /* TTGEN_CACHE_DIR=root/cache */
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = tt_xcalloc(1, sizeof *f);
+    tu_temp_dir("train", f->root, sizeof f->root);
+    f->env[0] = tt_xasprintf("TTGEN_CACHE_DIR=%s/cache", f->root);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tu_rm_rf(f->root);
+    free(f->env[0]);
+    free(f);
+    return 0;
+}
+
+static char *in_root(const fixture *f, const char *name)
+{
+    return tt_xasprintf("%s/%s", f->root, name);
+}
+
+/* --- running the binaries -------------------------------------------------------------------- */
+
+static void start(const fixture *f, tu_proc *p, const char *const *argv)
+{
+    tu_proc_start(p, argv, (const char *const *)f->env);
+}
+
+#define RUN(f, p, ...)                                                                             \
+    do {                                                                                           \
+        start((f), (p), (const char *const[]){__VA_ARGS__, NULL});                                 \
+        tu_proc_wait((p), TIMEOUT);                                                                \
+    } while (0)
+
+/* Exit code 2, nothing on stdout, and one line on stderr that starts with `prefix` (when not
+ * NULL) and contains `part` (when not NULL). */
+static void expect_error(const tu_proc *p, const char *what, const char *prefix, const char *part)
+{
+    tu_expect_exit(p, 2, what);
+    const size_t len = strlen(p->err);
+    if (tu_count_lines(p->err) != 1 || p->err[len - 1] != '\n')
+        fail_msg("%s: stderr is not one line:\n%s", what, p->err);
+    if (prefix && strncmp(p->err, prefix, strlen(prefix)) != 0)
+        fail_msg("%s: stderr does not start with '%s':\n%s", what, prefix, p->err);
+    if (part && !strstr(p->err, part)) fail_msg("%s: stderr lacks '%s':\n%s", what, part, p->err);
+    if (p->out[0]) fail_msg("%s: stdout is not empty:\n%s", what, p->out);
+    print_message("  %-30s %s", what, p->err);
+}
+
+/* --- what the binaries write ----------------------------------------------------------------- */
+
+/* The number after "key": in a JSON object. */
+static double json_num(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(json, pat);
+    if (!at) fail_msg("no %s in %s", pat, json);
+    char *end;
+    const double v = strtod(at + strlen(pat), &end);
+    if (end == at + strlen(pat)) fail_msg("%s is not a number in %s", pat, json);
+    return v;
+}
+
+/* The number after the last `label` in text. */
+static double last_number_after(const char *text, const char *label)
+{
+    const char *at = NULL;
+    for (const char *p = text; (p = strstr(p, label)) != NULL; p++) at = p;
+    if (!at) fail_msg("no '%s' in:\n%s", label, text);
+    return strtod(at + strlen(label), NULL);
+}
+
+/* DIR/latest names the step folder of step. */
+static void expect_latest(const char *dir, long step)
+{
+    char want[32], *path = tt_xasprintf("%s/latest", dir), *got = tu_read_file(path, NULL);
+    snprintf(want, sizeof want, "step-%08ld\n", step);
+    if (strcmp(got, want) != 0) fail_msg("%s holds '%s', want '%s'", path, got, want);
+    free(got), free(path);
+}
+
+static void expect_same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
+    size_t i = 0;
+    while (i < la && i < lb && x[i] == y[i]) i++;
+    if (la != lb || i < la)
+        fail_msg("%s (%zu bytes) and %s (%zu bytes) differ at byte %zu", a, la, b, lb, i);
+    free(x);
+    free(y);
+}
+
+/* Both checkpoint folders' step folder holds the same weights and moments, byte for byte. */
+static void expect_same_checkpoint(const char *dir_a, const char *dir_b, long step)
+{
+    static const char *const files[] = {"model.safetensors", "optim.safetensors", "vocab.txt"};
+    for (int i = 0; i < 3; i++) {
+        char *a = tt_xasprintf("%s/step-%08ld/%s", dir_a, step, files[i]);
+        char *b = tt_xasprintf("%s/step-%08ld/%s", dir_b, step, files[i]);
+        expect_same_file(a, b);
+        free(a), free(b);
+    }
+}
+
+/* --- specs and corpora ----------------------------------------------------------------------- */
+
+/* A small model of tiny.yaml's shapes, with the train and data sections as asked. */
+typedef struct {
+    const char *train, *valid; /* absolute paths; valid may be NULL */
+    long steps;                /* default 2 */
+    int rank;                  /* default 8 */
+    double dropout;
+    int non_causal;
+    const char *vocab; /* default "data" */
+    int seed;          /* default 1 */
+} spec_opts;
+
+static char *write_spec(const fixture *f, const char *name, spec_opts o)
+{
+    const long steps = o.steps ? o.steps : 2;
+    char *valid = o.valid ? tt_xasprintf("  valid: %s\n", o.valid) : tt_xstrdup("");
+    char *text = tt_xasprintf(
+        "model:\n  kind: tensorized\n  vocab: %s\n  d_model: 32\n  layers: 2\n"
+        "  rank: %d\n  cores: 2\n  seq_len: 16\n  d_inner: 64\n"
+        "  dropout: %g\n  causal: %s\n"
+        "train:\n  batch: 8\n  steps: %ld\n  optimizer: {lr: 5.0e-3}\n"
+        "  schedule: {kind: cosine, warmup: %ld}\n  seed: %d\n"
+        "  eval_interval: 0\n"
+        "data:\n  train: %s\n%s",
+        o.vocab ? o.vocab : "data", o.rank ? o.rank : 8, o.dropout, o.non_causal ? "false" : "true",
+        steps, steps < 20 ? steps : 20, o.seed ? o.seed : 1, o.train, valid);
+    char *path = in_root(f, name);
+    tu_write_text(path, text);
+    free(text), free(valid);
+    return path;
+}
+
+/* A corpus of `lines` lines of ten words drawn from prefix0 .. prefix19 (all of them): two calls
+ * with other prefixes give vocabularies of one size that differ in every word. */
+static char *write_words(const fixture *f, const char *name, const char *prefix, int lines)
+{
+    tt_buf b = {0};
+    for (int i = 0; i < lines; i++)
+        for (int j = 0; j < 10; j++)
+            tt_buf_printf(&b, "%s%d%c", prefix, (i * 7 + j * 3) % 20, j == 9 ? '\n' : ' ');
+    char *path = in_root(f, name);
+    tu_write_file(path, b.data, b.len);
+    tt_buf_free(&b);
+    return path;
+}
+
+/* The PTB files, absolute. */
+typedef struct {
+    char *train, *valid, *test;
+} ptb_paths;
+
+static ptb_paths ptb(void)
+{
+    return (ptb_paths){tu_data_path("ptb/ptb.train.txt.gz"), tu_data_path("ptb/ptb.valid.txt"),
+                       tu_data_path("ptb/ptb.test.txt")};
+}
+
+static void ptb_free(ptb_paths *p) { free(p->train), free(p->valid), free(p->test); }
+
+/* A 2-step model of write_spec's shapes trained on `corpus` (with it as data.valid too), its
+ * checkpoints in ckpt_dir. */
+static void train_small(const fixture *f, const char *corpus, int rank, const char *ckpt_dir)
+{
+    char *spec = write_spec(f, "small-train.yaml",
+                            (spec_opts){.train = corpus, .valid = corpus, .rank = rank});
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt_dir, "-q");
+    tu_expect_exit(&p, 0, "a 2-step run on a small corpus");
+    tu_proc_free(&p);
+    free(spec);
+}
+
+/* --- the 300-step run of specs/tiny.yaml, started by the group setup ------------------------- */
+
+static struct {
+    fixture *f;
+    char *spec, *ckpt, *log;
+    tu_proc run;
+} tiny;
+
+/* specs/tiny.yaml with its model and train sections as they are and its data section made
+ * absolute. Periodic validation (eval_interval 100) runs on the first 4000 tokens to save time;
+ * the final one always runs on all of data.valid. */
+static int group_setup(void **state)
+{
+    (void)state;
+    ptb_paths p = ptb();
+    char *text = tu_read_file(TT_SOURCE_DIR "/specs/tiny.yaml", NULL);
+    char *data = strstr(text, "\ndata:\n");
+    if (!data) fail_msg("specs/tiny.yaml has no data section");
+    data[1] = '\0';
+    if (setup((void **)&tiny.f) != 0) return -1;
+    char *spec = tt_xasprintf("%sdata:\n  train: %s\n  valid: %s\n  test: %s\n", text, p.train,
+                              p.valid, p.test);
+    tiny.spec = in_root(tiny.f, "tiny.yaml");
+    tiny.ckpt = in_root(tiny.f, "ckpt");
+    tiny.log = in_root(tiny.f, "tiny.json");
+    tu_write_text(tiny.spec, spec);
+    start(tiny.f, &tiny.run,
+          (const char *const[]){TT_TRAIN_BIN, tiny.spec, "--checkpoint-dir", tiny.ckpt,
+                                "--log-json", tiny.log, "--eval-tokens", "4000", NULL});
+    free(spec), free(text);
+    ptb_free(&p);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    tu_proc_free(&tiny.run);
+    free(tiny.spec), free(tiny.ckpt), free(tiny.log);
+    return tiny.f ? teardown((void **)&tiny.f) : 0;
+}
+
+static void tiny_wait(void)
+{
+    tu_proc_wait(&tiny.run, 2 * TIMEOUT);
+    tu_expect_exit(&tiny.run, 0, "tt-train on specs/tiny.yaml");
+}
+
+/* The line of text that starts with `start`, with its newline. */
+static const char *line_of(const char *text, const char *start)
+{
+    for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, start, strlen(start)) == 0) return p;
+    fail_msg("no line starts with '%s' in:\n%s", start, text);
+    return NULL;
+}
+
+/* The final validation line of the run's --log-json: step 300, every token but the first. */
+static double tiny_valid_nll(void)
+{
+    char *log = tu_read_file(tiny.log, NULL);
+    const char *at = strstr(log, "{\"step\":300,\"valid_nll\":");
+    if (!at) fail_msg("%s has no validation at step 300", tiny.log);
+    const double nll = json_num(at, "valid_nll");
+    assert_int_equal((long)json_num(at, "valid_tokens"), PTB_VALID_TOKENS - 1);
+    free(log);
+    return nll;
+}
+
+static void test_tiny_trains_on_ptb(void **state)
+{
+    (void)state;
+    tiny_wait();
+    const double printed = last_number_after(tiny.run.out, "valid ppl ");
+    const double ppl = exp(tiny_valid_nll());
+    print_message("  valid ppl %.3f after 300 steps (bound %.0f)\n", ppl, TINY_PPL_BOUND);
+    /* Its times, by its own clock: the final validation, and training with every validation. */
+    const char *v = line_of(tiny.run.out, "step 300: valid ppl"),
+               *t = line_of(tiny.run.out, "trained");
+    print_message("  %.*s  %.*s", (int)strcspn(v, "\n") + 1, v, (int)strcspn(t, "\n") + 1, t);
+    if (fabs(printed - ppl) > 5e-4 * (1 + 1e-9))
+        fail_msg("printed %.3f, logged %.6f", printed, ppl);
+    if (!(ppl < TINY_PPL_BOUND)) fail_msg("valid ppl %.3f is not below %.0f", ppl, TINY_PPL_BOUND);
+    char *log = tu_read_file(tiny.log, NULL);
+    assert_int_equal(tu_count_lines(log), 300 + 3); /* a line per step and per validation */
+    free(log);
+    expect_latest(tiny.ckpt, 300);
+    assert_string_equal(tiny.run.err, "");
+}
+
+/* tt-eval on the checkpoint: both splits with the default stride (seq_len 16) and with stride 5,
+ * four runs at once. Every token but the first is scored once; the first window scores its 16
+ * predictions and each later one its last S, so windows = 1 + ceil((tokens - 1 - 16) / S). */
+static void test_eval_counts_every_token_once(void **state)
+{
+    (void)state;
+    tiny_wait();
+    static const struct {
+        const char *split, *stride;
+        long tokens;
+    } runs[] = {
+        {"valid", NULL, PTB_VALID_TOKENS},
+        {"test", NULL, PTB_TEST_TOKENS},
+        {"valid", "5", PTB_VALID_TOKENS},
+        {"test", "5", PTB_TEST_TOKENS},
+    };
+    enum { NRUNS = sizeof runs / sizeof runs[0] };
+    tu_proc p[NRUNS];
+    for (int i = 0; i < NRUNS; i++) {
+        const char *argv[] = {TT_EVAL_BIN, tiny.spec, "--checkpoint", tiny.ckpt,
+                              "--split", runs[i].split, "--json",
+                              runs[i].stride ? "--stride" : NULL, runs[i].stride, NULL};
+        start(tiny.f, &p[i], argv);
+    }
+    for (int i = 0; i < NRUNS; i++) tu_proc_wait(&p[i], 2 * TIMEOUT);
+    const double trainer_nll = tiny_valid_nll();
+    for (int i = 0; i < NRUNS; i++) {
+        tu_expect_exit(&p[i], 0, "tt-eval");
+        assert_string_equal(p[i].err, "");
+        const char *js = p[i].out;
+        const long stride = runs[i].stride ? atol(runs[i].stride) : 16;
+        const long scored = runs[i].tokens - 1, windows = 1 + (scored - 16 + stride - 1) / stride;
+        assert_int_equal((long)json_num(js, "tokens"), scored);
+        assert_int_equal((long)json_num(js, "windows"), windows);
+        assert_int_equal((long)json_num(js, "stride"), stride);
+        assert_int_equal((long)json_num(js, "step"), 300);
+        assert_null(strstr(js, "\"note\""));
+        const double nll = json_num(js, "nll"), ppl = json_num(js, "perplexity");
+        if (fabs(ppl - exp(nll)) > 1e-6 * (1 + ppl))
+            fail_msg("perplexity %.6f is not exp(nll)", ppl);
+        print_message(
+            "  %-5s stride %2ld: %ld tokens in %ld windows, ppl %.3f (%.1f s, four at once)\n",
+            runs[i].split, stride, scored, windows, ppl, json_num(js, "seconds"));
+        if (!strcmp(runs[i].split, "valid") && stride == 16) {
+            const double rel = fabs(exp(nll) / exp(trainer_nll) - 1);
+            if (rel > 1e-9)
+                fail_msg(
+                    "tt-eval's valid ppl %.12g differs from the trainer's %.12g (%.2g relative)",
+                    exp(nll), exp(trainer_nll), rel);
+            print_message("  the trainer's final valid ppl, to %.1g relative\n", rel);
+        }
+    }
+    for (int i = 0; i < NRUNS; i++) tu_proc_free(&p[i]);
+}
+
+/* --- learning from context ------------------------------------------------------------------- */
+
+/* Lines of 100 words w0 .. w49 in which the next word is a fixed permutation of the current one:
+ * the unigram perplexity is about 50, and a model that uses its input gets near 1 (only the
+ * first word of a line cannot be known). In 200 steps tiny's shapes reach 1.17; with the input
+ * gradient of cpu_linear_bwd negated, 1.83, while that broken model passes on PTB (862 < 1100):
+ * what PTB's 300 steps teach is mostly the unigram distribution. */
+#define CYCLE_PPL_BOUND 1.3
+
+static void write_cycle_corpus(const char *path, const int perm[50], int lines, uint32_t *rng)
+{
+    tt_buf b = {0};
+    for (int i = 0; i < lines; i++) {
+        *rng = *rng * 1664525u + 1013904223u;
+        int w = (int)(*rng >> 16) % 50;
+        for (int j = 0; j < 100; j++, w = perm[w])
+            tt_buf_printf(&b, "w%d%c", w, j == 99 ? '\n' : ' ');
+    }
+    tu_write_file(path, b.data, b.len);
+    tt_buf_free(&b);
+}
+
+static void test_learns_context(void **state)
+{
+    fixture *f = *state;
+    int perm[50];
+    uint32_t rng = 12345;
+    for (int i = 0; i < 50; i++) perm[i] = i;
+    for (int i = 49; i > 0; i--) {
+        rng = rng * 1664525u + 1013904223u;
+        const int j = (int)((rng >> 16) % (uint32_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    char *train = in_root(f, "cycle.train.txt"), *valid = in_root(f, "cycle.valid.txt");
+    write_cycle_corpus(train, perm, 100, &rng);
+    write_cycle_corpus(valid, perm, 10, &rng);
+    char *spec =
+        write_spec(f, "cycle.yaml", (spec_opts){.train = train, .valid = valid, .steps = 200});
+    char *ckpt = in_root(f, "ckpt");
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt);
+    tu_expect_exit(&p, 0, "tt-train on the cycle corpus");
+    const double ppl = last_number_after(p.out, "valid ppl ");
+    print_message("  valid ppl %.3f after 200 steps (unigram: about 50; bound %.1f)\n", ppl,
+                  CYCLE_PPL_BOUND);
+    if (!(ppl < CYCLE_PPL_BOUND))
+        fail_msg("valid ppl %.3f: the model does not learn from its input", ppl);
+    tu_proc_free(&p);
+    free(train), free(valid), free(spec), free(ckpt);
+}
+
+/* --- exact resume ---------------------------------------------------------------------------- */
+
+/* 40 steps with dropout (so the masks, functions of the step, matter) and no data.valid: A in one
+ * go, B stopped after step 17 and resumed, C in one go again. Their logs (B's appended to on
+ * --resume) and final checkpoints are byte-identical. */
+static void test_resume_is_exact(void **state)
+{
+    fixture *f = *state;
+    ptb_paths d = ptb();
+    char *spec = write_spec(f, "resume.yaml",
+                            (spec_opts){.train = d.train, .steps = 40, .dropout = 0.1, .seed = 3});
+    char *dir[3], *log[3];
+    static const char *const name[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "ckpt-%s", name[i]);
+        dir[i] = in_root(f, n);
+        snprintf(n, sizeof n, "%s.json", name[i]);
+        log[i] = in_root(f, n);
+    }
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[0], "--log-json", log[0]);
+    tu_expect_exit(&p, 0, "A: 40 steps");
+    print_message("  40 steps in %.1f s\n", p.seconds);
+    tu_proc_free(&p);
+
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[1], "--log-json", log[1], "--stop-after",
+        "17");
+    tu_expect_exit(&p, 0, "B: --stop-after 17");
+    expect_latest(dir[1], 17);
+    char *text = tu_read_file(log[1], NULL);
+    assert_int_equal(tu_count_lines(text), 17);
+    free(text);
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[1], "--log-json", log[1], "--resume");
+    tu_expect_exit(&p, 0, "B: --resume");
+    if (!strstr(p.out, "at step 17"))
+        fail_msg("the resumed run does not say where it resumed:\n%s", p.out);
+    tu_proc_free(&p);
+
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[2], "--log-json", log[2]);
+    tu_expect_exit(&p, 0, "C: 40 steps again");
+    tu_proc_free(&p);
+
+    text = tu_read_file(log[0], NULL);
+    assert_int_equal(tu_count_lines(text), 40);
+    free(text);
+    for (int i = 1; i < 3; i++) {
+        expect_same_file(log[0], log[i]);
+        expect_latest(dir[i], 40);
+        expect_same_checkpoint(dir[0], dir[i], 40);
+    }
+    char *tokens = in_root(f, "cache/tokens");
+    if (!tu_exists(tokens)) fail_msg("no token cache in %s", tokens);
+    free(tokens);
+
+    /* The dropout is live: step 1 without it has another loss. */
+    char *spec0 =
+        write_spec(f, "no-dropout.yaml", (spec_opts){.train = d.train, .steps = 40, .seed = 3});
+    char *log0 = in_root(f, "no-dropout.json"), *dir0 = in_root(f, "ckpt-no-dropout");
+    RUN(f, &p, TT_TRAIN_BIN, spec0, "--checkpoint-dir", dir0, "--log-json", log0, "--stop-after",
+        "1");
+    tu_expect_exit(&p, 0, "1 step without dropout");
+    char *with = tu_read_file(log[0], NULL), *without = tu_read_file(log0, NULL);
+    if (json_num(with, "loss") == json_num(without, "loss"))
+        fail_msg("step 1 has the same loss with dropout 0.1 and without");
+    free(with), free(without), free(spec0), free(log0), free(dir0);
+    tu_proc_free(&p);
+
+    for (int i = 0; i < 3; i++) free(dir[i]), free(log[i]);
+    free(spec);
+    ptb_free(&d);
+}
+
+/* --- SIGINT and SIGTERM ---------------------------------------------------------------------- */
+
+/* A run of 100000 steps gets `sig` once its log has 5 lines: it writes a checkpoint of the step
+ * it finished, says so, and exits 0 within seconds. Resumed to 5 steps later, its log is the log
+ * of a run that went there in one go, and so are its weights. */
+static void check_stop_signal(const fixture *f, int sig, const char *name)
+{
+    ptb_paths d = ptb();
+    char *spec =
+        write_spec(f, "long.yaml", (spec_opts){.train = d.train, .steps = 100000, .dropout = 0.1});
+    char *dir = in_root(f, "ckpt"), *log = in_root(f, "log.json");
+    char *dir_u = in_root(f, "ckpt-uninterrupted"), *log_u = in_root(f, "uninterrupted.json");
+    tu_proc p;
+    start(f, &p,
+          (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--log-json", log,
+                                NULL});
+    const struct timespec tick = {0, 10000000};
+    for (;;) {
+        if (!tu_proc_running(&p)) {
+            tu_expect_exit(&p, 0, "a run waiting for a signal");
+            fail_msg("the run ended before its signal:\n%s", p.out);
+        }
+        if (tu_exists(log)) {
+            char *text = tu_read_file(log, NULL);
+            const int lines = tu_count_lines(text);
+            free(text);
+            if (lines >= 5) break;
+        }
+        if (tt_now_seconds() - p.t0 > TIMEOUT) {
+            tu_proc_free(&p);
+            fail_msg("fewer than 5 steps logged in %.0f s", TIMEOUT);
+        }
+        nanosleep(&tick, NULL);
+    }
+    const double t0 = tt_now_seconds();
+    tu_proc_signal(&p, sig);
+    tu_proc_wait(&p, TIMEOUT);
+    const double took = tt_now_seconds() - t0;
+    tu_expect_exit(&p, 0, name);
+    if (took > 5) fail_msg("%s: exited %.1f s after the signal", name, took);
+    const char *said = strstr(p.out, "interrupted (");
+    if (!said) fail_msg("%s: stdout does not say 'interrupted':\n%s", name, p.out);
+    const char *after = strstr(said, "after step ");
+    if (!after) fail_msg("%s: no step in '%s'", name, said);
+    const long step = atol(after + 11), k = step + 5;
+    print_message("  %s %.2f s after it was sent: %.*s", name, took, (int)strcspn(said, "\n") + 1,
+                  said);
+    expect_latest(dir, step);
+    char *text = tu_read_file(log, NULL);
+    assert_int_equal(tu_count_lines(text), step); /* the log ends where the checkpoint does */
+    free(text);
+    tu_proc_free(&p);
+
+    char stop[32];
+    snprintf(stop, sizeof stop, "%ld", k);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--log-json", log, "--resume",
+        "--stop-after", stop);
+    tu_expect_exit(&p, 0, "--resume --stop-after K");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir_u, "--log-json", log_u, "--stop-after",
+        stop);
+    tu_expect_exit(&p, 0, "--stop-after K in one go");
+    tu_proc_free(&p);
+    char *a = tu_read_file(log, NULL), *b = tu_read_file(log_u, NULL);
+    assert_int_equal(tu_count_lines(a), k);
+    /* The 5 steps after the signal, then the whole log. */
+    const char *la = a, *lb = b;
+    for (long s = 1; s <= step; s++) la = strchr(la, '\n') + 1, lb = strchr(lb, '\n') + 1;
+    assert_string_equal(la, lb);
+    assert_string_equal(a, b);
+    expect_same_checkpoint(dir, dir_u, k);
+    free(a), free(b), free(spec), free(dir), free(log), free(dir_u), free(log_u);
+    ptb_free(&d);
+}
+
+static void test_sigint(void **state) { check_stop_signal(*state, SIGINT, "SIGINT"); }
+static void test_sigterm(void **state) { check_stop_signal(*state, SIGTERM, "SIGTERM"); }
+
+/* --- bad inputs: one line, exit code 2 ------------------------------------------------------- */
+
+static void test_missing_train_file(void **state)
+{
+    fixture *f = *state;
+    char *missing = in_root(f, "no-such-corpus.txt");
+    char *spec = write_spec(f, "missing.yaml", (spec_opts){.train = missing});
+    char *ckpt = in_root(f, "ckpt");
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt);
+    expect_error(&p, "missing data.train", missing, ": cannot open: No such file or directory");
+    tu_proc_free(&p);
+    free(missing), free(spec), free(ckpt);
+}
+
+static void test_model_vocab_mismatch(void **state)
+{
+    fixture *f = *state;
+    ptb_paths d = ptb();
+    char *spec = write_spec(f, "vocab9999.yaml", (spec_opts){.train = d.train, .vocab = "9999"});
+    char *want = tt_xasprintf("%s: model.vocab is 9999 but %s has 10000 words", spec, d.train);
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec);
+    expect_error(&p, "model.vocab 9999 on PTB", want, "set vocab: 10000 or vocab: data");
+    tu_proc_free(&p);
+    free(spec), free(want);
+    ptb_free(&d);
+}
+
+static void test_nul_byte(void **state)
+{
+    fixture *f = *state;
+    char *train = write_words(f, "nul.txt", "w", 30);
+    size_t len;
+    char *text = tu_read_file(train, &len);
+    char *third = strchr(strchr(text, '\n') + 1, '\n') + 1;
+    third[4] = '\0'; /* line 3, column 5 */
+    tu_write_file(train, text, len);
+    char *spec = write_spec(f, "nul.yaml", (spec_opts){.train = train});
+    char *want = tt_xasprintf("%s:3: NUL byte at column 5\n", train);
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec);
+    expect_error(&p, "a NUL byte in data.train", want, NULL);
+    tu_proc_free(&p);
+    free(train), free(text), free(spec), free(want);
+}
+
+/* A checkpoint of a small corpus under a spec whose vocabulary is another: PTB (10000 words), or
+ * one of the same size whose words differ. Only the vocabulary's hash tells the second apart. */
+static void test_eval_other_vocabulary(void **state)
+{
+    fixture *f = *state;
+    char *a = write_words(f, "a.txt", "a", 30), *b = write_words(f, "b.txt", "b", 30);
+    char *ckpt = in_root(f, "ckpt");
+    train_small(f, a, 8, ckpt);
+    char *model = tt_xasprintf("%s/step-00000002/model.safetensors", ckpt);
+    ptb_paths d = ptb();
+    char *spec_ptb = write_spec(f, "ptb.yaml", (spec_opts){.train = d.train, .valid = d.valid});
+    char *spec_b = write_spec(f, "b.yaml", (spec_opts){.train = b, .valid = b});
+    tu_proc p;
+    RUN(f, &p, TT_EVAL_BIN, spec_ptb, "--checkpoint", ckpt);
+    expect_error(&p, "PTB's vocabulary", model, "the vocabulary does not match the checkpoint's");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_EVAL_BIN, spec_b, "--checkpoint", ckpt);
+    expect_error(&p, "a vocabulary of the same size", model,
+                 "the vocabulary does not match the checkpoint's");
+    tu_proc_free(&p);
+    /* The same vocabulary written as a number instead of `data` is the same model. */
+    char *spec_n = write_spec(f, "a-22.yaml", (spec_opts){.train = a, .valid = a, .vocab = "22"});
+    RUN(f, &p, TT_EVAL_BIN, spec_n, "--checkpoint", ckpt);
+    tu_expect_exit(&p, 0, "vocab: 22 for a checkpoint of vocab: data");
+    tu_proc_free(&p);
+    free(a), free(b), free(ckpt), free(model), free(spec_ptb), free(spec_b), free(spec_n);
+    ptb_free(&d);
+}
+
+static void test_eval_other_model(void **state)
+{
+    fixture *f = *state;
+    char *a = write_words(f, "a.txt", "a", 30), *ckpt = in_root(f, "ckpt");
+    train_small(f, a, 4, ckpt);
+    char *spec = write_spec(f, "rank8.yaml", (spec_opts){.train = a, .valid = a, .rank = 8});
+    char *model = tt_xasprintf("%s/step-00000002/model.safetensors", ckpt);
+    tu_proc p;
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt);
+    expect_error(&p, "rank 4 checkpoint, rank 8 spec", model,
+                 "checkpoint has 'model.rank: 4', spec has 'model.rank: 8'");
+    tu_proc_free(&p);
+    free(a), free(ckpt), free(spec), free(model);
+}
+
+/* A checkpoint that is not there, a truncated one, nothing to resume, and bad options. */
+static void test_checkpoint_and_usage_errors(void **state)
+{
+    fixture *f = *state;
+    char *a = write_words(f, "a.txt", "a", 30), *ckpt = in_root(f, "ckpt");
+    train_small(f, a, 8, ckpt);
+    char *spec = write_spec(f, "a.yaml", (spec_opts){.train = a, .valid = a});
+    char *missing = in_root(f, "no-such-checkpoint"), *empty = in_root(f, "empty");
+    tu_proc p;
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", missing);
+    expect_error(&p, "a missing checkpoint", missing, "no such checkpoint");
+    tu_proc_free(&p);
+
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--resume");
+    expect_error(&p, "--resume with nothing", "tt-train: --resume: ", empty);
+    tu_proc_free(&p);
+
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--split", "bogus");
+    expect_error(&p, "--split bogus", "tt-eval: --split", "'bogus'");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--stride", "0");
+    expect_error(&p, "--stride 0", "tt-eval: --stride", "'0'");
+    tu_proc_free(&p);
+
+    char *model = tt_xasprintf("%s/step-00000002/model.safetensors", ckpt);
+    size_t len;
+    char *bytes = tu_read_file(model, &len);
+    tu_write_file(model, bytes, len / 2);
+    char *prefix = tt_xasprintf("%s: ", model);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt);
+    expect_error(&p, "a truncated model.safetensors", prefix, NULL);
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--resume");
+    expect_error(&p, "--resume from it", prefix, NULL);
+    tu_proc_free(&p);
+    free(a), free(ckpt), free(spec), free(missing), free(empty);
+    free(model), free(bytes), free(prefix);
+}
+
+/* --- causal: false --------------------------------------------------------------------------- */
+
+static void test_causal_false_note(void **state)
+{
+    fixture *f = *state;
+    char *a = write_words(f, "a.txt", "a", 30), *ckpt = in_root(f, "ckpt");
+    char *spec =
+        write_spec(f, "unmasked.yaml", (spec_opts){.train = a, .valid = a, .non_causal = 1});
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt);
+    tu_expect_exit(&p, 0, "tt-train, causal: false");
+    if (!strstr(p.out, "[causal: false: not a causal LM score]"))
+        fail_msg("the trainer's validation does not say it is no LM score:\n%s", p.out);
+    tu_proc_free(&p);
+    static const char note[] = "causal: false: every position sees later tokens of its window, so "
+                               "this perplexity is not a causal language-model score";
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt);
+    tu_expect_exit(&p, 0, "tt-eval, causal: false");
+    char *want = tt_xasprintf("\nNOTE: %s\n", note);
+    if (!strstr(p.out, want)) fail_msg("tt-eval lacks the note:\n%s", p.out);
+    free(want);
+    tu_proc_free(&p);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--json");
+    tu_expect_exit(&p, 0, "tt-eval --json, causal: false");
+    want = tt_xasprintf("\"causal\":false,");
+    char *field = tt_xasprintf("\"note\":\"%s\"}\n", note);
+    if (!strstr(p.out, want) || !strstr(p.out, field))
+        fail_msg("tt-eval --json lacks the note:\n%s", p.out);
+    free(want), free(field);
+    tu_proc_free(&p);
+    free(a), free(ckpt), free(spec);
+}
+
+/* Each test in a fresh folder of its own. */
+#define IN_OWN_FOLDER(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        IN_OWN_FOLDER(test_missing_train_file),
+        IN_OWN_FOLDER(test_model_vocab_mismatch),
+        IN_OWN_FOLDER(test_nul_byte),
+        IN_OWN_FOLDER(test_eval_other_vocabulary),
+        IN_OWN_FOLDER(test_eval_other_model),
+        IN_OWN_FOLDER(test_checkpoint_and_usage_errors),
+        IN_OWN_FOLDER(test_causal_false_note),
+        IN_OWN_FOLDER(test_learns_context),
+        IN_OWN_FOLDER(test_resume_is_exact),
+        IN_OWN_FOLDER(test_sigint),
+        IN_OWN_FOLDER(test_sigterm),
+        /* These two wait for the 300-step run of the group setup. */
+        cmocka_unit_test(test_tiny_trains_on_ptb),
+        cmocka_unit_test(test_eval_counts_every_token_once),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
