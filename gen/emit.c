@@ -1,4 +1,4 @@
-/* Pastes a kernel instance's constants in front of common.cuh and its template (see emit.h). */
+/* Pastes a kernel instance's constants in front of rng.h, common.cuh and its template (emit.h). */
 #include "emit.h"
 
 #include <stdlib.h>
@@ -10,11 +10,17 @@
 char *tt_emit_source(const tt_kernel *k, const char *template_dir, size_t *len, char *err,
                      size_t errlen)
 {
-    char *common = NULL, *body = NULL;
-    size_t common_len, body_len;
-    if (tt_template_load(template_dir, "common.cuh", &common, &common_len, err, errlen) != 0)
+    char *rng = NULL, *common = NULL, *body = NULL;
+    size_t rng_len, common_len, body_len;
+    /* The RNG always comes from this build's copy of runtime/rng.h, never from --templates: the
+     * kernels must draw the dropout masks the CPU reference of this very build draws. */
+    if (tt_template_load(NULL, "rng.h", &rng, &rng_len, err, errlen) != 0) return NULL;
+    if (tt_template_load(template_dir, "common.cuh", &common, &common_len, err, errlen) != 0) {
+        free(rng);
         return NULL;
+    }
     if (tt_template_load(template_dir, k->template_file, &body, &body_len, err, errlen) != 0) {
+        free(rng);
         free(common);
         return NULL;
     }
@@ -27,10 +33,13 @@ char *tt_emit_source(const tt_kernel *k, const char *template_dir, size_t *len, 
     for (int i = 0; i < k->n_consts; i++)
         tt_buf_printf(&b, "#define TT_%s %ld\n", k->consts[i].key, k->consts[i].value);
     /* #line keeps NVRTC's diagnostics pointing at the template files' own lines. */
+    tt_buf_printf(&b, "#line 1 \"runtime/rng.h\"\n");
+    tt_buf_append(&b, rng, rng_len);
     tt_buf_printf(&b, "#line 1 \"templates/common.cuh\"\n");
     tt_buf_append(&b, common, common_len);
     tt_buf_printf(&b, "#line 1 \"templates/%s\"\n", k->template_file);
     tt_buf_append(&b, body, body_len);
+    free(rng);
     free(common);
     free(body);
     *len = b.len;

@@ -144,6 +144,233 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
          blocks);
 }
 
+/* Kernels whose partial sums a second, fixed-order pass adds up: two blocks per SM of an H100. */
+#define PARTIAL_BLOCKS TT_LN_BWD_MAX_BLOCKS
+
+/* The residual sum in front of each post-LN (MODEL.md section 2), fused with it: templates/
+ * layernorm.cu with the residual op flags, the plain LayerNorm's shape and its colsum. */
+static void plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const int d = s->model.d_model;
+    const long rows = (long)s->train.batch * s->model.seq_len;
+    long tpr, rpb;
+    layernorm_shape(d, &tpr, &rpb);
+    tt_kernel *k = layernorm_instance(plan, "residual_ln_fwd", "OP_RESIDUAL_LN_FWD", dtype, d, tpr,
+                                      rpb);
+    k->grid[0] = ceil_div(rows, rpb);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows / %ld)", rpb);
+    k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
+            "stored for the backward");
+
+    tt_kernel *b = layernorm_instance(plan, "residual_ln_bwd", "OP_RESIDUAL_LN_BWD", dtype, d, tpr,
+                                      rpb);
+    unsigned blocks = ceil_div(rows, rpb);
+    if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
+    b->grid[0] = blocks;
+    snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb,
+             TT_LN_BWD_MAX_BLOCKS);
+    b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
+                    (rpb > 1 ? (unsigned)(2 * rpb * d * 4) : 0);
+    whyf(b, "LayerNorm backward, then dx = ds and dy = dropout_bwd(ds) from the same registers "
+            "(mask redrawn); dgamma/dbeta partials for colsum");
+}
+
+/* The word embedding of one table (div_val 1) with its dropout; the backward's scatter-add made
+ * deterministic by sorting the batch's (token, row) keys (templates/embedding.cu says how). */
+static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    if (m->div_val > 1) return; /* adaptive input: a table per cluster with projections */
+    const int d = m->d_model;
+    const long rows = (long)s->train.batch * m->seq_len;
+    const long vec = d % 4 == 0 ? 4 : (d % 2 == 0 ? 2 : 1), nv = d / vec;
+    const char *const flags[] = {NULL};
+
+    const long threads = 256;
+    tt_kernel *k = add_kernel(plan, "embedding_fwd", "embedding.cu", dtype);
+    set_const(k, "D", d);
+    set_const(k, "VEC", vec);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", threads);
+    set_const(k, "OP_EMBEDDING_FWD", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = ceil_div(rows * nv, threads);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads);
+    whyf(k, "thread per %ld features of a row (%ld-byte loads of E), dropout drawn in place: no "
+            "mask stored", vec, vec * 4);
+
+    long p2 = 1;
+    while (p2 < rows) p2 *= 2;
+    const long chunk = p2 < 4096 ? p2 : 4096, sort_threads = 1024;
+    tt_kernel *o = add_kernel(plan, "embedding_sort", "embedding.cu", "f32");
+    set_const(o, "P", p2);
+    name_kernel(o, flags);
+    set_const(o, "CHUNK", chunk);
+    set_const(o, "THREADS", sort_threads);
+    set_const(o, "OP_EMBEDDING_SORT", 1);
+    o->block[0] = (unsigned)sort_threads;
+    snprintf(o->grid_rule, sizeof o->grid_rule, "x = 1; rows <= %ld", p2);
+    o->smem_bytes = (unsigned)(chunk * 8);
+    whyf(o, "bitonic sort of %ld (token, row) keys in one block, %ld at a time in shared memory: "
+            "a fixed order for the backward's sums", p2, chunk);
+
+    const long bthreads = nv >= 256 ? 256 : (nv + 31) / 32 * 32;
+    tt_kernel *b = add_kernel(plan, "embedding_bwd", "embedding.cu", dtype);
+    set_const(b, "D", d);
+    set_const(b, "VEC", vec);
+    name_kernel(b, flags);
+    set_const(b, "THREADS", bthreads);
+    set_const(b, "OP_EMBEDDING_BWD", 1);
+    b->block[0] = (unsigned)bthreads;
+    b->grid[0] = (unsigned)rows;
+    snprintf(b->grid_rule, sizeof b->grid_rule, "x = rows (a block per sorted key)");
+    whyf(b, "a block per run of equal tokens in the sorted keys adds its rows into dE[token] in "
+            "row order: no atomics, the CPU's sums exactly");
+}
+
+/* The FFN's ReLU and inner dropout between its GEMMs, the first GEMM's bias fused in; the
+ * backward's bias gradient as per-row-group partials that bias_colsum adds up. */
+static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const int f = s->model.d_inner;
+    const long rows = (long)s->train.batch * s->model.seq_len;
+    const int bf16 = strcmp(dtype, "bf16") == 0;
+    long vec = 1;
+    while (vec < (bf16 ? 8 : 4) && f % (vec * 2) == 0) vec *= 2; /* up to 16-byte accesses */
+    const long nv = f / vec, threads = 256;
+    const char *const flags[] = {NULL};
+
+    tt_kernel *k = add_kernel(plan, "ffn_act_fwd", "ffn_act.cu", dtype);
+    set_const(k, "F", f);
+    set_const(k, "VEC", vec);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", threads);
+    set_const(k, "OP_FFN_ACT_FWD", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = ceil_div(rows * nv, threads);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads);
+    whyf(k, "thread per %ld features: bias, ReLU and dropout in one pass over z, h and hd written",
+         vec);
+
+    long tx = (nv + 31) / 32 * 32;
+    const long tx_max = 256 / vec > 32 ? 256 / vec : 32;
+    if (tx > tx_max) tx = tx_max;
+    const long ty = threads / tx, gx = ceil_div(nv, tx);
+    long parts = ceil_div(PARTIAL_BLOCKS, gx);
+    if (parts > (long)ceil_div(rows, ty)) parts = ceil_div(rows, ty);
+    tt_kernel *b = add_kernel(plan, "ffn_act_bwd", "ffn_act.cu", dtype);
+    set_const(b, "F", f);
+    set_const(b, "VEC", vec);
+    set_const(b, "TX", tx);
+    set_const(b, "TY", ty);
+    set_const(b, "PARTS", parts);
+    name_kernel(b, flags);
+    set_const(b, "OP_FFN_ACT_BWD", 1);
+    b->block[0] = (unsigned)(tx * ty);
+    b->grid[0] = (unsigned)gx;
+    b->grid[1] = (unsigned)parts;
+    snprintf(b->grid_rule, sizeof b->grid_rule, "x = ceil(%ld / %ld), y = %ld row groups", nv, tx,
+             parts);
+    b->smem_bytes = (unsigned)(ty * tx * vec * 4);
+    whyf(b, "dz = dropout_bwd(dhd) * (h > 0); db1 partials of %ld row groups, no atomics", parts);
+
+    const long cthreads = f >= 128 ? 128 : (f + 31) / 32 * 32;
+    tt_kernel *c = add_kernel(plan, "bias_colsum", "colsum.cu", "f32");
+    set_const(c, "D", f);
+    set_const(c, "SETS", 1);
+    set_const(c, "ACCUMULATE", 0);
+    set_const(c, "THREADS", cthreads);
+    name_kernel(c, flags);
+    c->block[0] = (unsigned)cthreads;
+    c->grid[0] = ceil_div(f, cthreads);
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / %ld)", f, cthreads);
+    whyf(c, "db1: thread per column over %ld partials in a fixed order: deterministic", parts);
+}
+
+/* The core g = mean of h softmaxes of rank R: one small block, a warp per core. */
+static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
+{
+    const int h = s->model.cores, r = s->model.rank;
+    const long threads = 32L * (h < 8 ? h : 8), smem = 4L * h * r;
+    if (smem > SMEM_STATIC_LIMIT)
+        return tt_errf(err, errlen, "core_fwd: %d cores of rank %d need more than %d KiB of shared "
+                       "memory; lower model.cores", h, r, SMEM_STATIC_LIMIT / 1024);
+    const char *const flags[] = {NULL};
+    const char *ops[] = {"core_fwd", "core_bwd"}, *op_flags[] = {"OP_CORE_FWD", "OP_CORE_BWD"};
+    for (int i = 0; i < 2; i++) {
+        tt_kernel *k = add_kernel(plan, ops[i], "core.cu", "f32");
+        set_const(k, "H", h);
+        set_const(k, "R", r);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", threads);
+        set_const(k, op_flags[i], 1);
+        k->block[0] = (unsigned)threads;
+        snprintf(k->grid_rule, sizeof k->grid_rule, "x = 1 (one layer's core)");
+        k->smem_bytes = i == 0 ? (unsigned)smem : 0;
+        whyf(k, "%ld values: one block, a warp per core, cores summed in order", (long)h * r);
+    }
+    return 0;
+}
+
+/* Softmax cross-entropy over full rows of logits (the vocabulary, or an adaptive softmax's
+ * head), and the fixed-order sum of its per-row losses. */
+static void plan_xent(tt_plan *plan, const tt_spec *s)
+{
+    const long rows = (long)s->train.batch * s->model.seq_len, threads = 512, sthreads = 256;
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, "xent", "xent.cu", "f32");
+    set_const(k, "THREADS", threads);
+    name_kernel(k, flags);
+    set_const(k, "OP_XENT", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = (unsigned)rows;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = rows");
+    k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
+    whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
+            "logits in place (two reads, one write)");
+
+    tt_kernel *t = add_kernel(plan, "xent_sum", "xent.cu", "f32");
+    set_const(t, "THREADS", sthreads);
+    name_kernel(t, flags);
+    set_const(t, "OP_XENT_SUM", 1);
+    t->block[0] = (unsigned)sthreads;
+    snprintf(t->grid_rule, sizeof t->grid_rule, "x = 1");
+    t->smem_bytes = 32 * 8;
+    whyf(t, "the per-row losses summed in double in a fixed order: a deterministic total");
+}
+
+/* Adam over the flat fp32 parameters, and the gradient norm that clips it. */
+static void plan_adam(tt_plan *plan, const char *dtype)
+{
+    const long threads = 256;
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, "adam", "adam.cu", dtype);
+    set_const(k, "THREADS", threads);
+    name_kernel(k, flags);
+    set_const(k, "OP_ADAM", 1);
+    k->block[0] = (unsigned)threads;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(parameters / %ld)", 4 * threads);
+    whyf(k, "one pass over w, g, m, v (16-byte accesses)%s; scalars read from device memory",
+         strcmp(dtype, "bf16") == 0 ? ", bf16 copy of w for the GEMMs" : "");
+
+    const char *ops[] = {"grad_norm_part", "grad_norm_final"};
+    const char *op_flags[] = {"OP_GRAD_NORM_PART", "OP_GRAD_NORM_FINAL"};
+    for (int i = 0; i < 2; i++) {
+        tt_kernel *g = add_kernel(plan, ops[i], "adam.cu", "f32");
+        set_const(g, "BLOCKS", PARTIAL_BLOCKS);
+        set_const(g, "THREADS", threads);
+        name_kernel(g, flags);
+        set_const(g, op_flags[i], 1);
+        g->block[0] = (unsigned)threads;
+        g->grid[0] = i == 0 ? PARTIAL_BLOCKS : 1;
+        snprintf(g->grid_rule, sizeof g->grid_rule, "x = %d", i == 0 ? PARTIAL_BLOCKS : 1);
+        g->smem_bytes = 32 * 8;
+        whyf(g, i == 0 ? "sums of squares in double, a partial per block of a fixed grid"
+                       : "the partials in a fixed order; norm and clip factor into device memory");
+    }
+}
+
 static long mla_smem(long ti, long td, long tk, long r, int pos_key)
 {
     const long rp = r % 2 ? r : r + 1, kp = tk % 2 ? tk : tk + 1;
@@ -316,6 +543,17 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
          plan_mla_bwd(plan, spec, dtype, err, errlen) != 0)) {
         tt_plan_free(plan);
         return -1;
+    }
+    if (spec->model.kind == TT_KIND_TENSORIZED) {
+        plan_embedding(plan, spec, dtype);
+        plan_residual_ln(plan, spec, dtype);
+        plan_ffn_act(plan, spec, dtype);
+        if (plan_core(plan, spec, err, errlen) != 0) {
+            tt_plan_free(plan);
+            return -1;
+        }
+        plan_xent(plan, spec);
+        plan_adam(plan, dtype);
     }
     return 0;
 }

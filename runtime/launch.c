@@ -1,6 +1,9 @@
 /* Launchers (see launch.h). */
 #include "launch.h"
 
+#include <string.h>
+
+#include "optim.h"
 #include "util.h"
 
 static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
@@ -19,6 +22,17 @@ static void expect(const tt_gpu_kernel *k, const char *key, long given)
     if (baked != given)
         tt_panic(__FILE__, __LINE__, "%s is specialized for %s = %ld, called with %ld", k->k->name,
                  key, baked, given);
+}
+
+/* Kernels that move VEC values at a time need their arrays aligned to the whole vector: of fp32
+ * values (es 4) or of the storage type (es 0). */
+static void expect_aligned(const tt_gpu_kernel *k, const void *a, int es)
+{
+    if (es == 0) es = strcmp(k->k->dtype, "bf16") == 0 ? 2 : 4;
+    const long bytes = es * need(k, "VEC");
+    if ((uintptr_t)a % (uintptr_t)bytes != 0)
+        tt_panic(__FILE__, __LINE__, "%s needs its arrays aligned to %ld bytes, got %p",
+                 k->k->name, bytes, a);
 }
 
 void tt_layernorm_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, float *mean, float *rstd,
@@ -53,6 +67,196 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
     TT_ASSERT(dbeta == dgamma + d);
     void *cargs[] = {&dgamma, &part, &parts};
     tt_gpu_launch(c, (dim3){ceil_div(d, need(c, "THREADS")), 2, 1}, cargs, s);
+}
+
+void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
+                        float *rstd, const void *x, const void *y, const float *gamma,
+                        const float *beta, int rows, int d, tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_fwd");
+    expect(k, "D", d);
+    void *args[] = {&out, &sum, &mean, &rstd, &x, &y, &gamma, &beta, &rows,
+                    &drop.p, &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "ROWS")), 1, 1}, args, st);
+}
+
+void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
+                        float *dbeta, float *part, const void *dout, const void *sum,
+                        const float *mean, const float *rstd, const float *gamma, int rows, int d,
+                        tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_bwd");
+    expect(k, "D", d);
+    /* the same partials as layernorm_bwd's, so that its scratch size and colsum serve */
+    expect(k, "ROWS", need(tt_gpu_kernel_of(p, "layernorm_bwd"), "ROWS"));
+    int parts = tt_layernorm_bwd_parts(p, rows);
+    void *args[] = {&dx, &dy, &part, &dout, &sum, &mean, &rstd, &gamma, &rows,
+                    &drop.p, &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, st);
+    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
+    expect(c, "D", d);
+    expect(c, "SETS", 2);
+    TT_ASSERT(dbeta == dgamma + d);
+    void *cargs[] = {&dgamma, &part, &parts};
+    tt_gpu_launch(c, (dim3){ceil_div(d, need(c, "THREADS")), 2, 1}, cargs, st);
+}
+
+void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *emb,
+                      const int32_t *tokens, int rows, int d, int vocab, tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_fwd");
+    expect(k, "D", d);
+    expect_aligned(k, emb, 4);
+    expect_aligned(k, x0, 0);
+    if (rows == 0) return;
+    void *args[] = {&x0, &emb, &tokens, &rows, &vocab, &drop.p, &drop.seed, &drop.step, &drop.site};
+    const long vectors = (long)rows * (d / need(k, "VEC"));
+    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS")), 1, 1}, args, st);
+}
+
+size_t tt_embedding_keys(const tt_gpu_program *p)
+{
+    return (size_t)need(tt_gpu_kernel_of(p, "embedding_sort"), "P");
+}
+
+void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
+                      const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
+                      tt_dropout drop)
+{
+    const tt_gpu_kernel *o = tt_gpu_kernel_of(p, "embedding_sort");
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
+    expect(k, "D", d);
+    expect_aligned(k, demb, 4);
+    expect_aligned(k, dx0, 0);
+    if (rows > need(o, "P"))
+        tt_panic(__FILE__, __LINE__, "%s sorts at most %ld rows, called with %d", o->k->name,
+                 need(o, "P"), rows);
+    if (rows == 0) return;
+    void *oargs[] = {&keys, &tokens, &rows};
+    tt_gpu_launch(o, (dim3){1, 1, 1}, oargs, st);
+    void *args[] = {&demb, &dx0, &keys, &rows, &vocab, &drop.p, &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+}
+
+void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
+                    const float *b1, int rows, int f, tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_fwd");
+    expect(k, "F", f);
+    expect_aligned(k, h, 0);
+    expect_aligned(k, hd, 0);
+    expect_aligned(k, z, 0);
+    if (rows == 0) return;
+    void *args[] = {&h, &hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
+    const long vectors = (long)rows * (f / need(k, "VEC"));
+    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS")), 1, 1}, args, st);
+}
+
+size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_bwd");
+    return (size_t)need(k, "PARTS") * (size_t)need(k, "F");
+}
+
+void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
+                    const void *dhd, const void *h, int rows, int f, tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_bwd");
+    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "bias_colsum");
+    expect(k, "F", f);
+    expect(c, "D", f);
+    expect(c, "SETS", 1);
+    expect_aligned(k, dz, 0);
+    expect_aligned(k, dhd, 0);
+    expect_aligned(k, h, 0);
+    void *args[] = {&dz, &part, &dhd, &h, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
+    const long vectors = f / need(k, "VEC");
+    int parts = (int)need(k, "PARTS");
+    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
+    void *cargs[] = {&db1, &part, &parts};
+    tt_gpu_launch(c, (dim3){ceil_div(f, need(c, "THREADS")), 1, 1}, cargs, st);
+}
+
+void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,
+                 int r)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "core_fwd");
+    expect(k, "H", h);
+    expect(k, "R", r);
+    void *args[] = {&g, &theta};
+    tt_gpu_launch(k, (dim3){1, 1, 1}, args, st);
+}
+
+void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
+                 const float *theta, int h, int r)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "core_bwd");
+    expect(k, "H", h);
+    expect(k, "R", r);
+    void *args[] = {&dtheta, &dg, &theta};
+    tt_gpu_launch(k, (dim3){1, 1, 1}, args, st);
+}
+
+void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
+             const int32_t *targets, const float *weight, int rows, int v, float eps, float scale,
+             bool grad)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent");
+    TT_ASSERT(v > 0);
+    if (rows == 0) return;
+    int g = grad;
+    void *args[] = {&loss, &nll, &logits, &targets, &weight, &v, &eps, &scale, &g};
+    tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+}
+
+void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,
+                 const float *nll, int rows)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent_sum");
+    void *args[] = {&out, &loss, &nll, &rows};
+    tt_gpu_launch(k, (dim3){1, 1, 1}, args, st);
+}
+
+void tt_adam_scalars_at(tt_adam_scalars *host, const tt_train_spec *t, double lr, long s)
+{
+    host->lr = lr;
+    tt_adam_bias_corrections(t, s, &host->bc1, &host->bc2);
+}
+
+size_t tt_grad_norm_parts(const tt_gpu_program *p)
+{
+    return (size_t)need(tt_gpu_kernel_of(p, "grad_norm_part"), "BLOCKS");
+}
+
+void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                  const float *g, size_t n, double max_norm)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "grad_norm_part");
+    const tt_gpu_kernel *f = tt_gpu_kernel_of(p, "grad_norm_final");
+    expect(f, "BLOCKS", need(k, "BLOCKS")); /* the final pass reads every partial, in order */
+    long long nn = (long long)n;
+    void *args[] = {&part, &g, &nn};
+    tt_gpu_launch(k, (dim3){(unsigned)need(k, "BLOCKS"), 1, 1}, args, st);
+    double *norm = &sc->norm, *clip = &sc->clip; /* device addresses, not dereferenced here */
+    void *fargs[] = {&norm, &clip, &part, &max_norm};
+    tt_gpu_launch(f, (dim3){1, 1, 1}, fargs, st);
+}
+
+void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
+             const float *g, const tt_adam_scalars *sc, size_t n, const tt_train_spec *t)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adam");
+    if (n == 0) return;
+    const double *lr = &sc->lr, *bc1 = &sc->bc1, *bc2 = &sc->bc2, *clip = &sc->clip;
+    long long nn = (long long)n;
+    /* converted as tt_adam_step converts them */
+    float b1 = (float)t->beta1, b2 = (float)t->beta2, eps = (float)t->eps;
+    float wd = (float)t->weight_decay;
+    void *args[] = {&w, &m, &v, &wcopy, &g, &lr, &bc1, &bc2, &clip, &nn, &b1, &b2, &eps, &wd};
+    /* four elements a thread; past 8192 blocks the threads loop (the result is the same) */
+    unsigned blocks = ceil_div((long)((n + 3) / 4), need(k, "THREADS"));
+    if (blocks > 8192) blocks = 8192;
+    tt_gpu_launch(k, (dim3){blocks, 1, 1}, args, st);
 }
 
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,

@@ -3,6 +3,9 @@
 #ifndef TT_LAUNCH_H
 #define TT_LAUNCH_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "gpu.h"
 
 /* y, x: [rows, d] of the spec's storage type; mean, rstd: [rows]. */
@@ -14,6 +17,89 @@ int tt_layernorm_bwd_parts(const tt_gpu_program *p, int rows);
 void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *dgamma,
                       float *dbeta, float *part, const void *dy, const void *x, const float *mean,
                       const float *rstd, const float *gamma, int rows, int d);
+
+/* A dropout site of one training step: the mask is drawn from (seed, the site's stream of step)
+ * in the kernel that applies it and drawn again in the backward (nothing stored). p is 0 in
+ * evaluation. Sites are numbered as cpu_model.c numbers them. */
+typedef struct {
+    float p;
+    uint64_t seed, step;
+    uint32_t site;
+} tt_dropout;
+
+/* s = x + dropout(y), out = LayerNorm(s) (the residual variant of templates/layernorm.cu): out,
+ * sum (= s, kept for the backward), x, y: [rows, d] of the storage type; mean, rstd: [rows]. */
+void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
+                        float *rstd, const void *x, const void *y, const float *gamma,
+                        const float *beta, int rows, int d, tt_dropout drop);
+/* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d];
+ * dgamma, dbeta [d] written, dbeta = dgamma + d; part: as tt_layernorm_bwd's. */
+void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
+                        float *dbeta, float *part, const void *dout, const void *sum,
+                        const float *mean, const float *rstd, const float *gamma, int rows, int d,
+                        tt_dropout drop);
+
+/* The embedding of one table E [vocab, d] fp32 (div_val 1; templates/embedding.cu):
+ * x0 [rows, d] (storage type) = dropout(E[tokens] * sqrt(d)). A token outside the vocabulary
+ * gives a row of NaN. */
+void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *emb,
+                      const int32_t *tokens, int rows, int d, int vocab, tt_dropout drop);
+/* The uint64 keys of scratch tt_embedding_bwd needs; rows may not exceed it. */
+size_t tt_embedding_keys(const tt_gpu_program *p);
+/* dE [vocab, d] += dropout_bwd(dx0[r]) * sqrt(d) for each row r, into the row of its token, each
+ * token's rows added in increasing order (as the CPU: deterministic, no atomics). */
+void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
+                      const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
+                      tt_dropout drop);
+
+/* h = relu(z + b1), hd = dropout(h) (templates/ffn_act.cu): h, hd, z [rows, f] of the storage
+ * type (h may be z); b1 [f]. */
+void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
+                    const float *b1, int rows, int f, tt_dropout drop);
+/* Floats of scratch tt_ffn_act_bwd needs. */
+size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p);
+/* dz = dropout_bwd(dhd) * (h > 0) [rows, f] (dz may be dhd); db1 [f] written (not added). */
+void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
+                    const void *dhd, const void *h, int rows, int f, tt_dropout drop);
+
+/* The core g [r] = (1/h) sum_c softmax(theta_c), theta [h, r] (templates/core.cu); the backward
+ * adds into dtheta [h, r]. */
+void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,
+                 int r);
+void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
+                 const float *theta, int h, int r);
+
+/* Cross-entropy of fp32 logits [rows, v] against targets with label smoothing eps
+ * (templates/xent.cu): loss, nll [rows], each times its row's weight (weight NULL: all 1). With
+ * grad, logits is overwritten by d(scale * sum weight * loss)/d logits. A target outside [0, v)
+ * gives a NaN loss. */
+void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
+             const int32_t *targets, const float *weight, int rows, int v, float eps, float scale,
+             bool grad);
+/* out[0] = sum of loss, out[1] = sum of nll over rows, in double, in a fixed order. */
+void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,
+                 const float *nll, int rows);
+
+/* The optimizer's scalars of a step, in device memory, so that a captured step reads each
+ * replay's values: lr, bc1, bc2 the host writes (tt_adam_scalars_at), norm and clip (the factor
+ * the gradient is scaled by) tt_grad_norm writes. */
+typedef struct {
+    double lr, bc1, bc2;
+    double norm, clip;
+} tt_adam_scalars;
+/* The host's part for step s (1-based) at learning rate lr, as tt_adam_step computes it. */
+void tt_adam_scalars_at(tt_adam_scalars *host, const tt_train_spec *t, double lr, long s);
+/* Doubles of scratch tt_grad_norm needs. */
+size_t tt_grad_norm_parts(const tt_gpu_program *p);
+/* sc->norm = ||g||, sc->clip = max_norm / (norm + 1e-6) when norm > max_norm > 0, else 1: as
+ * tt_clip_grad_norm, which scales g itself; here tt_adam applies the factor. */
+void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                  const float *g, size_t n, double max_norm);
+/* tt_adam_step on w, m, v [n] with gradient g * sc->clip; wcopy (may be NULL) gets the new w in
+ * the storage type (the bf16 weights of the GEMMs). */
+void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
+             const float *g, const tt_adam_scalars *sc, size_t n, const tt_train_spec *t);
+
 /* Multi-linear attention forward (templates/mla.cu); p, u, v NULL unless position: key. */
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
                 const void *wo, const void *pos, const float *u, const float *v, int batch, int n,

@@ -28,13 +28,21 @@ double tt_clip_grad_norm(float *g, size_t n, double clip)
     return norm;
 }
 
+void tt_adam_bias_corrections(const tt_train_spec *t, long s, double *bc1, double *bc2)
+{
+    *bc1 = 1.0 - pow(t->beta1, (double)s);
+    *bc2 = 1.0 - pow(t->beta2, (double)s);
+}
+
 void tt_adam_step(float *w, const float *g, float *m, float *v, size_t n, const tt_train_spec *t,
                   double lr, long s)
 {
-    const double b1 = t->beta1, b2 = t->beta2;
-    const double bc1 = 1.0 - pow(b1, (double)s), bc2 = 1.0 - pow(b2, (double)s);
+    double bc1, bc2;
+    tt_adam_bias_corrections(t, s, &bc1, &bc2);
+    /* templates/adam.cu does each of these operations in this order (its twin: keep them so) */
     const float step = (float)(lr / bc1), sbc2 = (float)sqrt(bc2);
-    const float fb1 = (float)b1, fb2 = (float)b2, eps = (float)t->eps, wd = (float)t->weight_decay;
+    const float fb1 = (float)t->beta1, fb2 = (float)t->beta2, eps = (float)t->eps;
+    const float wd = (float)t->weight_decay;
     for (size_t i = 0; i < n; i++) {
         const float gi = wd > 0 ? g[i] + wd * w[i] : g[i];
         m[i] = fb1 * m[i] + (1.f - fb1) * gi;

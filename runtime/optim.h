@@ -19,6 +19,9 @@ double tt_lr_at(const tt_train_spec *t, long s);
  * (factor clip / (norm + 1e-6), as PyTorch). Returns the norm before clipping. */
 double tt_clip_grad_norm(float *g, size_t n, double clip);
 
+/* Adam's bias corrections of step s (1-based): 1 - beta1^s and 1 - beta2^s. */
+void tt_adam_bias_corrections(const tt_train_spec *t, long s, double *bc1, double *bc2);
+
 /* One Adam update of step s (1-based) on w with gradient g and moments m, v. */
 void tt_adam_step(float *w, const float *g, float *m, float *v, size_t n, const tt_train_spec *t,
                   double lr, long s);

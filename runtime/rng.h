@@ -5,10 +5,21 @@
 #ifndef TT_RNG_H
 #define TT_RNG_H
 
+/* gen/embed.cmake embeds this very file beside the templates and gen/emit.c pastes it in front of
+ * every instance: one definition for both sides. NVRTC has no include paths: hence the types. */
+#ifdef __CUDACC_RTC__
+typedef unsigned long long uint64_t;
+typedef unsigned int uint32_t;
+#else
 #include <stdint.h>
+#endif
 
 #ifndef TT_HD
+#ifdef __CUDACC__
+#define TT_HD __host__ __device__ __forceinline__ /* not static: unused ones raise no warning */
+#else
 #define TT_HD static inline
+#endif
 #endif
 
 /* splitmix64's finalizer: a bijection of 64-bit integers with good avalanche. */

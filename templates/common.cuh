@@ -1,11 +1,14 @@
 // Shared by every kernel template: the storage types, their conversions, and reductions.
 // ttgen pastes this file in front of each instance, so a dumped .cu compiles on its own.
-// The instance defines TT_T (the activation storage type: float or tt_bf16) before this text.
+// The instance defines TT_T (the activation storage type: float or tt_bf16) before this text, and
+// runtime/rng.h (the counter-based RNG the CPU reference uses) comes just before it.
 
 // bfloat16 as raw bits: no CUDA header is needed, so NVRTC compiles without include paths.
 struct __align__(2) tt_bf16 {
     unsigned short bits;
 };
+
+#define TT_NEG_INF __uint_as_float(0xff800000u) // NVRTC has no math.h, hence no INFINITY
 
 __device__ __forceinline__ float tt_float(float x) { return x; }
 __device__ __forceinline__ float tt_float(tt_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
@@ -26,10 +29,59 @@ template <> __device__ __forceinline__ tt_bf16 tt_store_as<tt_bf16>(float x)
     return r;
 }
 
-// Sum over groups of WIDTH consecutive lanes (WIDTH a power of two, at most 32).
-template <int WIDTH> __device__ __forceinline__ float tt_group_sum(float v)
+// Sum over groups of WIDTH consecutive lanes (WIDTH a power of two, at most 32). The butterfly
+// gives every lane the same bits: each step adds the same two values, in either order.
+template <typename V, int WIDTH> __device__ __forceinline__ V tt_group_sum_of(V v)
 {
 #pragma unroll
     for (int o = WIDTH / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o, WIDTH);
     return v;
+}
+template <int WIDTH> __device__ __forceinline__ float tt_group_sum(float v)
+{
+    return tt_group_sum_of<float, WIDTH>(v);
+}
+
+// N consecutive storage values moved as one access (8 or 16 bytes instead of N small ones).
+// The address must be aligned to the whole vector: callers check it or bake N to fit.
+template <typename T, int N> struct alignas(sizeof(T) * N) tt_vec {
+    T v[N];
+};
+
+template <int N, typename T> __device__ __forceinline__ void tt_load(float (&out)[N], const T *p)
+{
+    const tt_vec<T, N> x = *reinterpret_cast<const tt_vec<T, N> *>(p);
+#pragma unroll
+    for (int i = 0; i < N; i++) out[i] = tt_float(x.v[i]);
+}
+
+template <int N, typename T> __device__ __forceinline__ void tt_store(T *p, const float (&in)[N])
+{
+    tt_vec<T, N> x;
+#pragma unroll
+    for (int i = 0; i < N; i++) x.v[i] = tt_store_as<T>(in[i]);
+    *reinterpret_cast<tt_vec<T, N> *>(p) = x;
+}
+
+// Inverted dropout as the CPU reference defines it (cpu_dropout_fwd): element `index` of a site's
+// stream is kept when its uniform draw is >= p, and a kept value is scaled by 1 / (1 - p). No mask
+// is stored anywhere: a backward pass draws the same numbers again.
+__device__ __forceinline__ bool tt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t index,
+                                                float p)
+{
+    return p <= 0.f || tt_uniform(seed, stream, index) >= p;
+}
+
+// Sum over a whole block (blockDim.x a multiple of 32); every thread gets the same value, in an
+// order fixed by the block size alone. scratch holds 32 values and is free again on return.
+template <typename V> __device__ __forceinline__ V tt_block_sum(V v, V *scratch)
+{
+    v = tt_group_sum_of<V, 32>(v);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    V s = 0;
+    for (int w = 0; w < (int)blockDim.x / 32; w++) s += scratch[w];
+    __syncthreads(); // scratch may be written again by the next call
+    return s;
 }

@@ -1,4 +1,5 @@
-// LayerNorm over rows of TT_D features, forward and backward (post-LN, as in MODEL.md).
+// LayerNorm over rows of TT_D features, forward and backward (post-LN, as in MODEL.md), plain or
+// fused with the residual sum in front of it: s = x + dropout(y), out = LayerNorm(s).
 // Constants: TT_D features, TT_TPR threads per row (power of two), TT_ROWS rows per block
 // (1 when TT_TPR > 32), TT_VPT = ceil(TT_D / TT_TPR) values per thread.
 // A thread keeps its TT_VPT values in registers: the row is read from memory once.
@@ -25,6 +26,114 @@ __device__ __forceinline__ float tt_row_sum(float v, float *scratch)
 #endif
 }
 
+// --- the row math both variants share ----------------------------------------------------------
+
+// Mean and 1/sqrt(variance + eps) of the row whose values v[c] (feature lane + c * TT_TPR) this
+// thread holds; features past TT_D hold 0.
+__device__ __forceinline__ void tt_ln_stats(const float (&v)[TT_VPT], int lane, float *scratch,
+                                            float &mean, float &rstd)
+{
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) s += v[c];
+    mean = tt_row_sum(s, scratch) * (1.f / TT_D);
+    float q = 0.f;
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) {
+        const int i = lane + c * TT_TPR;
+        const float d = (i < TT_D) ? v[c] - mean : 0.f;
+        q += d * d;
+    }
+    rstd = rsqrtf(tt_row_sum(q, scratch) * (1.f / TT_D) + TT_EPS);
+}
+
+// yr = (v - mean) * rstd * gamma + beta.
+__device__ __forceinline__ void tt_ln_write(TT_T *yr, const float (&v)[TT_VPT], float mean,
+                                            float rstd, const float *gamma, const float *beta,
+                                            int lane)
+{
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) {
+        const int i = lane + c * TT_TPR;
+        if (i < TT_D) yr[i] = tt_store_as<TT_T>((v[c] - mean) * rstd * gamma[i] + beta[i]);
+    }
+}
+
+// One row of the backward: dx = rstd * (gamma*dy - mean(gamma*dy) - xhat * mean(gamma*dy*xhat))
+// into dx[c], and this row's terms of dgamma (dy * xhat) and dbeta (dy) added to dg[c], db[c].
+__device__ __forceinline__ void tt_ln_row_bwd(float (&dx)[TT_VPT], float (&dg)[TT_VPT],
+                                              float (&db)[TT_VPT], const TT_T *dyr, const TT_T *xr,
+                                              float mean, float rstd, const float *gamma, int lane,
+                                              float *scratch)
+{
+    float xh[TT_VPT];
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) {
+        const int i = lane + c * TT_TPR;
+        if (i < TT_D) {
+            const float d = tt_float(dyr[i]);
+            xh[c] = (tt_float(xr[i]) - mean) * rstd;
+            dx[c] = gamma[i] * d; // gamma * dy until the row sums are known
+            dg[c] += d * xh[c];
+            db[c] += d;
+        } else {
+            xh[c] = dx[c] = 0.f;
+        }
+        s1 += dx[c];
+        s2 += dx[c] * xh[c];
+    }
+    const float m1 = tt_row_sum(s1, scratch) * (1.f / TT_D);
+    const float m2 = tt_row_sum(s2, scratch) * (1.f / TT_D);
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) dx[c] = rstd * (dx[c] - m1 - xh[c] * m2);
+}
+
+// dgamma and dbeta are sums over all rows: each block writes its partial sums to
+// part[blockIdx.x][0..D) (dgamma) and part[gridDim.x + blockIdx.x][0..D) (dbeta), and the colsum
+// kernel adds the partials up in a fixed order, so the result does not depend on scheduling.
+// rowpart: the block's [2][TT_ROWS][TT_D] shared buffer when TT_ROWS > 1.
+__device__ __forceinline__ void tt_ln_write_partials(float *part, const float (&dg)[TT_VPT],
+                                                     const float (&db)[TT_VPT], int lane, int sub,
+                                                     float *rowpart)
+{
+    float *pg = part + (size_t)blockIdx.x * TT_D;
+    float *pb = part + ((size_t)gridDim.x + blockIdx.x) * TT_D;
+#if TT_ROWS > 1
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) {
+        const int i = lane + c * TT_TPR;
+        if (i < TT_D) {
+            rowpart[sub * TT_D + i] = dg[c];
+            rowpart[(TT_ROWS + sub) * TT_D + i] = db[c];
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < TT_D; i += TT_THREADS) {
+        float g = 0.f, b = 0.f;
+#pragma unroll
+        for (int r = 0; r < TT_ROWS; r++) {
+            g += rowpart[r * TT_D + i];
+            b += rowpart[(TT_ROWS + r) * TT_D + i];
+        }
+        pg[i] = g;
+        pb[i] = b;
+    }
+#else
+    (void)sub, (void)rowpart;
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) {
+        const int i = lane + c * TT_TPR;
+        if (i < TT_D) {
+            pg[i] = dg[c];
+            pb[i] = db[c];
+        }
+    }
+#endif
+}
+
+// --- the kernels -------------------------------------------------------------------------------
+
 #ifdef TT_OP_LAYERNORM_FWD
 // y = (x - mean) * rstd * gamma + beta; mean and rstd are kept for the backward pass.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
@@ -40,29 +149,14 @@ TT_KERNEL(TT_T *__restrict__ y, float *__restrict__ mean_out, float *__restrict_
     const TT_T *xr = x + (size_t)row * TT_D;
 
     float v[TT_VPT];
-    float s = 0.f;
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) {
         const int i = lane + c * TT_TPR;
         v[c] = (i < TT_D) ? tt_float(xr[i]) : 0.f;
-        s += v[c];
     }
-    const float mean = tt_row_sum(s, scratch) * (1.f / TT_D);
-    float q = 0.f;
-#pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        const float d = (i < TT_D) ? v[c] - mean : 0.f;
-        q += d * d;
-    }
-    const float rstd = rsqrtf(tt_row_sum(q, scratch) * (1.f / TT_D) + TT_EPS);
-
-    TT_T *yr = y + (size_t)row * TT_D;
-#pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) yr[i] = tt_store_as<TT_T>((v[c] - mean) * rstd * gamma[i] + beta[i]);
-    }
+    float mean, rstd;
+    tt_ln_stats(v, lane, scratch, mean, rstd);
+    tt_ln_write(y + (size_t)row * TT_D, v, mean, rstd, gamma, beta, lane);
     if (lane == 0) {
         mean_out[row] = mean;
         rstd_out[row] = rstd;
@@ -70,90 +164,108 @@ TT_KERNEL(TT_T *__restrict__ y, float *__restrict__ mean_out, float *__restrict_
 }
 #endif
 
-#ifdef TT_OP_LAYERNORM_BWD
-// dx = rstd * (gamma*dy - mean(gamma*dy) - xhat * mean(gamma*dy*xhat)).
-// dgamma and dbeta are sums over all rows: each block writes its partial sums to
-// part[blockIdx.x][0..D) (dgamma) and part[gridDim.x + blockIdx.x][0..D) (dbeta), and the colsum
-// kernel adds the partials up in a fixed order, so the result does not depend on scheduling.
+#ifdef TT_OP_RESIDUAL_LN_FWD
+// s = x + dropout(y) (the dropout site's stream of this step), out = LayerNorm(s). s is stored
+// (storage type) for the backward, and the statistics are those of the stored s, so that the
+// backward differentiates exactly the function this computed.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ dx, float *__restrict__ part, const TT_T *__restrict__ dy,
+TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ mean_out,
+          float *__restrict__ rstd_out, const TT_T *__restrict__ x, const TT_T *__restrict__ y,
+          const float *__restrict__ gamma, const float *__restrict__ beta, int rows, float p,
+          unsigned long long seed, unsigned long long step, unsigned site)
+{
+    __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
+    const int lane = threadIdx.x % TT_TPR;
+    const int row = blockIdx.x * TT_ROWS + threadIdx.x / TT_TPR;
+    if (row >= rows) return;
+    const uint64_t stream = tt_dropout_stream(step, site);
+    const float inv_keep = 1.f / (1.f - p);
+    const size_t base = (size_t)row * TT_D;
+
+    float v[TT_VPT];
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) {
+        const int i = lane + c * TT_TPR;
+        v[c] = 0.f;
+        if (i < TT_D) {
+            const bool keep = tt_dropout_keep(seed, stream, base + i, p);
+            // __fmul_rn: never fused into an FMA with the add, so the sum rounds as on the CPU
+            const float yd = keep ? __fmul_rn(tt_float(y[base + i]), inv_keep) : 0.f;
+            const float sum = tt_float(x[base + i]) + yd;
+            const TT_T stored = tt_store_as<TT_T>(sum);
+            s_out[base + i] = stored;
+            v[c] = tt_float(stored);
+        }
+    }
+    float mean, rstd;
+    tt_ln_stats(v, lane, scratch, mean, rstd);
+    tt_ln_write(out + base, v, mean, rstd, gamma, beta, lane);
+    if (lane == 0) {
+        mean_out[row] = mean;
+        rstd_out[row] = rstd;
+    }
+}
+#endif
+
+#if defined(TT_OP_LAYERNORM_BWD) || defined(TT_OP_RESIDUAL_LN_BWD)
+// Grid-stride over rows: the loop bound is the same for all threads of a row group, and with
+// TT_TPR > 32 (one row per block) for the whole block, so the barriers in tt_row_sum are safe.
+// Plain: dx = d LayerNorm(x). Residual (s = x + dropout(y)): dx = ds and dy = dropout_bwd(ds),
+// with the keep decisions drawn again from the forward's stream. dgamma/dbeta as partials.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+#ifdef TT_OP_LAYERNORM_BWD
+TT_KERNEL(TT_T *__restrict__ dx, float *__restrict__ part, const TT_T *__restrict__ dout,
           const TT_T *__restrict__ x, const float *__restrict__ mean_in,
           const float *__restrict__ rstd_in, const float *__restrict__ gamma, int rows)
+#else
+TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part,
+          const TT_T *__restrict__ dout, const TT_T *__restrict__ x,
+          const float *__restrict__ mean_in, const float *__restrict__ rstd_in,
+          const float *__restrict__ gamma, int rows, float p, unsigned long long seed,
+          unsigned long long step, unsigned site)
+#endif
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
 #if TT_ROWS > 1
-    __shared__ float rowpart[2][TT_ROWS][TT_D];
+    __shared__ float rowpart[2 * TT_ROWS * TT_D];
+#else
+    float *const rowpart = nullptr;
 #endif
     const int lane = threadIdx.x % TT_TPR;
     const int sub = threadIdx.x / TT_TPR;
+#ifdef TT_OP_RESIDUAL_LN_BWD
+    const uint64_t stream = tt_dropout_stream(step, site);
+    const float inv_keep = 1.f / (1.f - p);
+#endif
     float dg[TT_VPT], db[TT_VPT];
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) dg[c] = db[c] = 0.f;
 
-    // Grid-stride over rows: the loop bound is the same for all threads of a row group, and with
-    // TT_TPR > 32 (one row per block) for the whole block, so the barriers in tt_row_sum are safe.
     for (int row = blockIdx.x * TT_ROWS + sub; row < rows; row += gridDim.x * TT_ROWS) {
-        const TT_T *xr = x + (size_t)row * TT_D;
-        const TT_T *dyr = dy + (size_t)row * TT_D;
-        const float mean = mean_in[row], rstd = rstd_in[row];
-        float xh[TT_VPT], gd[TT_VPT];
-        float s1 = 0.f, s2 = 0.f;
+        const size_t base = (size_t)row * TT_D;
+        float g[TT_VPT];
+#ifdef TT_OP_RESIDUAL_LN_BWD
+        // The forward's keep decisions, a bit per value this thread holds, drawn before the row
+        // math: fewer values live at once (lm1b's D = 1024 holds 32 per thread).
+        static_assert(TT_VPT <= 32, "a keep bit per value");
+        unsigned kept = 0;
+#pragma unroll
+        for (int c = 0; c < TT_VPT; c++)
+            if (tt_dropout_keep(seed, stream, base + lane + c * TT_TPR, p)) kept |= 1u << c;
+#endif
+        tt_ln_row_bwd(g, dg, db, dout + base, x + base, mean_in[row], rstd_in[row], gamma, lane,
+                      scratch);
 #pragma unroll
         for (int c = 0; c < TT_VPT; c++) {
             const int i = lane + c * TT_TPR;
             if (i < TT_D) {
-                const float d = tt_float(dyr[i]);
-                xh[c] = (tt_float(xr[i]) - mean) * rstd;
-                gd[c] = gamma[i] * d;
-                dg[c] += d * xh[c];
-                db[c] += d;
-            } else {
-                xh[c] = gd[c] = 0.f;
-            }
-            s1 += gd[c];
-            s2 += gd[c] * xh[c];
-        }
-        const float m1 = tt_row_sum(s1, scratch) * (1.f / TT_D);
-        const float m2 = tt_row_sum(s2, scratch) * (1.f / TT_D);
-        TT_T *dxr = dx + (size_t)row * TT_D;
-#pragma unroll
-        for (int c = 0; c < TT_VPT; c++) {
-            const int i = lane + c * TT_TPR;
-            if (i < TT_D) dxr[i] = tt_store_as<TT_T>(rstd * (gd[c] - m1 - xh[c] * m2));
-        }
-    }
-
-    float *pg = part + (size_t)blockIdx.x * TT_D;
-    float *pb = part + ((size_t)gridDim.x + blockIdx.x) * TT_D;
-#if TT_ROWS > 1
-#pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) {
-            rowpart[0][sub][i] = dg[c];
-            rowpart[1][sub][i] = db[c];
-        }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < TT_D; i += TT_THREADS) {
-        float g = 0.f, b = 0.f;
-#pragma unroll
-        for (int r = 0; r < TT_ROWS; r++) {
-            g += rowpart[0][r][i];
-            b += rowpart[1][r][i];
-        }
-        pg[i] = g;
-        pb[i] = b;
-    }
-#else
-#pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) {
-            pg[i] = dg[c];
-            pb[i] = db[c];
-        }
-    }
+                dx[base + i] = tt_store_as<TT_T>(g[c]);
+#ifdef TT_OP_RESIDUAL_LN_BWD
+                dy[base + i] = tt_store_as<TT_T>((kept >> c) & 1u ? g[c] * inv_keep : 0.f);
 #endif
+            }
+        }
+    }
+    tt_ln_write_partials(part, dg, db, lane, sub, rowpart);
 }
 #endif

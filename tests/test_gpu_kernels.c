@@ -16,8 +16,10 @@
 #include "bf16.h"
 #include "cache.h"
 #include "cpu_ops.h"
+#include "gemm.h"
 #include "gpu.h"
 #include "launch.h"
+#include "optim.h"
 #include "rng.h"
 #include "spec.h"
 #include "util.h"
@@ -310,6 +312,525 @@ static void test_mla_bwd(void **state)
     }
 }
 
+/* --- the language model's other kernels ----------------------------------------------------- */
+
+static void *upload_bytes(const void *x, size_t bytes)
+{
+    void *d;
+    TT_CUDA(cudaMalloc(&d, bytes));
+    TT_CUDA(cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* config c's program with the FFN width f and h cores (load_program has 32 and 2). */
+static void load_lm_program(const config *c, int f, int h, tt_spec *s, tt_gpu_program *p)
+{
+    char text[1024], err[4096];
+    snprintf(text, sizeof text,
+             "model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, rank: %d, cores: %d, "
+             "seq_len: %d, d_inner: %d, causal: %s, position: %s}\n"
+             "train: {batch: %d, precision: %s}\n",
+             c->d, c->r, h, c->n, f, c->causal ? "true" : "false", c->pos_key ? "key" : "none",
+             c->batch, c->bf16 ? "bf16" : "fp32");
+    if (tt_spec_parse(text, strlen(text), "test", ".", s, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_gpu_program_load(p, s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A dropout site with this run's seed: a different step and site for every call. */
+static tt_dropout test_dropout(float p)
+{
+    return (tt_dropout){.p = p, .seed = seed ^ 0x5eedull, .step = 1000 + draws++,
+                        .site = (uint32_t)(draws % 7)};
+}
+
+static void cpu_dropout(float *y, uint8_t *mask, const float *x, long n, tt_dropout dr)
+{
+    cpu_dropout_fwd(y, mask, x, n, dr.p, dr.seed, tt_dropout_stream(dr.step, dr.site));
+}
+
+/* Embedding forward and its deterministic scatter-add backward, against cpu_model.c's embed and
+ * embed_bwd (written out here: they are private to it). Tokens repeat a lot, one of them in every
+ * third row (a run longer than a block); dE starts from random values (it is added into), and
+ * two backward runs must give the same bits. */
+static void test_embedding(void **state)
+{
+    (void)state;
+    /* and wt103's own batch: 4800 rows, so the sort goes through global memory too */
+    static const config big = {"wt103-b60", 256, 80, 40, 60, 1, 0, 1};
+    const size_t nc = sizeof configs / sizeof *configs;
+    for (size_t ci = 0; ci <= nc; ci++) {
+        const config *c = ci < nc ? &configs[ci] : &big;
+        if (skip_config(c)) continue;
+        tt_spec s;
+        tt_gpu_program p;
+        load_program(c, &s, &p);
+        const int rows = c->batch * c->n, d = c->d, vocab = 50;
+        const size_t nd = (size_t)rows * d, ne = (size_t)vocab * d;
+        int32_t *tok = tt_xmalloc((size_t)rows * sizeof *tok);
+        for (int r = 0; r < rows; r++)
+            tok[r] = r % 3 == 1 ? 7 : (int32_t)(tt_uniform(seed, draws, (uint64_t)r) * vocab);
+        draws++;
+        float *emb = tt_xmalloc(ne * 4), *demb0 = tt_xmalloc(ne * 4), *dx0 = tt_xmalloc(nd * 4);
+        randn(emb, ne, 0.5f);
+        randn(demb0, ne, 0.1f);
+        randn(dx0, nd, 1.f);
+        round_storage(dx0, nd, c->bf16);
+        const tt_dropout dr = test_dropout(0.25f);
+        /* CPU */
+        const float scale = (float)sqrt((double)d);
+        float *x0 = tt_xmalloc(nd * 4), *dd = tt_xmalloc(nd * 4), *demb = tt_xmalloc(ne * 4);
+        uint8_t *mask = tt_xmalloc(nd);
+        for (int r = 0; r < rows; r++)
+            for (int i = 0; i < d; i++) x0[(size_t)r * d + i] = emb[(size_t)tok[r] * d + i] * scale;
+        cpu_dropout(x0, mask, x0, (long)nd, dr);
+        cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
+        memcpy(demb, demb0, ne * 4);
+        for (int r = 0; r < rows; r++)
+            for (int i = 0; i < d; i++) demb[(size_t)tok[r] * d + i] += dd[(size_t)r * d + i] * scale;
+        /* GPU */
+        float *d_emb = upload(emb, ne, 0), *d_demb = upload(demb0, ne, 0);
+        int32_t *d_tok = upload_bytes(tok, (size_t)rows * sizeof *tok);
+        void *d_dx0 = upload(dx0, nd, c->bf16), *d_x0 = poisoned(nd, c->bf16 ? 2 : 4);
+        uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
+        tt_embedding_fwd(&p, gpu.stream, d_x0, d_emb, d_tok, rows, d, vocab, dr);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, d_tok, rows, d, vocab, dr);
+        float *g_x0 = download(d_x0, nd, c->bf16), *g_demb = download(d_demb, ne, 0);
+        compare("embedding_fwd", c, g_x0, x0, nd, c->bf16 ? 1e-2 : 1e-5);
+        compare("embedding_bwd", c, g_demb, demb, ne, 1e-5);
+        /* embedding_sort's own twin: the keys (token, row) in ascending order, then padding. A
+         * sort that split a token's run would still sum right when blocks happen to run in
+         * order, so the keys are checked themselves. */
+        const size_t nk = tt_embedding_keys(&p);
+        uint64_t *want_keys = tt_xmalloc(nk * 8), *got_keys = tt_xmalloc(nk * 8);
+        for (size_t i = 0; i < nk; i++)
+            want_keys[i] = i < (size_t)rows ? (uint64_t)(uint32_t)tok[i] << 32 | i : ~0ull;
+        qsort(want_keys, (size_t)rows, 8, cmp_u64);
+        TT_CUDA(cudaMemcpy(got_keys, keys, nk * 8, cudaMemcpyDeviceToHost));
+        if (memcmp(got_keys, want_keys, nk * 8) != 0)
+            fail_msg("embedding_sort %s: keys out of order", c->name);
+        free(want_keys), free(got_keys);
+        /* the same again: bit for bit */
+        TT_CUDA(cudaMemcpy(d_demb, demb0, ne * 4, cudaMemcpyHostToDevice));
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, d_tok, rows, d, vocab, dr);
+        float *g_demb2 = download(d_demb, ne, 0);
+        if (memcmp(g_demb, g_demb2, ne * 4) != 0)
+            fail_msg("embedding_bwd %s: two runs differ", c->name);
+        cudaFree(d_emb), cudaFree(d_demb), cudaFree(d_tok), cudaFree(d_dx0), cudaFree(d_x0);
+        cudaFree(keys);
+        free(tok), free(emb), free(demb0), free(dx0), free(x0), free(dd), free(demb), free(mask);
+        free(g_x0), free(g_demb), free(g_demb2);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
+/* s = x + dropout(y), LayerNorm(s), and back: cpu_dropout_fwd, cpu_layernorm_fwd/bwd and
+ * cpu_dropout_bwd. The twin normalizes the stored s (rounded to the storage type), as the kernel
+ * does so that its backward differentiates what it computed. */
+static void test_residual_ln(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
+        const config *c = &configs[ci];
+        if (skip_config(c)) continue;
+        tt_spec s;
+        tt_gpu_program p;
+        load_program(c, &s, &p);
+        const int rows = c->batch * c->n + 5, d = c->d;
+        const size_t nd = (size_t)rows * d;
+        float *x = tt_xmalloc(nd * 4), *y = tt_xmalloc(nd * 4), *dout = tt_xmalloc(nd * 4);
+        float *gamma = tt_xmalloc(d * 4), *beta = tt_xmalloc(d * 4);
+        randn(x, nd, 1.5f);
+        randn(y, nd, 1.f);
+        for (size_t i = 0; i < nd; i++) x[i] += 0.3f;
+        randn(dout, nd, 1.f);
+        randn(gamma, d, 0.5f);
+        randn(beta, d, 0.5f);
+        for (int i = 0; i < d; i++) gamma[i] += 1.f;
+        round_storage(x, nd, c->bf16);
+        round_storage(y, nd, c->bf16);
+        round_storage(dout, nd, c->bf16);
+        const tt_dropout dr = test_dropout(0.3f);
+        /* CPU */
+        float *sum = tt_xmalloc(nd * 4), *out = tt_xmalloc(nd * 4), *mean = tt_xmalloc(rows * 4),
+              *rstd = tt_xmalloc(rows * 4), *ds = tt_xmalloc(nd * 4), *dy = tt_xmalloc(nd * 4),
+              *dgb = tt_xcalloc(2 * (size_t)d, 4);
+        uint8_t *mask = tt_xmalloc(nd);
+        cpu_dropout(sum, mask, y, (long)nd, dr);
+        for (size_t i = 0; i < nd; i++) sum[i] += x[i];
+        round_storage(sum, nd, c->bf16);
+        cpu_layernorm_fwd(out, mean, rstd, sum, gamma, beta, rows, d);
+        cpu_layernorm_bwd(ds, dgb, dgb + d, dout, sum, mean, rstd, gamma, rows, d);
+        cpu_dropout_bwd(dy, ds, mask, (long)nd, dr.p);
+        /* GPU forward */
+        const size_t es = c->bf16 ? 2 : 4;
+        void *d_x = upload(x, nd, c->bf16), *d_y = upload(y, nd, c->bf16);
+        float *d_gamma = upload(gamma, d, 0), *d_beta = upload(beta, d, 0);
+        void *d_out = poisoned(nd, es), *d_sum = poisoned(nd, es);
+        float *d_mean = poisoned(rows, 4), *d_rstd = poisoned(rows, 4);
+        tt_residual_ln_fwd(&p, gpu.stream, d_out, d_sum, d_mean, d_rstd, d_x, d_y, d_gamma, d_beta,
+                           rows, d, dr);
+        const double tol = c->bf16 ? 1e-2 : 1e-5;
+        float *g_out = download(d_out, nd, c->bf16), *g_sum = download(d_sum, nd, c->bf16);
+        float *g_mean = download(d_mean, rows, 0), *g_rstd = download(d_rstd, rows, 0);
+        compare("residual_ln_fwd", c, g_out, out, nd, tol);
+        compare("  sum", c, g_sum, sum, nd, 1e-6);
+        compare("  mean", c, g_mean, mean, rows, 1e-5);
+        compare("  rstd", c, g_rstd, rstd, rows, 1e-5);
+        /* GPU backward, from the CPU's s and statistics */
+        void *d_s = upload(sum, nd, c->bf16), *d_dout = upload(dout, nd, c->bf16);
+        float *d_mean2 = upload(mean, rows, 0), *d_rstd2 = upload(rstd, rows, 0);
+        void *d_dx = poisoned(nd, es), *d_dy = poisoned(nd, es);
+        float *d_dgb = poisoned(2 * (size_t)d, 4);
+        float *part = poisoned(2 * (size_t)tt_layernorm_bwd_parts(&p, rows) * d, 4);
+        tt_residual_ln_bwd(&p, gpu.stream, d_dx, d_dy, d_dgb, d_dgb + d, part, d_dout, d_s, d_mean2,
+                           d_rstd2, d_gamma, rows, d, dr);
+        float *g_dx = download(d_dx, nd, c->bf16), *g_dy = download(d_dy, nd, c->bf16);
+        float *g_dgb = download(d_dgb, 2 * (size_t)d, 0);
+        compare("residual_ln_bwd", c, g_dx, ds, nd, tol);
+        compare("  dy", c, g_dy, dy, nd, tol);
+        compare("  dgamma", c, g_dgb, dgb, d, 1e-5);
+        compare("  dbeta", c, g_dgb + d, dgb + d, d, 1e-5);
+        cudaFree(d_x), cudaFree(d_y), cudaFree(d_gamma), cudaFree(d_beta), cudaFree(d_out);
+        cudaFree(d_sum), cudaFree(d_mean), cudaFree(d_rstd), cudaFree(d_s), cudaFree(d_dout);
+        cudaFree(d_mean2), cudaFree(d_rstd2), cudaFree(d_dx), cudaFree(d_dy), cudaFree(d_dgb);
+        cudaFree(part);
+        free(x), free(y), free(dout), free(gamma), free(beta), free(sum), free(out), free(mean);
+        free(rstd), free(ds), free(dy), free(dgb), free(mask), free(g_out), free(g_sum);
+        free(g_mean), free(g_rstd), free(g_dx), free(g_dy), free(g_dgb);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
+/* The FFN activation at widths with 16-, 8- and 4-byte vectors (2100, 64) and none (37), in place
+ * (h = z, dz = dhd) for bf16: cpu_relu_fwd/bwd, cpu_dropout_fwd/bwd, and the bias gradient of
+ * cpu_linear_bwd. */
+static void test_ffn_act(void **state)
+{
+    (void)state;
+    static const int widths[] = {2100, 64, 37};
+    for (size_t ci = 0; ci < 2; ci++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+            const int f = widths[wi], inplace = configs[ci].bf16;
+            char name[32];
+            snprintf(name, sizeof name, "ffn F=%d%s", f, inplace ? " inpl" : "");
+            config cc = configs[ci];
+            cc.name = name;
+            const config *c = &cc;
+            if (skip_config(&configs[ci])) continue;
+            tt_spec s;
+            tt_gpu_program p;
+            load_lm_program(c, f, 2, &s, &p);
+            const int rows = c->batch * c->n + 3;
+            const size_t nf = (size_t)rows * f, es = c->bf16 ? 2 : 4;
+            float *z = tt_xmalloc(nf * 4), *b1 = tt_xmalloc(f * 4), *dhd = tt_xmalloc(nf * 4);
+            randn(z, nf, 1.f);
+            randn(b1, f, 0.5f);
+            randn(dhd, nf, 1.f);
+            round_storage(z, nf, c->bf16);
+            round_storage(dhd, nf, c->bf16);
+            const tt_dropout dr = test_dropout(0.2f);
+            /* CPU */
+            float *h = tt_xmalloc(nf * 4), *hd = tt_xmalloc(nf * 4), *dz = tt_xmalloc(nf * 4);
+            float *db1 = tt_xcalloc(f, 4);
+            uint8_t *mask = tt_xmalloc(nf);
+            for (size_t i = 0; i < nf; i++) h[i] = z[i] + b1[i % f];
+            cpu_relu_fwd(h, h, (long)nf);
+            cpu_dropout(hd, mask, h, (long)nf, dr);
+            round_storage(h, nf, c->bf16); /* the backward reads the stored h */
+            cpu_dropout_bwd(dz, dhd, mask, (long)nf, dr.p);
+            cpu_relu_bwd(dz, dz, h, (long)nf);
+            cpu_linear_bwd(NULL, NULL, db1, dz, NULL, NULL, rows, 1, f);
+            /* GPU */
+            void *d_z = upload(z, nf, c->bf16), *d_hd = poisoned(nf, es);
+            void *d_h = inplace ? d_z : poisoned(nf, es);
+            float *d_b1 = upload(b1, f, 0);
+            tt_ffn_act_fwd(&p, gpu.stream, d_h, d_hd, d_z, d_b1, rows, f, dr);
+            const double tol = c->bf16 ? 1e-2 : 1e-5;
+            float *g_h = download(d_h, nf, c->bf16), *g_hd = download(d_hd, nf, c->bf16);
+            compare("ffn_act_fwd h", c, g_h, h, nf, tol);
+            compare("  hd", c, g_hd, hd, nf, tol);
+            void *d_hc = upload(h, nf, c->bf16), *d_dhd = upload(dhd, nf, c->bf16);
+            void *d_dz = inplace ? d_dhd : poisoned(nf, es);
+            float *d_db1 = poisoned(f, 4), *part = poisoned(tt_ffn_act_bwd_part_floats(&p), 4);
+            tt_ffn_act_bwd(&p, gpu.stream, d_dz, d_db1, part, d_dhd, d_hc, rows, f, dr);
+            float *g_dz = download(d_dz, nf, c->bf16), *g_db1 = download(d_db1, f, 0);
+            compare("ffn_act_bwd dz", c, g_dz, dz, nf, tol);
+            compare("  db1", c, g_db1, db1, f, 1e-5);
+            cudaFree(d_z), cudaFree(d_hd), cudaFree(d_b1), cudaFree(d_hc), cudaFree(d_dhd);
+            cudaFree(d_db1), cudaFree(part);
+            if (!inplace) cudaFree(d_h), cudaFree(d_dz);
+            free(z), free(b1), free(dhd), free(h), free(hd), free(dz), free(db1), free(mask);
+            free(g_h), free(g_hd), free(g_dz), free(g_db1);
+            tt_gpu_program_free(&p);
+            tt_spec_free(&s);
+        }
+}
+
+/* The core and its backward (added into dtheta) for 1 to 40 cores at each config's rank. */
+static void test_core(void **state)
+{
+    (void)state;
+    static const int cores[] = {2, 1, 8, 40};
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
+        const config *c = &configs[ci];
+        if (skip_config(c) || c->bf16) continue; /* fp32 throughout: the storage type is unused */
+        const int h = cores[ci / 2 % (sizeof cores / sizeof *cores)], r = c->r;
+        tt_spec s;
+        tt_gpu_program p;
+        load_lm_program(c, 32, h, &s, &p);
+        const size_t nt = (size_t)h * r;
+        float *theta = tt_xmalloc(nt * 4), *dg = tt_xmalloc(r * 4), *dt0 = tt_xmalloc(nt * 4);
+        randn(theta, nt, 1.5f);
+        randn(dg, r, 1.f);
+        randn(dt0, nt, 0.1f);
+        float *g = tt_xmalloc(r * 4), *dt = tt_xmalloc(nt * 4);
+        cpu_core_fwd(g, theta, h, r);
+        memcpy(dt, dt0, nt * 4);
+        cpu_core_bwd(dt, dg, theta, h, r);
+        float *d_theta = upload(theta, nt, 0), *d_dg = upload(dg, r, 0), *d_dt = upload(dt0, nt, 0);
+        float *d_g = poisoned(r, 4);
+        tt_core_fwd(&p, gpu.stream, d_g, d_theta, h, r);
+        tt_core_bwd(&p, gpu.stream, d_dt, d_dg, d_theta, h, r);
+        float *g_g = download(d_g, r, 0), *g_dt = download(d_dt, nt, 0);
+        char name[32];
+        snprintf(name, sizeof name, "%s h=%d", c->name, h);
+        config cc = *c;
+        cc.name = name;
+        compare("core_fwd", &cc, g_g, g, r, 1e-5);
+        compare("core_bwd", &cc, g_dt, dt, nt, 1e-5);
+        cudaFree(d_theta), cudaFree(d_dg), cudaFree(d_dt), cudaFree(d_g);
+        free(theta), free(dg), free(dt0), free(g), free(dt), free(g_g), free(g_dt);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
+/* Cross-entropy over rows of 10000 (16-byte path), 30001 and 517 logits, with and without label
+ * smoothing, rows of weight 0, 0.5 and 1: cpu_cross_entropy row by row, scaled by the weight as
+ * cpu_model.c's output layer does. Without grad the logits must stay as they were. */
+static void test_xent(void **state)
+{
+    (void)state;
+    static const int vocabs[] = {10000, 30001, 517};
+    static const float epss[] = {0.f, 0.1f, 0.1f};
+    tt_spec s;
+    tt_gpu_program p;
+    load_program(&configs[0], &s, &p);
+    for (size_t vi = 0; vi < sizeof vocabs / sizeof *vocabs; vi++) {
+        const int v = vocabs[vi], rows = 37;
+        const float eps = epss[vi];
+        char name[32];
+        snprintf(name, sizeof name, "xent V=%d e=%.1f", v, eps);
+        const config cc = {name, 0, 0, 0, 0, 0, 0, 0}, *c = &cc;
+        const size_t nl = (size_t)rows * v;
+        float *logits = tt_xmalloc(nl * 4), *weight = tt_xmalloc(rows * 4);
+        int32_t *tgt = tt_xmalloc((size_t)rows * sizeof *tgt);
+        randn(logits, nl, 2.f);
+        double wsum = 0;
+        for (int r = 0; r < rows; r++) {
+            tgt[r] = (int32_t)(tt_uniform(seed, draws, (uint64_t)r) * v);
+            weight[r] = r % 5 == 0 ? 0.f : (r % 5 == 1 ? 0.5f : 1.f);
+            wsum += weight[r];
+        }
+        draws++;
+        const float scale = (float)(1.0 / wsum);
+        /* CPU */
+        float *dl = tt_xcalloc(nl, 4), *loss = tt_xmalloc(rows * 4), *nll = tt_xmalloc(rows * 4);
+        double loss_sum = 0, nll_sum = 0;
+        for (int r = 0; r < rows; r++) {
+            if (weight[r] == 0.f) {
+                loss[r] = nll[r] = 0.f;
+                continue;
+            }
+            double n1;
+            const double l = cpu_cross_entropy(dl + (size_t)r * v, &n1, logits + (size_t)r * v,
+                                               tgt + r, 1, v, eps, scale * weight[r]);
+            loss[r] = (float)(weight[r] * l);
+            nll[r] = (float)(weight[r] * n1);
+            loss_sum += weight[r] * l;
+            nll_sum += weight[r] * n1;
+        }
+        /* GPU: the loss only, then with the gradient */
+        float *d_logits = upload(logits, nl, 0), *d_w = upload(weight, rows, 0);
+        int32_t *d_t = upload_bytes(tgt, (size_t)rows * sizeof *tgt);
+        float *d_loss = poisoned(rows, 4), *d_nll = poisoned(rows, 4);
+        double *d_sums = poisoned(2, 8);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, eps, scale, false);
+        float *g_same = download(d_logits, nl, 0);
+        if (memcmp(g_same, logits, nl * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
+        TT_CUDA(cudaMemset(d_loss, 0xff, rows * 4));
+        TT_CUDA(cudaMemset(d_nll, 0xff, rows * 4));
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, eps, scale, true);
+        tt_xent_sum(&p, gpu.stream, d_sums, d_loss, d_nll, rows);
+        float *g_dl = download(d_logits, nl, 0), *g_loss = download(d_loss, rows, 0),
+              *g_nll = download(d_nll, rows, 0);
+        double sums[2];
+        TT_CUDA(cudaMemcpy(sums, d_sums, sizeof sums, cudaMemcpyDeviceToHost));
+        compare("xent loss", c, g_loss, loss, rows, 1e-5);
+        compare("  nll", c, g_nll, nll, rows, 1e-5);
+        compare("  dlogits", c, g_dl, dl, nl, 1e-5);
+        const float got[2] = {(float)sums[0], (float)sums[1]};
+        const float want[2] = {(float)loss_sum, (float)nll_sum};
+        compare("  sums", c, got, want, 2, 1e-6);
+        cudaFree(d_logits), cudaFree(d_w), cudaFree(d_t), cudaFree(d_loss), cudaFree(d_nll);
+        cudaFree(d_sums);
+        free(logits), free(weight), free(tgt), free(dl), free(loss), free(nll), free(g_same);
+        free(g_dl), free(g_loss), free(g_nll);
+    }
+    tt_gpu_program_free(&p);
+    tt_spec_free(&s);
+}
+
+/* The largest distance in units in the last place between two float arrays (0: the same bits). */
+static long max_ulps(const float *a, const float *b, size_t n, size_t *differ)
+{
+    long worst = 0;
+    *differ = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t x, y;
+        memcpy(&x, &a[i], 4);
+        memcpy(&y, &b[i], 4);
+        if (x < 0) x = INT32_MIN - x; /* monotonic: ordered like the floats */
+        if (y < 0) y = INT32_MIN - y;
+        const long dist = labs((long)x - y);
+        *differ += dist != 0;
+        worst = dist > worst ? dist : worst;
+    }
+    return worst;
+}
+
+/* Gradient norm, clipping and Adam against tt_clip_grad_norm and tt_adam_step: w, m and v within
+ * one float rounding (the kernels do the CPU's operations in its order, so bit-equal is what is
+ * expected), with and without clipping and weight decay, on whole arrays (16-byte path) and on
+ * arrays shifted by one float (the scalar path). The bf16 copy is the rounded w. */
+static void test_adam(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < 2; ci++) {
+        const config *c = &configs[ci];
+        tt_spec s;
+        tt_gpu_program p;
+        load_program(c, &s, &p);
+        for (int variant = 0; variant < 3; variant++) {
+            const size_t off = variant == 2, n = 100003 - off;
+            const double clip = variant == 1 ? 0 : 0.25;
+            tt_train_spec t = s.train;
+            t.weight_decay = variant == 1 ? 0 : 0.01;
+            const long step = 7;
+            const double lr = 2.5e-4;
+            float *w = tt_xmalloc((n + 1) * 4), *g = tt_xmalloc((n + 1) * 4),
+                  *m = tt_xmalloc((n + 1) * 4), *v = tt_xmalloc((n + 1) * 4);
+            randn(w, n + 1, 0.02f);
+            randn(g, n + 1, 0.01f);
+            randn(m, n + 1, 0.01f);
+            randn(v, n + 1, 1e-4f);
+            for (size_t i = 0; i < n + 1; i++) v[i] = fabsf(v[i]);
+            /* GPU first (the CPU updates in place) */
+            float *d_w = upload(w, n + 1, 0), *d_g = upload(g, n + 1, 0), *d_m = upload(m, n + 1, 0),
+                  *d_v = upload(v, n + 1, 0);
+            void *d_copy = poisoned(n + 1, c->bf16 ? 2 : 4);
+            tt_adam_scalars host;
+            tt_adam_scalars_at(&host, &t, lr, step);
+            tt_adam_scalars *d_sc = upload_bytes(&host, sizeof host);
+            double *part = poisoned(tt_grad_norm_parts(&p), 8);
+            tt_grad_norm(&p, gpu.stream, d_sc, part, d_g + off, n, clip);
+            tt_adam(&p, gpu.stream, d_w + off, d_m + off, d_v + off,
+                    (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, n, &t);
+            float *g_w = download(d_w, n + 1, 0), *g_m = download(d_m, n + 1, 0),
+                  *g_v = download(d_v, n + 1, 0), *g_copy = download(d_copy, n + 1, c->bf16);
+            TT_CUDA(cudaMemcpy(&host, d_sc, sizeof host, cudaMemcpyDeviceToHost));
+            /* CPU */
+            const double norm = tt_clip_grad_norm(g + off, n, clip);
+            tt_adam_step(w + off, g + off, m + off, v + off, n, &t, lr, step);
+            char name[48];
+            snprintf(name, sizeof name, "adam %s%s", variant == 1 ? "noclip-nowd" : "clip-wd",
+                     off ? " shifted" : "");
+            printf("  grad norm %-20s gpu %.17g cpu %.17g, clip factor %.9g\n", name, host.norm, norm,
+                   host.clip);
+            if (!(fabs(host.norm - norm) <= 1e-12 * norm))
+                fail_msg("%s: norm %.17g, want %.17g", name, host.norm, norm);
+            if (variant == 1 ? host.clip != 1.0 : !(host.clip < 1.0))
+                fail_msg("%s: clip factor %.17g", name, host.clip);
+            const float *got[3] = {g_w + off, g_m + off, g_v + off};
+            const float *want[3] = {w + off, m + off, v + off};
+            const char *what[3] = {"w", "m", "v"};
+            for (int a = 0; a < 3; a++) {
+                size_t differ;
+                const long u = max_ulps(got[a], want[a], n, &differ);
+                printf("  %-28s %s: %zu of %zu differ, at most %ld ulp\n", name, what[a], differ, n, u);
+                if (u > 1) fail_msg("%s %s: %ld ulps apart", name, what[a], u);
+            }
+            if (g_w[0] != w[0] && off) fail_msg("%s: the element before the slice changed", name);
+            float *want_copy = tt_xmalloc(n * 4);
+            memcpy(want_copy, w + off, n * 4);
+            round_storage(want_copy, n, c->bf16);
+            config cc = *c;
+            cc.name = name;
+            compare("  copy of w", &cc, g_copy + off, want_copy, n, c->bf16 ? 1e-3 : 1e-6);
+            cudaFree(d_w), cudaFree(d_g), cudaFree(d_m), cudaFree(d_v), cudaFree(d_copy);
+            cudaFree(d_sc), cudaFree(part);
+            free(w), free(g), free(m), free(v), free(g_w), free(g_m), free(g_v), free(g_copy);
+            free(want_copy);
+        }
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
+/* cuBLAS in nn.Linear's layout against cpu_linear_fwd/bwd, for each precision. */
+static void test_gemm(void **state)
+{
+    (void)state;
+    static const struct { tt_precision prec; double tol; const char *name; } precs[] = {
+        {TT_PREC_FP32, 1e-5, "fp32"}, {TT_PREC_TF32, 1e-3, "tf32"}, {TT_PREC_BF16, 1e-2, "bf16"}};
+    static const int shapes[][3] = {{96, 256, 120}, {37, 100, 2100}, {128, 32, 10000}};
+    for (size_t pi = 0; pi < 3; pi++)
+        for (size_t si = 0; si < 3; si++) {
+            const int rows = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
+            const int bf = precs[pi].prec == TT_PREC_BF16;
+            const config c = {precs[pi].name, in, rows, out, 1, 0, 0, bf};
+            tt_gemm gm;
+            tt_gemm_init(&gm, &gpu, precs[pi].prec);
+            const size_t nx = (size_t)rows * in, nw = (size_t)out * in, ny = (size_t)rows * out;
+            float *x = tt_xmalloc(nx * 4), *w = tt_xmalloc(nw * 4), *dy = tt_xmalloc(ny * 4);
+            float *dw0 = tt_xmalloc(nw * 4);
+            randn(x, nx, 1.f);
+            randn(w, nw, 0.1f);
+            randn(dy, ny, 1.f);
+            randn(dw0, nw, 0.1f);
+            round_storage(x, nx, bf);
+            round_storage(w, nw, bf);
+            round_storage(dy, ny, bf);
+            float *y = tt_xmalloc(ny * 4), *dx = tt_xmalloc(nx * 4), *dw = tt_xmalloc(nw * 4);
+            memcpy(dw, dw0, nw * 4);
+            cpu_linear_fwd(y, x, w, NULL, rows, in, out);
+            cpu_linear_bwd(dx, dw, NULL, dy, x, w, rows, in, out);
+            void *d_x = upload(x, nx, bf), *d_w = upload(w, nw, bf), *d_dy = upload(dy, ny, bf);
+            float *d_dw = upload(dw0, nw, 0);
+            void *d_y = poisoned(ny, bf ? 2 : 4), *d_dx = poisoned(nx, bf ? 2 : 4);
+            tt_gemm_fwd(&gm, d_y, d_x, d_w, rows, in, out);
+            tt_gemm_bwd_x(&gm, d_dx, d_dy, d_w, rows, in, out);
+            tt_gemm_bwd_w(&gm, d_dw, d_dy, d_x, rows, in, out);
+            float *gy = download(d_y, ny, bf), *gdx = download(d_dx, nx, bf), *gdw = download(d_dw, nw, 0);
+            char what[64];
+            snprintf(what, sizeof what, "gemm %dx%dx%d", rows, in, out);
+            compare(what, &c, gy, y, ny, precs[pi].tol);
+            compare("  dx", &c, gdx, dx, nx, precs[pi].tol);
+            /* dw is fp32, but its products are of the precision's inputs */
+            compare("  dw", &c, gdw, dw, nw, bf ? 1e-5 : precs[pi].tol);
+            cudaFree(d_x), cudaFree(d_w), cudaFree(d_dy), cudaFree(d_dw), cudaFree(d_y), cudaFree(d_dx);
+            free(x), free(w), free(dy), free(dw0), free(y), free(dx), free(dw), free(gy), free(gdx), free(gdw);
+        }
+}
+
 int main(void)
 {
     char why[512];
@@ -330,6 +851,13 @@ int main(void)
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_mla_fwd),
         cmocka_unit_test(test_mla_bwd),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_residual_ln),
+        cmocka_unit_test(test_ffn_act),
+        cmocka_unit_test(test_core),
+        cmocka_unit_test(test_xent),
+        cmocka_unit_test(test_adam),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tt_cache_close(&cache);

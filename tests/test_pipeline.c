@@ -161,6 +161,12 @@ static void test_names_carry_constants(void **state)
         const tt_model_spec *m = &s.model;
         const char *act = s.train.precision == TT_PREC_BF16 ? "bf16" : "f32";
         int mla = 0, ln_fwd = 0, ln_bwd = 0;
+        /* the tensorized LM's other kernels, one instance each (embedding: one table only) */
+        static const char *const lm_ops[] = {
+            "residual_ln_fwd", "residual_ln_bwd", "ffn_act_fwd", "ffn_act_bwd", "bias_colsum",
+            "core_fwd", "core_bwd", "xent", "xent_sum", "adam", "grad_norm_part",
+            "grad_norm_final", "embedding_fwd", "embedding_sort", "embedding_bwd"};
+        int lm_count[sizeof lm_ops / sizeof *lm_ops] = {0};
         char part[96];
         for (int k = 0; k < p.n; k++) {
             const tt_kernel *kn = &p.kernels[k];
@@ -173,9 +179,22 @@ static void test_names_carry_constants(void **state)
                 if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
                       (*c >= '0' && *c <= '9') || *c == '_'))
                     fail_msg("%s: kernel name %s is not a C identifier", s.path, kn->name);
-            snprintf(part, sizeof part, "_D%d_", m->d_model);
-            expect_in_name(kn, part, 1, s.path);
-            assert_int_equal(tt_kernel_const(kn, "D", -1), m->d_model);
+            /* widths in the name: D is d_model (d_inner for the FFN bias's colsum), F d_inner */
+            const long dk = tt_kernel_const(kn, "D", -1), fk = tt_kernel_const(kn, "F", -1);
+            if (dk >= 0) {
+                snprintf(part, sizeof part, "_D%ld_", dk);
+                expect_in_name(kn, part, 1, s.path);
+                assert_int_equal(dk, strcmp(kn->op, "bias_colsum") == 0 ? m->d_inner : m->d_model);
+            }
+            if (fk >= 0) {
+                snprintf(part, sizeof part, "_F%ld_", fk);
+                expect_in_name(kn, part, 1, s.path);
+                assert_int_equal(fk, m->d_inner);
+            }
+            if (dk < 0 && fk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0)
+                fail_msg("%s: kernel %s of the storage type names no width", s.path, kn->name);
+            for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++)
+                lm_count[o] += strcmp(kn->op, lm_ops[o]) == 0;
             if (strcmp(kn->op, "mla_fwd") == 0) {
                 mla++;
                 snprintf(part, sizeof part, "_N%d_R%d_D%d", m->seq_len, m->rank, m->d_model);
@@ -196,6 +215,12 @@ static void test_names_carry_constants(void **state)
                      ln_fwd, ln_bwd);
         if (mla != (m->kind == TT_KIND_TENSORIZED))
             fail_msg("%s (%s): %d mla_fwd instances", s.path, tt_kind_name(m->kind), mla);
+        for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++) {
+            const int want = m->kind == TT_KIND_TENSORIZED &&
+                             (strncmp(lm_ops[o], "embedding_", 10) != 0 || m->div_val <= 1);
+            if (lm_count[o] != want)
+                fail_msg("%s: %d %s instances, want %d", s.path, lm_count[o], lm_ops[o], want);
+        }
         tt_plan_free(&p);
         tt_spec_free(&s);
     }

@@ -1,0 +1,29 @@
+/* The matrix products of the models, through cuBLAS, in PyTorch's nn.Linear layout (row-major,
+ * weights [out, in]). Activations are of the storage type (fp32, or bf16 on the bf16 path);
+ * weight gradients are always fp32 and accumulated (beta = 1), as the CPU reference adds them.
+ * Compute is fp32 (tf32 tensor cores when the precision is tf32; bf16 tensor cores with fp32
+ * accumulation on the bf16 path). */
+#ifndef TT_GEMM_H
+#define TT_GEMM_H
+
+#include "gpu.h"
+#include "spec.h"
+
+typedef struct {
+    cublasHandle_t h;
+    cudaDataType_t act;       /* CUDA_R_32F or CUDA_R_16BF */
+    cublasComputeType_t compute;
+} tt_gemm;
+
+void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision);
+
+/* y[rows, out] = x[rows, in] w[out, in]^T  (w of the activation type: the bf16 copy on bf16) */
+void tt_gemm_fwd(const tt_gemm *g, void *y, const void *x, const void *w, int rows, int in, int out);
+/* dx[rows, in] = dy[rows, out] w[out, in] */
+void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, int rows, int in,
+                   int out);
+/* dw[out, in] += dy[rows, out]^T x[rows, in]   (dw fp32) */
+void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
+                   int out);
+
+#endif

@@ -1,0 +1,121 @@
+// The optimizer step over the flat fp32 parameter array, as runtime/optim.c does it on the CPU:
+//   grad_norm_part, grad_norm_final   norm = ||g||_2; clip = maxnorm / (norm + 1e-6) if it is
+//                                     over maxnorm, else 1 (tt_clip_grad_norm)
+//   adam                              g' = g * clip (+ weight_decay * w); m, v updated;
+//                                     w -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
+//                                     (tt_adam_step)
+// lr, bc1 and bc2 (written by the host) and norm and clip (written by grad_norm_final) are read
+// from device memory, so that a step captured in a CUDA graph takes each replay's values.
+// The sum of squares is accumulated in double: a float's square is exact in double, and the sum
+// of ~1e8 of them keeps ~1e-16 relative error in any order, so the norm is the CPU's to the last
+// float bit (bar ties), and so is the clip factor. Its order is fixed by TT_BLOCKS and TT_THREADS
+// alone (grid-stride partials per block, then one block over the partials): deterministic.
+// adam's arithmetic is the CPU's, operation for operation (the _rn intrinsics are never fused
+// into FMAs), so w, m and v match the CPU's bit for bit given the same clip factor.
+// Constants: TT_THREADS per block; grad_norm: TT_BLOCKS partial sums.
+
+// 16-byte accesses need every array aligned to 16 bytes (true of whole cudaMalloc buffers, not of
+// any slice): checked at run time, the same answer for every thread.
+__device__ __forceinline__ bool tt_aligned16(const void *a, const void *b, const void *c,
+                                             const void *d)
+{
+    return (((unsigned long long)a | (unsigned long long)b | (unsigned long long)c |
+             (unsigned long long)d) & 15) == 0;
+}
+
+#ifdef TT_OP_GRAD_NORM_PART
+// part[blockIdx.x] = the sum of g[i]^2 over this block's grid-stride share of i.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(double *__restrict__ part, const float *__restrict__ g, long long n)
+{
+    __shared__ double scratch[32];
+    const long long stride = (long long)TT_BLOCKS * TT_THREADS;
+    const long long first = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
+    double acc = 0;
+    long long done = 0;
+    if (tt_aligned16(g, g, g, g)) {
+        const float4 *g4 = reinterpret_cast<const float4 *>(g);
+        for (long long i = first; i < n / 4; i += stride) {
+            const float4 q = g4[i];
+            acc += (double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z + (double)q.w * q.w;
+        }
+        done = n / 4 * 4;
+    }
+    for (long long i = done + first; i < n; i += stride) acc += (double)g[i] * g[i];
+    acc = tt_block_sum(acc, scratch);
+    if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+#endif
+
+#ifdef TT_OP_GRAD_NORM_FINAL
+// One block: the TT_BLOCKS partials in a fixed order; norm and the clip factor written.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, const double *__restrict__ part,
+          double maxnorm)
+{
+    __shared__ double scratch[32];
+    double acc = 0;
+    for (int i = threadIdx.x; i < TT_BLOCKS; i += TT_THREADS) acc += part[i];
+    acc = tt_block_sum(acc, scratch);
+    if (threadIdx.x == 0) {
+        const double n = sqrt(acc);
+        *norm = n;
+        *clip = maxnorm > 0 && n > maxnorm ? maxnorm / (n + 1e-6) : 1.0;
+    }
+}
+#endif
+
+#ifdef TT_OP_ADAM
+// One element of tt_adam_step, with tt_clip_grad_norm's scaling of g in front.
+__device__ __forceinline__ void tt_adam_one(float &w, float &m, float &v, float g, float clip,
+                                            float step, float sbc2, float b1, float b2, float eps,
+                                            float wd)
+{
+    float gi = __fmul_rn(g, clip); // clip is exactly 1 when the norm is under the limit
+    if (wd > 0.f) gi = __fadd_rn(gi, __fmul_rn(wd, w));
+    m = __fadd_rn(__fmul_rn(b1, m), __fmul_rn(1.f - b1, gi));
+    v = __fadd_rn(__fmul_rn(b2, v), __fmul_rn(__fmul_rn(1.f - b2, gi), gi));
+    w = __fsub_rn(w, __fdiv_rn(__fmul_rn(step, m), __fadd_rn(__fdiv_rn(__fsqrt_rn(v), sbc2), eps)));
+}
+
+// w, m, v updated in place; wcopy (may be NULL) gets w in the storage type, for the GEMMs.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
+          TT_T *__restrict__ wcopy, const float *__restrict__ g, const double *__restrict__ lr,
+          const double *__restrict__ bc1, const double *__restrict__ bc2,
+          const double *__restrict__ clip, long long n, float beta1, float beta2, float eps,
+          float weight_decay)
+{
+    // As tt_adam_step: the step size and sqrt(bc2) in double, then rounded to float.
+    const float step = (float)(*lr / *bc1), sbc2 = (float)sqrt(*bc2), cf = (float)*clip;
+    const long long stride = (long long)gridDim.x * TT_THREADS;
+    const long long first = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
+    long long done = 0;
+    if (tt_aligned16(w, m, v, g) && ((unsigned long long)wcopy & (4 * sizeof(TT_T) - 1)) == 0) {
+        for (long long i = first; i < n / 4; i += stride) {
+            float wq[4], mq[4], vq[4], gq[4];
+            tt_load<4>(wq, w + 4 * i);
+            tt_load<4>(mq, m + 4 * i);
+            tt_load<4>(vq, v + 4 * i);
+            tt_load<4>(gq, g + 4 * i);
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                tt_adam_one(wq[j], mq[j], vq[j], gq[j], cf, step, sbc2, beta1, beta2, eps,
+                            weight_decay);
+            tt_store<4>(w + 4 * i, wq);
+            tt_store<4>(m + 4 * i, mq);
+            tt_store<4>(v + 4 * i, vq);
+            if (wcopy) tt_store<4>(wcopy + 4 * i, wq);
+        }
+        done = n / 4 * 4;
+    }
+    for (long long i = done + first; i < n; i += stride) {
+        float wi = w[i], mi = m[i], vi = v[i];
+        tt_adam_one(wi, mi, vi, g[i], cf, step, sbc2, beta1, beta2, eps, weight_decay);
+        w[i] = wi;
+        m[i] = mi;
+        v[i] = vi;
+        if (wcopy) wcopy[i] = tt_store_as<TT_T>(wi);
+    }
+}
+#endif

@@ -1,0 +1,80 @@
+// The position-wise FFN's activation between its two GEMMs (MODEL.md section 2), with the bias of
+// the first GEMM and the FFN's inner dropout fused in:
+//   forward   h = relu(z + b1), hd = dropout(h)       (h kept: its sign is the ReLU's mask)
+//   backward  dz = dropout_bwd(dhd) * (h > 0), and db1 = sum over rows of dz as partials
+// Element index row * F + col, as cpu_dropout_fwd numbers them.
+// Constants: TT_F features, TT_VEC features per thread (divides TT_F), TT_THREADS per block;
+// backward: the block is TT_TX threads across columns by TT_TY rows, and blockIdx.y of TT_PARTS
+// row groups, each of which writes its own partial sums of db1 (the bias_colsum kernel adds the
+// TT_PARTS rows of partials in a fixed order: deterministic, no atomics).
+
+#define TT_NV (TT_F / TT_VEC) // vectors per row
+
+#ifdef TT_OP_FFN_ACT_FWD
+// h may be z itself (in place): each thread reads its z before it writes the same h.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict__ b1, int rows,
+          float p, unsigned long long seed, unsigned long long step, unsigned site)
+{
+    const long long vi = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
+    if (vi >= (long long)rows * TT_NV) return;
+    const int col = (int)(vi % TT_NV) * TT_VEC;
+    const size_t base = (size_t)vi * TT_VEC;
+    const float inv_keep = 1.f / (1.f - p);
+    const uint64_t stream = tt_dropout_stream(step, site);
+    float a[TT_VEC], d[TT_VEC];
+    tt_load<TT_VEC>(a, z + base);
+#pragma unroll
+    for (int j = 0; j < TT_VEC; j++) {
+        a[j] = fmaxf(a[j] + b1[col + j], 0.f);
+        d[j] = tt_dropout_keep(seed, stream, base + j, p) ? a[j] * inv_keep : 0.f;
+    }
+    tt_store<TT_VEC>(h + base, a);
+    tt_store<TT_VEC>(hd + base, d);
+}
+#endif
+
+#ifdef TT_OP_FFN_ACT_BWD
+// dz may be dhd itself (in place). part: [TT_PARTS, TT_F], every element written.
+extern "C" __global__ void __launch_bounds__(TT_TX * TT_TY)
+TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__restrict__ h,
+          int rows, float p, unsigned long long seed, unsigned long long step, unsigned site)
+{
+    __shared__ float colpart[TT_TY][TT_TX * TT_VEC];
+    const int tx = threadIdx.x % TT_TX, ty = threadIdx.x / TT_TX;
+    const int col = (blockIdx.x * TT_TX + tx) * TT_VEC;
+    const float inv_keep = 1.f / (1.f - p);
+    const uint64_t stream = tt_dropout_stream(step, site);
+    float db[TT_VEC];
+#pragma unroll
+    for (int j = 0; j < TT_VEC; j++) db[j] = 0.f;
+    if (col < TT_F) {
+        for (int row = blockIdx.y * TT_TY + ty; row < rows; row += TT_PARTS * TT_TY) {
+            const size_t base = (size_t)row * TT_F + col;
+            float g[TT_VEC], a[TT_VEC];
+            tt_load<TT_VEC>(g, dhd + base);
+            tt_load<TT_VEC>(a, h + base);
+#pragma unroll
+            for (int j = 0; j < TT_VEC; j++) {
+                // cpu_dropout_bwd, then cpu_relu_bwd
+                const float d = tt_dropout_keep(seed, stream, base + j, p) ? g[j] * inv_keep : 0.f;
+                g[j] = a[j] > 0.f ? d : 0.f;
+                db[j] += g[j];
+            }
+            tt_store<TT_VEC>(dz + base, g);
+        }
+    }
+    // The block's TT_TY row threads of a column, added in a fixed order.
+#pragma unroll
+    for (int j = 0; j < TT_VEC; j++) colpart[ty][tx * TT_VEC + j] = db[j];
+    __syncthreads();
+    for (int c = threadIdx.x; c < TT_TX * TT_VEC; c += TT_TX * TT_TY) {
+        const int f = blockIdx.x * TT_TX * TT_VEC + c;
+        if (f >= TT_F) continue;
+        float s = 0.f;
+#pragma unroll
+        for (int y = 0; y < TT_TY; y++) s += colpart[y][c];
+        part[(size_t)blockIdx.y * TT_F + f] = s;
+    }
+}
+#endif

@@ -1,0 +1,140 @@
+// Softmax cross-entropy over full rows of fp32 logits [rows, v] (v up to the whole vocabulary),
+// with label smoothing eps and a weight per row, as cpu_cross_entropy defines it:
+//   nll_r  = lse - x[target]                       lse = log sum_i exp(x_i)
+//   loss_r = (1 - eps) * nll_r + eps * (lse - mean_i x_i)
+// loss[r] and nll[r] are written multiplied by the row's weight (a plain sum is then the weighted
+// total); with grad, the row is overwritten by its gradient
+//   dlogits = scale * weight * (softmax - (1 - eps) * onehot(target) - eps / v).
+// A row of weight 0 (outside an evaluation window) is not read: 0 loss, and a zero gradient. A
+// target outside [0, v) gives a NaN loss.
+// xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
+// Constants: TT_THREADS per block.
+
+#define TT_WARPS (TT_THREADS / 32)
+
+// (m, s) stands for s * exp(m): a running maximum and the sum of exp(x - m) below it.
+__device__ __forceinline__ void tt_lse_add(float &m, float &s, float m2, float s2)
+{
+    const float mx = fmaxf(m, m2);
+    // an empty side (m = -inf) adds nothing; exp(-inf - -inf) would be NaN
+    s = (m == TT_NEG_INF ? 0.f : s * expf(m - mx)) + (m2 == TT_NEG_INF ? 0.f : s2 * expf(m2 - mx));
+    m = mx;
+}
+
+#ifdef TT_OP_XENT
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__ logits,
+          const int *__restrict__ targets, const float *__restrict__ weight, int v, float eps,
+          float scale, int grad)
+{
+    __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
+    const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    float *x = logits + (size_t)row * v;
+    const float w = weight ? weight[row] : 1.f;
+    const int t = targets[row];
+    if (w == 0.f) {
+        if (threadIdx.x == 0) loss[row] = nll[row] = 0.f;
+        if (grad)
+            for (int i = threadIdx.x; i < v; i += TT_THREADS) x[i] = 0.f;
+        return;
+    }
+    // 16-byte accesses when every row starts 16-byte aligned (a slice of a buffer may not)
+    const bool vec4 = v % 4 == 0 && ((unsigned long long)logits & 15) == 0;
+    const float xt = (t >= 0 && t < v) ? x[t] : __int_as_float(0x7fffffff);
+
+    // Pass 1: each thread's running (max, sum of exp) and plain sum, then the block's.
+    float m = TT_NEG_INF, s = 0.f, sum = 0.f;
+    if (vec4) {
+        const float4 *x4 = reinterpret_cast<const float4 *>(x);
+#pragma unroll 2
+        for (int i = threadIdx.x; i < v / 4; i += TT_THREADS) {
+            const float4 q = x4[i];
+            const float mq = fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
+            const float mx = fmaxf(m, mq);
+            s = s * expf(m - mx) + expf(q.x - mx) + expf(q.y - mx) + expf(q.z - mx) + expf(q.w - mx);
+            m = mx;
+            sum += (q.x + q.y) + (q.z + q.w);
+        }
+    } else {
+        for (int i = threadIdx.x; i < v; i += TT_THREADS) {
+            const float xi = x[i];
+            const float mx = fmaxf(m, xi);
+            s = s * expf(m - mx) + expf(xi - mx);
+            m = mx;
+            sum += xi;
+        }
+    }
+    if (m == TT_NEG_INF) s = 0.f; // no element here (v < threads): keep (-inf, 0) exact
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+        tt_lse_add(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    sum = tt_group_sum<32>(sum);
+    if (lane == 0) {
+        wm[warp] = m;
+        ws[warp] = s;
+        wsum[warp] = sum;
+    }
+    __syncthreads();
+    m = wm[0], s = ws[0], sum = wsum[0];
+    for (int k = 1; k < TT_WARPS; k++) {
+        tt_lse_add(m, s, wm[k], ws[k]);
+        sum += wsum[k];
+    }
+    const float lse = m + logf(s);
+    if (threadIdx.x == 0) {
+        const float l = lse - xt;
+        nll[row] = w * l;
+        loss[row] = w * ((1.f - eps) * l + eps * (lse - sum / v));
+    }
+    if (!grad) return;
+
+    // Pass 2: the gradient, over the logits it replaces (x[t] was read above, before any write).
+    const float c = scale * w, smooth = eps / v;
+    if (vec4) {
+        float4 *x4 = reinterpret_cast<float4 *>(x);
+        for (int i = threadIdx.x; i < v / 4; i += TT_THREADS) {
+            float4 q = x4[i];
+            q.x = c * (expf(q.x - lse) - smooth);
+            q.y = c * (expf(q.y - lse) - smooth);
+            q.z = c * (expf(q.z - lse) - smooth);
+            q.w = c * (expf(q.w - lse) - smooth);
+            if (i == t / 4) {
+                const float d = c * (1.f - eps);
+                if (t % 4 == 0) q.x -= d;
+                if (t % 4 == 1) q.y -= d;
+                if (t % 4 == 2) q.z -= d;
+                if (t % 4 == 3) q.w -= d;
+            }
+            x4[i] = q;
+        }
+    } else {
+        for (int i = threadIdx.x; i < v; i += TT_THREADS) {
+            float d = c * (expf(x[i] - lse) - smooth);
+            if (i == t) d -= c * (1.f - eps);
+            x[i] = d;
+        }
+    }
+}
+#endif
+
+#ifdef TT_OP_XENT_SUM
+// out[0] = sum of loss, out[1] = sum of nll, over rows, in double and in an order fixed by
+// TT_THREADS alone. One block.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(double *__restrict__ out, const float *__restrict__ loss, const float *__restrict__ nll,
+          int rows)
+{
+    __shared__ double scratch[32];
+    double a = 0, b = 0;
+    for (int r = threadIdx.x; r < rows; r += TT_THREADS) {
+        a += loss[r];
+        b += nll[r];
+    }
+    a = tt_block_sum(a, scratch);
+    b = tt_block_sum(b, scratch);
+    if (threadIdx.x == 0) {
+        out[0] = a;
+        out[1] = b;
+    }
+}
+#endif
