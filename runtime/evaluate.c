@@ -6,10 +6,9 @@
 
 #include "util.h"
 
-int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride, long max_tokens,
-                    tt_eval_result *res, char *err, size_t errlen)
+int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens, int stride,
+                long max_tokens, tt_eval_result *res, char *err, size_t errlen)
 {
-    const int n = lm->layout->m.seq_len, batch = lm->batch;
     const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
     memset(res, 0, sizeof *res);
     if (stride < 1 || stride > n)
@@ -43,9 +42,8 @@ int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride
                 tg[b * n + t] = tg[t];
                 wt[b * n + t] = 0.f;
             }
-        tt_lm_opts o = {.train = false, .weight = wt};
         tt_lm_result r;
-        tt_cpu_lm_run(lm, w, NULL, in, tg, &o, &r);
+        run(ctx, in, tg, wt, &r);
         res->nll += r.nll_sum;
         res->scored += (long)r.scored;
     }
@@ -53,4 +51,25 @@ int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride
     free(tg);
     free(wt);
     return 0;
+}
+
+typedef struct {
+    tt_cpu_lm *lm;
+    float *w;
+} cpu_ctx;
+
+static void run_cpu(void *ctx, const int32_t *inputs, const int32_t *targets, const float *weights,
+                    tt_lm_result *res)
+{
+    cpu_ctx *c = ctx;
+    tt_lm_opts o = {.train = false, .weight = weights};
+    tt_cpu_lm_run(c->lm, c->w, NULL, inputs, targets, &o, res);
+}
+
+int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride, long max_tokens,
+                    tt_eval_result *res, char *err, size_t errlen)
+{
+    cpu_ctx c = {lm, w};
+    return tt_evaluate(run_cpu, &c, lm->batch, lm->layout->m.seq_len, tokens, stride, max_tokens,
+                       res, err, errlen);
 }

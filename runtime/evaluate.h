@@ -14,8 +14,16 @@ typedef struct {
     long windows;
 } tt_eval_result;
 
-/* Evaluates tokens (the first max_tokens of them when max_tokens > 0) with lm (whose batch is
- * the number of windows run at once). -1 with a message when the split is shorter than N + 1. */
+/* Runs one batch of windows: inputs, targets, weights [batch, N]; fills res (nll_sum, scored). */
+typedef void (*tt_eval_fn)(void *ctx, const int32_t *inputs, const int32_t *targets,
+                           const float *weights, tt_lm_result *res);
+
+/* Evaluates tokens (the first max_tokens of them when max_tokens > 0), batch windows at a time
+ * through run. -1 with a message when the split is shorter than N + 1. */
+int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens, int stride,
+                long max_tokens, tt_eval_result *res, char *err, size_t errlen);
+
+/* tt_evaluate with the CPU reference (lm's batch windows at a time). */
 int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride, long max_tokens,
                     tt_eval_result *res, char *err, size_t errlen);
 

@@ -10,19 +10,21 @@ void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
     g->compute = precision == TT_PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
-void tt_gemm_fwd(const tt_gemm *g, void *y, const void *x, const void *w, int rows, int in, int out)
+void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,
+                 int in, int out, float beta)
 {
-    const float one = 1.f, zero = 0.f;
+    const float one = 1.f;
     TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, g->act, in, x,
-                           g->act, in, &zero, y, g->act, out, g->compute, CUBLAS_GEMM_DEFAULT));
+                           g->act, in, &beta, y, y_f32 ? CUDA_R_32F : g->act, out, g->compute,
+                           CUBLAS_GEMM_DEFAULT));
 }
 
 void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, int rows, int in,
-                   int out)
+                   int out, float beta)
 {
-    const float one = 1.f, zero = 0.f;
+    const float one = 1.f;
     TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, g->act, in, dy,
-                           g->act, out, &zero, dx, g->act, in, g->compute, CUBLAS_GEMM_DEFAULT));
+                           g->act, out, &beta, dx, g->act, in, g->compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,

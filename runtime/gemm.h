@@ -6,6 +6,8 @@
 #ifndef TT_GEMM_H
 #define TT_GEMM_H
 
+#include <stdbool.h>
+
 #include "gpu.h"
 #include "spec.h"
 
@@ -17,11 +19,13 @@ typedef struct {
 
 void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision);
 
-/* y[rows, out] = x[rows, in] w[out, in]^T  (w of the activation type: the bf16 copy on bf16) */
-void tt_gemm_fwd(const tt_gemm *g, void *y, const void *x, const void *w, int rows, int in, int out);
-/* dx[rows, in] = dy[rows, out] w[out, in] */
+/* y[rows, out] = x[rows, in] w[out, in]^T + beta y  (w of the activation type: the bf16 copy on
+ * bf16); y is fp32 when y_f32 (logits), else of the activation type. */
+void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,
+                 int in, int out, float beta);
+/* dx[rows, in] = dy[rows, out] w[out, in] + beta dx */
 void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, int rows, int in,
-                   int out);
+                   int out, float beta);
 /* dw[out, in] += dy[rows, out]^T x[rows, in]   (dw fp32) */
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
                    int out);

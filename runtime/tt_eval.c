@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "cpu_model.h"
+#include "engine.h"
 #include "evaluate.h"
 #include "session.h"
 #include "util.h"
@@ -22,7 +23,7 @@ static void usage(FILE *f)
             "  --stride S          windows of seq_len tokens advance by S and score their last S\n"
             "                      (default: seq_len, the paper's protocol)\n"
             "  --batch B           windows per forward pass (default: train.batch)\n"
-            "  --device cpu        where to evaluate (this build: cpu)\n"
+            "  --device D          cpu, cuda, or auto (default: the GPU when there is one)\n"
             "  --json              one JSON object\n"
             "  -h, --help\n");
 }
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
         {"stride", required_argument, 0, STRIDE},   {"batch", required_argument, 0, BATCH},
         {"device", required_argument, 0, DEVICE},   {"json", no_argument, 0, JSON},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
-    const char *ckpt = NULL, *split = "valid", *device = "cpu";
+    const char *ckpt = NULL, *split = "valid", *device = "auto";
     long stride = 0, batch = 0;
     int json = 0, c;
     opterr = 0;
@@ -71,10 +72,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "tt-eval: --split is valid or test, not '%s'\n", split);
         return 2;
     }
-    if (strcmp(device, "cpu") != 0) {
-        fprintf(stderr, "tt-eval: --device %s: this build evaluates on the cpu only\n", device);
-        return 2;
-    }
     char err[2048];
     tt_session s;
     if (tt_session_open(&s, argv[optind], err, sizeof err) != 0) {
@@ -84,22 +81,26 @@ int main(int argc, char **argv)
     const tt_model_spec *m = &s.spec.model;
     int status = 2;
     tt_tokens tokens = {0};
-    tt_cpu_lm lm = {0};
-    float *w = tt_xcalloc(s.layout.n_floats, sizeof *w);
+    tt_engine *eng = NULL;
+    char where_runs[300];
     long step = 0;
     char *file = tt_checkpoint_model_file(ckpt, err, sizeof err);
-    if (!file || tt_checkpoint_load(file, &s.spec, &s.layout, &s.vocab, w, &step, err, sizeof err) ||
+    if (!file || tt_engine_open(&eng, device, &s.spec, &s.layout,
+                                (int)(batch ? batch : s.spec.train.batch), where_runs,
+                                sizeof where_runs, err, sizeof err) ||
+        tt_checkpoint_load(file, &s.spec, &s.layout, &s.vocab, tt_engine_host(eng, 0), &step, err,
+                           sizeof err) ||
         tt_session_tokens(&s, split, &tokens, err, sizeof err))
         goto fail;
+    tt_engine_upload(eng);
     if (!stride) stride = m->seq_len;
     if (stride > m->seq_len) {
         tt_errf(err, sizeof err, "tt-eval: --stride %ld is more than seq_len %d", stride, m->seq_len);
         goto fail;
     }
-    tt_cpu_lm_init(&lm, &s.layout, (int)(batch ? batch : s.spec.train.batch));
     tt_eval_result r;
     const double t0 = tt_now_seconds();
-    if (tt_evaluate_cpu(&lm, w, &tokens, (int)stride, 0, &r, err, sizeof err)) goto fail;
+    if (tt_engine_evaluate(eng, &tokens, (int)stride, 0, &r, err, sizeof err)) goto fail;
     const double secs = tt_now_seconds() - t0, ppl = exp(r.nll / r.scored);
     const char *note = "causal: false: every position sees later tokens of its window, so this "
                        "perplexity is not a causal language-model score";
@@ -111,8 +112,8 @@ int main(int argc, char **argv)
                m->causal ? "" : note, m->causal ? "" : "\"");
     else {
         printf("%s perplexity %.3f over %ld tokens (seq_len %d, stride %ld, %ld windows; "
-               "checkpoint step %ld) in %.1f s on the cpu\n",
-               split, ppl, r.scored, m->seq_len, stride, r.windows, step, secs);
+               "checkpoint step %ld) in %.1f s on %s\n",
+               split, ppl, r.scored, m->seq_len, stride, r.windows, step, secs, where_runs);
         if (!m->causal) printf("NOTE: %s\n", note);
     }
     status = 0;
@@ -121,8 +122,7 @@ fail:
     fprintf(stderr, "%s\n", err);
 done:
     free(file);
-    free(w);
-    tt_cpu_lm_free(&lm);
+    tt_engine_close(eng);
     tt_tokens_free(&tokens);
     tt_session_close(&s);
     return status;

@@ -11,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "cpu_model.h"
+#include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
 #include "session.h"
@@ -24,7 +25,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tt-train SPEC [options]\n"
             "Trains the model SPEC describes on its data.train, validating on data.valid.\n\n"
-            "  --device cpu         where to train (this build: cpu)\n"
+            "  --device D           cpu, cuda, or auto (default: the GPU when there is one)\n"
             "  --resume             continue from the newest checkpoint in the checkpoint folder\n"
             "  --checkpoint-dir D   checkpoint folder (default: train.checkpoint.dir, else\n"
             "                       runs/SPEC-NAME)\n"
@@ -33,6 +34,8 @@ static void usage(FILE *f)
             "  --log-json FILE      one JSON object per step and per validation, losses exact\n"
             "  --eval-tokens T      periodic validation on the first T tokens of data.valid\n"
             "                       (default: all; the final validation always uses all)\n"
+            "  --patience K         stop when K validations in a row did not improve the best\n"
+            "                       validation perplexity (default 0: never)\n"
             "  -q, --quiet          only the final summary\n"
             "  -h, --help\n");
 }
@@ -40,7 +43,7 @@ static void usage(FILE *f)
 typedef struct {
     const char *spec, *device, *ckpt_dir, *log_json;
     int resume, quiet;
-    long stop_after, log_every, eval_tokens;
+    long stop_after, log_every, eval_tokens, patience;
 } options;
 
 static int parse_long(const char *opt, const char *s, long lo, long *out)
@@ -57,14 +60,15 @@ static int parse_long(const char *opt, const char *s, long lo, long *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK };
+    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE };
     static const struct option longs[] = {
         {"device", required_argument, 0, DEVICE},  {"resume", no_argument, 0, RESUME},
         {"checkpoint-dir", required_argument, 0, CKPT}, {"stop-after", required_argument, 0, STOP},
         {"log-every", required_argument, 0, LOGEVERY}, {"log-json", required_argument, 0, LOGJSON},
         {"eval-tokens", required_argument, 0, EVALTOK}, {"quiet", no_argument, 0, 'q'},
+        {"patience", required_argument, 0, PATIENCE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
-    o->device = "cpu";
+    o->device = "auto";
     o->log_every = 10;
     int c;
     opterr = 0;
@@ -77,6 +81,7 @@ static int parse_args(int argc, char **argv, options *o)
         case LOGEVERY: if (parse_long("--log-every", optarg, 1, &o->log_every)) return 2; break;
         case LOGJSON: o->log_json = optarg; break;
         case EVALTOK: if (parse_long("--eval-tokens", optarg, 0, &o->eval_tokens)) return 2; break;
+        case PATIENCE: if (parse_long("--patience", optarg, 0, &o->patience)) return 2; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default:
@@ -89,11 +94,6 @@ static int parse_args(int argc, char **argv, options *o)
         return 2;
     }
     o->spec = argv[optind];
-    if (strcmp(o->device, "cpu") != 0) {
-        fprintf(stderr, "tt-train: --device %s: this build trains on the cpu only; the GPU "
-                        "trainer is not part of it yet\n", o->device);
-        return 2;
-    }
     return 0;
 }
 
@@ -141,10 +141,10 @@ int main(int argc, char **argv)
     const int n = m->seq_len, batch = ts->batch;
     int status = 2;
     tt_tokens train = {0}, valid = {0};
-    float *w = NULL, *g = NULL, *am = NULL, *av = NULL;
     int32_t *in = NULL, *tg = NULL;
     FILE *json = NULL;
-    tt_cpu_lm lm = {0};
+    tt_engine *eng = NULL;
+    char where_runs[300];
     char *ckpt_dir = o.ckpt_dir ? tt_xstrdup(o.ckpt_dir)
                      : ts->checkpoint_dir ? tt_xstrdup(ts->checkpoint_dir)
                                           : default_ckpt_dir(o.spec);
@@ -157,11 +157,10 @@ int main(int argc, char **argv)
     const int have_valid = s.spec.data.valid != NULL;
     if (have_valid && tt_session_tokens(&s, "valid", &valid, err, sizeof err) != 0) goto fail;
 
-    const size_t nf = s.layout.n_floats;
-    w = tt_xcalloc(nf, sizeof *w);
-    g = tt_xcalloc(nf, sizeof *g);
-    am = tt_xcalloc(nf, sizeof *am);
-    av = tt_xcalloc(nf, sizeof *av);
+    if (tt_engine_open(&eng, o.device, &s.spec, &s.layout, batch, where_runs, sizeof where_runs,
+                       err, sizeof err) != 0)
+        goto fail;
+    float *w = tt_engine_host(eng, 0), *am = tt_engine_host(eng, 1), *av = tt_engine_host(eng, 2);
     long step = 0;
     if (o.resume) {
         char *file = tt_checkpoint_model_file(ckpt_dir, err, sizeof err);
@@ -177,6 +176,7 @@ int main(int argc, char **argv)
     } else {
         tt_layout_init(&s.layout, w, ts->seed);
     }
+    tt_engine_upload(eng);
     if (o.log_json && !(json = fopen(o.log_json, o.resume ? "a" : "w"))) {
         tt_errf(err, sizeof err, "%s: cannot open for writing", o.log_json);
         goto fail;
@@ -184,10 +184,9 @@ int main(int argc, char **argv)
     double params = 0;
     for (int i = 0; i < s.layout.n_params; i++) params += (double)s.layout.params[i].numel;
     if (!o.quiet)
-        printf("tt-train %s on the cpu: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
+        printf("tt-train %s on %s: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
                "%d, %ld steps; checkpoints in %s\n",
-               o.spec, params, s.vocab.n, train.n, batch, n, ts->steps, ckpt_dir);
-    tt_cpu_lm_init(&lm, &s.layout, batch);
+               o.spec, where_runs, params, s.vocab.n, train.n, batch, n, ts->steps, ckpt_dir);
     in = tt_xmalloc((size_t)batch * n * sizeof *in);
     tg = tt_xmalloc((size_t)batch * n * sizeof *tg);
     struct sigaction sa = {0};
@@ -199,15 +198,18 @@ int main(int argc, char **argv)
     double window_loss = 0, window_t = t0;
     long window_steps = 0, first = step;
     tt_eval_result ev = {0};
+    double best_ppl = INFINITY;
+    long best_step = 0, stale = 0;
+    int stopped_early = 0;
+    long saved_step = -1;
     const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
     while (step < last && !g_stop_signal) {
         step++;
         make_batch(&train, batch, n, step, in, tg);
-        memset(g, 0, nf * sizeof *g);
         tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
                          .label_smoothing = (float)ts->label_smoothing};
         tt_lm_result r;
-        tt_cpu_lm_run(&lm, w, g, in, tg, &lo, &r);
+        const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, &r);
         const double loss = r.loss_sum / r.scored;
         if (!isfinite(loss)) {
             tt_errf(err, sizeof err, "step %ld: the loss is %f; stopping (lower train.optimizer.lr?)",
@@ -215,9 +217,7 @@ int main(int argc, char **argv)
             status = 1;
             goto fail;
         }
-        const double gnorm = tt_clip_grad_norm(g, nf, ts->clip);
         const double lr = tt_lr_at(ts, step);
-        tt_adam_step(w, g, am, av, nf, ts, lr, step);
         window_loss += loss;
         window_steps++;
         if (json) { /* flushed: a run is watched through its log */
@@ -241,8 +241,16 @@ int main(int argc, char **argv)
         const int final = step == ts->steps;
         if (have_valid && ((ts->eval_interval && step % ts->eval_interval == 0) || final)) {
             const double e0 = tt_now_seconds();
-            if (tt_evaluate_cpu(&lm, w, &valid, n, final ? 0 : o.eval_tokens, &ev, err, sizeof err))
+            if (tt_engine_evaluate(eng, &valid, n, final ? 0 : o.eval_tokens, &ev, err, sizeof err))
                 goto fail;
+            const double vppl = exp(ev.nll / ev.scored);
+            if (vppl < best_ppl) {
+                best_ppl = vppl;
+                best_step = step;
+                stale = 0;
+            } else {
+                stale++;
+            }
             if (!o.quiet)
                 printf("step %ld: valid ppl %.3f over %ld tokens (%.1f s)%s\n", step,
                        exp(ev.nll / ev.scored), ev.scored, tt_now_seconds() - e0,
@@ -255,6 +263,7 @@ int main(int argc, char **argv)
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
+            tt_engine_download(eng);
             tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
             char where[1024];
             if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
@@ -262,22 +271,43 @@ int main(int argc, char **argv)
                 goto fail;
             }
             if (!o.quiet) printf("checkpoint %s\n", where);
+            saved_step = step;
+        }
+        if (o.patience && stale >= o.patience) {
+            printf("validation perplexity has not improved for %ld validations (best %.3f at step "
+                   "%ld): stopping\n", stale, best_ppl, best_step);
+            stopped_early = 1;
+            break;
         }
     }
-    if (g_stop_signal) {
+    if (stopped_early && saved_step != step) {
+        tt_engine_download(eng);
         tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
         char where[1024];
         if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
             status = 1;
             goto fail;
         }
-        printf("interrupted (%s) after step %ld: checkpoint %s; continue with --resume\n",
+        if (!o.quiet) printf("checkpoint %s\n", where);
+    }
+    if (g_stop_signal) {
+        tt_engine_download(eng);
+        tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
+        char where[1024];
+        if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
+            status = 1;
+            goto fail;
+        }
+        printf("interrupted (%s) after step %ld: checkpoint %s; continue with --resume",
                strsignal(g_stop_signal), step, where);
+        if (best_step) printf(" (best valid ppl %.3f at step %ld)", best_ppl, best_step);
+        printf("\n");
     } else {
         const double secs = tt_now_seconds() - t0;
         printf("trained steps %ld..%ld in %.1f s (%.0f tok/s)", first + 1, step, secs,
                (double)(step - first) * batch * n / secs);
         if (have_valid && ev.scored) printf("; valid ppl %.3f", exp(ev.nll / ev.scored));
+        if (best_step) printf(" (best %.3f at step %ld)", best_ppl, best_step);
         printf("\n");
     }
     status = 0;
@@ -286,8 +316,8 @@ fail:
     fprintf(stderr, "%s\n", err);
 done:
     if (json) fclose(json);
-    tt_cpu_lm_free(&lm);
-    free(in), free(tg), free(w), free(g), free(am), free(av), free(ckpt_dir);
+    tt_engine_close(eng);
+    free(in), free(tg), free(ckpt_dir);
     tt_tokens_free(&train);
     tt_tokens_free(&valid);
     tt_session_close(&s);

@@ -789,6 +789,11 @@ static void test_adam(void **state)
 static void test_gemm(void **state)
 {
     (void)state;
+    /* cuBLAS's kernels are not ours; compute-sanitizer's racecheck fails inside them */
+    if (getenv("TT_TEST_NO_CUBLAS")) {
+        print_message("skipped: TT_TEST_NO_CUBLAS is set\n");
+        skip();
+    }
     static const struct { tt_precision prec; double tol; const char *name; } precs[] = {
         {TT_PREC_FP32, 1e-5, "fp32"}, {TT_PREC_TF32, 1e-3, "tf32"}, {TT_PREC_BF16, 1e-2, "bf16"}};
     static const int shapes[][3] = {{96, 256, 120}, {37, 100, 2100}, {128, 32, 10000}};
@@ -816,8 +821,8 @@ static void test_gemm(void **state)
             void *d_x = upload(x, nx, bf), *d_w = upload(w, nw, bf), *d_dy = upload(dy, ny, bf);
             float *d_dw = upload(dw0, nw, 0);
             void *d_y = poisoned(ny, bf ? 2 : 4), *d_dx = poisoned(nx, bf ? 2 : 4);
-            tt_gemm_fwd(&gm, d_y, d_x, d_w, rows, in, out);
-            tt_gemm_bwd_x(&gm, d_dx, d_dy, d_w, rows, in, out);
+            tt_gemm_fwd(&gm, d_y, false, d_x, d_w, rows, in, out, 0.f);
+            tt_gemm_bwd_x(&gm, d_dx, d_dy, d_w, rows, in, out, 0.f);
             tt_gemm_bwd_w(&gm, d_dw, d_dy, d_x, rows, in, out);
             float *gy = download(d_y, ny, bf), *gdx = download(d_dx, nx, bf), *gdw = download(d_dw, nw, 0);
             char what[64];

@@ -1,0 +1,124 @@
+/* The CPU and GPU engines (see engine.h). */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "gpu_model.h"
+#include "optim.h"
+#include "util.h"
+
+struct tt_engine {
+    const tt_spec *spec;
+    const tt_layout *l;
+    int batch;
+    float *host[3];  /* w, exp_avg, exp_avg_sq */
+    float *grad;     /* CPU: the gradients */
+    tt_cpu_lm cpu;
+    bool on_gpu;
+    tt_gpu gpu;
+    tt_cache cache;
+    tt_gpu_lm *glm;
+};
+
+int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, const tt_layout *l,
+                   int batch, char *desc, size_t desclen, char *err, size_t errlen)
+{
+    if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
+        return tt_errf(err, errlen, "--device is cpu, cuda or auto, not '%s'", device);
+    tt_engine *e = tt_xcalloc(1, sizeof *e);
+    e->spec = spec;
+    e->l = l;
+    e->batch = batch;
+    for (int i = 0; i < 3; i++) e->host[i] = tt_xcalloc(l->n_floats, sizeof(float));
+    char why[512] = "";
+    if (strcmp(device, "cpu") != 0) {
+        if (tt_gpu_open(&e->gpu, 0, why, sizeof why) == 0) {
+            e->on_gpu = true;
+        } else if (!strcmp(device, "cuda")) {
+            tt_errf(err, errlen, "--device cuda: %s", why);
+            tt_engine_close(e);
+            return -1;
+        }
+    }
+    if (e->on_gpu) {
+        if (tt_cache_open(&e->cache, NULL, err, errlen) != 0 ||
+            tt_gpu_lm_open(&e->glm, &e->gpu, spec, l, batch, &e->cache, err, errlen) != 0) {
+            tt_engine_close(e);
+            return -1;
+        }
+        snprintf(desc, desclen, "%s", e->gpu.name);
+    } else {
+        e->grad = tt_xcalloc(l->n_floats, sizeof(float));
+        tt_cpu_lm_init(&e->cpu, l, batch);
+        snprintf(desc, desclen, "the cpu%s%s%s", *why ? " (" : "", why, *why ? ")" : "");
+    }
+    *out = e;
+    return 0;
+}
+
+void tt_engine_close(tt_engine *e)
+{
+    if (!e) return;
+    tt_gpu_lm_close(e->glm);
+    if (e->cache.dir) tt_cache_close(&e->cache);
+    if (e->on_gpu) tt_gpu_close(&e->gpu);
+    tt_cpu_lm_free(&e->cpu);
+    for (int i = 0; i < 3; i++) free(e->host[i]);
+    free(e->grad);
+    free(e);
+}
+
+float *tt_engine_host(tt_engine *e, int which) { return e->host[which]; }
+
+static float *device_array(tt_engine *e, int which)
+{
+    return which == 0 ? tt_gpu_lm_weights(e->glm) : tt_gpu_lm_moments(e->glm, which - 1);
+}
+
+void tt_engine_upload(tt_engine *e)
+{
+    if (!e->on_gpu) return;
+    for (int i = 0; i < 3; i++)
+        TT_CUDA(cudaMemcpy(device_array(e, i), e->host[i], e->l->n_floats * 4, cudaMemcpyHostToDevice));
+}
+
+void tt_engine_download(tt_engine *e)
+{
+    if (!e->on_gpu) return;
+    for (int i = 0; i < 3; i++)
+        TT_CUDA(cudaMemcpy(e->host[i], device_array(e, i), e->l->n_floats * 4, cudaMemcpyDeviceToHost));
+}
+
+double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, tt_lm_result *res)
+{
+    if (e->on_gpu) {
+        tt_gpu_lm_run(e->glm, inputs, targets, o, true, res);
+        return tt_gpu_lm_adam(e->glm, s);
+    }
+    const size_t nf = e->l->n_floats;
+    memset(e->grad, 0, nf * sizeof *e->grad);
+    tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
+    const double norm = tt_clip_grad_norm(e->grad, nf, e->spec->train.clip);
+    tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
+                 tt_lr_at(&e->spec->train, s), s);
+    return norm;
+}
+
+static void run_gpu(void *ctx, const int32_t *inputs, const int32_t *targets, const float *weights,
+                    tt_lm_result *res)
+{
+    tt_lm_opts o = {.train = false, .weight = weights};
+    tt_gpu_lm_run(ctx, inputs, targets, &o, false, res);
+}
+
+int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long max_tokens,
+                       tt_eval_result *res, char *err, size_t errlen)
+{
+    if (e->on_gpu)
+        return tt_evaluate(run_gpu, e->glm, e->batch, e->l->m.seq_len, tokens, stride, max_tokens,
+                           res, err, errlen);
+    return tt_evaluate_cpu(&e->cpu, e->host[0], tokens, stride, max_tokens, res, err, errlen);
+}

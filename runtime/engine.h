@@ -1,0 +1,36 @@
+/* Where a model runs: the CPU reference or the GPU, behind one interface, so that tt-train and
+ * tt-eval are the same code on both. The host holds the weights and Adam's moments between the
+ * calls that move them (upload after loading or initializing, download before a checkpoint). */
+#ifndef TT_ENGINE_H
+#define TT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cpu_model.h"
+#include "evaluate.h"
+#include "model.h"
+#include "spec.h"
+
+typedef struct tt_engine tt_engine;
+
+/* device: "cpu", "cuda", or "auto" (the GPU when there is one). desc gets where it runs, e.g.
+ * "the cpu" or "NVIDIA H200". -1 with one line in err. */
+int tt_engine_open(tt_engine **e, const char *device, const tt_spec *spec, const tt_layout *layout,
+                   int batch, char *desc, size_t desclen, char *err, size_t errlen);
+void tt_engine_close(tt_engine *e);
+
+/* Host arrays of layout->n_floats: weights, exp_avg, exp_avg_sq. */
+float *tt_engine_host(tt_engine *e, int which);
+void tt_engine_upload(tt_engine *e);
+void tt_engine_download(tt_engine *e);
+
+/* Forward, backward and one Adam step (1-based s) on a training batch; returns the gradient
+ * norm before clipping. */
+double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, tt_lm_result *res);
+
+int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long max_tokens,
+                       tt_eval_result *res, char *err, size_t errlen);
+
+#endif

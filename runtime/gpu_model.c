@@ -1,0 +1,308 @@
+/* The tensorized LM on the GPU (see gpu_model.h). Dropout sites as cpu_model.c numbers them:
+ * 0 the embedding, 1 + 3 layer + {0 attention output, 1 FFN hidden, 2 FFN output}. */
+#include "gpu_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+#include "optim.h"
+#include "util.h"
+
+typedef struct {
+    void *qkv, *y, *s1, *x1, *h, *hd, *f, *s2, *x2; /* activations of the storage type */
+    float *g, *p;                                    /* core [R], P = Wr pe [N, R] */
+    float *mean1, *rstd1, *mean2, *rstd2;
+} layer_acts;
+
+struct tt_gpu_lm {
+    tt_gpu *gpu;
+    const tt_spec *spec;
+    const tt_layout *l;
+    tt_gpu_program prog;
+    tt_gemm gemm;
+    int batch, rows;
+    size_t es; /* bytes per activation element */
+    char *arena;
+    size_t bytes;
+    float *w, *g, *m, *v;
+    tt_view wv, gv;
+    int32_t *tokens, *targets;
+    float *weight;
+    void *x0, *pe, *ones;
+    layer_acts *acts;
+    float *logits, *loss, *nll;
+    double *sums;
+    void *dx, *dres, *dy, *dqkv, *dff;
+    float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
+    uint64_t *keys;
+    double *norm_part;
+    tt_adam_scalars *sc;
+};
+
+/* Two passes over the same list of buffers: the first adds up their sizes, the second, once the
+ * one allocation exists, hands out pointers into it. */
+typedef struct {
+    char *base;
+    size_t used;
+} bump;
+
+static void *take(bump *b, size_t bytes)
+{
+    void *p = b->base ? b->base + b->used : NULL;
+    b->used += (bytes + 255) & ~(size_t)255;
+    return p;
+}
+
+static void carve(tt_gpu_lm *lm, bump *b)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const size_t rows = (size_t)lm->rows, d = m->d_model, f = m->d_inner, r = m->rank;
+    const size_t n = m->seq_len, es = lm->es, nf = lm->l->n_floats, v = (size_t)lm->l->vocab;
+    lm->w = take(b, nf * 4);
+    lm->g = take(b, nf * 4);
+    lm->m = take(b, nf * 4);
+    lm->v = take(b, nf * 4);
+    lm->tokens = take(b, rows * 4);
+    lm->targets = take(b, rows * 4);
+    lm->weight = take(b, rows * 4);
+    lm->x0 = take(b, rows * d * es);
+    lm->pe = take(b, n * d * es);
+    lm->ones = take(b, rows * es);
+    for (int k = 0; k < m->layers; k++) {
+        layer_acts *a = &lm->acts[k];
+        a->qkv = take(b, rows * 3 * r * es);
+        a->g = take(b, r * 4);
+        a->p = take(b, n * r * 4);
+        a->y = take(b, rows * d * es);
+        a->s1 = take(b, rows * d * es);
+        a->x1 = take(b, rows * d * es);
+        a->h = take(b, rows * f * es);
+        a->hd = take(b, rows * f * es);
+        a->f = take(b, rows * d * es);
+        a->s2 = take(b, rows * d * es);
+        a->x2 = take(b, rows * d * es);
+        a->mean1 = take(b, rows * 4);
+        a->rstd1 = take(b, rows * 4);
+        a->mean2 = take(b, rows * 4);
+        a->rstd2 = take(b, rows * 4);
+    }
+    lm->logits = take(b, rows * v * 4);
+    lm->loss = take(b, rows * 4);
+    lm->nll = take(b, rows * 4);
+    lm->sums = take(b, 2 * 8);
+    lm->dx = take(b, rows * d * es);
+    lm->dres = take(b, rows * d * es);
+    lm->dy = take(b, rows * d * es);
+    lm->dqkv = take(b, rows * 3 * r * es);
+    lm->dff = take(b, rows * f * es);
+    lm->dg = take(b, r * 4);
+    lm->dp = take(b, n * r * 4);
+    lm->dln = take(b, 2 * d * 4);
+    lm->ln_part = take(b, 2 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
+    lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
+    lm->mla_part = take(b, tt_mla_bwd_part_floats(&lm->prog, lm->batch) * 4);
+    lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
+    lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
+    lm->sc = take(b, sizeof(tt_adam_scalars));
+}
+
+int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_layout *layout,
+                   int batch, const tt_cache *cache, char *err, size_t errlen)
+{
+    const tt_model_spec *m = &layout->m;
+    if (spec->train.precision == TT_PREC_BF16)
+        return tt_errf(err, errlen, "%s: train.precision bf16: the GPU trainer runs fp32 and tf32 "
+                       "in this build; use one of them", spec->path);
+    if (m->n_cutoffs || m->div_val > 1)
+        return tt_errf(err, errlen, "%s: model.adaptive: the GPU trainer has the full softmax only in "
+                       "this build; use --device cpu", spec->path);
+    tt_gpu_lm *lm = tt_xcalloc(1, sizeof *lm);
+    lm->gpu = gpu;
+    lm->spec = spec;
+    lm->l = layout;
+    lm->batch = batch;
+    lm->rows = batch * m->seq_len;
+    lm->es = 4;
+    if (batch > spec->train.batch) {
+        free(lm);
+        return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
+                       "kernels are planned for", batch, spec->train.batch);
+    }
+    if (tt_gpu_program_load(&lm->prog, spec, gpu, cache, err, errlen) != 0) {
+        free(lm);
+        return -1;
+    }
+    tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
+    lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
+    bump b = {0};
+    carve(lm, &b);
+    lm->bytes = b.used;
+    size_t free_b = 0, total_b = 0;
+    TT_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (lm->bytes > free_b) {
+        tt_errf(err, errlen, "%s needs %.2f GiB of device memory for batch %d; %s has %.2f GiB free "
+                "of %.2f: lower train.batch (or seq_len, d_inner, the vocabulary)", spec->path,
+                lm->bytes / 1073741824.0, batch, gpu->name, free_b / 1073741824.0,
+                total_b / 1073741824.0);
+        tt_gpu_lm_close(lm);
+        return -1;
+    }
+    TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
+    b = (bump){lm->arena, 0};
+    carve(lm, &b);
+    TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
+    TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
+    tt_view_make(layout, lm->w, &lm->wv);
+    tt_view_make(layout, lm->g, &lm->gv);
+    /* constants: ones (bias products) and the sinusoids of positions N-1 .. 0 */
+    const int n = m->seq_len, d = m->d_model;
+    float *h = tt_xmalloc((size_t)(lm->rows > n * d ? lm->rows : n * d) * sizeof *h);
+    for (int i = 0; i < lm->rows; i++) h[i] = 1.f;
+    TT_CUDA(cudaMemcpy(lm->ones, h, (size_t)lm->rows * 4, cudaMemcpyHostToDevice));
+    float *pos = tt_xmalloc((size_t)n * sizeof *pos);
+    for (int j = 0; j < n; j++) pos[j] = (float)(n - 1 - j);
+    cpu_sinusoid(h, pos, n, d);
+    TT_CUDA(cudaMemcpy(lm->pe, h, (size_t)n * d * 4, cudaMemcpyHostToDevice));
+    free(pos);
+    free(h);
+    *out = lm;
+    return 0;
+}
+
+void tt_gpu_lm_close(tt_gpu_lm *lm)
+{
+    if (!lm) return;
+    if (lm->arena) cudaFree(lm->arena);
+    tt_view_free(&lm->wv);
+    tt_view_free(&lm->gv);
+    tt_gpu_program_free(&lm->prog);
+    free(lm->acts);
+    free(lm);
+}
+
+float *tt_gpu_lm_weights(tt_gpu_lm *lm) { return lm->w; }
+float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
+float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which) { return which ? lm->v : lm->m; }
+size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
+
+static tt_dropout drop_at(const tt_lm_opts *o, float p, uint32_t site)
+{
+    return (tt_dropout){o->train ? p : 0.f, o->seed, o->step, site};
+}
+
+/* y[rows, out] += 1 b^T: a bias as a rank-1 product (the storage type's ones) */
+static void add_bias(tt_gpu_lm *lm, void *y, bool y_f32, const float *b, int out)
+{
+    tt_gemm_fwd(&lm->gemm, y, y_f32, lm->ones, b, lm->rows, 1, out, 1.f);
+}
+
+void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                   const tt_lm_opts *o, bool grads, tt_lm_result *res)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner, r = m->rank, n = m->seq_len;
+    const int v = (int)lm->l->vocab, key = m->position == TT_POS_KEY;
+    const float drop = (float)m->dropout;
+    const tt_view *w = &lm->wv, *g = &lm->gv;
+    const tt_gemm *gm = &lm->gemm;
+    TT_CUDA(cudaMemcpyAsync(lm->tokens, inputs, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    TT_CUDA(cudaMemcpyAsync(lm->targets, targets, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    if (o->weight)
+        TT_CUDA(cudaMemcpyAsync(lm->weight, o->weight, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    double weights = 0;
+    for (int i = 0; i < rows; i++) weights += o->weight ? o->weight[i] : 1.0;
+    const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
+
+    /* forward */
+    tt_embedding_fwd(p, st, lm->x0, w->emb[0], lm->tokens, rows, d, v, drop_at(o, drop, 0));
+    const void *x = lm->x0;
+    for (int k = 0; k < m->layers; k++) {
+        const tt_layer_view *lw = &w->layer[k];
+        layer_acts *a = &lm->acts[k];
+        tt_gemm_fwd(gm, a->qkv, false, x, lw->qkv, rows, d, 3 * r, 0.f);
+        tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
+        if (key) tt_gemm_fwd(gm, a->p, true, lm->pe, lw->r_net, n, d, r, 0.f);
+        tt_mla_fwd(p, st, a->y, a->qkv, a->g, lw->o, key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
+        tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
+                           rows, d, drop_at(o, drop, 1 + 3 * k));
+        tt_gemm_fwd(gm, a->h, false, a->x1, lw->ff1_w, rows, d, f, 0.f);
+        tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(o, drop, 2 + 3 * k));
+        tt_gemm_fwd(gm, a->f, false, a->hd, lw->ff2_w, rows, f, d, 0.f);
+        add_bias(lm, a->f, false, lw->ff2_b, d);
+        tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
+                           lw->ln2_b, rows, d, drop_at(o, drop, 3 + 3 * k));
+        x = a->x2;
+    }
+    tt_gemm_fwd(gm, lm->logits, true, x, w->out_w[0], rows, d, v, 0.f);
+    add_bias(lm, lm->logits, true, w->out_b[0], v);
+    tt_xent(p, st, lm->loss, lm->nll, lm->logits, lm->targets, o->weight ? lm->weight : NULL, rows,
+            v, o->label_smoothing, scale, grads);
+    tt_xent_sum(p, st, lm->sums, lm->loss, lm->nll, rows);
+
+    if (grads) {
+        TT_CUDA(cudaMemsetAsync(lm->g, 0, lm->l->n_floats * 4, st));
+        /* output layer: logits hold dlogits */
+        tt_gemm_bwd_w(gm, g->out_w[0], lm->logits, x, rows, d, v);
+        tt_gemm_bwd_w(gm, g->out_b[0], lm->logits, lm->ones, rows, 1, v);
+        tt_gemm_bwd_x(gm, lm->dx, lm->logits, w->out_w[0], rows, d, v, 0.f);
+        for (int k = m->layers - 1; k >= 0; k--) {
+            const tt_layer_view *lw = &w->layer[k], *lg = &g->layer[k];
+            layer_acts *a = &lm->acts[k];
+            const void *xin = k ? lm->acts[k - 1].x2 : lm->x0;
+            /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dy = d f */
+            tt_residual_ln_bwd(p, st, lm->dres, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dx,
+                               a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d,
+                               drop_at(o, drop, 3 + 3 * k));
+            TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+            TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+            tt_gemm_bwd_w(gm, lg->ff2_b, lm->dy, lm->ones, rows, 1, d);
+            tt_gemm_bwd_w(gm, lg->ff2_w, lm->dy, a->hd, rows, f, d);
+            tt_gemm_bwd_x(gm, lm->dff, lm->dy, lw->ff2_w, rows, f, d, 0.f);
+            tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f,
+                           drop_at(o, drop, 2 + 3 * k));
+            tt_gemm_bwd_w(gm, lg->ff1_w, lm->dff, a->x1, rows, d, f);
+            tt_gemm_bwd_x(gm, lm->dres, lm->dff, lw->ff1_w, rows, d, f, 1.f); /* d x1 in full */
+            /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
+            tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres,
+                               a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d,
+                               drop_at(o, drop, 1 + 3 * k));
+            TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+            TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+            TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
+            tt_mla_bwd(p, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
+                       key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g, lw->o,
+                       key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
+            tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
+            if (key) tt_gemm_bwd_w(gm, lg->r_net, lm->dp, lm->pe, n, d, r);
+            tt_gemm_bwd_w(gm, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
+            tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, lw->qkv, rows, d, 3 * r, 1.f);
+        }
+        tt_embedding_bwd(p, st, g->emb[0], lm->keys, lm->dx, lm->tokens, rows, d, v,
+                         drop_at(o, drop, 0));
+    }
+    double sums[2];
+    TT_CUDA(cudaMemcpyAsync(sums, lm->sums, sizeof sums, cudaMemcpyDeviceToHost, st));
+    TT_CUDA(cudaStreamSynchronize(st));
+    res->loss_sum = sums[0];
+    res->nll_sum = sums[1];
+    res->scored = weights;
+}
+
+double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
+{
+    const tt_train_spec *t = &lm->spec->train;
+    const cudaStream_t st = lm->gpu->stream;
+    tt_adam_scalars host;
+    tt_adam_scalars_at(&host, t, tt_lr_at(t, s), s);
+    /* the host owns lr and the bias corrections; tt_grad_norm writes norm and clip after them */
+    TT_CUDA(cudaMemcpyAsync(lm->sc, &host, sizeof host, cudaMemcpyHostToDevice, st));
+    tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
+    tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, NULL, lm->g, lm->sc, lm->l->n_floats, t);
+    TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
+    TT_CUDA(cudaStreamSynchronize(st));
+    return host.norm;
+}

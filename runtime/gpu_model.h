@@ -1,0 +1,43 @@
+/* The tensorized LM on the GPU: the generated kernels for every non-GEMM op, cuBLAS for the
+ * products, in one device allocation planned up front from the spec. The same parameter layout
+ * as the CPU reference (runtime/model.h), so weights, gradients and checkpoints are
+ * interchangeable, and the same dropout sites and RNG, so a step computes what the CPU's does. */
+#ifndef TT_GPU_MODEL_H
+#define TT_GPU_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu_model.h"
+#include "gemm.h"
+#include "gpu.h"
+#include "launch.h"
+#include "model.h"
+
+typedef struct tt_gpu_lm tt_gpu_lm;
+
+/* Plans, compiles (through cache) and loads the kernels, and allocates everything for batch
+ * sequences. -1 with one line in err (what the spec needs, and what to lower, when the device
+ * memory is too small). */
+int tt_gpu_lm_open(tt_gpu_lm **lm, tt_gpu *gpu, const tt_spec *spec, const tt_layout *layout,
+                   int batch, const tt_cache *cache, char *err, size_t errlen);
+void tt_gpu_lm_close(tt_gpu_lm *lm);
+
+/* Device copies of the parameters, their gradients and Adam's moments (layout->n_floats). */
+float *tt_gpu_lm_weights(tt_gpu_lm *lm);
+float *tt_gpu_lm_grads(tt_gpu_lm *lm);
+float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which); /* 0: exp_avg, 1: exp_avg_sq */
+
+/* Forward (and with grads, backward into the gradient buffer, which it zeroes first) for
+ * host tokens [B, N] -> targets, as tt_cpu_lm_run. Synchronizes to return the sums. */
+void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                   const tt_lm_opts *o, bool grads, tt_lm_result *res);
+
+/* One Adam step (1-based step s) on the gradients of the last tt_gpu_lm_run; returns the
+ * gradient norm before clipping. */
+double tt_gpu_lm_adam(tt_gpu_lm *lm, long s);
+
+/* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
+size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);
+
+#endif

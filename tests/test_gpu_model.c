@@ -1,0 +1,211 @@
+/* One training step of the whole model on the GPU against the CPU reference (tt_cpu_lm_run):
+ * the loss and the gradient of every parameter tensor from the same weights and tokens, then
+ * one Adam step; and the leak test on the GPU. Exits 77 (skipped) without a CUDA device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "cpu_model.h"
+#include "gpu_model.h"
+#include "optim.h"
+#include "rng.h"
+#include "util.h"
+
+static tt_gpu gpu;
+static tt_cache cache;
+static uint64_t seed;
+
+typedef struct {
+    const char *name, *model, *train;
+    double tol;   /* relative L2 per tensor */
+    float scale;  /* of the initial weights: large ones make every path count in fp32 */
+} variant;
+
+static const variant variants[] = {
+    {"causal, dropout", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 1e-5, 8},
+    {"position key, not causal", "causal: false, position: key, dropout: 0.0",
+     "precision: fp32", 1e-5, 8},
+    {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 1e-5, 8},
+    /* tf32 rounds the products' inputs to 10 bits: at 8 times the initial scale the logits are so
+     * large that the softmax amplifies that rounding; at the initial scale the step is tf32's */
+    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-3, 1},
+};
+
+static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
+{
+    char text[1024], err[1024];
+    snprintf(text, sizeof text,
+             "model: {kind: tensorized, vocab: 300, d_model: 32, layers: 2, rank: 8, cores: 2, "
+             "seq_len: 16, d_inner: 64, %s}\ntrain: {batch: 4, clip: 0.25, optimizer: {lr: 0.001, "
+             "weight_decay: 0.01}, %s}\n",
+             v->model, v->train);
+    if (tt_spec_parse(text, strlen(text), v->name, ".", s, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_layout_build(&s->model, s->model.vocab, l, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+/* Weights that exercise every path: the initial ones scaled up, constants perturbed. */
+static void weights(const tt_layout *l, float *w, float scale)
+{
+    tt_layout_init(l, w, seed);
+    for (size_t i = 0; i < l->n_floats; i++)
+        w[i] = w[i] * scale + 0.05f * (tt_uniform(seed, 99, i) - 0.5f);
+}
+
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static void test_step(void **state)
+{
+    (void)state;
+    for (size_t vi = 0; vi < sizeof variants / sizeof *variants; vi++) {
+        const variant *v = &variants[vi];
+        tt_spec s;
+        tt_layout l;
+        setup_spec(v, &s, &l);
+        const int batch = s.train.batch, rows = batch * s.model.seq_len;
+        const size_t nf = l.n_floats;
+        float *w = tt_xmalloc(nf * 4), *gc = tt_xcalloc(nf, 4), *gg = tt_xmalloc(nf * 4);
+        weights(&l, w, v->scale);
+        int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        for (int i = 0; i < rows; i++) {
+            in[i] = (int32_t)(tt_uniform(seed, 7, i) * 300);
+            tg[i] = (int32_t)(tt_uniform(seed, 8, i) * 300);
+        }
+        tt_lm_opts o = {.train = true, .seed = seed, .step = 3,
+                        .label_smoothing = (float)s.train.label_smoothing};
+        tt_cpu_lm cpu;
+        tt_cpu_lm_init(&cpu, &l, batch);
+        tt_lm_result rc, rg;
+        tt_cpu_lm_run(&cpu, w, gc, in, tg, &o, &rc);
+
+        char err[1024];
+        tt_gpu_lm *lm;
+        if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+        TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, nf * 4, cudaMemcpyHostToDevice));
+        tt_gpu_lm_run(lm, in, tg, &o, true, &rg);
+        TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
+        const double lrel = fabs(rg.loss_sum - rc.loss_sum) / fabs(rc.loss_sum);
+        printf("%-26s loss cpu %.9f gpu %.9f (rel %.1e)\n", v->name, rc.loss_sum / rc.scored,
+               rg.loss_sum / rg.scored, lrel);
+        if (!(lrel <= v->tol)) fail_msg("%s: loss differs by %.2e", v->name, lrel);
+        double worst = 0;
+        const char *worst_name = "";
+        for (int i = 0; i < l.n_params; i++) {
+            const tt_param *p = &l.params[i];
+            const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
+            if (e > worst) worst = e, worst_name = p->name;
+            if (!(e <= v->tol)) fail_msg("%s: gradient of %s differs by %.2e", v->name, p->name, e);
+        }
+        printf("%-26s every gradient within %.1e (worst %s: %.1e)\n", "", v->tol, worst_name, worst);
+
+        /* one Adam step from the same gradients: the CPU clips and updates on its own copy */
+        float *wc = tt_xmalloc(nf * 4), *m = tt_xcalloc(nf, 4), *vv = tt_xcalloc(nf, 4);
+        memcpy(wc, w, nf * 4);
+        const double norm_c = tt_clip_grad_norm(gc, nf, s.train.clip);
+        tt_adam_step(wc, gc, m, vv, nf, &s.train, tt_lr_at(&s.train, 1), 1);
+        const double norm_g = tt_gpu_lm_adam(lm, 1);
+        float *wg = tt_xmalloc(nf * 4);
+        TT_CUDA(cudaMemcpy(wg, tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
+        const double we = rel_l2(wg, wc, nf), ne = fabs(norm_g - norm_c) / norm_c;
+        printf("%-26s after Adam: weights rel %.1e, grad norm %.6f vs %.6f\n", "", we, norm_g, norm_c);
+        if (!(ne <= v->tol) || !(we <= v->tol)) fail_msg("%s: Adam step differs", v->name);
+        free(wc), free(m), free(vv), free(wg);
+
+        tt_gpu_lm_close(lm);
+        tt_cpu_lm_free(&cpu);
+        free(w), free(gc), free(gg), free(in), free(tg);
+        tt_layout_free(&l);
+        tt_spec_free(&s);
+    }
+}
+
+/* With causal: true the loss at position i has no gradient on the embeddings of positions
+ * > i; untied weights, so the embedding's gradient comes from the input side alone, and distinct
+ * tokens, so a row of dE belongs to one position. */
+static void test_leak(void **state)
+{
+    (void)state;
+    for (int causal = 1; causal >= 0; causal--) {
+        const variant v = {"leak", causal ? "causal: true, tie_weights: false, dropout: 0.0"
+                                          : "causal: false, tie_weights: false, dropout: 0.0",
+                           "precision: fp32", 0, 8};
+        tt_spec s;
+        tt_layout l;
+        setup_spec(&v, &s, &l);
+        const int batch = s.train.batch, n = s.model.seq_len, rows = batch * n, d = s.model.d_model;
+        float *w = tt_xmalloc(l.n_floats * 4), *gg = tt_xmalloc(l.n_floats * 4);
+        weights(&l, w, v.scale);
+        int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        float *wt = tt_xmalloc(rows * 4);
+        for (int i = 0; i < rows; i++) {
+            in[i] = i < n ? i : n + (i % 200); /* sequence 0: tokens 0..n-1, used nowhere else */
+            tg[i] = (i * 7) % 300;
+        }
+        char err[1024];
+        tt_gpu_lm *lm;
+        if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+        TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l.n_floats * 4, cudaMemcpyHostToDevice));
+        const tt_param *emb = tt_layout_find(&l, "word_emb.emb_layers.0.weight");
+        int later_nonzero = 0;
+        for (int i = 0; i < n; i++) {
+            for (int k = 0; k < rows; k++) wt[k] = k == i ? 1.f : 0.f;
+            tt_lm_opts o = {.train = false, .weight = wt};
+            tt_lm_result r;
+            tt_gpu_lm_run(lm, in, tg, &o, true, &r);
+            TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), l.n_floats * 4, cudaMemcpyDeviceToHost));
+            for (int j = 0; j < n; j++) {
+                const float *row = gg + emb->offset + (size_t)j * d; /* token j sits at position j */
+                int nonzero = 0;
+                for (int e = 0; e < d; e++) nonzero |= row[e] != 0.f;
+                if (causal && j > i && nonzero)
+                    fail_msg("causal: loss at %d has a gradient on the embedding at %d", i, j);
+                if (j <= i && !nonzero) fail_msg("loss at %d has no gradient on position %d", i, j);
+                later_nonzero |= j > i && nonzero;
+            }
+        }
+        if (!causal && !later_nonzero) fail_msg("causal: false, yet no position sees a later one");
+        printf("leak test, causal %s: %s\n", causal ? "true" : "false",
+               causal ? "no gradient on any later position" : "later positions have gradients");
+        tt_gpu_lm_close(lm);
+        free(w), free(gg), free(in), free(tg), free(wt);
+        tt_layout_free(&l);
+        tt_spec_free(&s);
+    }
+}
+
+int main(void)
+{
+    char why[512];
+    if (tt_gpu_open(&gpu, 0, why, sizeof why) != 0) {
+        printf("SKIP: %s\n", why);
+        return 77;
+    }
+    const char *env = getenv("TT_TEST_SEED");
+    seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    printf("%s; seed %llu (TT_TEST_SEED reproduces)\n", gpu.name, (unsigned long long)seed);
+    if (tt_cache_open(&cache, NULL, why, sizeof why) != 0) {
+        fprintf(stderr, "%s\n", why);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_step), cmocka_unit_test(test_leak)};
+    const int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    tt_cache_close(&cache);
+    tt_gpu_close(&gpu);
+    return rc;
+}
