@@ -9,15 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-/tmp/tt-gpu-check}}
 mkdir -p "$out"
-deps=/tmp/tt-deps
-if [ -d .deps ]; then
-    mkdir -p "$deps"
-    for f in .deps/*.deb; do dpkg -x "$f" "$deps"; done
-    export CMAKE_PREFIX_PATH="$deps/usr" PKG_CONFIG_SYSROOT_DIR="$deps"
-    export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig"
-    export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-fi
-export TTGEN_CACHE_DIR=/tmp/tt-cache
+. bench/gpu-env.sh
 summary=()
 step() { # name, command...
     local name=$1
@@ -32,7 +24,7 @@ step() { # name, command...
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-step build bash -c 'cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-gpu -j16' || { printf '%s\n' "${summary[@]}"; exit 1; }
+step build bash -c 'cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_BUILD_TESTS=ON && cmake --build build-gpu -j16' || { printf '%s\n' "${summary[@]}"; exit 1; }
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure -V
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 # racecheck: our kernels only (it reports cuBLAS's split-K kernel), and the small cases (it is slow)

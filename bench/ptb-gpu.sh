@@ -12,7 +12,7 @@ data=.data
 name=ptb-gpu-causal-$causal
 sed -e "s|../../shared/data|../$data|" -e "s/precision: bf16/precision: $precision/" \
     -e "s/causal: true/causal: $causal/" specs/ptb.yaml > "specs/$name.yaml"
-export TTGEN_CACHE_DIR=${TTGEN_CACHE_DIR:-/tmp/tt-cache}
+. bench/gpu-env.sh
 ck=/tmp/ck-$name
 rm -rf "$ck"
 timeout -s TERM "$limit" build-gpu/tt-train "specs/$name.yaml" --checkpoint-dir "$ck" \
