@@ -72,6 +72,8 @@ void tt_engine_close(tt_engine *e)
 
 float *tt_engine_host(tt_engine *e, int which) { return e->host[which]; }
 
+size_t tt_engine_device_bytes(const tt_engine *e) { return e->on_gpu ? tt_gpu_lm_bytes(e->glm) : 0; }
+
 static float *device_array(tt_engine *e, int which)
 {
     return which == 0 ? tt_gpu_lm_weights(e->glm) : tt_gpu_lm_moments(e->glm, which - 1);

@@ -19,6 +19,8 @@ typedef struct tt_engine tt_engine;
 int tt_engine_open(tt_engine **e, const char *device, const tt_spec *spec, const tt_layout *layout,
                    int batch, char *desc, size_t desclen, char *err, size_t errlen);
 void tt_engine_close(tt_engine *e);
+/* Device memory the model holds (one allocation); 0 on the CPU. */
+size_t tt_engine_device_bytes(const tt_engine *e);
 
 /* Host arrays of layout->n_floats: weights, exp_avg, exp_avg_sq. */
 float *tt_engine_host(tt_engine *e, int which);

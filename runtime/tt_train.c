@@ -187,6 +187,9 @@ int main(int argc, char **argv)
         printf("tt-train %s on %s: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
                "%d, %ld steps; checkpoints in %s\n",
                o.spec, where_runs, params, s.vocab.n, train.n, batch, n, ts->steps, ckpt_dir);
+    if (!o.quiet && tt_engine_device_bytes(eng))
+        printf("device memory: %.1f MiB in one allocation (weights, gradients, Adam, activations)\n",
+               tt_engine_device_bytes(eng) / 1048576.0);
     in = tt_xmalloc((size_t)batch * n * sizeof *in);
     tg = tt_xmalloc((size_t)batch * n * sizeof *tg);
     struct sigaction sa = {0};
