@@ -371,6 +371,21 @@ static void plan_adam(tt_plan *plan, const char *dtype)
     }
 }
 
+/* fp32 -> storage type, for the bf16 path's fp32 results and master weights. */
+static void plan_cast(tt_plan *plan, const char *dtype)
+{
+    const long threads = 256;
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, "cast", "cast.cu", dtype);
+    set_const(k, "THREADS", threads);
+    name_kernel(k, flags);
+    set_const(k, "OP_CAST", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = 4 * 132;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = min(ceil(n / %ld), 528), grid-stride", threads);
+    whyf(k, "bf16 copies of fp32 results (dlogits, dP) for the bf16 GEMMs");
+}
+
 static long mla_smem(long ti, long td, long tk, long r, int pos_key)
 {
     const long rp = r % 2 ? r : r + 1, kp = tk % 2 ? tk : tk + 1;
@@ -554,6 +569,7 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
         }
         plan_xent(plan, spec);
         plan_adam(plan, dtype);
+        if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
     }
     return 0;
 }

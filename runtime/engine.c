@@ -84,6 +84,7 @@ void tt_engine_upload(tt_engine *e)
     if (!e->on_gpu) return;
     for (int i = 0; i < 3; i++)
         TT_CUDA(cudaMemcpy(device_array(e, i), e->host[i], e->l->n_floats * 4, cudaMemcpyHostToDevice));
+    tt_gpu_lm_weights_changed(e->glm);
 }
 
 void tt_engine_download(tt_engine *e)

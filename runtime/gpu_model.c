@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "cpu_ops.h"
 #include "optim.h"
 #include "util.h"
 
 typedef struct {
     void *qkv, *y, *s1, *x1, *h, *hd, *f, *s2, *x2; /* activations of the storage type */
-    float *g, *p;                                    /* core [R], P = Wr pe [N, R] */
+    void *p;                                         /* P = Wr pe [N, R], storage type */
+    float *g;                                        /* the core [R] */
     float *mean1, *rstd1, *mean2, *rstd2;
 } layer_acts;
 
@@ -27,6 +29,7 @@ struct tt_gpu_lm {
     char *arena;
     size_t bytes;
     float *w, *g, *m, *v;
+    void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
     tt_view wv, gv;
     int32_t *tokens, *targets;
     float *weight;
@@ -36,6 +39,7 @@ struct tt_gpu_lm {
     double *sums;
     void *dx, *dres, *dy, *dqkv, *dff;
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
+    void *dlog_c, *dp_c; /* bf16: dlogits and dP rounded for the bf16 products */
     uint64_t *keys;
     double *norm_part;
     tt_adam_scalars *sc;
@@ -64,6 +68,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->g = take(b, nf * 4);
     lm->m = take(b, nf * 4);
     lm->v = take(b, nf * 4);
+    lm->wc = es == 4 ? lm->w : take(b, nf * es);
     lm->tokens = take(b, rows * 4);
     lm->targets = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
@@ -74,7 +79,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         layer_acts *a = &lm->acts[k];
         a->qkv = take(b, rows * 3 * r * es);
         a->g = take(b, r * 4);
-        a->p = take(b, n * r * 4);
+        a->p = take(b, n * r * es);
         a->y = take(b, rows * d * es);
         a->s1 = take(b, rows * d * es);
         a->x1 = take(b, rows * d * es);
@@ -106,15 +111,27 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
+    lm->dlog_c = es == 4 ? NULL : take(b, rows * v * es);
+    lm->dp_c = es == 4 ? NULL : take(b, n * r * es);
+}
+
+/* n floats from the host into dst of the storage type. */
+static void upload_storage(tt_gpu_lm *lm, void *dst, const float *src, size_t n)
+{
+    if (lm->es == 4) {
+        TT_CUDA(cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice));
+        return;
+    }
+    uint16_t *h = tt_xmalloc(n * 2);
+    for (size_t i = 0; i < n; i++) h[i] = tt_bf16_from_float(src[i]);
+    TT_CUDA(cudaMemcpy(dst, h, n * 2, cudaMemcpyHostToDevice));
+    free(h);
 }
 
 int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_layout *layout,
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
     const tt_model_spec *m = &layout->m;
-    if (spec->train.precision == TT_PREC_BF16)
-        return tt_errf(err, errlen, "%s: train.precision bf16: the GPU trainer runs fp32 and tf32 "
-                       "in this build; use one of them", spec->path);
     if (m->n_cutoffs || m->div_val > 1)
         return tt_errf(err, errlen, "%s: model.adaptive: the GPU trainer has the full softmax only in "
                        "this build; use --device cpu", spec->path);
@@ -124,7 +141,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->l = layout;
     lm->batch = batch;
     lm->rows = batch * m->seq_len;
-    lm->es = 4;
+    lm->es = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
     if (batch > spec->train.batch) {
         free(lm);
         return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
@@ -156,15 +173,15 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
-    /* constants: ones (bias products) and the sinusoids of positions N-1 .. 0 */
+    /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
     const int n = m->seq_len, d = m->d_model;
     float *h = tt_xmalloc((size_t)(lm->rows > n * d ? lm->rows : n * d) * sizeof *h);
     for (int i = 0; i < lm->rows; i++) h[i] = 1.f;
-    TT_CUDA(cudaMemcpy(lm->ones, h, (size_t)lm->rows * 4, cudaMemcpyHostToDevice));
+    upload_storage(lm, lm->ones, h, (size_t)lm->rows);
     float *pos = tt_xmalloc((size_t)n * sizeof *pos);
     for (int j = 0; j < n; j++) pos[j] = (float)(n - 1 - j);
     cpu_sinusoid(h, pos, n, d);
-    TT_CUDA(cudaMemcpy(lm->pe, h, (size_t)n * d * 4, cudaMemcpyHostToDevice));
+    upload_storage(lm, lm->pe, h, (size_t)n * d);
     free(pos);
     free(h);
     *out = lm;
@@ -183,6 +200,13 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
 }
 
 float *tt_gpu_lm_weights(tt_gpu_lm *lm) { return lm->w; }
+
+void tt_gpu_lm_weights_changed(tt_gpu_lm *lm)
+{
+    if (lm->es == 4) return;
+    tt_cast(&lm->prog, lm->gpu->stream, lm->wc, lm->w, (long)lm->l->n_floats);
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+}
 float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
 float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which) { return which ? lm->v : lm->m; }
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
@@ -192,10 +216,16 @@ static tt_dropout drop_at(const tt_lm_opts *o, float p, uint32_t site)
     return (tt_dropout){o->train ? p : 0.f, o->seed, o->step, site};
 }
 
+/* The storage-type copy of a parameter that the products and mla kernels read. */
+static const void *wcp(const tt_gpu_lm *lm, const float *master)
+{
+    return (const char *)lm->wc + (size_t)(master - lm->w) * lm->es;
+}
+
 /* y[rows, out] += 1 b^T: a bias as a rank-1 product (the storage type's ones) */
 static void add_bias(tt_gpu_lm *lm, void *y, bool y_f32, const float *b, int out)
 {
-    tt_gemm_fwd(&lm->gemm, y, y_f32, lm->ones, b, lm->rows, 1, out, 1.f);
+    tt_gemm_fwd(&lm->gemm, y, y_f32, lm->ones, wcp(lm, b), lm->rows, 1, out, 1.f);
 }
 
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
@@ -223,21 +253,22 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
     for (int k = 0; k < m->layers; k++) {
         const tt_layer_view *lw = &w->layer[k];
         layer_acts *a = &lm->acts[k];
-        tt_gemm_fwd(gm, a->qkv, false, x, lw->qkv, rows, d, 3 * r, 0.f);
+        tt_gemm_fwd(gm, a->qkv, false, x, wcp(lm, lw->qkv), rows, d, 3 * r, 0.f);
         tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
-        if (key) tt_gemm_fwd(gm, a->p, true, lm->pe, lw->r_net, n, d, r, 0.f);
-        tt_mla_fwd(p, st, a->y, a->qkv, a->g, lw->o, key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
+        if (key) tt_gemm_fwd(gm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
+        tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v,
+                   lm->batch, n, r, d);
         tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
                            rows, d, drop_at(o, drop, 1 + 3 * k));
-        tt_gemm_fwd(gm, a->h, false, a->x1, lw->ff1_w, rows, d, f, 0.f);
+        tt_gemm_fwd(gm, a->h, false, a->x1, wcp(lm, lw->ff1_w), rows, d, f, 0.f);
         tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(o, drop, 2 + 3 * k));
-        tt_gemm_fwd(gm, a->f, false, a->hd, lw->ff2_w, rows, f, d, 0.f);
+        tt_gemm_fwd(gm, a->f, false, a->hd, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
         add_bias(lm, a->f, false, lw->ff2_b, d);
         tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
                            lw->ln2_b, rows, d, drop_at(o, drop, 3 + 3 * k));
         x = a->x2;
     }
-    tt_gemm_fwd(gm, lm->logits, true, x, w->out_w[0], rows, d, v, 0.f);
+    tt_gemm_fwd(gm, lm->logits, true, x, wcp(lm, w->out_w[0]), rows, d, v, 0.f);
     add_bias(lm, lm->logits, true, w->out_b[0], v);
     tt_xent(p, st, lm->loss, lm->nll, lm->logits, lm->targets, o->weight ? lm->weight : NULL, rows,
             v, o->label_smoothing, scale, grads);
@@ -245,10 +276,15 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
 
     if (grads) {
         TT_CUDA(cudaMemsetAsync(lm->g, 0, lm->l->n_floats * 4, st));
-        /* output layer: logits hold dlogits */
-        tt_gemm_bwd_w(gm, g->out_w[0], lm->logits, x, rows, d, v);
-        tt_gemm_bwd_w(gm, g->out_b[0], lm->logits, lm->ones, rows, 1, v);
-        tt_gemm_bwd_x(gm, lm->dx, lm->logits, w->out_w[0], rows, d, v, 0.f);
+        /* output layer: logits hold dlogits (fp32), rounded for the bf16 products */
+        const void *dlog = lm->logits;
+        if (lm->dlog_c) {
+            tt_cast(p, st, lm->dlog_c, lm->logits, (long)rows * v);
+            dlog = lm->dlog_c;
+        }
+        tt_gemm_bwd_w(gm, g->out_w[0], dlog, x, rows, d, v);
+        tt_gemm_bwd_w(gm, g->out_b[0], dlog, lm->ones, rows, 1, v);
+        tt_gemm_bwd_x(gm, lm->dx, dlog, wcp(lm, w->out_w[0]), rows, d, v, 0.f);
         for (int k = m->layers - 1; k >= 0; k--) {
             const tt_layer_view *lw = &w->layer[k], *lg = &g->layer[k];
             layer_acts *a = &lm->acts[k];
@@ -261,11 +297,11 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             tt_gemm_bwd_w(gm, lg->ff2_b, lm->dy, lm->ones, rows, 1, d);
             tt_gemm_bwd_w(gm, lg->ff2_w, lm->dy, a->hd, rows, f, d);
-            tt_gemm_bwd_x(gm, lm->dff, lm->dy, lw->ff2_w, rows, f, d, 0.f);
+            tt_gemm_bwd_x(gm, lm->dff, lm->dy, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
             tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f,
                            drop_at(o, drop, 2 + 3 * k));
             tt_gemm_bwd_w(gm, lg->ff1_w, lm->dff, a->x1, rows, d, f);
-            tt_gemm_bwd_x(gm, lm->dres, lm->dff, lw->ff1_w, rows, d, f, 1.f); /* d x1 in full */
+            tt_gemm_bwd_x(gm, lm->dres, lm->dff, wcp(lm, lw->ff1_w), rows, d, f, 1.f); /* d x1 in full */
             /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
             tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres,
                                a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d,
@@ -274,12 +310,19 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
             TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
             tt_mla_bwd(p, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
-                       key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g, lw->o,
+                       key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
                        key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
             tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
-            if (key) tt_gemm_bwd_w(gm, lg->r_net, lm->dp, lm->pe, n, d, r);
+            if (key) {
+                const void *dp = lm->dp;
+                if (lm->dp_c) {
+                    tt_cast(p, st, lm->dp_c, lm->dp, (long)n * r);
+                    dp = lm->dp_c;
+                }
+                tt_gemm_bwd_w(gm, lg->r_net, dp, lm->pe, n, d, r);
+            }
             tt_gemm_bwd_w(gm, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
-            tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, lw->qkv, rows, d, 3 * r, 1.f);
+            tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
         }
         tt_embedding_bwd(p, st, g->emb[0], lm->keys, lm->dx, lm->tokens, rows, d, v,
                          drop_at(o, drop, 0));
@@ -301,7 +344,8 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
     /* the host owns lr and the bias corrections; tt_grad_norm writes norm and clip after them */
     TT_CUDA(cudaMemcpyAsync(lm->sc, &host, sizeof host, cudaMemcpyHostToDevice, st));
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
-    tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, NULL, lm->g, lm->sc, lm->l->n_floats, t);
+    tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
+            lm->l->n_floats, t);
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
     TT_CUDA(cudaStreamSynchronize(st));
     return host.norm;

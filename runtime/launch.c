@@ -308,3 +308,14 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     const long elems = (long)n * r > 3L * r ? (long)n * r : 3L * r;
     tt_gpu_launch(par, (dim3){ceil_div(elems, need(par, "THREADS")), 1, 1}, pargs, s);
 }
+
+void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "cast");
+    const long threads = need(k, "THREADS");
+    long blocks = (n + threads - 1) / threads;
+    if (blocks > 528) blocks = 528;
+    if (blocks < 1) blocks = 1;
+    void *args[] = {&out, &in, &n};
+    tt_gpu_launch(k, (dim3){(unsigned)blocks, 1, 1}, args, s);
+}

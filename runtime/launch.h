@@ -114,4 +114,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
                 const float *g, const void *wo, const void *pos, const float *u, const float *v,
                 int batch, int n, int r, int d);
 
+/* out [n] (storage type) = in [n] (fp32), rounded to nearest even (bf16 plans only). */
+void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n);
+
 #endif

@@ -37,6 +37,10 @@ static const variant variants[] = {
     /* tf32 rounds the products' inputs to 10 bits: at 8 times the initial scale the logits are so
      * large that the softmax amplifies that rounding; at the initial scale the step is tf32's */
     {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-3, 1},
+    /* bf16 stores every activation with 8 bits of mantissa (and rounds dlogits): the step's
+     * tolerance is bf16's, at the initial scale for the same reason as tf32 */
+    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 1e-2, 1},
+    {"bf16, position key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 1e-2, 1},
 };
 
 static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
@@ -98,6 +102,7 @@ static void test_step(void **state)
         tt_gpu_lm *lm;
         if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
         TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, nf * 4, cudaMemcpyHostToDevice));
+        tt_gpu_lm_weights_changed(lm);
         tt_gpu_lm_run(lm, in, tg, &o, true, &rg);
         TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
         const double lrel = fabs(rg.loss_sum - rc.loss_sum) / fabs(rc.loss_sum);
@@ -161,6 +166,7 @@ static void test_leak(void **state)
         tt_gpu_lm *lm;
         if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
         TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l.n_floats * 4, cudaMemcpyHostToDevice));
+        tt_gpu_lm_weights_changed(lm);
         const tt_param *emb = tt_layout_find(&l, "word_emb.emb_layers.0.weight");
         int later_nonzero = 0;
         for (int i = 0; i < n; i++) {

@@ -1,0 +1,12 @@
+// fp32 -> the storage type TT_T, element by element (rounding as tt_store_as: to nearest, ties to
+// even): the bf16 path's conversions of fp32 results (dlogits, dP) and of the master weights.
+// Constants: TT_THREADS. Grid-stride, so any grid covers any n.
+
+#ifdef TT_OP_CAST
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ out, const float *__restrict__ in, long n)
+{
+    for (long i = (long)blockIdx.x * TT_THREADS + threadIdx.x; i < n; i += (long)gridDim.x * TT_THREADS)
+        out[i] = tt_store_as<TT_T>(in[i]);
+}
+#endif
