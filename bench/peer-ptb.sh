@@ -2,13 +2,14 @@
 # Issue 4's comparison on specs/ptb.yaml, in one call on the GPU machine: our trainer's tokens/s
 # and the PyTorch peer's (bench/torch_tt.py: eager and torch.compile, tf32 and bf16 autocast),
 # and a check that both compute the same perplexity from the same weights (our checkpoint).
-#   bench/peer-ptb.sh OUTDIR     (after build-gpu/ is built; corpus from .data/ptb)
+#   bench/peer-ptb.sh OUTDIR [PRECISION]   (after build-gpu/ is built; corpus from .data/ptb;
+#                                           our precision, default the spec's bf16)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=$1
+out=$1 precision=${2:-bf16}
 . bench/gpu-env.sh
 values=10000,256,3,40,2,32,2100,32,0.3,true,0.1   # V,D,L,R,H,N,F,B,dropout,causal,eps of ptb.yaml
-sed -e "s|../../shared/data|../.data|" -e "s/precision: bf16/precision: tf32/" \
+sed -e "s|../../shared/data|../.data|" -e "s/precision: bf16/precision: $precision/" \
     -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/steps: 40000/steps: 3000/" \
     specs/ptb.yaml > specs/ptb-peer.yaml
 rm -rf /tmp/ck-peer
