@@ -25,22 +25,28 @@ static uint64_t seed;
 
 typedef struct {
     const char *name, *model, *train;
-    double tol;   /* relative L2 per tensor */
-    float scale;  /* of the initial weights: large ones make every path count in fp32 */
+    double tol;        /* relative L2: the loss, all gradients together, the step */
+    float scale;       /* of the initial weights: large ones make every path count in fp32 */
+    double tol_tensor; /* relative L2 of each tensor's gradient; 0: tol */
 } variant;
 
 static const variant variants[] = {
-    {"causal, dropout", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 1e-5, 8},
+    {"causal, dropout", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 1e-5, 8, 0},
     {"position key, not causal", "causal: false, position: key, dropout: 0.0",
-     "precision: fp32", 1e-5, 8},
-    {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 1e-5, 8},
-    /* tf32 rounds the products' inputs to 10 bits: at 8 times the initial scale the logits are so
-     * large that the softmax amplifies that rounding; at the initial scale the step is tf32's */
-    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-3, 1},
-    /* bf16 stores every activation with 8 bits of mantissa (and rounds dlogits): the step's
-     * tolerance is bf16's, at the initial scale for the same reason as tf32 */
-    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 1e-2, 1},
-    {"bf16, position key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 1e-2, 1},
+     "precision: fp32", 1e-5, 8, 0},
+    {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 1e-5, 8, 0},
+    /* A whole step chains about twenty products (forward and backward through two layers and the
+     * output layer), and with tf32 each rounds its inputs to 10 bits (2^-11 relative): one
+     * product is within 1e-3 (test_gpu_kernels), the chain compounds to a few 1e-3 (3.9e-3 seen
+     * on dW1), so the step is held to 1e-2. bf16 also stores every activation and dlogits with
+     * 8 bits (2^-9): all gradients together stay within 2e-2, but a tensor behind a ReLU (W1,
+     * b1) sees its mask flip wherever bf16 moved an input across zero, up to 8e-2 seen; a broken
+     * backward is off by order 1, so each tensor is held to 0.15. Both at the initial scale: at
+     * 8 times it the logits are so large that the softmax amplifies the rounding further. */
+    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-2, 1, 0},
+    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 2e-2, 1, 0.15},
+    {"bf16, position key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 2e-2, 1,
+     0.15},
 };
 
 static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
@@ -77,6 +83,7 @@ static double rel_l2(const float *a, const float *b, size_t n)
 static void test_step(void **state)
 {
     (void)state;
+    int failures = 0;
     for (size_t vi = 0; vi < sizeof variants / sizeof *variants; vi++) {
         const variant *v = &variants[vi];
         tt_spec s;
@@ -108,16 +115,29 @@ static void test_step(void **state)
         const double lrel = fabs(rg.loss_sum - rc.loss_sum) / fabs(rc.loss_sum);
         printf("%-26s loss cpu %.9f gpu %.9f (rel %.1e)\n", v->name, rc.loss_sum / rc.scored,
                rg.loss_sum / rg.scored, lrel);
-        if (!(lrel <= v->tol)) fail_msg("%s: loss differs by %.2e", v->name, lrel);
+        if (!(lrel <= v->tol)) {
+            print_error("%s: loss differs by %.2e\n", v->name, lrel);
+            failures++;
+        }
         double worst = 0;
         const char *worst_name = "";
+        const double tol_t = v->tol_tensor > 0 ? v->tol_tensor : v->tol;
         for (int i = 0; i < l.n_params; i++) {
             const tt_param *p = &l.params[i];
             const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
             if (e > worst) worst = e, worst_name = p->name;
-            if (!(e <= v->tol)) fail_msg("%s: gradient of %s differs by %.2e", v->name, p->name, e);
+            if (!(e <= tol_t)) {
+                print_error("%s: gradient of %s differs by %.2e\n", v->name, p->name, e);
+                failures++;
+            }
         }
-        printf("%-26s every gradient within %.1e (worst %s: %.1e)\n", "", v->tol, worst_name, worst);
+        const double all = rel_l2(gg, gc, nf);
+        printf("%-26s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "", all,
+               v->tol, tol_t, worst_name, worst);
+        if (!(all <= v->tol)) {
+            print_error("%s: the gradients differ by %.2e\n", v->name, all);
+            failures++;
+        }
 
         /* one Adam step from the same gradients: the CPU clips and updates on its own copy */
         float *wc = tt_xmalloc(nf * 4), *m = tt_xcalloc(nf, 4), *vv = tt_xcalloc(nf, 4);
@@ -129,7 +149,10 @@ static void test_step(void **state)
         TT_CUDA(cudaMemcpy(wg, tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
         const double we = rel_l2(wg, wc, nf), ne = fabs(norm_g - norm_c) / norm_c;
         printf("%-26s after Adam: weights rel %.1e, grad norm %.6f vs %.6f\n", "", we, norm_g, norm_c);
-        if (!(ne <= v->tol) || !(we <= v->tol)) fail_msg("%s: Adam step differs", v->name);
+        if (!(ne <= v->tol) || !(we <= v->tol)) {
+            print_error("%s: Adam step differs\n", v->name);
+            failures++;
+        }
         free(wc), free(m), free(vv), free(wg);
 
         tt_gpu_lm_close(lm);
@@ -138,6 +161,7 @@ static void test_step(void **state)
         tt_layout_free(&l);
         tt_spec_free(&s);
     }
+    if (failures) fail_msg("%d comparisons over their tolerance", failures);
 }
 
 /* With causal: true the loss at position i has no gradient on the embeddings of positions
@@ -149,7 +173,7 @@ static void test_leak(void **state)
     for (int causal = 1; causal >= 0; causal--) {
         const variant v = {"leak", causal ? "causal: true, tie_weights: false, dropout: 0.0"
                                           : "causal: false, tie_weights: false, dropout: 0.0",
-                           "precision: fp32", 0, 8};
+                           "precision: fp32", 0, 8, 0};
         tt_spec s;
         tt_layout l;
         setup_spec(&v, &s, &l);
