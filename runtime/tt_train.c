@@ -125,6 +125,16 @@ static void make_batch(const tt_tokens *t, int batch, int n, long step, int32_t 
         }
 }
 
+/* Brings the engine's weights and moments to the host and writes them as step's checkpoint. */
+static int save(tt_engine *eng, const tt_session *s, const char *dir, long step, char *where,
+                size_t wlen, char *err, size_t errlen)
+{
+    tt_engine_download(eng);
+    tt_checkpoint ck = {&s->spec, &s->layout, &s->vocab, tt_engine_host(eng, 0),
+                        tt_engine_host(eng, 1), tt_engine_host(eng, 2), step};
+    return tt_checkpoint_save(dir, &ck, where, wlen, err, errlen);
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -205,6 +215,7 @@ int main(int argc, char **argv)
     long best_step = 0, stale = 0;
     int stopped_early = 0;
     long saved_step = -1;
+    char where[1024];
     const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
     while (step < last && !g_stop_signal) {
         step++;
@@ -266,10 +277,7 @@ int main(int argc, char **argv)
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
-            tt_engine_download(eng);
-            tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
-            char where[1024];
-            if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
+            if (save(eng, &s, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
                 status = 1;
                 goto fail;
             }
@@ -283,24 +291,14 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (stopped_early && saved_step != step) {
-        tt_engine_download(eng);
-        tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
-        char where[1024];
-        if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
+    if ((stopped_early && saved_step != step) || g_stop_signal) {
+        if (save(eng, &s, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
             status = 1;
             goto fail;
         }
-        if (!o.quiet) printf("checkpoint %s\n", where);
+        if (!o.quiet && !g_stop_signal) printf("checkpoint %s\n", where);
     }
     if (g_stop_signal) {
-        tt_engine_download(eng);
-        tt_checkpoint ck = {&s.spec, &s.layout, &s.vocab, w, am, av, step};
-        char where[1024];
-        if (tt_checkpoint_save(ckpt_dir, &ck, where, sizeof where, err, sizeof err)) {
-            status = 1;
-            goto fail;
-        }
         printf("interrupted (%s) after step %ld: checkpoint %s; continue with --resume",
                strsignal(g_stop_signal), step, where);
         if (best_step) printf(" (best valid ppl %.3f at step %ld)", best_ppl, best_step);
