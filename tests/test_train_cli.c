@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -675,6 +676,22 @@ static void test_checkpoint_and_usage_errors(void **state)
     RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--resume");
     expect_error(&p, "--resume with nothing", "tt-train: --resume: ", empty);
     tu_proc_free(&p);
+
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--device", "tpu");
+    expect_error(&p, "--device tpu", "--device is cpu, cuda or auto", "'tpu'");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--patience", "x");
+    expect_error(&p, "--patience x", "tt-train: --patience", "'x'");
+    tu_proc_free(&p);
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver) {
+        dlclose(driver);
+        print_message("  (a GPU driver is here: --device cuda's no-device message not checked)\n");
+    } else {
+        RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--device", "cuda");
+        expect_error(&p, "--device cuda without a GPU", "--device cuda: no CUDA device", NULL);
+        tu_proc_free(&p);
+    }
 
     RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--split", "bogus");
     expect_error(&p, "--split bogus", "tt-eval: --split", "'bogus'");
