@@ -17,6 +17,35 @@
 #define TT_RP (TT_R % 2 ? TT_R : TT_R + 1)
 #define TT_KP (TT_TK % 2 ? TT_TK : TT_TK + 1)
 
+
+#ifdef TT_TK // the kernels that walk keys in tiles of TT_TK
+// V rows k0 .. k0+TT_TK-1 of a sequence (zero from kend on) into s_v, by the whole block.
+__device__ __forceinline__ void tt_mla_load_v(float (*s_v)[TT_RP], const TT_T *seq, int k0, int kend)
+{
+    for (int e = threadIdx.x; e < TT_TK * TT_R; e += TT_THREADS) {
+        const int kk = e / TT_R, r = e % TT_R;
+        s_v[kk][r] = (k0 + kk < kend) ? tt_float(seq[(size_t)(k0 + kk) * 3 * TT_R + 2 * TT_R + r]) : 0.f;
+    }
+}
+
+// The T tile of key j: s_t[i][kk] = sum_r s_a[i][r] s_v[kk][r] for rows i0.. and keys k0..,
+// zero where the causal mask hides (j, k) from row i. By the whole block.
+__device__ __forceinline__ void tt_mla_t_tile(float (*s_t)[TT_KP], const float (*s_a)[TT_RP],
+                                              const float (*s_v)[TT_RP], int i0, int k0, int j)
+{
+    for (int e = threadIdx.x; e < TT_TI * TT_TK; e += TT_THREADS) {
+        const int i = e / TT_TK, kk = e % TT_TK;
+        const int ig = i0 + i, k = k0 + kk;
+        float t = 0.f;
+        if (!TT_CAUSAL || (j <= ig && k <= ig)) {
+#pragma unroll 8
+            for (int r = 0; r < TT_R; r++) t += s_a[i][r] * s_v[kk][r];
+        }
+        s_t[i][kk] = t;
+    }
+}
+#endif
+
 #ifdef TT_OP_MLA_FWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
@@ -71,26 +100,14 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             s_a[i][r] = a;
         }
         for (int k0 = 0; k0 < jend; k0 += TT_TK) {
-            for (int e = tid; e < TT_TK * TT_R; e += TT_THREADS) {
-                const int kk = e / TT_R, r = e % TT_R;
-                s_v[kk][r] = (k0 + kk < jend) ? tt_float(seq[(size_t)(k0 + kk) * 3 * TT_R + 2 * TT_R + r]) : 0.f;
-            }
+            tt_mla_load_v(s_v, seq, k0, jend);
             for (int e = tid; e < TT_TD * TT_TK; e += TT_THREADS) {
                 const int dd = e / TT_TK, kk = e % TT_TK;
                 const bool in = (d0 + dd < TT_D) && (k0 + kk < jend);
                 s_w[dd][kk] = in ? tt_float(wo[(size_t)(d0 + dd) * TT_N * TT_N + (size_t)j * TT_N + k0 + kk]) : 0.f;
             }
             __syncthreads();
-            for (int e = tid; e < TT_TI * TT_TK; e += TT_THREADS) {
-                const int i = e / TT_TK, kk = e % TT_TK;
-                const int ig = i0 + i, k = k0 + kk;
-                float t = 0.f;
-                if (!TT_CAUSAL || (j <= ig && k <= ig)) {
-#pragma unroll 8
-                    for (int r = 0; r < TT_R; r++) t += s_a[i][r] * s_v[kk][r];
-                }
-                s_t[i][kk] = t;
-            }
+            tt_mla_t_tile(s_t, s_a, s_v, i0, k0, j);
             __syncthreads();
 #pragma unroll 4
             for (int kk = 0; kk < TT_TK; kk++) {
@@ -183,26 +200,14 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                 }
                 s_a[i][r] = a;
             }
-            for (int e = tid; e < TT_TK * TT_R; e += TT_THREADS) {
-                const int kk = e / TT_R, r = e % TT_R;
-                s_v[kk][r] = (k0 + kk < TT_N) ? tt_float(seq[(size_t)(k0 + kk) * 3 * TT_R + 2 * TT_R + r]) : 0.f;
-            }
+            tt_mla_load_v(s_v, seq, k0, TT_N);
             for (int e = tid; e < TT_TI * TT_TD; e += TT_THREADS) {
                 const int i = e / TT_TD, dd = e % TT_TD;
                 const bool in = i0 + i < TT_N && d0 + dd < TT_D;
                 s_dy[i][dd] = in ? tt_float(dy[((size_t)b * TT_N + i0 + i) * TT_D + d0 + dd]) : 0.f;
             }
             __syncthreads();
-            for (int e = tid; e < TT_TI * TT_TK; e += TT_THREADS) {
-                const int i = e / TT_TK, kk = e % TT_TK;
-                const int ig = i0 + i, k = k0 + kk;
-                float t = 0.f;
-                if (!TT_CAUSAL || (j <= ig && k <= ig)) {
-#pragma unroll 8
-                    for (int r = 0; r < TT_R; r++) t += s_a[i][r] * s_v[kk][r];
-                }
-                s_t[i][kk] = t;
-            }
+            tt_mla_t_tile(s_t, s_a, s_v, i0, k0, j);
             __syncthreads();
             for (int i = 0; i < TT_TI; i++) {
                 const float t = s_t[i][lane];
@@ -306,10 +311,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     for (int a = 0; a < TT_TI / TT_WARPS; a++) dt[a] += s_dy[warp + TT_WARPS * a][dd] * w;
                 }
             }
-            for (int e = tid; e < TT_TK * TT_R; e += TT_THREADS) {
-                const int kk = e / TT_R, r = e % TT_R;
-                s_v[kk][r] = (k0 + kk < jend) ? tt_float(seq[(size_t)(k0 + kk) * 3 * TT_R + 2 * TT_R + r]) : 0.f;
-            }
+            tt_mla_load_v(s_v, seq, k0, jend);
 #pragma unroll
             for (int a = 0; a < TT_TI / TT_WARPS; a++) {
                 const int i = warp + TT_WARPS * a, ig = i0 + i, k = k0 + lane;

@@ -37,13 +37,13 @@ static const variant variants[] = {
     {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 1e-5, 8, 0},
     /* A whole step chains about twenty products (forward and backward through two layers and the
      * output layer), and with tf32 each rounds its inputs to 10 bits (2^-11 relative): one
-     * product is within 1e-3 (test_gpu_kernels), the chain compounds to a few 1e-3 (3.9e-3 seen
-     * on dW1), so the step is held to 1e-2. bf16 also stores every activation and dlogits with
-     * 8 bits (2^-9): all gradients together stay within 2e-2, but a tensor behind a ReLU (W1,
-     * b1) sees its mask flip wherever bf16 moved an input across zero, up to 8e-2 seen; a broken
+     * product is within 1e-3 (test_gpu_kernels), all gradients together within a few 1e-4 here,
+     * so 1e-2. bf16 also stores every activation and dlogits with 8 bits (2^-9): all gradients
+     * within 5e-3 seen, so 2e-2. A tensor behind a ReLU (W1, b1) sees its mask flip wherever the
+     * rounding moved an input across zero: up to 2.3e-2 seen at tf32 and 8e-2 at bf16. A broken
      * backward is off by order 1, so each tensor is held to 0.15. Both at the initial scale: at
      * 8 times it the logits are so large that the softmax amplifies the rounding further. */
-    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-2, 1, 0},
+    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-2, 1, 0.15},
     {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 2e-2, 1, 0.15},
     {"bf16, position key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 2e-2, 1,
      0.15},
