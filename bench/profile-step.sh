@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml (bf16) under
+# Nsight Compute, its duration summed by kernel name (cuBLAS's included), largest first.
+#   bench/profile-step.sh OUTDIR      (on the GPU machine, after build-gpu/ is built)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=$1
+. bench/gpu-env.sh
+sed -e "s|../../shared/data|../.data|" -e "s/eval_interval: 1000/eval_interval: 0/" specs/ptb.yaml \
+    > specs/ptb-profile.yaml
+rm -rf /tmp/ck-profile
+ncu --metrics gpu__time_duration.sum --csv --clock-control none \
+    build-gpu/tt-train specs/ptb-profile.yaml --checkpoint-dir /tmp/ck-profile --stop-after 4 -q \
+    > "$out/ncu-step.csv" 2> "$out/ncu-step.err"
+rm -f specs/ptb-profile.yaml
+python3 - "$out/ncu-step.csv" <<'PY' | tee "$out/step-breakdown.txt"
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]
+name, unit, val = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
+tot = collections.Counter()
+cnt = collections.Counter()
+for r in rows[1:]:
+    v = float(r[val].replace(",", ""))
+    v *= {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[r[unit]]
+    k = r[name].split("(")[0][:60]
+    tot[k] += v
+    cnt[k] += 1
+all_us = sum(tot.values())
+print(f"{'kernel':60s} {'calls':>6s} {'us/step':>9s} {'share':>6s}")
+for k, v in tot.most_common(25):
+    print(f"{k:60s} {cnt[k] // 4:6d} {v / 4:9.1f} {100 * v / all_us:5.1f}%")
+print(f"{'all kernels':60s} {sum(cnt.values()) // 4:6d} {all_us / 4:9.1f}")
+PY
