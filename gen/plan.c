@@ -386,6 +386,19 @@ static void plan_cast(tt_plan *plan, const char *dtype)
     whyf(k, "bf16 copies of fp32 results (dlogits, dP) for the bf16 GEMMs");
 }
 
+/* Blocks an attention kernel should launch at least: two per SM of a 132-SM H100 or H200. The
+ * plan knows no device, so a card with more SMs gets the same tiles. */
+#define MLA_MIN_BLOCKS 264
+
+/* The largest row tile from 32 down to `floor` that still gives MLA_MIN_BLOCKS blocks
+ * (per_tile blocks each), else floor: fewer rows per block, more blocks, finer causal skipping. */
+static long mla_row_tile(int n, long per_tile, long floor)
+{
+    long ti = 32;
+    while (ti > floor && (long)ceil_div(n, ti) * per_tile < MLA_MIN_BLOCKS) ti /= 2;
+    return ti;
+}
+
 static long mla_smem(long ti, long td, long tk, long r, int pos_key)
 {
     const long rp = r % 2 ? r : r + 1, kp = tk % 2 ? tk : tk + 1;
@@ -398,9 +411,9 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
     const int n = m->seq_len, r = m->rank, d = m->d_model;
     const int pos_key = m->position == TT_POS_KEY;
     const long threads = 256, warps = threads / 32;
-    /* Row tile: as many rows as fill 8 warps, up to 32 (each Wo chunk is reused by every row). */
-    long ti = n >= 32 ? 32 : (n > 16 ? 32 : (n > 8 ? 16 : 8));
+    /* Row tile: up to 32 rows share each Wo chunk, fewer when that leaves SMs idle. */
     long td = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
+    long ti = mla_row_tile(n, (long)ceil_div(d, td) * s->train.batch, 8);
     long tk = n >= 32 ? 32 : (long)ceil_div(n, 8) * 8;
     while (mla_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT) {
         if (ti > warps) ti /= 2;
@@ -480,6 +493,9 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     const long threads = 256, warps = threads / 32, tk = 32;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     long ti = n > 16 ? 32 : (n > 8 ? 16 : 8), td = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
+    /* One block per (j, key tile, feature tile): narrower feature tiles when that is too few
+     * blocks (each recomputes its T tiles, a cost of R per TD features). */
+    while (td > 32 && (long)n * ceil_div(n, tk) * ceil_div(d, td) < MLA_MIN_BLOCKS) td /= 2;
     while (mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT && (ti > warps || td > 32)) {
         if (td > 32) td /= 2;
         else ti /= 2;
@@ -505,7 +521,8 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     whyf(k, "one writer per dWo element, rows walked in a fixed order (no atomics); T recomputed "
             "per %ld-row tile%s", ti, m->causal ? ", rows above max(j, k) skipped" : "");
 
-    long tq = n > 16 ? 32 : (n > 8 ? 16 : 8), dc = 32;
+    /* Rows per block down to 16, not 8: at 8 the D = 1024 instance spills registers. */
+    long tq = n > 8 ? mla_row_tile(n, s->train.batch, 16) : 8, dc = 32;
     while (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT && tq > warps) tq /= 2;
     if (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: rank %d needs more than %d KiB of shared memory; "
