@@ -7,8 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1
 . bench/gpu-env.sh
-sed -e "s|../../shared/data|../.data|" -e "s/eval_interval: 100/eval_interval: 0/" specs/tiny.yaml \
-    > specs/tiny-cross.yaml
+tt_local_spec specs/tiny.yaml specs/tiny-cross.yaml -e "s/eval_interval: 100/eval_interval: 0/"
 status=0
 for dev in cuda cpu; do
     rm -rf "/tmp/ck-cross-$dev"

@@ -10,3 +10,13 @@ if [ -d .deps ]; then
     export LD_LIBRARY_PATH="$tt_deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 fi
 export TTGEN_CACHE_DIR=${TTGEN_CACHE_DIR:-/tmp/tt-cache}
+
+# tt_local_spec SRC DST [sed arguments...]: a variant of spec SRC written to DST (in specs/, so
+# relative paths keep working), its corpora read from .data/ (carried to the GPU machine) when
+# that exists, with the given sed edits applied on top.
+tt_local_spec() {
+    local src=$1 dst=$2 data=../shared/data
+    shift 2
+    [ -d .data ] && data=.data
+    sed -e "s|../../shared/data|../$data|" "$@" "$src" > "$dst"
+}

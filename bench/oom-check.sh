@@ -8,8 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1
 . bench/gpu-env.sh
-sed -e "s|../../shared/data|../.data|" -e "s/batch: 32/batch: 65536/" -e "s/seq_len: 32/seq_len: 64/" \
-    specs/ptb.yaml > specs/ptb-oom.yaml
+tt_local_spec specs/ptb.yaml specs/ptb-oom.yaml -e "s/batch: 32/batch: 65536/" -e "s/seq_len: 32/seq_len: 64/"
 build-gpu/tt-eval specs/ptb-oom.yaml --device cuda --checkpoint specs/ptb.yaml > "$out/oom.out" 2> "$out/oom.err"
 rc=$?
 rm -f specs/ptb-oom.yaml

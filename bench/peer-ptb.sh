@@ -9,9 +9,8 @@ cd "$(dirname "$0")/.."
 out=$1 precision=${2:-bf16}
 . bench/gpu-env.sh
 values=10000,256,3,40,2,32,2100,32,0.3,true,0.1   # V,D,L,R,H,N,F,B,dropout,causal,eps of ptb.yaml
-sed -e "s|../../shared/data|../.data|" -e "s/precision: bf16/precision: $precision/" \
-    -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/steps: 40000/steps: 3000/" \
-    specs/ptb.yaml > specs/ptb-peer.yaml
+tt_local_spec specs/ptb.yaml specs/ptb-peer.yaml -e "s/precision: bf16/precision: $precision/" \
+    -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/steps: 40000/steps: 3000/"
 rm -rf /tmp/ck-peer
 build-gpu/tt-train specs/ptb-peer.yaml --checkpoint-dir /tmp/ck-peer --log-every 500 2>&1 | tee "$out/ours-train.log" | tail -4
 build-gpu/tt-eval specs/ptb-peer.yaml --checkpoint /tmp/ck-peer --split valid 2>&1 | tee "$out/ours-eval.log"

@@ -6,8 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1
 . bench/gpu-env.sh
-sed -e "s|../../shared/data|../.data|" -e "s/eval_interval: 1000/eval_interval: 0/" specs/ptb.yaml \
-    > specs/ptb-profile.yaml
+tt_local_spec specs/ptb.yaml specs/ptb-profile.yaml -e "s/eval_interval: 1000/eval_interval: 0/"
 rm -rf /tmp/ck-profile
 ncu --metrics gpu__time_duration.sum --csv --clock-control none \
     build-gpu/tt-train specs/ptb-profile.yaml --checkpoint-dir /tmp/ck-profile --stop-after 4 -q \

@@ -7,12 +7,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1 limit=$2 causal=${3:-true} precision=${4:-tf32}
-data=.data
-[ -d "$data/ptb" ] || data=../shared/data
-name=ptb-gpu-causal-$causal
-sed -e "s|../../shared/data|../$data|" -e "s/precision: bf16/precision: $precision/" \
-    -e "s/causal: true/causal: $causal/" specs/ptb.yaml > "specs/$name.yaml"
 . bench/gpu-env.sh
+name=ptb-gpu-causal-$causal
+tt_local_spec specs/ptb.yaml "specs/$name.yaml" -e "s/precision: bf16/precision: $precision/" \
+    -e "s/^  causal: true/  causal: $causal/"
 ck=/tmp/ck-$name
 rm -rf "$ck"
 timeout -s TERM "$limit" build-gpu/tt-train "specs/$name.yaml" --checkpoint-dir "$ck" \

@@ -64,7 +64,6 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
         cpu_sinusoid(lm->pe, pos, m->seq_len, (int)d);
         free(pos);
     }
-    lm->head = tt_xmalloc(rows * (size_t)head_columns(l) * sizeof(tt_real));
     lm->dx = tt_xmalloc(rows * d * sizeof(tt_real));
     lm->dtmp = tt_xmalloc(rows * d * sizeof(tt_real));
     lm->dff = tt_xmalloc(rows * f * sizeof(tt_real));
@@ -81,7 +80,7 @@ void tt_cpu_lm_free(tt_cpu_lm *lm)
         free(a->mean1), free(a->rstd1), free(a->x1), free(a->h), free(a->h_mask), free(a->hd);
         free(a->f_mask), free(a->s2), free(a->mean2), free(a->rstd2), free(a->x2);
     }
-    free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe), free(lm->head);
+    free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe);
     free(lm->dx), free(lm->dtmp), free(lm->dff), free(lm->dqkv), free(lm->d_emb);
     tt_view_free(&lm->w);
     tt_view_free(&lm->g);

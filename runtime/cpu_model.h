@@ -17,7 +17,6 @@ typedef struct {
     tt_real *x0;       /* [rows, D] embedding output after dropout */
     uint8_t *x0_mask;
     struct tt_cpu_layer_acts *acts; /* [L] */
-    tt_real *head;     /* [rows, head columns] logits, then gradients */
     /* gradients of activations */
     tt_real *dx, *dtmp, *dff;  /* [rows, D], [rows, D], [rows, F] */
     tt_real *dqkv;     /* [rows, 3R] */

@@ -16,19 +16,17 @@
 
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cpu_model.h"
 #include "cpu_ops.h"
 #include "model.h"
 #include "spec.h"
+#include "testutil.h"
 
 _Static_assert(sizeof(tt_real) == sizeof(double),
                "test_cpu_grad must link tt_runtime_f64 (TT_REAL=double)");
@@ -1136,23 +1134,9 @@ static void test_determinism(void **state)
 }
 
 /* === main ===================================================================================== */
-static uint64_t pick_seed(void)
-{
-    const char *env = getenv("TT_TEST_SEED");
-    if (env && *env) return strtoull(env, NULL, 0);
-    uint64_t s = 0;
-    const int fd = open("/dev/urandom", O_RDONLY);
-    if (fd >= 0) {
-        if (read(fd, &s, sizeof s) != (ssize_t)sizeof s) s = 0;
-        close(fd);
-    }
-    if (!s) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    return s;
-}
-
 int main(void)
 {
-    g_seed = pick_seed();
+    g_seed = tu_seed();
     printf("test_cpu_grad: seed %llu (TT_TEST_SEED=%llu replays this run)\n",
            (unsigned long long)g_seed, (unsigned long long)g_seed);
     fflush(stdout);

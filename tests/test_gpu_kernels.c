@@ -11,17 +11,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bf16.h"
 #include "cache.h"
 #include "cpu_ops.h"
 #include "gemm.h"
 #include "gpu.h"
+#include "gpu_testutil.h"
 #include "launch.h"
 #include "optim.h"
 #include "rng.h"
 #include "spec.h"
+#include "testutil.h"
 #include "util.h"
 
 static tt_gpu gpu;
@@ -838,20 +839,9 @@ static void test_gemm(void **state)
 
 int main(void)
 {
-    char why[512];
-    if (tt_gpu_open(&gpu, 0, why, sizeof why) != 0) {
-        printf("SKIP: %s\n", why);
-        return 77;
-    }
-    const char *env = getenv("TT_TEST_SEED");
-    seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    printf("%s (%s, %d SMs); seed %llu (TT_TEST_SEED reproduces)\n", gpu.name, gpu.arch,
-           gpu.sm_count, (unsigned long long)seed);
-    char err[512];
-    if (tt_cache_open(&cache, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
+    seed = tu_seed();
+    const int open_rc = tu_gpu_open(&gpu, &cache, seed);
+    if (open_rc) return open_rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_mla_fwd),
@@ -865,7 +855,6 @@ int main(void)
         cmocka_unit_test(test_adam),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tt_cache_close(&cache);
-    tt_gpu_close(&gpu);
+    tu_gpu_close(&gpu, &cache);
     return rc;
 }

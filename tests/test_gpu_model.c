@@ -10,13 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache.h"
 #include "cpu_model.h"
 #include "gpu_model.h"
+#include "gpu_testutil.h"
 #include "optim.h"
 #include "rng.h"
+#include "testutil.h"
 #include "util.h"
 
 static tt_gpu gpu;
@@ -221,21 +222,11 @@ static void test_leak(void **state)
 
 int main(void)
 {
-    char why[512];
-    if (tt_gpu_open(&gpu, 0, why, sizeof why) != 0) {
-        printf("SKIP: %s\n", why);
-        return 77;
-    }
-    const char *env = getenv("TT_TEST_SEED");
-    seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    printf("%s; seed %llu (TT_TEST_SEED reproduces)\n", gpu.name, (unsigned long long)seed);
-    if (tt_cache_open(&cache, NULL, why, sizeof why) != 0) {
-        fprintf(stderr, "%s\n", why);
-        return 1;
-    }
+    seed = tu_seed();
+    const int open_rc = tu_gpu_open(&gpu, &cache, seed);
+    if (open_rc) return open_rc;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_step), cmocka_unit_test(test_leak)};
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    tt_cache_close(&cache);
-    tt_gpu_close(&gpu);
+    tu_gpu_close(&gpu, &cache);
     return rc;
 }

@@ -22,6 +22,20 @@
 #include "testutil.h"
 #include "util.h"
 
+uint64_t tu_seed(void)
+{
+    const char *env = getenv("TT_TEST_SEED");
+    if (env && *env) return strtoull(env, NULL, 0);
+    uint64_t s = 0;
+    const int fd = open("/dev/urandom", O_RDONLY);
+    if (fd >= 0) {
+        if (read(fd, &s, sizeof s) != (ssize_t)sizeof s) s = 0;
+        close(fd);
+    }
+    if (!s) s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    return s;
+}
+
 extern char **environ;
 
 /* --- folders and files ------------------------------------------------------------------------ */

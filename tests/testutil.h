@@ -6,7 +6,12 @@
 #define TT_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+/* The seed of a test's random inputs: $TT_TEST_SEED when set (to replay a run), else fresh from
+ * /dev/urandom. Tests print it. */
+uint64_t tu_seed(void);
 
 /* Makes /tmp/tt-test-NAME-XXXXXX and writes its path to out (in a setup too: a failure there
  * fails the setup). */
