@@ -98,8 +98,7 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
                             const tt_lm_opts *o, long s, tt_lm_result *res)
 {
     if (e->on_gpu) {
-        tt_gpu_lm_run(e->glm, inputs, targets, o, true, res);
-        return tt_gpu_lm_adam(e->glm, s);
+        return tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
     }
     const size_t nf = e->l->n_floats;
     memset(e->grad, 0, nf * sizeof *e->grad);

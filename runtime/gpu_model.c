@@ -43,7 +43,17 @@ struct tt_gpu_lm {
     uint64_t *keys;
     double *norm_part;
     tt_adam_scalars *sc;
+    unsigned long long *step; /* the dropout step the kernels read (device) */
+    unsigned long long host_step;
+    void *blas_ws;           /* cuBLAS's workspace, so that it allocates nothing in a capture */
+    /* the training step as a CUDA graph, captured on first use for these options */
+    cudaGraphExec_t graph;
+    tt_lm_opts graph_opts;
+    bool graphs;             /* TT_CUDA_GRAPH=0 turns them off (to compare, or to debug) */
 };
+
+/* cuBLAS's recommended workspace on Hopper; more than enough before it. */
+#define TT_BLAS_WORKSPACE ((size_t)32 << 20)
 
 /* Two passes over the same list of buffers: the first adds up their sizes, the second, once the
  * one allocation exists, hands out pointers into it. */
@@ -111,6 +121,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
+    lm->step = take(b, sizeof *lm->step);
+    lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
     lm->dlog_c = es == 4 ? NULL : take(b, rows * v * es);
     lm->dp_c = es == 4 ? NULL : take(b, n * r * es);
 }
@@ -169,6 +181,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
     b = (bump){lm->arena, 0};
     carve(lm, &b);
+    TT_CUBLAS(cublasSetWorkspace(gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
+    const char *graphs = getenv("TT_CUDA_GRAPH");
+    lm->graphs = !(graphs && !strcmp(graphs, "0"));
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
     tt_view_make(layout, lm->w, &lm->wv);
@@ -191,7 +206,11 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
 void tt_gpu_lm_close(tt_gpu_lm *lm)
 {
     if (!lm) return;
-    if (lm->arena) cudaFree(lm->arena);
+    if (lm->graph) cudaGraphExecDestroy(lm->graph);
+    if (lm->arena) {
+        TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, NULL, 0)); /* ours goes with the arena */
+        cudaFree(lm->arena);
+    }
     tt_view_free(&lm->wv);
     tt_view_free(&lm->gv);
     tt_gpu_program_free(&lm->prog);
@@ -211,9 +230,9 @@ float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
 float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which) { return which ? lm->v : lm->m; }
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
 
-static tt_dropout drop_at(const tt_lm_opts *o, float p, uint32_t site)
+static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uint32_t site)
 {
-    return (tt_dropout){o->train ? p : 0.f, o->seed, o->step, site};
+    return (tt_dropout){o->train ? p : 0.f, o->seed, lm->step, site};
 }
 
 /* The storage-type copy of a parameter that the products and mla kernels read. */
@@ -228,8 +247,28 @@ static void add_bias(tt_gpu_lm *lm, void *y, bool y_f32, const float *b, int out
     tt_gemm_fwd(&lm->gemm, y, y_f32, lm->ones, wcp(lm, b), lm->rows, 1, out, 1.f);
 }
 
-void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
-                   const tt_lm_opts *o, bool grads, tt_lm_result *res)
+/* The inputs of a run into device memory (ahead of its kernels, on the same stream): tokens,
+ * targets, the weights, and the dropout step. Returns the sum of the weights. */
+static double upload_inputs(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o)
+{
+    const cudaStream_t st = lm->gpu->stream;
+    const int rows = lm->rows;
+    TT_CUDA(cudaMemcpyAsync(lm->tokens, inputs, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    TT_CUDA(cudaMemcpyAsync(lm->targets, targets, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    if (o->weight)
+        TT_CUDA(cudaMemcpyAsync(lm->weight, o->weight, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    lm->host_step = o->step;
+    TT_CUDA(cudaMemcpyAsync(lm->step, &lm->host_step, sizeof lm->host_step, cudaMemcpyHostToDevice, st));
+    double weights = 0;
+    for (int i = 0; i < rows; i++) weights += o->weight ? o->weight[i] : 1.0;
+    return weights;
+}
+
+/* Forward, and with grads the backward, as kernels on the stream: no host copy, no
+ * synchronization, nothing that changes from one training step to the next but device memory
+ * (so that it can be captured). */
+static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double weights)
 {
     const tt_model_spec *m = &lm->l->m;
     const tt_gpu_program *p = &lm->prog;
@@ -239,16 +278,10 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
     const float drop = (float)m->dropout;
     const tt_view *w = &lm->wv, *g = &lm->gv;
     const tt_gemm *gm = &lm->gemm;
-    TT_CUDA(cudaMemcpyAsync(lm->tokens, inputs, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
-    TT_CUDA(cudaMemcpyAsync(lm->targets, targets, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
-    if (o->weight)
-        TT_CUDA(cudaMemcpyAsync(lm->weight, o->weight, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
-    double weights = 0;
-    for (int i = 0; i < rows; i++) weights += o->weight ? o->weight[i] : 1.0;
     const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
 
     /* forward */
-    tt_embedding_fwd(p, st, lm->x0, w->emb[0], lm->tokens, rows, d, v, drop_at(o, drop, 0));
+    tt_embedding_fwd(p, st, lm->x0, w->emb[0], lm->tokens, rows, d, v, drop_at(lm, o, drop, 0));
     const void *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
         const tt_layer_view *lw = &w->layer[k];
@@ -259,13 +292,13 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
         tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v,
                    lm->batch, n, r, d);
         tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
-                           rows, d, drop_at(o, drop, 1 + 3 * k));
+                           rows, d, drop_at(lm, o, drop, 1 + 3 * k));
         tt_gemm_fwd(gm, a->h, false, a->x1, wcp(lm, lw->ff1_w), rows, d, f, 0.f);
-        tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(o, drop, 2 + 3 * k));
+        tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(lm, o, drop, 2 + 3 * k));
         tt_gemm_fwd(gm, a->f, false, a->hd, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
         add_bias(lm, a->f, false, lw->ff2_b, d);
         tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
-                           lw->ln2_b, rows, d, drop_at(o, drop, 3 + 3 * k));
+                           lw->ln2_b, rows, d, drop_at(lm, o, drop, 3 + 3 * k));
         x = a->x2;
     }
     tt_gemm_fwd(gm, lm->logits, true, x, wcp(lm, w->out_w[0]), rows, d, v, 0.f);
@@ -292,20 +325,20 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
             /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dy = d f */
             tt_residual_ln_bwd(p, st, lm->dres, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dx,
                                a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d,
-                               drop_at(o, drop, 3 + 3 * k));
+                               drop_at(lm, o, drop, 3 + 3 * k));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             tt_gemm_bwd_w(gm, lg->ff2_b, lm->dy, lm->ones, rows, 1, d);
             tt_gemm_bwd_w(gm, lg->ff2_w, lm->dy, a->hd, rows, f, d);
             tt_gemm_bwd_x(gm, lm->dff, lm->dy, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
             tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f,
-                           drop_at(o, drop, 2 + 3 * k));
+                           drop_at(lm, o, drop, 2 + 3 * k));
             tt_gemm_bwd_w(gm, lg->ff1_w, lm->dff, a->x1, rows, d, f);
             tt_gemm_bwd_x(gm, lm->dres, lm->dff, wcp(lm, lw->ff1_w), rows, d, f, 1.f); /* d x1 in full */
             /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
             tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres,
                                a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d,
-                               drop_at(o, drop, 1 + 3 * k));
+                               drop_at(lm, o, drop, 1 + 3 * k));
             TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
@@ -325,28 +358,93 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
             tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
         }
         tt_embedding_bwd(p, st, g->emb[0], lm->keys, lm->dx, lm->tokens, rows, d, v,
-                         drop_at(o, drop, 0));
+                         drop_at(lm, o, drop, 0));
     }
+}
+
+/* The sums of the last run back to the host: the one synchronization of a run or a step. */
+static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
+{
     double sums[2];
-    TT_CUDA(cudaMemcpyAsync(sums, lm->sums, sizeof sums, cudaMemcpyDeviceToHost, st));
-    TT_CUDA(cudaStreamSynchronize(st));
+    TT_CUDA(cudaMemcpyAsync(sums, lm->sums, sizeof sums, cudaMemcpyDeviceToHost, lm->gpu->stream));
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
     res->loss_sum = sums[0];
     res->nll_sum = sums[1];
     res->scored = weights;
 }
 
-double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
+void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                   const tt_lm_opts *o, bool grads, tt_lm_result *res)
+{
+    const double weights = upload_inputs(lm, inputs, targets, o);
+    enqueue_run(lm, o, grads, weights);
+    download_sums(lm, weights, res);
+}
+
+/* The host owns lr and the bias corrections of step s; tt_grad_norm writes norm and clip after
+ * them, in device memory. */
+static void upload_adam_scalars(tt_gpu_lm *lm, tt_adam_scalars *host, long s)
+{
+    const tt_train_spec *t = &lm->spec->train;
+    tt_adam_scalars_at(host, t, tt_lr_at(t, s), s);
+    TT_CUDA(cudaMemcpyAsync(lm->sc, host, sizeof *host, cudaMemcpyHostToDevice, lm->gpu->stream));
+}
+
+static void enqueue_adam(tt_gpu_lm *lm)
 {
     const tt_train_spec *t = &lm->spec->train;
     const cudaStream_t st = lm->gpu->stream;
-    tt_adam_scalars host;
-    tt_adam_scalars_at(&host, t, tt_lr_at(t, s), s);
-    /* the host owns lr and the bias corrections; tt_grad_norm writes norm and clip after them */
-    TT_CUDA(cudaMemcpyAsync(lm->sc, &host, sizeof host, cudaMemcpyHostToDevice, st));
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
             lm->l->n_floats, t);
+}
+
+double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
+{
+    tt_adam_scalars host;
+    upload_adam_scalars(lm, &host, s);
+    enqueue_adam(lm);
+    TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, lm->gpu->stream));
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+    return host.norm;
+}
+
+/* A captured step is valid for the options it was captured with; the step number is read from
+ * device memory, and so are the inputs and the optimizer's scalars. */
+static bool same_step_opts(const tt_lm_opts *a, const tt_lm_opts *b)
+{
+    return a->train == b->train && a->seed == b->seed && a->label_smoothing == b->label_smoothing &&
+           !a->weight && !b->weight;
+}
+
+double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, tt_lm_result *res)
+{
+    const cudaStream_t st = lm->gpu->stream;
+    const double weights = upload_inputs(lm, inputs, targets, o);
+    tt_adam_scalars host;
+    upload_adam_scalars(lm, &host, s);
+    if (!lm->graphs || o->weight) {
+        enqueue_run(lm, o, true, weights);
+        enqueue_adam(lm);
+    } else {
+        if (lm->graph && !same_step_opts(&lm->graph_opts, o)) {
+            TT_CUDA(cudaGraphExecDestroy(lm->graph));
+            lm->graph = NULL;
+        }
+        if (!lm->graph) {
+            cudaGraph_t g;
+            TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+            enqueue_run(lm, o, true, weights);
+            enqueue_adam(lm);
+            TT_CUDA(cudaStreamEndCapture(st, &g));
+            TT_CUDA(cudaGraphInstantiate(&lm->graph, g, 0));
+            TT_CUDA(cudaGraphDestroy(g));
+            lm->graph_opts = *o;
+        }
+        TT_CUDA(cudaGraphLaunch(lm->graph, st));
+    }
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
-    TT_CUDA(cudaStreamSynchronize(st));
+    download_sums(lm, weights, res);
     return host.norm;
 }

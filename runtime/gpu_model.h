@@ -39,6 +39,16 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
  * gradient norm before clipping. */
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s);
 
+/* One training step (1-based step s): tt_gpu_lm_run with grads, then tt_gpu_lm_adam, without a
+ * host synchronization until the sums and the norm come back at its end. The kernels and
+ * products of the step are captured in a CUDA graph the first time (and again when o's seed,
+ * label smoothing or mode change) and replayed after: the inputs, the dropout step and the
+ * optimizer's scalars are copied into device memory ahead of the replay. With o->weight, or with
+ * TT_CUDA_GRAPH=0 in the environment, the step is launched kernel by kernel instead (the same
+ * kernels: the results are bit-identical). Returns the gradient norm before clipping. */
+double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, tt_lm_result *res);
+
 /* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);
 

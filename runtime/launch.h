@@ -20,10 +20,13 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
 
 /* A dropout site of one training step: the mask is drawn from (seed, the site's stream of step)
  * in the kernel that applies it and drawn again in the backward (nothing stored). p is 0 in
- * evaluation. Sites are numbered as cpu_model.c numbers them. */
+ * evaluation. Sites are numbered as cpu_model.c numbers them. The step is read from device
+ * memory (always a valid pointer), so that a step captured in a CUDA graph draws each replay's
+ * masks. */
 typedef struct {
     float p;
-    uint64_t seed, step;
+    uint64_t seed;
+    const unsigned long long *step;
     uint32_t site;
 } tt_dropout;
 

@@ -16,8 +16,8 @@
 #ifdef TT_OP_EMBEDDING_FWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__restrict__ tokens,
-          int rows, int vocab, float p, unsigned long long seed, unsigned long long step,
-          unsigned site)
+          int rows, int vocab, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
 {
     const long long vi = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     if (vi >= (long long)rows * TT_NV) return;
@@ -28,7 +28,7 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__res
     tt_load<TT_VEC>(v, emb + (size_t)(known ? t : 0) * TT_D + col);
     const float scale = (float)sqrt((double)TT_D); // rounded as the CPU rounds it
     const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(step, site);
+    const uint64_t stream = tt_dropout_stream(*step, site);
     const size_t base = (size_t)row * TT_D + col;
 #pragma unroll
     for (int j = 0; j < TT_VEC; j++) {
@@ -107,7 +107,7 @@ TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
           const unsigned long long *__restrict__ keys, int rows, int vocab, float p,
-          unsigned long long seed, unsigned long long step, unsigned site)
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const int first = blockIdx.x;
     const unsigned t = (unsigned)(keys[first] >> 32);
@@ -124,7 +124,7 @@ TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
 
     const float scale = (float)sqrt((double)TT_D);
     const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(step, site);
+    const uint64_t stream = tt_dropout_stream(*step, site);
     for (int col = threadIdx.x * TT_VEC; col < TT_D; col += TT_THREADS * TT_VEC) {
         float acc[TT_VEC];
         tt_load<TT_VEC>(acc, demb + (size_t)t * TT_D + col);

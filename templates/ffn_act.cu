@@ -14,14 +14,15 @@
 // h may be z itself (in place): each thread reads its z before it writes the same h.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict__ b1, int rows,
-          float p, unsigned long long seed, unsigned long long step, unsigned site)
+          float p, unsigned long long seed, const unsigned long long *__restrict__ step,
+          unsigned site)
 {
     const long long vi = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     if (vi >= (long long)rows * TT_NV) return;
     const int col = (int)(vi % TT_NV) * TT_VEC;
     const size_t base = (size_t)vi * TT_VEC;
     const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(step, site);
+    const uint64_t stream = tt_dropout_stream(*step, site);
     float a[TT_VEC], d[TT_VEC];
     tt_load<TT_VEC>(a, z + base);
 #pragma unroll
@@ -38,13 +39,14 @@ TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict
 // dz may be dhd itself (in place). part: [TT_PARTS, TT_F], every element written.
 extern "C" __global__ void __launch_bounds__(TT_TX * TT_TY)
 TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__restrict__ h,
-          int rows, float p, unsigned long long seed, unsigned long long step, unsigned site)
+          int rows, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
 {
     __shared__ float colpart[TT_TY][TT_TX * TT_VEC];
     const int tx = threadIdx.x % TT_TX, ty = threadIdx.x / TT_TX;
     const int col = (blockIdx.x * TT_TX + tx) * TT_VEC;
     const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(step, site);
+    const uint64_t stream = tt_dropout_stream(*step, site);
     float db[TT_VEC];
 #pragma unroll
     for (int j = 0; j < TT_VEC; j++) db[j] = 0.f;

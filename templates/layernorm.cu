@@ -172,13 +172,13 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ mean_out,
           float *__restrict__ rstd_out, const TT_T *__restrict__ x, const TT_T *__restrict__ y,
           const float *__restrict__ gamma, const float *__restrict__ beta, int rows, float p,
-          unsigned long long seed, unsigned long long step, unsigned site)
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
     const int lane = threadIdx.x % TT_TPR;
     const int row = blockIdx.x * TT_ROWS + threadIdx.x / TT_TPR;
     if (row >= rows) return;
-    const uint64_t stream = tt_dropout_stream(step, site);
+    const uint64_t stream = tt_dropout_stream(*step, site);
     const float inv_keep = 1.f / (1.f - p);
     const size_t base = (size_t)row * TT_D;
 
@@ -222,7 +222,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
           const TT_T *__restrict__ dout, const TT_T *__restrict__ x,
           const float *__restrict__ mean_in, const float *__restrict__ rstd_in,
           const float *__restrict__ gamma, int rows, float p, unsigned long long seed,
-          unsigned long long step, unsigned site)
+          const unsigned long long *__restrict__ step, unsigned site)
 #endif
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
@@ -234,7 +234,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
     const int lane = threadIdx.x % TT_TPR;
     const int sub = threadIdx.x / TT_TPR;
 #ifdef TT_OP_RESIDUAL_LN_BWD
-    const uint64_t stream = tt_dropout_stream(step, site);
+    const uint64_t stream = tt_dropout_stream(*step, site);
     const float inv_keep = 1.f / (1.f - p);
 #endif
     float dg[TT_VPT], db[TT_VPT];

@@ -343,16 +343,23 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* A dropout site with this run's seed: a different step and site for every call. */
+/* A dropout site with this run's seed: a different step and site for every call. The kernels
+ * read the step from device memory: each call gets its own word of a small ring. */
 static tt_dropout test_dropout(float p)
 {
-    return (tt_dropout){.p = p, .seed = seed ^ 0x5eedull, .step = 1000 + draws++,
-                        .site = (uint32_t)(draws % 7)};
+    enum { RING = 64 };
+    static unsigned long long *steps;
+    if (!steps) TT_CUDA(cudaMalloc((void **)&steps, RING * sizeof *steps));
+    const unsigned long long step = 1000 + draws++, *at = steps + draws % RING;
+    TT_CUDA(cudaMemcpy((void *)at, &step, sizeof step, cudaMemcpyHostToDevice));
+    return (tt_dropout){.p = p, .seed = seed ^ 0x5eedull, .step = at, .site = (uint32_t)(draws % 7)};
 }
 
 static void cpu_dropout(float *y, uint8_t *mask, const float *x, long n, tt_dropout dr)
 {
-    cpu_dropout_fwd(y, mask, x, n, dr.p, dr.seed, tt_dropout_stream(dr.step, dr.site));
+    unsigned long long step;
+    TT_CUDA(cudaMemcpy(&step, dr.step, sizeof step, cudaMemcpyDeviceToHost));
+    cpu_dropout_fwd(y, mask, x, n, dr.p, dr.seed, tt_dropout_stream(step, dr.site));
 }
 
 /* Embedding forward and its deterministic scatter-add backward, against cpu_model.c's embed and
