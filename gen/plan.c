@@ -405,9 +405,66 @@ static long mla_smem(long ti, long td, long tk, long r, int pos_key)
     return 4 * (ti * rp * (pos_key ? 3 : 2) + tk * rp + ti * kp + td * kp);
 }
 
+static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
+
+/* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles of g
+ * sequences and one Wo slab of td rows. */
+static long mla_tc_fwd_smem(long n, long r, long g, long td)
+{
+    const long npad = ceil_div(n, 16) * 16, sr = ceil_div(r, 16) * 16 + 8;
+    return 2 * (g * npad * sr + td * (npad + 8));
+}
+
+/* Opt-in shared memory per block on sm_80 and later (227 KiB on sm_90; the smallest, sm_86's
+ * 99 KiB, bounds what the plan asks for). */
+#define SMEM_DYN_LIMIT (99 * 1024)
+
+/* The bf16 forward on tensor cores: a warp per sequence (g of them per block) and 16 rows, td
+ * output features per block. Fewer sequences per block, then narrower feature tiles, until
+ * there are MLA_MIN_BLOCKS blocks. */
+static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
+    long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 8) * 8;
+    while ((long)ceil_div(n, 16) * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
+        if (g > 1) g /= 2;
+        else if (td > 64) td /= 2;
+        else break;
+    }
+    while (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT && (g > 1 || td > 8)) {
+        if (g > 1) g /= 2;
+        else td = td / 2 < 8 ? 8 : ceil_div(td / 2, 8) * 8;
+    }
+    if (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT)
+        return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
+                       "shared memory; lower model.seq_len or model.rank", n, r,
+                       SMEM_DYN_LIMIT / 1024);
+    tt_kernel *k = add_kernel(plan, "mla_fwd", "mla_tc.cu", "bf16");
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
+    mla_shape_consts(k, m);
+    set_const(k, "MMA", 1);
+    set_const(k, "G", g);
+    set_const(k, "TD", td);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", 32 * g);
+    set_const(k, "OP_MLA_FWD", 1);
+    k->block[0] = (unsigned)(32 * g);
+    k->grid[0] = ceil_div(n, 16);
+    k->grid[1] = ceil_div(batch, g);
+    k->grid[2] = ceil_div(d, td);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / 16), y = ceil(batch / %ld), "
+             "z = ceil(%d / %ld)", n, g, d, td);
+    k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td);
+    whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
+            "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
+    return 0;
+}
+
 static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
+    if (!strcmp(dtype, "bf16")) return plan_mla_tc_fwd(plan, s, err, errlen);
     const int n = m->seq_len, r = m->rank, d = m->d_model;
     const int pos_key = m->position == TT_POS_KEY;
     const long threads = 256, warps = threads / 32;
@@ -609,6 +666,7 @@ void tt_plan_write(const tt_plan *plan, FILE *f)
         fprintf(f, "\n  block: %u x %u x %u\n  grid: %u x %u x %u (%s)\n  static smem: %u bytes\n",
                 k->block[0], k->block[1], k->block[2], k->grid[0], k->grid[1], k->grid[2],
                 k->grid_rule, k->smem_bytes);
+        if (k->dyn_smem) fprintf(f, "  dynamic smem: %u bytes\n", k->dyn_smem);
         fprintf(f, "  why: %s\n", k->why);
     }
 }

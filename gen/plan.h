@@ -30,6 +30,7 @@ typedef struct {
     unsigned grid[3];              /* for the spec's training batch; grid_rule says how it scales */
     char grid_rule[96];
     unsigned smem_bytes;           /* static shared memory the template declares */
+    unsigned dyn_smem;             /* dynamic shared memory every launch passes (0: none) */
     char why[160];                 /* why this variant and these constants */
 } tt_kernel;
 

@@ -212,8 +212,10 @@ static void print_kernels_text(const tt_build *b, int n, const char *arch, const
         printf("  %s\n    block %u, grid %ux%ux%u for the spec's batch", p->name, p->block[0],
                p->grid[0], p->grid[1], p->grid[2]);
         if (compiled && !k->error) {
-            printf("; %d registers, %d B spilled, %d B smem; %s", k->registers, k->spill_bytes,
-                   k->smem_bytes, k->cached ? "cached" : "compiled");
+            printf("; %d registers, %d B spilled, %d B smem", k->registers, k->spill_bytes,
+                   k->smem_bytes);
+            if (p->dyn_smem) printf(" + %u B dynamic", p->dyn_smem);
+            printf("; %s", k->cached ? "cached" : "compiled");
             if (!k->cached) printf(" in %.2f s", k->seconds);
         }
         printf("\n    %s\n", p->why);
@@ -255,6 +257,7 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
                "\"grid\":[%u,%u,%u]",
                i ? "," : "", p->name, p->op, b[i].key_hex, p->block[0], p->block[1], p->block[2],
                p->grid[0], p->grid[1], p->grid[2]);
+        printf(",\"dynamic_smem_bytes\":%u", p->dyn_smem);
         if (compiled)
             printf(",\"cached\":%s,\"compile_seconds\":%.4f,\"registers\":%d,\"spill_bytes\":%d,"
                    "\"smem_bytes\":%d",

@@ -84,6 +84,10 @@ int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gp
         k->k = &p->plan.kernels[i];
         TT_CUDA(cudaLibraryLoadData(&k->lib, p->builds[i].cubin, NULL, NULL, 0, NULL, NULL, 0));
         TT_CUDA(cudaLibraryGetKernel(&k->fn, k->lib, k->k->name));
+        if (k->k->dyn_smem > 48 * 1024) /* beyond the default needs the kernel's opt-in */
+            TT_CUDA(cudaFuncSetAttribute((const void *)k->fn,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)k->k->dyn_smem));
     }
     return 0;
 }
@@ -109,5 +113,5 @@ const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op)
 void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
 {
     const dim3 block = {k->k->block[0], k->k->block[1], k->k->block[2]};
-    TT_CUDA(cudaLaunchKernel((const void *)k->fn, grid, block, args, 0, stream));
+    TT_CUDA(cudaLaunchKernel((const void *)k->fn, grid, block, args, k->k->dyn_smem, stream));
 }

@@ -268,6 +268,12 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     expect(k, "R", r);
     expect(k, "D", d);
     TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
+    if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
+        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch};
+        const dim3 grid = {ceil_div(n, 16), ceil_div(batch, need(k, "G")), ceil_div(d, need(k, "TD"))};
+        tt_gpu_launch(k, grid, args, s);
+        return;
+    }
     void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v};
     const dim3 grid = {ceil_div(n, need(k, "TI")), ceil_div(d, need(k, "TD")), (unsigned)batch};
     tt_gpu_launch(k, grid, args, s);

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cards.h"
 #include "checkpoint.h"
 #include "cpu_model.h"
 #include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
+#include "report.h"
 #include "session.h"
 #include "util.h"
 
@@ -123,6 +125,24 @@ static void make_batch(const tt_tokens *t, int batch, int n, long step, int32_t 
             in[b * n + i] = t->ids[at];
             tg[b * n + i] = t->ids[at + 1];
         }
+}
+
+/* Model-FLOPs utilization of a GPU run: tokens/s times the training FLOPs per token that ttgen's
+ * report counts, against the card's dense peak at the spec's precision. */
+static void print_mfu(const tt_session *s, const char *device, double tokens_per_s)
+{
+    const tt_card *card = tt_card_lookup(device);
+    const tt_precision prec = s->spec.train.precision;
+    if (!card) {
+        printf("MFU: unknown peak for %s\n", device);
+        return;
+    }
+    tt_costs c;
+    tt_costs_compute(&s->spec, s->layout.vocab, &c);
+    const double peak = tt_card_peak_tflops(card, prec), f = c.train_total;
+    printf("MFU %.1f%% of %s's %.0f TFLOP/s dense %s (train FLOPs %.3g %sFLOP/token)\n",
+           100 * tokens_per_s * f / (peak * 1e12), tt_card_label(card), peak,
+           tt_precision_name(prec), f >= 1e9 ? f / 1e9 : f / 1e6, f >= 1e9 ? "G" : "M");
 }
 
 /* Brings the engine's weights and moments to the host and writes them as step's checkpoint. */
@@ -310,6 +330,8 @@ int main(int argc, char **argv)
         if (have_valid && ev.scored) printf("; valid ppl %.3f", exp(ev.nll / ev.scored));
         if (best_step) printf(" (best %.3f at step %ld)", best_ppl, best_step);
         printf("\n");
+        if (tt_engine_device_bytes(eng) && step > first)
+            print_mfu(&s, where_runs, (double)(step - first) * batch * n / secs);
     }
     status = 0;
     goto done;
