@@ -429,12 +429,12 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 8) * 8;
     while ((long)ceil_div(n, 16) * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
         if (g > 1) g /= 2;
-        else if (td > 64) td /= 2;
+        else if (td > 64) td = (long)ceil_div(td / 2, 8) * 8; /* whole n8 tiles */
         else break;
     }
     while (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT && (g > 1 || td > 8)) {
         if (g > 1) g /= 2;
-        else td = td / 2 < 8 ? 8 : ceil_div(td / 2, 8) * 8;
+        else td = td / 2 < 8 ? 8 : (long)ceil_div(td / 2, 8) * 8;
     }
     if (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
@@ -542,11 +542,12 @@ static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m)
 
 /* The backward of multi-linear attention: four kernels (templates/mla.cu says what each does).
  * TK is 32 in both large kernels: a lane of a warp owns one key k of a tile. */
-static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
-                        size_t errlen)
+/* mla_bwd_wo of templates/mla.cu (SIMT, fp32 math). */
+static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                                size_t errlen)
 {
     const tt_model_spec *m = &s->model;
-    const int n = m->seq_len, r = m->rank, d = m->d_model, key = m->position == TT_POS_KEY;
+    const int n = m->seq_len, r = m->rank, d = m->d_model;
     const long threads = 256, warps = threads / 32, tk = 32;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     long ti = n > 16 ? 32 : (n > 8 ? 16 : 8), td = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
@@ -578,12 +579,23 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     whyf(k, "one writer per dWo element, rows walked in a fixed order (no atomics); T recomputed "
             "per %ld-row tile%s", ti, m->causal ? ", rows above max(j, k) skipped" : "");
 
+    return 0;
+}
+
+/* mla_bwd_q of templates/mla.cu (SIMT, fp32 math); returns its row tile (the partials'), or -1. */
+static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                                size_t errlen)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank, key = m->position == TT_POS_KEY;
+    const long threads = 256, warps = threads / 32, tk = 32;
+    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     /* Rows per block down to 16, not 8: at 8 the D = 1024 instance spills registers. */
     long tq = n > 8 ? mla_row_tile(n, s->train.batch, 16) : 8, dc = 32;
     while (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT && tq > warps) tq /= 2;
     if (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: rank %d needs more than %d KiB of shared memory; "
-                       "lower model.rank", r, SMEM_STATIC_LIMIT / 1024);
+                       "lower model.rank", r, SMEM_STATIC_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla.cu", dtype);
     mla_shape_consts(q, m);
     set_const(q, "TI", tq);
@@ -599,6 +611,96 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     q->smem_bytes = (unsigned)mla_bwd_q_smem(tq, tk, dc, r, key);
     whyf(q, "dT = dY Wo_j^T tile by tile, never stored; per-tile partials of dK, dV, dP, dg, du, "
             "dv summed in a fixed order by mla_bwd_reduce and mla_bwd_params");
+
+    return tq;
+}
+
+/* mla_bwd_wo of templates/mla_tc.cu: a warp per j, W of them per block, 16 keys and td
+ * features per block. Fewer warps, then narrower feature tiles, until MLA_MIN_BLOCKS blocks. */
+static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, d = m->d_model;
+    long w = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
+    while ((long)ceil_div(n, w) * ceil_div(n, 16) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
+        if (w > 1) w /= 2;
+        else if (td > 32) td = (long)ceil_div(td / 2, 16) * 16;
+        else break;
+    }
+    tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
+    mla_shape_consts(k, m);
+    set_const(k, "MMA", 1);
+    set_const(k, "W", w);
+    set_const(k, "TD", td);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", 32 * w);
+    set_const(k, "OP_MLA_BWD_WO", 1);
+    k->block[0] = (unsigned)(32 * w);
+    k->grid[0] = ceil_div(n, w);
+    k->grid[1] = ceil_div(n, 16);
+    k->grid[2] = ceil_div(d, td);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
+             "z = ceil(%d / %ld)", n, w, n, d, td);
+    k->smem_bytes = (unsigned)(2 * 32 * (ceil_div(m->rank, 16) * 16 + 8) + 2 * 32 * (td + 8));
+    whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
+            "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
+}
+
+/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: the Wo slab, and per warp dK~, V rows, dT. */
+static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
+{
+    const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
+    return 2 * dpad * 24 + g * (npad * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+}
+
+/* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
+ * warp per sequence and 16 rows, g sequences per block; returns the row tile (16). */
+static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
+    long g = 4;
+    while (g > 1 && ((long)ceil_div(n, 16) * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
+                     mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
+        g /= 2;
+    tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
+    mla_shape_consts(q, m);
+    set_const(q, "MMA", 1);
+    set_const(q, "G", g);
+    set_const(q, "TI", 16);
+    name_kernel(q, flags);
+    set_const(q, "THREADS", 32 * g);
+    set_const(q, "OP_MLA_BWD_Q", 1);
+    q->block[0] = (unsigned)(32 * g);
+    q->grid[0] = ceil_div(n, 16);
+    q->grid[1] = ceil_div(batch, g);
+    snprintf(q->grid_rule, sizeof q->grid_rule, "x = ceil(%d / 16), y = ceil(batch / %ld)", n, g);
+    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(n, r, d, g);
+    whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, dQ += dT V gK_j, F = dT^T Q in registers, 16 keys a "
+            "step; partials of dK, dV, dg per tile (no atomics)");
+    return 16;
+}
+
+/* The backward of multi-linear attention: four kernels (templates/mla.cu says what each does).
+ * On the bf16 path the two large ones run on tensor cores (templates/mla_tc.cu); mla_bwd_q only
+ * for position: none and D <= 256, else mla.cu's. */
+static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                        size_t errlen)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank, tc = !strcmp(dtype, "bf16");
+    const long threads = 256;
+    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
+    if (tc) plan_mla_bwd_wo_tc(plan, s);
+    else if (plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0) return -1;
+    long tq;
+    if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
+        mla_tc_bwd_q_smem(n, r, m->d_model, 1) <= SMEM_DYN_LIMIT)
+        tq = plan_mla_bwd_q_tc(plan, s);
+    else if ((tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen)) < 0)
+        return -1;
 
     /* The two reductions: their tile count must be the one mla_bwd_q wrote. */
     const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};

@@ -303,11 +303,19 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     }
     expect(red, "TI", need(q, "TI")); /* the reductions read the tiles mla_bwd_q wrote */
     expect(par, "TI", need(q, "TI"));
+    /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
     void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
-    tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},
-                  wargs, s);
+    if (tt_kernel_const(w->k, "MMA", 0))
+        tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16), ceil_div(d, need(w, "TD"))},
+                      wargs, s);
+    else
+        tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},
+                      wargs, s);
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
-    tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
+    if (tt_kernel_const(q->k, "MMA", 0))
+        tt_gpu_launch(q, (dim3){ceil_div(n, 16), ceil_div(batch, need(q, "G")), 1}, qargs, s);
+    else
+        tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
     void *rargs[] = {&dqkv, &part, &batch};
     tt_gpu_launch(red, (dim3){ceil_div((long)batch * n * r, need(red, "THREADS")), 1, 1}, rargs, s);
     void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};

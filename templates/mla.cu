@@ -1,3 +1,4 @@
+// ttgen: needs mla_parts.cuh
 // Multi-linear attention forward (MODEL.md section 1), fused: T is never written to memory.
 //   Y[b,i,:] = sum_{j,k} T[b,i,j,k] Wo[:, j*N + k],  T[i,j,k] = sum_r A_j[i,r] V[k,r] m(i,j,k)
 //   A_j[i,r] = g_r Q[i,r] K[j,r]                         (position: none)
@@ -147,18 +148,8 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 //                  partial sums of dK[j], dV, dP[j], dg, du, dv for its tile, written to `part`.
 //   mla_bwd_reduce adds the tiles' partials of dK and dV into dqkv (fixed order).
 //   mla_bwd_params adds the partials of dP (written) and dg, du, dv (added into) in fixed order.
-// No float atomics anywhere: the result does not depend on scheduling.
-// Partials, fp32: [B][IT][N][R] for dK, for dV, and (position: key) for dP, then [B][IT][3][R]
-// for dg, du, dv, where IT = ceil(N / TT_TI).
-
-#define TT_IT ((TT_N + TT_TI - 1) / TT_TI)
-#define TT_PART_NR ((size_t)TT_N * TT_R)
-#define TT_PART_K(b, it) (part + ((size_t)(b) * TT_IT + (it)) * TT_PART_NR)
-#define TT_PART_V(b, it) (part + ((size_t)TT_BATCH_PARTS + (size_t)(b) * TT_IT + (it)) * TT_PART_NR)
-#define TT_PART_P(b, it) (part + ((size_t)2 * TT_BATCH_PARTS + (size_t)(b) * TT_IT + (it)) * TT_PART_NR)
-#define TT_PART_VEC(b, it) (part + (size_t)(2 + TT_POS_KEY) * TT_BATCH_PARTS * TT_PART_NR + ((size_t)(b) * TT_IT + (it)) * 3 * TT_R)
-// TT_BATCH_PARTS is batch * IT; the batch is a launch argument, so the macro reads `batch`.
-#define TT_BATCH_PARTS ((size_t)batch * TT_IT)
+// No float atomics anywhere: the result does not depend on scheduling. The layout of the
+// partials is templates/mla_parts.cuh's (TT_TI = this kernel's row tile).
 
 #ifdef TT_OP_MLA_BWD_WO
 extern "C" __global__ void __launch_bounds__(TT_THREADS)

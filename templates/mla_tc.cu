@@ -1,3 +1,4 @@
+// ttgen: needs mla_parts.cuh
 // Multi-linear attention on bf16 tensor cores (mma.sync m16n8k16, fp32 accumulation): the same
 // computations as templates/mla.cu (read it first for the notation), as chains of small matrix
 // products whose intermediate tiles stay in registers. T is never written to memory.
@@ -18,6 +19,20 @@
 // fragment load touches fall on distinct banks.
 #define TT_SR (TT_RK * 16 + 8)
 #define TT_SW (TT_NPAD + 8)
+#ifdef TT_TD
+static_assert(TT_TD % 8 == 0, "feature tiles are whole n8 tiles");
+#endif
+
+// Four 8x8 bf16 matrices from shared memory, transposed: lane l gives the address of row l % 8
+// of matrix l / 8 (16-byte aligned) and gets, of matrix q, elements (2t, g) and (2t+1, g) in
+// register q, which is an m16n8k16 B operand (or A operand) read from a row-major tile.
+__device__ __forceinline__ void tt_ldsm_t(unsigned (&r)[4], const tt_bf16 *row)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
 
 // d += a b: one m16n8k16 product, bf16 inputs, fp32 accumulators.
 __device__ __forceinline__ void tt_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
@@ -242,5 +257,366 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             const int i = i0 + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
             if (i < TT_N && d < TT_D) y[((size_t)b * TT_N + i) * TT_D + d] = tt_store_as<TT_T>(acc[nt][e]);
         }
+}
+#endif
+
+// ---- backward ----------------------------------------------------------------------------------
+// Two kernels replace mla.cu's mla_bwd_wo and mla_bwd_q; mla_bwd_reduce and mla_bwd_params (of
+// mla.cu, with TT_TI = 16) add up the partials mla_bwd_q writes (templates/mla_parts.cuh).
+
+#ifdef TT_OP_MLA_BWD_WO
+// dWo[d, j*N + k] += sum_{b,i} T[b,i,j,k] dY[b,i,d], as dWo_j^T (keys x features) = T_j^T dY:
+// the contraction runs over rows. A warp owns one j and the 16 keys of its block: for 32 rows at
+// a time it recomputes T_j^T = V A_j^T (stage 1, keys x rows) and feeds it from its accumulators
+// to stage 2 against the block's dY tile (ldmatrix.trans). Under the mask the walk starts at the
+// tile that holds row max(j, k). One writer per element: no atomics.
+// Block: TT_W warps (j = blockIdx.x * W + warp), keys blockIdx.y * 16, features blockIdx.z * TD.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
+          const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
+          const float *__restrict__ v, int batch)
+{
+    __shared__ __align__(16) tt_bf16 s_q[32][TT_SR];      // Q rows of the tile
+    __shared__ __align__(16) tt_bf16 s_dy[32][TT_TD + 8]; // dY rows of the tile, features d0..
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
+    const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z * TT_TD;
+    const bool jlive = j < TT_N;
+    const int jj = jlive ? j : TT_N - 1;
+#if !TT_POS_KEY
+    (void)p, (void)u, (void)v;
+#endif
+    float acc[TT_TD / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < TT_TD / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
+    const int istart = TT_CAUSAL ? max((int)blockIdx.x * TT_W, kc) / 32 * 32 : 0;
+
+    for (int b = 0; b < batch; b++) {
+        const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+        // stage 1's A operand: V rows kc.. (keys) x ranks; A_j[i, r] = q c1[r] + c0[r]
+        unsigned av[TT_RK][4];
+        float c1[TT_RK][4], c0[TT_RK][4]; // at the lane's ranks 2t, 2t+1, 2t+8, 2t+9
+#pragma unroll
+        for (int ks = 0; ks < TT_RK; ks++) {
+            float x[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const int k = kc + gi + ((e >> 1) & 1) * 8, r = tt_frag_r(lane, ks, e);
+                x[e] = (k < TT_N && r < TT_R) ? tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]) : 0.f;
+            }
+#pragma unroll
+            for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int r = tt_frag_r(lane, ks, q < 2 ? q : q + 2);
+                c1[ks][q] = c0[ks][q] = 0.f;
+                if (r < TT_R) {
+                    const float kr = tt_float(seq[(size_t)jj * 3 * TT_R + TT_R + r]);
+#if TT_POS_KEY
+                    const float pr = tt_float(p[(size_t)jj * TT_R + r]);
+                    c1[ks][q] = g[r] * (kr + pr);
+                    c0[ks][q] = g[r] * (u[r] * kr + v[r] * pr);
+#else
+                    c1[ks][q] = g[r] * kr;
+#endif
+                }
+            }
+        }
+        for (int i0 = istart; i0 < TT_N; i0 += 32) {
+            __syncthreads(); // the previous tile is no longer read
+            for (int e = threadIdx.x; e < 32 * TT_RK * 16; e += TT_THREADS) {
+                const int i = e / (TT_RK * 16), r = e % (TT_RK * 16);
+                tt_bf16 x;
+                x.bits = 0;
+                if (i0 + i < TT_N && r < TT_R) x = seq[(size_t)(i0 + i) * 3 * TT_R + r];
+                s_q[i][r] = x;
+            }
+            for (int e = threadIdx.x; e < 32 * TT_TD; e += TT_THREADS) {
+                const int i = e / TT_TD, dd = e % TT_TD;
+                tt_bf16 x;
+                x.bits = 0;
+                if (i0 + i < TT_N && d0 + dd < TT_D) x = dy[((size_t)b * TT_N + i0 + i) * TT_D + d0 + dd];
+                s_dy[i][dd] = x;
+            }
+            __syncthreads();
+            if (!jlive) continue;
+            // stage 1: T_j^T, keys kc.. x rows i0.. (four n8 tiles of rows), masked
+            float t[4][4];
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) t[nt][e] = 0.f;
+                const tt_bf16 *qrow = &s_q[nt * 8 + gi][tq * 2];
+#pragma unroll
+                for (int ks = 0; ks < TT_RK; ks++) {
+                    const unsigned lo = tt_lds32(qrow + ks * 16), hi = tt_lds32(qrow + ks * 16 + 8);
+                    const float q0 = __uint_as_float(lo << 16), q1 = __uint_as_float(lo & 0xffff0000u);
+                    const float q8 = __uint_as_float(hi << 16), q9 = __uint_as_float(hi & 0xffff0000u);
+                    tt_mma(t[nt], av[ks], tt_pack_bf16(q0 * c1[ks][0] + c0[ks][0], q1 * c1[ks][1] + c0[ks][1]),
+                           tt_pack_bf16(q8 * c1[ks][2] + c0[ks][2], q9 * c1[ks][3] + c0[ks][3]));
+                }
+#if TT_CAUSAL
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int k = kc + tt_acc_row(lane, e), i = i0 + nt * 8 + tt_acc_col(lane, e);
+                    if (j > i || k > i) t[nt][e] = 0.f;
+                }
+#endif
+            }
+            // stage 2: acc (keys x features) += T_j^T (keys x rows) dY (rows x features)
+#pragma unroll
+            for (int ks2 = 0; ks2 < 2; ks2++) {
+                unsigned ta[4];
+                const float(&tp)[2][4] = *reinterpret_cast<const float(*)[2][4]>(&t[2 * ks2]);
+                tt_acc_to_a(ta, tp);
+                const int q = lane >> 3;
+                const tt_bf16 *drow = &s_dy[ks2 * 16 + (q & 1) * 8 + (lane & 7)][(q >> 1) * 8];
+#pragma unroll
+                for (int nt = 0; nt < TT_TD / 8; nt += 2) {
+                    unsigned bb[4];
+                    tt_ldsm_t(bb, drow + nt * 8);
+                    tt_mma(acc[nt], ta, bb[0], bb[1]);
+                    if (nt + 1 < TT_TD / 8) tt_mma(acc[nt + 1], ta, bb[2], bb[3]);
+                }
+            }
+        }
+    }
+    if (!jlive) return;
+#pragma unroll
+    for (int nt = 0; nt < TT_TD / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int k = kc + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
+            if (k < TT_N && d < TT_D) dwo[(size_t)d * TT_N * TT_N + (size_t)j * TT_N + k] += acc[nt][e];
+        }
+}
+#endif
+
+#ifdef TT_OP_MLA_BWD_Q
+// position: none (the plan keeps mla.cu's kernel for position: key). A warp owns rows
+// i0 .. i0+15 of one sequence; a block, TT_G sequences with the same rows, which share each slab
+// of Wo. With a_j = g Q K_j, for each chunk of 16 keys kc and each visible j:
+//   dT  (rows x keys)   = dY Wo_j[:, kc..]            the contraction over D, dY in registers
+//   dQ += dT (V[kc..] g K_j)                           in registers across the whole walk
+//   F   (keys x ranks)  = dT^T Q                       dT through shared memory, transposed
+//   dV[kc..] += F g K_j                                in registers across j; written once
+//   dK~[j] += sum over keys of V F                     summed over lanes into shared memory
+// and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. Partials as mla.cu's (TT_TI = 16).
+#define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
+#define TT_SD 24                 // pitch of the 16-wide tiles (slab of Wo, dT), in bf16
+#define TT_RN (TT_RK * 2)        // n8 tiles over the rank
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restrict__ dy,
+          const TT_T *__restrict__ qkv, const float *__restrict__ g, const TT_T *__restrict__ wo,
+          const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
+          int batch)
+{
+    // dynamic shared memory: the slab [DK*16][SD]; per warp dK~ [NPAD][RK*16] fp32, the V rows
+    // of the chunk [16][SR], dT [16][SD]
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
+    const size_t warp_bytes = (size_t)TT_NPAD * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
+    unsigned char *mine = smem_raw + (size_t)TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
+    float *s_dk = reinterpret_cast<float *>(mine);
+    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(mine + (size_t)TT_NPAD * TT_RK * 16 * 4);
+    tt_bf16 *s_dt = s_vc + 16 * TT_SR;
+    (void)p, (void)u, (void)v;
+
+    const int it = TT_CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x, i0 = it * 16;
+    const int b = blockIdx.y * TT_G + warp;
+    const bool live = b < batch;
+    const TT_T *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
+    const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
+    const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
+
+    // dY rows i0.. as A operands over the features; Q rows as B operands of F (k = rows)
+    unsigned ady[TT_DK][4], bq[TT_RN][2];
+#pragma unroll
+    for (int ks = 0; ks < TT_DK; ks++) {
+        float x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int i = i0 + gi + ((e >> 1) & 1) * 8;
+            const int d = ks * 16 + tq * 2 + (e & 1) + (e >= 4 ? 8 : 0);
+            x[e] = (live && i < TT_N && d < TT_D) ? tt_float(dy[((size_t)b * TT_N + i) * TT_D + d]) : 0.f;
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++) ady[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < TT_RN; nt++) {
+        const int r = nt * 8 + gi;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int ia = i0 + tq * 2 + h * 8;
+            const float qa = (live && ia < TT_N && r < TT_R) ? tt_float(seq[(size_t)ia * 3 * TT_R + r]) : 0.f;
+            const float qb = (live && ia + 1 < TT_N && r < TT_R) ? tt_float(seq[(size_t)(ia + 1) * 3 * TT_R + r]) : 0.f;
+            bq[nt][h] = tt_pack_bf16(qa, qb);
+        }
+    }
+    for (int e = lane; e < TT_NPAD * TT_RK * 16; e += 32) s_dk[e] = 0.f;
+
+    float dq[TT_RN][4];
+#pragma unroll
+    for (int nt = 0; nt < TT_RN; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dq[nt][e] = 0.f;
+    float *pv = TT_PART_V(live ? b : 0, it);
+
+    for (int kc = 0; kc < TT_NPAD; kc += 16) {
+        if (kc >= jend) { // keys this tile never sees: their dV partial is zero
+            if (live)
+                for (int e = lane; e < 16 * TT_R; e += 32)
+                    if (kc + e / TT_R < TT_N) pv[(size_t)(kc + e / TT_R) * TT_R + e % TT_R] = 0.f;
+            continue;
+        }
+        __syncwarp();
+        for (int e = lane; e < 16 * TT_SR; e += 32) {
+            const int k = kc + e / TT_SR, r = e % TT_SR;
+            tt_bf16 x;
+            x.bits = 0;
+            if (live && k < TT_N && r < TT_R) x = seq[(size_t)k * 3 * TT_R + 2 * TT_R + r];
+            s_vc[e] = x;
+        }
+        __syncwarp();
+        // V[kc + 2t.., r = nt*8 + g] (B operands of dQ before the scaling by g K_j), as floats
+        float vf[TT_RN][4];
+#pragma unroll
+        for (int nt = 0; nt < TT_RN; nt += 2) {
+            unsigned m4[4];
+            tt_ldsm_t(m4, s_vc + (size_t)((ql & 1) * 8 + rl) * TT_SR + (nt + (ql >> 1)) * 8);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                vf[nt + h][0] = __uint_as_float(m4[2 * h] << 16);
+                vf[nt + h][1] = __uint_as_float(m4[2 * h] & 0xffff0000u);
+                vf[nt + h][2] = __uint_as_float(m4[2 * h + 1] << 16);
+                vf[nt + h][3] = __uint_as_float(m4[2 * h + 1] & 0xffff0000u);
+            }
+        }
+        float dv[TT_RN][4];
+#pragma unroll
+        for (int nt = 0; nt < TT_RN; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dv[nt][e] = 0.f;
+
+        for (int j = 0; j < jend; j++) {
+            __syncthreads(); // the previous slab is no longer read
+#if TT_N % 8 == 0
+            for (int e = threadIdx.x; e < TT_DK * 16 * 2; e += TT_THREADS) {
+                const int d = e / 2, k = kc + (e % 2) * 8;
+                uint4 x = make_uint4(0, 0, 0, 0);
+                if (d < TT_D && k < TT_N)
+                    x = *reinterpret_cast<const uint4 *>(wo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k);
+                *reinterpret_cast<uint4 *>(s_w + (size_t)d * TT_SD + (e % 2) * 8) = x;
+            }
+#else
+            for (int e = threadIdx.x; e < TT_DK * 16 * 16; e += TT_THREADS) {
+                const int d = e / 16, k = kc + e % 16;
+                tt_bf16 x;
+                x.bits = 0;
+                if (d < TT_D && k < TT_N) x = wo[(size_t)d * TT_N * TT_N + (size_t)j * TT_N + k];
+                s_w[(size_t)d * TT_SD + e % 16] = x;
+            }
+#endif
+            __syncthreads();
+            const TT_T *kj = seq + (size_t)j * 3 * TT_R + TT_R;
+            // dT = dY Wo_j[:, kc..], masked
+            float dt[2][4];
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) dt[nt][e] = 0.f;
+#pragma unroll
+            for (int ks = 0; ks < TT_DK; ks++) {
+                unsigned w4[4];
+                tt_ldsm_t(w4, s_w + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
+                tt_mma(dt[0], ady[ks], w4[0], w4[1]);
+                tt_mma(dt[1], ady[ks], w4[2], w4[3]);
+            }
+#if TT_CAUSAL
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = i0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
+                    if (j > i || k > i) dt[nt][e] = 0.f;
+                }
+#endif
+            // dQ += dT (V g K_j)
+            unsigned ta[4];
+            tt_acc_to_a(ta, dt);
+#pragma unroll
+            for (int nt = 0; nt < TT_RN; nt++) {
+                const int r = nt * 8 + gi;
+                const float c = r < TT_R ? g[r] * tt_float(kj[r]) : 0.f;
+                tt_mma(dq[nt], ta, tt_pack_bf16(vf[nt][0] * c, vf[nt][1] * c),
+                       tt_pack_bf16(vf[nt][2] * c, vf[nt][3] * c));
+            }
+            // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                *reinterpret_cast<unsigned *>(s_dt + gi * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][0], dt[nt][1]);
+                *reinterpret_cast<unsigned *>(s_dt + (gi + 8) * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][2], dt[nt][3]);
+            }
+            __syncwarp();
+            unsigned at[4];
+            tt_ldsm_t(at, s_dt + (size_t)((ql >> 1) * 8 + rl) * TT_SD + (ql & 1) * 8);
+            __syncwarp(); // s_dt is read: the next j may write it
+#pragma unroll
+            for (int nt = 0; nt < TT_RN; nt++) {
+                float f[4] = {0.f, 0.f, 0.f, 0.f};
+                tt_mma(f, at, bq[nt][0], bq[nt][1]);
+                // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
+                const int r0 = nt * 8 + tq * 2;
+                const float c0 = r0 < TT_R ? g[r0] * tt_float(kj[r0]) : 0.f;
+                const float c1 = r0 + 1 < TT_R ? g[r0 + 1] * tt_float(kj[r0 + 1]) : 0.f;
+                dv[nt][0] += f[0] * c0;
+                dv[nt][1] += f[1] * c1;
+                dv[nt][2] += f[2] * c0;
+                dv[nt][3] += f[3] * c1;
+                const unsigned vlo = tt_lds32(s_vc + gi * TT_SR + r0), vhi = tt_lds32(s_vc + (gi + 8) * TT_SR + r0);
+                float s0 = f[0] * __uint_as_float(vlo << 16) + f[2] * __uint_as_float(vhi << 16);
+                float s1 = f[1] * __uint_as_float(vlo & 0xffff0000u) + f[3] * __uint_as_float(vhi & 0xffff0000u);
+#pragma unroll
+                for (int o = 4; o < 32; o *= 2) {
+                    s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+                    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+                }
+                if (gi == 0) {
+                    s_dk[(size_t)j * TT_RK * 16 + r0] += s0;
+                    s_dk[(size_t)j * TT_RK * 16 + r0 + 1] += s1;
+                }
+            }
+        }
+        if (live)
+#pragma unroll
+            for (int nt = 0; nt < TT_RN; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int k = kc + tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
+                    if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[nt][e];
+                }
+    }
+    if (!live) return;
+#pragma unroll
+    for (int nt = 0; nt < TT_RN; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
+            if (i < TT_N && r < TT_R) dqkv[((size_t)b * TT_N + i) * 3 * TT_R + r] = tt_store_as<TT_T>(dq[nt][e]);
+        }
+    __syncwarp();
+    float *pk = TT_PART_K(b, it), *vec = TT_PART_VEC(b, it);
+    for (int e = lane; e < TT_N * TT_R; e += 32)
+        pk[e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
+    for (int r = lane; r < TT_R; r += 32) {
+        float s = 0.f;
+        for (int j = 0; j < TT_N; j++) s += tt_float(seq[(size_t)j * 3 * TT_R + TT_R + r]) * s_dk[(size_t)j * TT_RK * 16 + r];
+        vec[r] = s;
+        vec[TT_R + r] = 0.f;
+        vec[2 * TT_R + r] = 0.f;
+    }
 }
 #endif
