@@ -408,11 +408,11 @@ static long mla_smem(long ti, long td, long tk, long r, int pos_key)
 static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 
 /* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles of g
- * sequences and one Wo slab of td rows. */
+ * sequences and two Wo slabs of td rows. */
 static long mla_tc_fwd_smem(long n, long r, long g, long td)
 {
     const long npad = ceil_div(n, 16) * 16, sr = ceil_div(r, 16) * 16 + 8;
-    return 2 * (g * npad * sr + td * (npad + 8));
+    return 2 * (g * npad * sr + 2 * td * (npad + 8)); /* two slabs: one in flight */
 }
 
 /* Opt-in shared memory per block on sm_80 and later (227 KiB on sm_90; the smallest, sm_86's
@@ -642,16 +642,16 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
     k->grid[2] = ceil_div(d, td);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
              "z = ceil(%d / %ld)", n, w, n, d, td);
-    k->smem_bytes = (unsigned)(2 * 32 * (ceil_div(m->rank, 16) * 16 + 8) + 2 * 32 * (td + 8));
+    k->smem_bytes = (unsigned)(2 * (2 * 32 * (ceil_div(m->rank, 16) * 16 + 8) + 2 * 32 * (td + 8)));
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
 }
 
-/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: the Wo slab, and per warp dK~, V rows, dT. */
+/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp dK~, V rows, dT. */
 static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
 {
     const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
-    return 2 * dpad * 24 + g * (npad * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+    return 2 * 2 * dpad * 24 + g * (npad * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a

@@ -170,27 +170,39 @@ __device__ __forceinline__ void tt_acc_to_a(unsigned (&a)[4], const float (&t)[2
     a[3] = tt_pack_bf16(t[1][2], t[1][3]);
 }
 
-// Columns j*N + k0 .. k0+kn-1 of rows d0 .. d0+rows-1 of Wo [D, N*N] into sw [rows][SW] (zero
-// past D or N), by the whole block; 16-byte loads when N keeps them aligned.
-__device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, const tt_bf16 *wo, int d0, int rows,
-                                                int j, int kn)
+// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+):
+// the copy lands by the next tt_cp_wait that covers its group. full false: 16 zero bytes (src
+// is not read, but must be a valid address).
+__device__ __forceinline__ void tt_cp16(void *dst, const void *src, bool full)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0));
+}
+__device__ __forceinline__ void tt_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most n of this thread's groups are in flight.
+template <int n> __device__ __forceinline__ void tt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
+
+// kn columns of rows d0 .. d0+rows-1 of Wo [D, N*N], starting at column col (= j*N + k0), into
+// sw [rows][pitch]; zero past D and past the kvalid columns that still belong to j (N - k0).
+// By the whole block. When N keeps rows of Wo 16-byte aligned, asynchronously (cp.async: the
+// caller commits and waits); else with plain loads.
+__device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt_bf16 *wo, int d0,
+                                                int rows, size_t col, int kn, int kvalid)
 {
 #if TT_N % 8 == 0
     const int per_row = kn / 8;
     for (int e = threadIdx.x; e < rows * per_row; e += TT_THREADS) {
         const int dd = e / per_row, k = (e % per_row) * 8;
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (d0 + dd < TT_D && k < TT_N)
-            x = *reinterpret_cast<const uint4 *>(wo + (size_t)(d0 + dd) * TT_N * TT_N + (size_t)j * TT_N + k);
-        *reinterpret_cast<uint4 *>(sw + (size_t)dd * TT_SW + k) = x;
+        const bool in = d0 + dd < TT_D && k < kvalid;
+        tt_cp16(sw + (size_t)dd * pitch + k, in ? wo + (size_t)(d0 + dd) * TT_N * TT_N + col + k : wo, in);
     }
 #else
     for (int e = threadIdx.x; e < rows * kn; e += TT_THREADS) {
         const int dd = e / kn, k = e % kn;
         tt_bf16 x;
         x.bits = 0;
-        if (d0 + dd < TT_D && k < TT_N) x = wo[(size_t)(d0 + dd) * TT_N * TT_N + (size_t)j * TT_N + k];
-        sw[(size_t)dd * TT_SW + k] = x;
+        if (d0 + dd < TT_D && k < kvalid) x = wo[(size_t)(d0 + dd) * TT_N * TT_N + col + k];
+        sw[(size_t)dd * pitch + k] = x;
     }
 #endif
 }
@@ -198,7 +210,7 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, const tt_bf16 *wo, 
 #ifdef TT_OP_MLA_FWD
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp) and TT_TD output features. The row
 // tiles with the most work come first under the mask. Dynamic shared memory:
-// V tiles [G][NPAD][SR], then the Wo slab of j [TD][SW].
+// V tiles [G][NPAD][SR], then two Wo slabs [TD][SW] (j's, and j + 1's on its way).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
@@ -231,23 +243,31 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
     const int kn = (jend + 15) / 16 * 16;
+    // Two slabs: j + 1's is in flight while j's is used.
+    tt_load_wo_slab(sw, TT_SW, wo, d0, TT_TD, 0, kn, TT_N);
+    tt_cp_commit();
     for (int j = 0; j < jend; j++) {
-        __syncthreads(); // the previous slab is no longer read (and the V tiles are written)
-        tt_load_wo_slab(sw, wo, d0, TT_TD, j, kn);
+        const tt_bf16 *cur = sw + (size_t)(j & 1) * TT_TD * TT_SW;
+        if (j + 1 < jend)
+            tt_load_wo_slab(sw + (size_t)((j + 1) & 1) * TT_TD * TT_SW, TT_SW, wo, d0, TT_TD,
+                            (size_t)(j + 1) * TT_N, kn, TT_N);
+        tt_cp_commit();
         unsigned a[TT_RK][4];
         tt_make_aj(a, gq, gqv, seq + (size_t)j * 3 * TT_R + TT_R, TT_POS_KEY ? p + (size_t)j * TT_R : p);
-        __syncthreads();
+        tt_cp_wait<1>();
+        __syncthreads(); // j's slab (and at j = 0 the V tiles) are in shared memory
         for (int kc = 0; kc < kn; kc += 16) {
             float t[2][4];
             tt_t_chunk(t, a, sv, kc, i0, j);
             unsigned ta[4];
             tt_acc_to_a(ta, t);
-            const tt_bf16 *wrow = sw + (size_t)gi * TT_SW + kc + tq * 2;
+            const tt_bf16 *wrow = cur + (size_t)gi * TT_SW + kc + tq * 2;
 #pragma unroll
             for (int nt = 0; nt < TT_TD / 8; nt++)
                 tt_mma(acc[nt], ta, tt_lds32(wrow + (size_t)nt * 8 * TT_SW),
                        tt_lds32(wrow + (size_t)nt * 8 * TT_SW + 8));
         }
+        __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
     if (!live) return;
 #pragma unroll
@@ -269,15 +289,53 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 // the contraction runs over rows. A warp owns one j and the 16 keys of its block: for 32 rows at
 // a time it recomputes T_j^T = V A_j^T (stage 1, keys x rows) and feeds it from its accumulators
 // to stage 2 against the block's dY tile (ldmatrix.trans). Under the mask the walk starts at the
-// tile that holds row max(j, k). One writer per element: no atomics.
+// tile that holds row max(j, k). One writer per element: no atomics. The tiles of Q and dY are
+// double-buffered: the next one is in flight while this one is used.
 // Block: TT_W warps (j = blockIdx.x * W + warp), keys blockIdx.y * 16, features blockIdx.z * TD.
+#define TT_WO_ASYNC (TT_R % 8 == 0 && TT_D % 8 == 0) // rows of Q and dY 16-byte aligned
+
+// Rows i0 .. i0+31 of sequence b: Q into sq [32][SR] (ranks from R on stay as they are: zero),
+// dY's features d0.. into sdy [32][TD+8]; zero past N and D. By the whole block.
+__device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*sdy)[TT_TD + 8],
+                                                const tt_bf16 *qkv, const tt_bf16 *dy, int b,
+                                                int i0, int d0)
+{
+#if TT_WO_ASYNC
+    for (int e = threadIdx.x; e < 32 * (TT_R / 8); e += TT_THREADS) {
+        const int i = e / (TT_R / 8), c = (e % (TT_R / 8)) * 8;
+        const bool in = i0 + i < TT_N;
+        tt_cp16(&sq[i][c], in ? qkv + ((size_t)b * TT_N + i0 + i) * 3 * TT_R + c : qkv, in);
+    }
+    for (int e = threadIdx.x; e < 32 * (TT_TD / 8); e += TT_THREADS) {
+        const int i = e / (TT_TD / 8), c = (e % (TT_TD / 8)) * 8;
+        const bool in = i0 + i < TT_N && d0 + c < TT_D;
+        tt_cp16(&sdy[i][c], in ? dy + ((size_t)b * TT_N + i0 + i) * TT_D + d0 + c : dy, in);
+    }
+#else
+    for (int e = threadIdx.x; e < 32 * TT_R; e += TT_THREADS) {
+        const int i = e / TT_R, r = e % TT_R;
+        tt_bf16 x;
+        x.bits = 0;
+        if (i0 + i < TT_N) x = qkv[((size_t)b * TT_N + i0 + i) * 3 * TT_R + r];
+        sq[i][r] = x;
+    }
+    for (int e = threadIdx.x; e < 32 * TT_TD; e += TT_THREADS) {
+        const int i = e / TT_TD, dd = e % TT_TD;
+        tt_bf16 x;
+        x.bits = 0;
+        if (i0 + i < TT_N && d0 + dd < TT_D) x = dy[((size_t)b * TT_N + i0 + i) * TT_D + d0 + dd];
+        sdy[i][dd] = x;
+    }
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch)
 {
-    __shared__ __align__(16) tt_bf16 s_q[32][TT_SR];      // Q rows of the tile
-    __shared__ __align__(16) tt_bf16 s_dy[32][TT_TD + 8]; // dY rows of the tile, features d0..
+    __shared__ __align__(16) tt_bf16 s_q[2][32][TT_SR];      // Q rows of the tile
+    __shared__ __align__(16) tt_bf16 s_dy[2][32][TT_TD + 8]; // dY rows of the tile, features d0..
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z * TT_TD;
     const bool jlive = j < TT_N;
@@ -290,77 +348,76 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     for (int nt = 0; nt < TT_TD / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
+    // ranks from R to the k-steps' end are zero in both buffers, once
+    for (int e = threadIdx.x; e < 2 * 32 * (TT_RK * 16 - TT_R); e += TT_THREADS) {
+        const int bi = e / (32 * (TT_RK * 16 - TT_R)), rest = e % (32 * (TT_RK * 16 - TT_R));
+        s_q[bi][rest / (TT_RK * 16 - TT_R)][TT_R + rest % (TT_RK * 16 - TT_R)].bits = 0;
+    }
+    // the tiles, in order: sequences b, and in each the rows from the first the mask lets through
     const int istart = TT_CAUSAL ? max((int)blockIdx.x * TT_W, kc) / 32 * 32 : 0;
-
-    for (int b = 0; b < batch; b++) {
-        const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
-        // stage 1's A operand: V rows kc.. (keys) x ranks; A_j[i, r] = q c1[r] + c0[r]
-        unsigned av[TT_RK][4];
-        float c1[TT_RK][4], c0[TT_RK][4]; // at the lane's ranks 2t, 2t+1, 2t+8, 2t+9
+    const int per_seq = (TT_N - istart + 31) / 32, ntiles = batch * per_seq;
+    tt_wo_load_tile(s_q[0], s_dy[0], qkv, dy, 0, istart, d0);
+    tt_cp_commit();
+    unsigned av[TT_RK][4];
+    float c1[TT_RK][4], c0[TT_RK][4]; // at the lane's ranks 2t, 2t+1, 2t+8, 2t+9
+    for (int t = 0; t < ntiles; t++) {
+        const int b = t / per_seq, i0 = istart + t % per_seq * 32, buf = t & 1;
+        if (t + 1 < ntiles)
+            tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], qkv, dy, (t + 1) / per_seq,
+                            istart + (t + 1) % per_seq * 32, d0);
+        tt_cp_commit();
+        if (t % per_seq == 0) { // a new sequence: stage 1's A operand (V rows kc.. x ranks) and
+            const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R; // A_j[i, r] = q c1[r] + c0[r]
 #pragma unroll
-        for (int ks = 0; ks < TT_RK; ks++) {
-            float x[8];
+            for (int ks = 0; ks < TT_RK; ks++) {
+                float x[8];
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                const int k = kc + gi + ((e >> 1) & 1) * 8, r = tt_frag_r(lane, ks, e);
-                x[e] = (k < TT_N && r < TT_R) ? tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]) : 0.f;
-            }
+                for (int e = 0; e < 8; e++) {
+                    const int k = kc + gi + ((e >> 1) & 1) * 8, r = tt_frag_r(lane, ks, e);
+                    x[e] = (k < TT_N && r < TT_R) ? tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]) : 0.f;
+                }
 #pragma unroll
-            for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
+                for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int r = tt_frag_r(lane, ks, q < 2 ? q : q + 2);
-                c1[ks][q] = c0[ks][q] = 0.f;
-                if (r < TT_R) {
-                    const float kr = tt_float(seq[(size_t)jj * 3 * TT_R + TT_R + r]);
+                for (int q = 0; q < 4; q++) {
+                    const int r = tt_frag_r(lane, ks, q < 2 ? q : q + 2);
+                    c1[ks][q] = c0[ks][q] = 0.f;
+                    if (r < TT_R) {
+                        const float kr = tt_float(seq[(size_t)jj * 3 * TT_R + TT_R + r]);
 #if TT_POS_KEY
-                    const float pr = tt_float(p[(size_t)jj * TT_R + r]);
-                    c1[ks][q] = g[r] * (kr + pr);
-                    c0[ks][q] = g[r] * (u[r] * kr + v[r] * pr);
+                        const float pr = tt_float(p[(size_t)jj * TT_R + r]);
+                        c1[ks][q] = g[r] * (kr + pr);
+                        c0[ks][q] = g[r] * (u[r] * kr + v[r] * pr);
 #else
-                    c1[ks][q] = g[r] * kr;
+                        c1[ks][q] = g[r] * kr;
 #endif
+                    }
                 }
             }
         }
-        for (int i0 = istart; i0 < TT_N; i0 += 32) {
-            __syncthreads(); // the previous tile is no longer read
-            for (int e = threadIdx.x; e < 32 * TT_RK * 16; e += TT_THREADS) {
-                const int i = e / (TT_RK * 16), r = e % (TT_RK * 16);
-                tt_bf16 x;
-                x.bits = 0;
-                if (i0 + i < TT_N && r < TT_R) x = seq[(size_t)(i0 + i) * 3 * TT_R + r];
-                s_q[i][r] = x;
-            }
-            for (int e = threadIdx.x; e < 32 * TT_TD; e += TT_THREADS) {
-                const int i = e / TT_TD, dd = e % TT_TD;
-                tt_bf16 x;
-                x.bits = 0;
-                if (i0 + i < TT_N && d0 + dd < TT_D) x = dy[((size_t)b * TT_N + i0 + i) * TT_D + d0 + dd];
-                s_dy[i][dd] = x;
-            }
-            __syncthreads();
-            if (!jlive) continue;
+        tt_cp_wait<1>();
+        __syncthreads(); // this tile is in shared memory
+        if (jlive) {
             // stage 1: T_j^T, keys kc.. x rows i0.. (four n8 tiles of rows), masked
-            float t[4][4];
+            float tt[4][4];
 #pragma unroll
             for (int nt = 0; nt < 4; nt++) {
 #pragma unroll
-                for (int e = 0; e < 4; e++) t[nt][e] = 0.f;
-                const tt_bf16 *qrow = &s_q[nt * 8 + gi][tq * 2];
+                for (int e = 0; e < 4; e++) tt[nt][e] = 0.f;
+                const tt_bf16 *qrow = &s_q[buf][nt * 8 + gi][tq * 2];
 #pragma unroll
                 for (int ks = 0; ks < TT_RK; ks++) {
                     const unsigned lo = tt_lds32(qrow + ks * 16), hi = tt_lds32(qrow + ks * 16 + 8);
                     const float q0 = __uint_as_float(lo << 16), q1 = __uint_as_float(lo & 0xffff0000u);
                     const float q8 = __uint_as_float(hi << 16), q9 = __uint_as_float(hi & 0xffff0000u);
-                    tt_mma(t[nt], av[ks], tt_pack_bf16(q0 * c1[ks][0] + c0[ks][0], q1 * c1[ks][1] + c0[ks][1]),
+                    tt_mma(tt[nt], av[ks], tt_pack_bf16(q0 * c1[ks][0] + c0[ks][0], q1 * c1[ks][1] + c0[ks][1]),
                            tt_pack_bf16(q8 * c1[ks][2] + c0[ks][2], q9 * c1[ks][3] + c0[ks][3]));
                 }
 #if TT_CAUSAL
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int k = kc + tt_acc_row(lane, e), i = i0 + nt * 8 + tt_acc_col(lane, e);
-                    if (j > i || k > i) t[nt][e] = 0.f;
+                    if (j > i || k > i) tt[nt][e] = 0.f;
                 }
 #endif
             }
@@ -368,10 +425,10 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 #pragma unroll
             for (int ks2 = 0; ks2 < 2; ks2++) {
                 unsigned ta[4];
-                const float(&tp)[2][4] = *reinterpret_cast<const float(*)[2][4]>(&t[2 * ks2]);
+                const float(&tp)[2][4] = *reinterpret_cast<const float(*)[2][4]>(&tt[2 * ks2]);
                 tt_acc_to_a(ta, tp);
                 const int q = lane >> 3;
-                const tt_bf16 *drow = &s_dy[ks2 * 16 + (q & 1) * 8 + (lane & 7)][(q >> 1) * 8];
+                const tt_bf16 *drow = &s_dy[buf][ks2 * 16 + (q & 1) * 8 + (lane & 7)][(q >> 1) * 8];
 #pragma unroll
                 for (int nt = 0; nt < TT_TD / 8; nt += 2) {
                     unsigned bb[4];
@@ -381,6 +438,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                 }
             }
         }
+        __syncthreads(); // this tile is no longer read: the one after next may land here
     }
     if (!jlive) return;
 #pragma unroll
@@ -412,13 +470,13 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
           int batch)
 {
-    // dynamic shared memory: the slab [DK*16][SD]; per warp dK~ [NPAD][RK*16] fp32, the V rows
+    // dynamic shared memory: two slabs [DK*16][SD]; per warp dK~ [NPAD][RK*16] fp32, the V rows
     // of the chunk [16][SR], dT [16][SD]
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     const size_t warp_bytes = (size_t)TT_NPAD * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
-    unsigned char *mine = smem_raw + (size_t)TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
+    unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
     float *s_dk = reinterpret_cast<float *>(mine);
     tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(mine + (size_t)TT_NPAD * TT_RK * 16 * 4);
     tt_bf16 *s_dt = s_vc + 16 * TT_SR;
@@ -465,132 +523,123 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         for (int e = 0; e < 4; e++) dq[nt][e] = 0.f;
     float *pv = TT_PART_V(live ? b : 0, it);
 
-    for (int kc = 0; kc < TT_NPAD; kc += 16) {
-        if (kc >= jend) { // keys this tile never sees: their dV partial is zero
-            if (live)
-                for (int e = lane; e < 16 * TT_R; e += 32)
-                    if (kc + e / TT_R < TT_N) pv[(size_t)(kc + e / TT_R) * TT_R + e % TT_R] = 0.f;
-            continue;
-        }
-        __syncwarp();
-        for (int e = lane; e < 16 * TT_SR; e += 32) {
-            const int k = kc + e / TT_SR, r = e % TT_SR;
-            tt_bf16 x;
-            x.bits = 0;
-            if (live && k < TT_N && r < TT_R) x = seq[(size_t)k * 3 * TT_R + 2 * TT_R + r];
-            s_vc[e] = x;
-        }
-        __syncwarp();
-        // V[kc + 2t.., r = nt*8 + g] (B operands of dQ before the scaling by g K_j), as floats
-        float vf[TT_RN][4];
-#pragma unroll
-        for (int nt = 0; nt < TT_RN; nt += 2) {
-            unsigned m4[4];
-            tt_ldsm_t(m4, s_vc + (size_t)((ql & 1) * 8 + rl) * TT_SR + (nt + (ql >> 1)) * 8);
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                vf[nt + h][0] = __uint_as_float(m4[2 * h] << 16);
-                vf[nt + h][1] = __uint_as_float(m4[2 * h] & 0xffff0000u);
-                vf[nt + h][2] = __uint_as_float(m4[2 * h + 1] << 16);
-                vf[nt + h][3] = __uint_as_float(m4[2 * h + 1] & 0xffff0000u);
-            }
-        }
-        float dv[TT_RN][4];
-#pragma unroll
-        for (int nt = 0; nt < TT_RN; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) dv[nt][e] = 0.f;
-
-        for (int j = 0; j < jend; j++) {
-            __syncthreads(); // the previous slab is no longer read
-#if TT_N % 8 == 0
-            for (int e = threadIdx.x; e < TT_DK * 16 * 2; e += TT_THREADS) {
-                const int d = e / 2, k = kc + (e % 2) * 8;
-                uint4 x = make_uint4(0, 0, 0, 0);
-                if (d < TT_D && k < TT_N)
-                    x = *reinterpret_cast<const uint4 *>(wo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k);
-                *reinterpret_cast<uint4 *>(s_w + (size_t)d * TT_SD + (e % 2) * 8) = x;
-            }
-#else
-            for (int e = threadIdx.x; e < TT_DK * 16 * 16; e += TT_THREADS) {
-                const int d = e / 16, k = kc + e % 16;
+    // The (chunk, j) pairs the tile visits, in order: chunks kc < jend, then j < jend. Each pair's
+    // slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; two slabs:
+    // the next pair's is in flight while this pair's is used.
+    const int nchunks = (jend + 15) / 16, npairs = nchunks * jend;
+    tt_bf16 *slab[2] = {s_w, s_w + (size_t)TT_DK * 16 * TT_SD};
+    tt_load_wo_slab(slab[0], TT_SD, wo, 0, TT_DK * 16, 0, 16, TT_N);
+    tt_cp_commit();
+    float vf[TT_RN][4], dv[TT_RN][4];
+    for (int pi = 0; pi < npairs; pi++) {
+        const int kc = pi / jend * 16, j = pi % jend;
+        if (j == 0) { // a new chunk: its V rows, the B operands of dQ from them, dV from zero
+            __syncwarp();
+            for (int e = lane; e < 16 * TT_SR; e += 32) {
+                const int k = kc + e / TT_SR, r = e % TT_SR;
                 tt_bf16 x;
                 x.bits = 0;
-                if (d < TT_D && k < TT_N) x = wo[(size_t)d * TT_N * TT_N + (size_t)j * TT_N + k];
-                s_w[(size_t)d * TT_SD + e % 16] = x;
-            }
-#endif
-            __syncthreads();
-            const TT_T *kj = seq + (size_t)j * 3 * TT_R + TT_R;
-            // dT = dY Wo_j[:, kc..], masked
-            float dt[2][4];
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) dt[nt][e] = 0.f;
-#pragma unroll
-            for (int ks = 0; ks < TT_DK; ks++) {
-                unsigned w4[4];
-                tt_ldsm_t(w4, s_w + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
-                tt_mma(dt[0], ady[ks], w4[0], w4[1]);
-                tt_mma(dt[1], ady[ks], w4[2], w4[3]);
-            }
-#if TT_CAUSAL
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int i = i0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
-                    if (j > i || k > i) dt[nt][e] = 0.f;
-                }
-#endif
-            // dQ += dT (V g K_j)
-            unsigned ta[4];
-            tt_acc_to_a(ta, dt);
-#pragma unroll
-            for (int nt = 0; nt < TT_RN; nt++) {
-                const int r = nt * 8 + gi;
-                const float c = r < TT_R ? g[r] * tt_float(kj[r]) : 0.f;
-                tt_mma(dq[nt], ta, tt_pack_bf16(vf[nt][0] * c, vf[nt][1] * c),
-                       tt_pack_bf16(vf[nt][2] * c, vf[nt][3] * c));
-            }
-            // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++) {
-                *reinterpret_cast<unsigned *>(s_dt + gi * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][0], dt[nt][1]);
-                *reinterpret_cast<unsigned *>(s_dt + (gi + 8) * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][2], dt[nt][3]);
+                if (live && k < TT_N && r < TT_R) x = seq[(size_t)k * 3 * TT_R + 2 * TT_R + r];
+                s_vc[e] = x;
             }
             __syncwarp();
-            unsigned at[4];
-            tt_ldsm_t(at, s_dt + (size_t)((ql >> 1) * 8 + rl) * TT_SD + (ql & 1) * 8);
-            __syncwarp(); // s_dt is read: the next j may write it
+            // V[kc + 2t.., r = nt*8 + g], as floats (scaled by g K_j for each j)
 #pragma unroll
-            for (int nt = 0; nt < TT_RN; nt++) {
-                float f[4] = {0.f, 0.f, 0.f, 0.f};
-                tt_mma(f, at, bq[nt][0], bq[nt][1]);
-                // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
-                const int r0 = nt * 8 + tq * 2;
-                const float c0 = r0 < TT_R ? g[r0] * tt_float(kj[r0]) : 0.f;
-                const float c1 = r0 + 1 < TT_R ? g[r0 + 1] * tt_float(kj[r0 + 1]) : 0.f;
-                dv[nt][0] += f[0] * c0;
-                dv[nt][1] += f[1] * c1;
-                dv[nt][2] += f[2] * c0;
-                dv[nt][3] += f[3] * c1;
-                const unsigned vlo = tt_lds32(s_vc + gi * TT_SR + r0), vhi = tt_lds32(s_vc + (gi + 8) * TT_SR + r0);
-                float s0 = f[0] * __uint_as_float(vlo << 16) + f[2] * __uint_as_float(vhi << 16);
-                float s1 = f[1] * __uint_as_float(vlo & 0xffff0000u) + f[3] * __uint_as_float(vhi & 0xffff0000u);
+            for (int nt = 0; nt < TT_RN; nt += 2) {
+                unsigned m4[4];
+                tt_ldsm_t(m4, s_vc + (size_t)((ql & 1) * 8 + rl) * TT_SR + (nt + (ql >> 1)) * 8);
 #pragma unroll
-                for (int o = 4; o < 32; o *= 2) {
-                    s0 += __shfl_xor_sync(0xffffffffu, s0, o);
-                    s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-                }
-                if (gi == 0) {
-                    s_dk[(size_t)j * TT_RK * 16 + r0] += s0;
-                    s_dk[(size_t)j * TT_RK * 16 + r0 + 1] += s1;
+                for (int h = 0; h < 2; h++) {
+                    vf[nt + h][0] = __uint_as_float(m4[2 * h] << 16);
+                    vf[nt + h][1] = __uint_as_float(m4[2 * h] & 0xffff0000u);
+                    vf[nt + h][2] = __uint_as_float(m4[2 * h + 1] << 16);
+                    vf[nt + h][3] = __uint_as_float(m4[2 * h + 1] & 0xffff0000u);
                 }
             }
+#pragma unroll
+            for (int nt = 0; nt < TT_RN; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) dv[nt][e] = 0.f;
         }
-        if (live)
+        if (pi + 1 < npairs) {
+            const int kn1 = (pi + 1) / jend * 16, j1 = (pi + 1) % jend;
+            tt_load_wo_slab(slab[(pi + 1) & 1], TT_SD, wo, 0, TT_DK * 16, (size_t)j1 * TT_N + kn1, 16,
+                            TT_N - kn1);
+        }
+        tt_cp_commit();
+        tt_cp_wait<1>();
+        __syncthreads(); // this pair's slab is in shared memory
+        const tt_bf16 *cur = slab[pi & 1];
+        const TT_T *kj = seq + (size_t)j * 3 * TT_R + TT_R;
+        // dT = dY Wo_j[:, kc..], masked
+        float dt[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dt[nt][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < TT_DK; ks++) {
+            unsigned w4[4];
+            tt_ldsm_t(w4, cur + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
+            tt_mma(dt[0], ady[ks], w4[0], w4[1]);
+            tt_mma(dt[1], ady[ks], w4[2], w4[3]);
+        }
+#if TT_CAUSAL
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
+                if (j > i || k > i) dt[nt][e] = 0.f;
+            }
+#endif
+        // dQ += dT (V g K_j)
+        unsigned ta[4];
+        tt_acc_to_a(ta, dt);
+#pragma unroll
+        for (int nt = 0; nt < TT_RN; nt++) {
+            const int r = nt * 8 + gi;
+            const float c = r < TT_R ? g[r] * tt_float(kj[r]) : 0.f;
+            tt_mma(dq[nt], ta, tt_pack_bf16(vf[nt][0] * c, vf[nt][1] * c),
+                   tt_pack_bf16(vf[nt][2] * c, vf[nt][3] * c));
+        }
+        // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            *reinterpret_cast<unsigned *>(s_dt + gi * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][0], dt[nt][1]);
+            *reinterpret_cast<unsigned *>(s_dt + (gi + 8) * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][2], dt[nt][3]);
+        }
+        __syncwarp();
+        unsigned at[4];
+        tt_ldsm_t(at, s_dt + (size_t)((ql >> 1) * 8 + rl) * TT_SD + (ql & 1) * 8);
+        __syncwarp(); // s_dt is read: the next j may write it
+#pragma unroll
+        for (int nt = 0; nt < TT_RN; nt++) {
+            float f[4] = {0.f, 0.f, 0.f, 0.f};
+            tt_mma(f, at, bq[nt][0], bq[nt][1]);
+            // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
+            const int r0 = nt * 8 + tq * 2;
+            const float c0 = r0 < TT_R ? g[r0] * tt_float(kj[r0]) : 0.f;
+            const float c1 = r0 + 1 < TT_R ? g[r0 + 1] * tt_float(kj[r0 + 1]) : 0.f;
+            dv[nt][0] += f[0] * c0;
+            dv[nt][1] += f[1] * c1;
+            dv[nt][2] += f[2] * c0;
+            dv[nt][3] += f[3] * c1;
+            const unsigned vlo = tt_lds32(s_vc + gi * TT_SR + r0), vhi = tt_lds32(s_vc + (gi + 8) * TT_SR + r0);
+            float s0 = f[0] * __uint_as_float(vlo << 16) + f[2] * __uint_as_float(vhi << 16);
+            float s1 = f[1] * __uint_as_float(vlo & 0xffff0000u) + f[3] * __uint_as_float(vhi & 0xffff0000u);
+#pragma unroll
+            for (int o = 4; o < 32; o *= 2) {
+                s0 += __shfl_xor_sync(0xffffffffu, s0, o);
+                s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+            }
+            if (gi == 0) {
+                s_dk[(size_t)j * TT_RK * 16 + r0] += s0;
+                s_dk[(size_t)j * TT_RK * 16 + r0 + 1] += s1;
+            }
+        }
+        __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
+        if (j == jend - 1 && live) // the chunk is done: its rows of the dV partial, written once
 #pragma unroll
             for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
@@ -599,6 +648,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[nt][e];
                 }
     }
+    if (live) // keys the tile never sees: their dV partial is zero
+        for (int e = nchunks * 16 * TT_R + lane; e < TT_N * TT_R; e += 32) pv[e] = 0.f;
     if (!live) return;
 #pragma unroll
     for (int nt = 0; nt < TT_RN; nt++)
