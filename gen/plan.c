@@ -651,17 +651,30 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
 static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
 {
     const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
-    return 2 * 2 * dpad * 24 + g * (npad * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+    (void)npad;
+    return 2 * 2 * dpad * 24 + g * (16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+}
+
+/* The (row tile, part of j) tasks of mla_tc.cu's mla_bwd_q: 16 rows and up to 16 key
+ * positions j each; under the mask a tile's j stop at its last row. */
+static long mla_tc_bwd_q_tasks(const tt_model_spec *m)
+{
+    const long n = m->seq_len, jp = ceil_div(n, 16);
+    long tasks = 0;
+    for (long it = 0; it < jp; it++)
+        tasks += m->causal ? ceil_div((it + 1) * 16 < n ? (it + 1) * 16 : n, 16) : jp;
+    return tasks;
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
- * warp per sequence and 16 rows, g sequences per block; returns the row tile (16). */
+ * warp per sequence, 16 rows and up to 16 j, g sequences per block; returns the row tile (16). */
 static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
+    const long tasks = mla_tc_bwd_q_tasks(m);
     long g = 4;
-    while (g > 1 && ((long)ceil_div(n, 16) * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
+    while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
                      mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
         g /= 2;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
@@ -670,16 +683,18 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
     set_const(q, "MMA", 1);
     set_const(q, "G", g);
     set_const(q, "TI", 16);
+    set_const(q, "JP", ceil_div(n, 16));
     name_kernel(q, flags);
     set_const(q, "THREADS", 32 * g);
     set_const(q, "OP_MLA_BWD_Q", 1);
     q->block[0] = (unsigned)(32 * g);
-    q->grid[0] = ceil_div(n, 16);
+    q->grid[0] = (unsigned)tasks;
     q->grid[1] = ceil_div(batch, g);
-    snprintf(q->grid_rule, sizeof q->grid_rule, "x = ceil(%d / 16), y = ceil(batch / %ld)", n, g);
+    snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
+             tasks, g);
     q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(n, r, d, g);
-    whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, dQ += dT V gK_j, F = dT^T Q in registers, 16 keys a "
-            "step; partials of dK, dV, dg per tile (no atomics)");
+    whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, dQ += dT V gK_j, F = dT^T Q in registers; a warp per "
+            "16 rows x 16 j; partials summed in a fixed order");
     return 16;
 }
 
@@ -702,13 +717,15 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     else if ((tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen)) < 0)
         return -1;
 
-    /* The two reductions: their tile count must be the one mla_bwd_q wrote. */
+    /* The two reductions: their tiles and parts must be the ones mla_bwd_q wrote. */
+    const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 1);
     const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};
     const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
     for (int i = 0; i < 2; i++) {
         tt_kernel *c = add_kernel(plan, ops[i], "mla.cu", dtype);
         mla_shape_consts(c, m);
         set_const(c, "TI", tq);
+        if (jp > 1) set_const(c, "JP", jp);
         name_kernel(c, flags);
         set_const(c, "THREADS", threads);
         set_const(c, flags_op[i], 1);

@@ -281,9 +281,24 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
 
 size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch)
 {
+    /* the regions of templates/mla_parts.cuh */
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_bwd_q");
-    const long n = need(k, "N"), r = need(k, "R"), it = ceil_div(n, need(k, "TI"));
-    return (size_t)batch * it * ((2 + need(k, "POS_KEY")) * n * r + 3 * r);
+    const long n = need(k, "N"), r = need(k, "R"), ti = need(k, "TI"), it = ceil_div(n, ti);
+    const long jp = tt_kernel_const(k->k, "JP", 1);
+    return (size_t)batch * it *
+           ((1 + jp + need(k, "POS_KEY")) * n * r + jp * 3 * r + (jp > 1 ? jp * ti * r : 0));
+}
+
+/* The (row tile, part of j) tasks of mla_tc.cu's mla_bwd_q, as the plan counts them. */
+static unsigned mla_bwd_q_tasks(const tt_gpu_kernel *q)
+{
+    const long n = need(q, "N"), jp = need(q, "JP");
+    long tasks = 0;
+    for (long it = 0; it < jp; it++) {
+        const long jend = (it + 1) * 16 < n ? (it + 1) * 16 : n;
+        tasks += need(q, "CAUSAL") ? (long)ceil_div(jend, 16) : jp;
+    }
+    return (unsigned)tasks;
 }
 
 void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,
@@ -303,6 +318,8 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     }
     expect(red, "TI", need(q, "TI")); /* the reductions read the tiles mla_bwd_q wrote */
     expect(par, "TI", need(q, "TI"));
+    TT_ASSERT(tt_kernel_const(red->k, "JP", 1) == tt_kernel_const(q->k, "JP", 1));
+    TT_ASSERT(tt_kernel_const(par->k, "JP", 1) == tt_kernel_const(q->k, "JP", 1));
     /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
     void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
     if (tt_kernel_const(w->k, "MMA", 0))
@@ -313,7 +330,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
                       wargs, s);
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
     if (tt_kernel_const(q->k, "MMA", 0))
-        tt_gpu_launch(q, (dim3){ceil_div(n, 16), ceil_div(batch, need(q, "G")), 1}, qargs, s);
+        tt_gpu_launch(q, (dim3){mla_bwd_q_tasks(q), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
     void *rargs[] = {&dqkv, &part, &batch};

@@ -238,7 +238,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int it = blockIdx.x, i0 = it * TT_TI, b = blockIdx.y;
     const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
-    float *pk = TT_PART_K(b, it), *pv = TT_PART_V(b, it);
+    float *pk = TT_PART_K(b, it), *pv = TT_PART_V(b, it, 0);
 #if TT_POS_KEY
     float *pp = TT_PART_P(b, it);
 #else
@@ -382,7 +382,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         if (i0 + i < TT_N) dqkv[((size_t)b * TT_N + i0 + i) * 3 * TT_R + r] = tt_store_as<TT_T>(s_dq[i][r]);
     }
     if (tid < TT_R) {
-        float *vec = TT_PART_VEC(b, it);
+        float *vec = TT_PART_VEC(b, it, 0);
         vec[tid] = vg;
         vec[TT_R + tid] = vu;
         vec[2 * TT_R + tid] = vv;
@@ -391,7 +391,9 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #endif
 
 #ifdef TT_OP_MLA_BWD_REDUCE
-// dqkv[b, j, R + r] = sum_it dK partials; dqkv[b, k, 2R + r] = sum_it dV partials.
+// dqkv[b, j, R + r] = sum over tiles of the dK partials; dqkv[b, k, 2R + r] = sum over tiles and
+// parts of the dV partials; with parts (mla_tc.cu), dqkv[b, i, r] = sum over i's tile's parts
+// of the dQ partials. Fixed order.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
 {
@@ -402,11 +404,17 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
     float sk = 0.f, sv = 0.f;
     for (int it = 0; it < TT_IT; it++) {
         sk += TT_PART_K(b, it)[jr];
-        sv += TT_PART_V(b, it)[jr];
+        for (int jp = 0; jp < TT_NPARTS(it); jp++) sv += TT_PART_V(b, it, jp)[jr];
     }
     const size_t row = (size_t)b * TT_N + jr / TT_R;
     dqkv[row * 3 * TT_R + TT_R + jr % TT_R] = tt_store_as<TT_T>(sk);
     dqkv[row * 3 * TT_R + 2 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sv);
+#if TT_JP > 1
+    const int i = (int)(jr / TT_R), it = i / TT_TI;
+    float sq = 0.f;
+    for (int jp = 0; jp < TT_NPARTS(it); jp++) sq += TT_PART_Q(b, it, jp)[(size_t)(i % TT_TI) * TT_R + jr % TT_R];
+    dqkv[row * 3 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sq);
+#endif
 }
 #endif
 
@@ -430,7 +438,8 @@ TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du
     if (e < 3 * TT_R) {
         float s = 0.f;
         for (int b = 0; b < batch; b++)
-            for (int it = 0; it < TT_IT; it++) s += TT_PART_VEC(b, it)[e];
+            for (int it = 0; it < TT_IT; it++)
+                for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
         const int which = (int)(e / TT_R), r = (int)(e % TT_R);
         if (which == 0) dg[r] += s;
 #if TT_POS_KEY

@@ -453,14 +453,18 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 
 #ifdef TT_OP_MLA_BWD_Q
 // position: none (the plan keeps mla.cu's kernel for position: key). A warp owns rows
-// i0 .. i0+15 of one sequence; a block, TT_G sequences with the same rows, which share each slab
-// of Wo. With a_j = g Q K_j, for each chunk of 16 keys kc and each visible j:
+// i0 .. i0+15 of one sequence and one part of their keys j (16 of them: j0 .. j0+15); a block,
+// TT_G sequences with the same rows and part, which share each slab of Wo. Splitting j keeps the
+// longest walk (the last tile's, under the mask) as short as the others'. With a_j = g Q K_j,
+// for each chunk of 16 keys kc and each of its j:
 //   dT  (rows x keys)   = dY Wo_j[:, kc..]            the contraction over D, dY in registers
 //   dQ += dT (V[kc..] g K_j)                           in registers across the whole walk
 //   F   (keys x ranks)  = dT^T Q                       dT through shared memory, transposed
-//   dV[kc..] += F g K_j                                in registers across j; written once
+//   dV[kc..] += F g K_j                                in registers across j; written per chunk
 //   dK~[j] += sum over keys of V F                     summed over lanes into shared memory
-// and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. Partials as mla.cu's (TT_TI = 16).
+// and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The part's sums of dQ, dV, dg go to
+// the partials (templates/mla_parts.cuh, TT_TI = 16), which mla_bwd_reduce and
+// mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the 16-wide tiles (slab of Wo, dT), in bf16
 #define TT_RN (TT_RK * 2)        // n8 tiles over the rank
@@ -470,25 +474,27 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
           int batch)
 {
-    // dynamic shared memory: two slabs [DK*16][SD]; per warp dK~ [NPAD][RK*16] fp32, the V rows
+    // dynamic shared memory: two slabs [DK*16][SD]; per warp dK~ [16][RK*16] fp32, the V rows
     // of the chunk [16][SR], dT [16][SD]
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const size_t warp_bytes = (size_t)TT_NPAD * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
+    const size_t warp_bytes = (size_t)16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
     unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
     float *s_dk = reinterpret_cast<float *>(mine);
-    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(mine + (size_t)TT_NPAD * TT_RK * 16 * 4);
+    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(mine + (size_t)16 * TT_RK * 16 * 4);
     tt_bf16 *s_dt = s_vc + 16 * TT_SR;
-    (void)p, (void)u, (void)v;
+    (void)p, (void)u, (void)v, (void)dqkv;
 
-    const int it = TT_CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x, i0 = it * 16;
-    const int b = blockIdx.y * TT_G + warp;
+    // blockIdx.x: (tile, part) pairs, the last tile's (the most chunks) first
+    int it = TT_IT - 1, jp = blockIdx.x;
+    while (jp >= TT_NPARTS(it)) jp -= TT_NPARTS(it--);
+    const int i0 = it * 16, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const TT_T *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
+    const int j0 = jp * 16, nj = min(16, jend - j0);        // this part's keys j
     const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
-
     // dY rows i0.. as A operands over the features; Q rows as B operands of F (k = rows)
     unsigned ady[TT_DK][4], bq[TT_RN][2];
 #pragma unroll
@@ -514,26 +520,26 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             bq[nt][h] = tt_pack_bf16(qa, qb);
         }
     }
-    for (int e = lane; e < TT_NPAD * TT_RK * 16; e += 32) s_dk[e] = 0.f;
+    for (int e = lane; e < 16 * TT_RK * 16; e += 32) s_dk[e] = 0.f;
 
     float dq[TT_RN][4];
 #pragma unroll
     for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dq[nt][e] = 0.f;
-    float *pv = TT_PART_V(live ? b : 0, it);
+    float *pv = TT_PART_V(live ? b : 0, it, jp);
 
-    // The (chunk, j) pairs the tile visits, in order: chunks kc < jend, then j < jend. Each pair's
-    // slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; two slabs:
-    // the next pair's is in flight while this pair's is used.
-    const int nchunks = (jend + 15) / 16, npairs = nchunks * jend;
+    // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
+    // pair's slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; two
+    // slabs: the next pair's is in flight while this pair's is used.
+    const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
     tt_bf16 *slab[2] = {s_w, s_w + (size_t)TT_DK * 16 * TT_SD};
-    tt_load_wo_slab(slab[0], TT_SD, wo, 0, TT_DK * 16, 0, 16, TT_N);
+    tt_load_wo_slab(slab[0], TT_SD, wo, 0, TT_DK * 16, (size_t)j0 * TT_N, 16, TT_N);
     tt_cp_commit();
     float vf[TT_RN][4], dv[TT_RN][4];
     for (int pi = 0; pi < npairs; pi++) {
-        const int kc = pi / jend * 16, j = pi % jend;
-        if (j == 0) { // a new chunk: its V rows, the B operands of dQ from them, dV from zero
+        const int kc = pi / nj * 16, j = j0 + pi % nj;
+        if (j == j0) { // a new chunk: its V rows, the B operands of dQ from them, dV from zero
             __syncwarp();
             for (int e = lane; e < 16 * TT_SR; e += 32) {
                 const int k = kc + e / TT_SR, r = e % TT_SR;
@@ -562,7 +568,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 for (int e = 0; e < 4; e++) dv[nt][e] = 0.f;
         }
         if (pi + 1 < npairs) {
-            const int kn1 = (pi + 1) / jend * 16, j1 = (pi + 1) % jend;
+            const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
             tt_load_wo_slab(slab[(pi + 1) & 1], TT_SD, wo, 0, TT_DK * 16, (size_t)j1 * TT_N + kn1, 16,
                             TT_N - kn1);
         }
@@ -571,19 +577,25 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         __syncthreads(); // this pair's slab is in shared memory
         const tt_bf16 *cur = slab[pi & 1];
         const TT_T *kj = seq + (size_t)j * 3 * TT_R + TT_R;
-        // dT = dY Wo_j[:, kc..], masked
-        float dt[2][4];
+        // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
+        // four chains of products are in flight instead of two
+        float dt[2][4], dt2[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) dt[nt][e] = 0.f;
+            for (int e = 0; e < 4; e++) dt[nt][e] = dt2[nt][e] = 0.f;
 #pragma unroll
         for (int ks = 0; ks < TT_DK; ks++) {
             unsigned w4[4];
             tt_ldsm_t(w4, cur + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
-            tt_mma(dt[0], ady[ks], w4[0], w4[1]);
-            tt_mma(dt[1], ady[ks], w4[2], w4[3]);
+            float(&acc)[2][4] = ks % 2 ? dt2 : dt;
+            tt_mma(acc[0], ady[ks], w4[0], w4[1]);
+            tt_mma(acc[1], ady[ks], w4[2], w4[3]);
         }
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dt[nt][e] += dt2[nt][e];
 #if TT_CAUSAL
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
@@ -634,12 +646,12 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 s1 += __shfl_xor_sync(0xffffffffu, s1, o);
             }
             if (gi == 0) {
-                s_dk[(size_t)j * TT_RK * 16 + r0] += s0;
-                s_dk[(size_t)j * TT_RK * 16 + r0 + 1] += s1;
+                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0] += s0;
+                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0 + 1] += s1;
             }
         }
         __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
-        if (j == jend - 1 && live) // the chunk is done: its rows of the dV partial, written once
+        if (j == j0 + nj - 1 && live) // the chunk is done: its rows of the dV partial, written once
 #pragma unroll
             for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
@@ -651,20 +663,23 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     if (live) // keys the tile never sees: their dV partial is zero
         for (int e = nchunks * 16 * TT_R + lane; e < TT_N * TT_R; e += 32) pv[e] = 0.f;
     if (!live) return;
+    __syncwarp();
+    float *pq = TT_PART_Q(b, it, jp), *pk = TT_PART_K(b, it), *vec = TT_PART_VEC(b, it, jp);
 #pragma unroll
     for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int i = i0 + tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
-            if (i < TT_N && r < TT_R) dqkv[((size_t)b * TT_N + i) * 3 * TT_R + r] = tt_store_as<TT_T>(dq[nt][e]);
+            const int i = tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
+            if (r < TT_R) pq[(size_t)i * TT_R + r] = dq[nt][e];
         }
-    __syncwarp();
-    float *pk = TT_PART_K(b, it), *vec = TT_PART_VEC(b, it);
-    for (int e = lane; e < TT_N * TT_R; e += 32)
-        pk[e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
+    // dK rows of the part's j; part 0 also writes the rows the tile never reaches (zero)
+    for (int e = lane; e < nj * TT_R; e += 32)
+        pk[(size_t)j0 * TT_R + e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
+    if (jp == 0)
+        for (int e = jend * TT_R + lane; e < TT_N * TT_R; e += 32) pk[e] = 0.f;
     for (int r = lane; r < TT_R; r += 32) {
         float s = 0.f;
-        for (int j = 0; j < TT_N; j++) s += tt_float(seq[(size_t)j * 3 * TT_R + TT_R + r]) * s_dk[(size_t)j * TT_RK * 16 + r];
+        for (int j = 0; j < nj; j++) s += tt_float(seq[(size_t)(j0 + j) * 3 * TT_R + TT_R + r]) * s_dk[(size_t)j * TT_RK * 16 + r];
         vec[r] = s;
         vec[TT_R + r] = 0.f;
         vec[2 * TT_R + r] = 0.f;
