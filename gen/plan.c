@@ -642,7 +642,8 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
     k->grid[2] = ceil_div(d, td);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
              "z = ceil(%d / %ld)", n, w, n, d, td);
-    k->smem_bytes = (unsigned)(2 * (2 * 32 * (ceil_div(m->rank, 16) * 16 + 8) + 2 * 32 * (td + 8)));
+    const long sr = ceil_div(m->rank, 16) * 16 + 8; /* two buffers of Q, dY, V and K rows */
+    k->smem_bytes = (unsigned)(2 * 2 * ((32 + 16 + w) * sr + 32 * (td + 8)));
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
 }
@@ -718,24 +719,28 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
         return -1;
 
     /* The two reductions: their tiles and parts must be the ones mla_bwd_q wrote. */
-    const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 1);
+    const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 0);
     const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};
     const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
     for (int i = 0; i < 2; i++) {
         tt_kernel *c = add_kernel(plan, ops[i], "mla.cu", dtype);
         mla_shape_consts(c, m);
         set_const(c, "TI", tq);
-        if (jp > 1) set_const(c, "JP", jp);
+        if (jp) set_const(c, "JP", jp); /* mla_tc.cu's parts (and its dQ partials) */
         name_kernel(c, flags);
         set_const(c, "THREADS", threads);
         set_const(c, flags_op[i], 1);
         c->block[0] = (unsigned)threads;
-        const long elems = i == 0 ? (long)s->train.batch * n * r : (long)(n * r > 3 * r ? n * r : 3 * r);
+        /* reduce: a thread per element; params: a warp per output (dP's, then dg, du, dv) */
+        const long elems = i == 0 ? (long)s->train.batch * n * r
+                                  : 32L * ((m->position == TT_POS_KEY ? n * r : 0) + 3 * r);
         c->grid[0] = ceil_div(elems, threads);
-        snprintf(c->grid_rule, sizeof c->grid_rule, i == 0 ? "x = ceil(batch * %d / %ld)"
-                                                           : "x = ceil(max(N R, 3 R) = %d / %ld)",
-                 i == 0 ? n * r : (n * r > 3 * r ? n * r : 3 * r), threads);
-        whyf(c, "thread per element, tiles summed in a fixed order: deterministic");
+        if (i == 0)
+            snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(batch * %d / %ld)", n * r, threads);
+        else
+            snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(32 * %ld / %ld)", elems / 32, threads);
+        whyf(c, i == 0 ? "thread per element, tiles summed in a fixed order: deterministic"
+                       : "warp per output, lanes over sequences, a fixed butterfly: deterministic");
     }
     return 0;
 }

@@ -284,9 +284,9 @@ size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch)
     /* the regions of templates/mla_parts.cuh */
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_bwd_q");
     const long n = need(k, "N"), r = need(k, "R"), ti = need(k, "TI"), it = ceil_div(n, ti);
-    const long jp = tt_kernel_const(k->k, "JP", 1);
+    const long qp = tt_kernel_const(k->k, "JP", 0) > 0, jp = qp ? need(k, "JP") : 1;
     return (size_t)batch * it *
-           ((1 + jp + need(k, "POS_KEY")) * n * r + jp * 3 * r + (jp > 1 ? jp * ti * r : 0));
+           ((1 + jp + need(k, "POS_KEY")) * n * r + jp * 3 * r + (qp ? jp * ti * r : 0));
 }
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_bwd_q, as the plan counts them. */
@@ -318,8 +318,8 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     }
     expect(red, "TI", need(q, "TI")); /* the reductions read the tiles mla_bwd_q wrote */
     expect(par, "TI", need(q, "TI"));
-    TT_ASSERT(tt_kernel_const(red->k, "JP", 1) == tt_kernel_const(q->k, "JP", 1));
-    TT_ASSERT(tt_kernel_const(par->k, "JP", 1) == tt_kernel_const(q->k, "JP", 1));
+    TT_ASSERT(tt_kernel_const(red->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
+    TT_ASSERT(tt_kernel_const(par->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
     /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
     void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
     if (tt_kernel_const(w->k, "MMA", 0))
@@ -336,8 +336,8 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     void *rargs[] = {&dqkv, &part, &batch};
     tt_gpu_launch(red, (dim3){ceil_div((long)batch * n * r, need(red, "THREADS")), 1, 1}, rargs, s);
     void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};
-    const long elems = (long)n * r > 3L * r ? (long)n * r : 3L * r;
-    tt_gpu_launch(par, (dim3){ceil_div(elems, need(par, "THREADS")), 1, 1}, pargs, s);
+    const long outputs = (pos ? (long)n * r : 0) + 3L * r; /* a warp each */
+    tt_gpu_launch(par, (dim3){ceil_div(32 * outputs, need(par, "THREADS")), 1, 1}, pargs, s);
 }
 
 void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n)

@@ -409,7 +409,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
     const size_t row = (size_t)b * TT_N + jr / TT_R;
     dqkv[row * 3 * TT_R + TT_R + jr % TT_R] = tt_store_as<TT_T>(sk);
     dqkv[row * 3 * TT_R + 2 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sv);
-#if TT_JP > 1
+#if TT_QP
     const int i = (int)(jr / TT_R), it = i / TT_TI;
     float sq = 0.f;
     for (int jp = 0; jp < TT_NPARTS(it); jp++) sq += TT_PART_Q(b, it, jp)[(size_t)(i % TT_TI) * TT_R + jr % TT_R];
@@ -419,35 +419,42 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
 #endif
 
 #ifdef TT_OP_MLA_BWD_PARAMS
-// dp[j, r] = sum_{b,it} dP partials (written); dg, du, dv [R] += sums of their partials.
+// dp[j, r] = sum_{b,it} dP partials (written); dg, du, dv [R] += sums of their partials. A warp
+// per output: lane l adds the partials of sequences l, l + 32, ... in order, then the lanes'
+// sums meet in a fixed butterfly: the same bits on every run.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
           float *__restrict__ dv, const float *__restrict__ part, int batch)
 {
-    const size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x;
+    const int lane = threadIdx.x % 32;
+    int e = (int)((blockIdx.x * (size_t)TT_THREADS + threadIdx.x) / 32);
 #if TT_POS_KEY
-    if (e < TT_PART_NR) {
+    if (e < (int)TT_PART_NR) {
         float s = 0.f;
-        for (int b = 0; b < batch; b++)
+        for (int b = lane; b < batch; b += 32)
             for (int it = 0; it < TT_IT; it++) s += TT_PART_P(b, it)[e];
-        dp[e] = s;
+        s = tt_group_sum<32>(s);
+        if (lane == 0) dp[e] = s;
+        return;
     }
+    e -= (int)TT_PART_NR;
 #else
     (void)dp;
 #endif
-    if (e < 3 * TT_R) {
-        float s = 0.f;
-        for (int b = 0; b < batch; b++)
-            for (int it = 0; it < TT_IT; it++)
-                for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
-        const int which = (int)(e / TT_R), r = (int)(e % TT_R);
-        if (which == 0) dg[r] += s;
+    if (e >= 3 * TT_R) return;
+    float s = 0.f;
+    for (int b = lane; b < batch; b += 32)
+        for (int it = 0; it < TT_IT; it++)
+            for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
+    s = tt_group_sum<32>(s);
+    if (lane != 0) return;
+    const int which = e / TT_R, r = e % TT_R;
+    if (which == 0) dg[r] += s;
 #if TT_POS_KEY
-        else if (which == 1) du[r] += s;
-        else dv[r] += s;
+    else if (which == 1) du[r] += s;
+    else dv[r] += s;
 #else
-        (void)du, (void)dv;
+    (void)du, (void)dv;
 #endif
-    }
 }
 #endif

@@ -8,10 +8,13 @@
 //   dV  [B][IT][JP][N][R]
 //   dP  [B][IT][N][R]        (position: key)
 //   vec [B][IT][JP][3][R]    dg, du, dv
-//   dQ  [B][IT][JP][TI][R]   (JP > 1 only: the parts' sums of the tile's rows of dQ)
+//   dQ  [B][IT][JP][TI][R]   (mla_tc.cu only, TT_QP: the parts' sums of the tile's rows of dQ)
 #ifdef TT_TI
-#ifndef TT_JP
+#ifdef TT_JP
+#define TT_QP 1 // mla_tc.cu's mla_bwd_q: dQ goes through the partials too
+#else
 #define TT_JP 1
+#define TT_QP 0
 #endif
 #define TT_IT ((TT_N + TT_TI - 1) / TT_TI)
 #define TT_PART_NR ((size_t)TT_N * TT_R)
@@ -26,5 +29,5 @@
 #define TT_PART_Q(b, it, jp) \
     (TT_PART_VEC0 + TT_BATCH_PARTS * TT_JP * 3 * TT_R + (TT_PART_BT(b, it) * TT_JP + (jp)) * TT_TI * TT_R)
 // The parts tile it has: its keys j stop at its last row under the mask.
-#define TT_NPARTS(it) (TT_JP == 1 ? 1 : TT_CAUSAL ? (min(((it) + 1) * TT_TI, TT_N) + 15) / 16 : TT_JP)
+#define TT_NPARTS(it) (!TT_QP ? 1 : TT_CAUSAL ? (min(((it) + 1) * TT_TI, TT_N) + 15) / 16 : TT_JP)
 #endif

@@ -295,16 +295,23 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 #define TT_WO_ASYNC (TT_R % 8 == 0 && TT_D % 8 == 0) // rows of Q and dY 16-byte aligned
 
 // Rows i0 .. i0+31 of sequence b: Q into sq [32][SR] (ranks from R on stay as they are: zero),
-// dY's features d0.. into sdy [32][TD+8]; zero past N and D. By the whole block.
+// dY's features d0.. into sdy [32][TD+8]; and the sequence's V rows kc .. kc+15 into sv [16][SR]
+// and K rows j0 .. j0+W-1 into sk [W][SR] (for stage 1's operands); zero past N and D. By the
+// whole block.
 __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*sdy)[TT_TD + 8],
+                                                tt_bf16 (*sv)[TT_SR], tt_bf16 (*sk)[TT_SR],
                                                 const tt_bf16 *qkv, const tt_bf16 *dy, int b,
-                                                int i0, int d0)
+                                                int i0, int d0, int kc, int j0)
 {
 #if TT_WO_ASYNC
-    for (int e = threadIdx.x; e < 32 * (TT_R / 8); e += TT_THREADS) {
-        const int i = e / (TT_R / 8), c = (e % (TT_R / 8)) * 8;
-        const bool in = i0 + i < TT_N;
-        tt_cp16(&sq[i][c], in ? qkv + ((size_t)b * TT_N + i0 + i) * 3 * TT_R + c : qkv, in);
+    for (int e = threadIdx.x; e < (32 + 16 + TT_W) * (TT_R / 8); e += TT_THREADS) {
+        const int row = e / (TT_R / 8), c = (e % (TT_R / 8)) * 8;
+        // rows 0..31: Q of i0 + row; 32..47: V of kc + row - 32; then K of j0 + row - 48
+        const int pos = row < 32 ? i0 + row : row < 48 ? kc + row - 32 : j0 + row - 48;
+        const int off = row < 32 ? 0 : row < 48 ? 2 * TT_R : TT_R;
+        tt_bf16 *dst = row < 32 ? sq[row] : row < 48 ? sv[row - 32] : sk[row - 48];
+        const bool in = pos < TT_N;
+        tt_cp16(dst + c, in ? qkv + ((size_t)b * TT_N + pos) * 3 * TT_R + off + c : qkv, in);
     }
     for (int e = threadIdx.x; e < 32 * (TT_TD / 8); e += TT_THREADS) {
         const int i = e / (TT_TD / 8), c = (e % (TT_TD / 8)) * 8;
@@ -312,12 +319,15 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
         tt_cp16(&sdy[i][c], in ? dy + ((size_t)b * TT_N + i0 + i) * TT_D + d0 + c : dy, in);
     }
 #else
-    for (int e = threadIdx.x; e < 32 * TT_R; e += TT_THREADS) {
-        const int i = e / TT_R, r = e % TT_R;
+    for (int e = threadIdx.x; e < (32 + 16 + TT_W) * TT_R; e += TT_THREADS) {
+        const int row = e / TT_R, r = e % TT_R;
+        const int pos = row < 32 ? i0 + row : row < 48 ? kc + row - 32 : j0 + row - 48;
+        const int off = row < 32 ? 0 : row < 48 ? 2 * TT_R : TT_R;
+        tt_bf16 *dst = row < 32 ? sq[row] : row < 48 ? sv[row - 32] : sk[row - 48];
         tt_bf16 x;
         x.bits = 0;
-        if (i0 + i < TT_N) x = qkv[((size_t)b * TT_N + i0 + i) * 3 * TT_R + r];
-        sq[i][r] = x;
+        if (pos < TT_N) x = qkv[((size_t)b * TT_N + pos) * 3 * TT_R + off + r];
+        dst[r] = x;
     }
     for (int e = threadIdx.x; e < 32 * TT_TD; e += TT_THREADS) {
         const int i = e / TT_TD, dd = e % TT_TD;
@@ -336,6 +346,8 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 {
     __shared__ __align__(16) tt_bf16 s_q[2][32][TT_SR];      // Q rows of the tile
     __shared__ __align__(16) tt_bf16 s_dy[2][32][TT_TD + 8]; // dY rows of the tile, features d0..
+    __shared__ __align__(16) tt_bf16 s_v[2][16][TT_SR];      // the sequence's V rows kc..
+    __shared__ __align__(16) tt_bf16 s_k[2][TT_W][TT_SR];    // and K rows of the block's j
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z * TT_TD;
     const bool jlive = j < TT_N;
@@ -356,25 +368,28 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     // the tiles, in order: sequences b, and in each the rows from the first the mask lets through
     const int istart = TT_CAUSAL ? max((int)blockIdx.x * TT_W, kc) / 32 * 32 : 0;
     const int per_seq = (TT_N - istart + 31) / 32, ntiles = batch * per_seq;
-    tt_wo_load_tile(s_q[0], s_dy[0], qkv, dy, 0, istart, d0);
+    const int j0 = blockIdx.x * TT_W;
+    tt_wo_load_tile(s_q[0], s_dy[0], s_v[0], s_k[0], qkv, dy, 0, istart, d0, kc, j0);
     tt_cp_commit();
     unsigned av[TT_RK][4];
     float c1[TT_RK][4], c0[TT_RK][4]; // at the lane's ranks 2t, 2t+1, 2t+8, 2t+9
     for (int t = 0; t < ntiles; t++) {
         const int b = t / per_seq, i0 = istart + t % per_seq * 32, buf = t & 1;
         if (t + 1 < ntiles)
-            tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], qkv, dy, (t + 1) / per_seq,
-                            istart + (t + 1) % per_seq * 32, d0);
+            tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], s_v[buf ^ 1], s_k[buf ^ 1], qkv, dy,
+                            (t + 1) / per_seq, istart + (t + 1) % per_seq * 32, d0, kc, j0);
         tt_cp_commit();
+        tt_cp_wait<1>();
+        __syncthreads(); // this tile is in shared memory
         if (t % per_seq == 0) { // a new sequence: stage 1's A operand (V rows kc.. x ranks) and
-            const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R; // A_j[i, r] = q c1[r] + c0[r]
+                                // the factors of A_j[i, r] = q c1[r] + c0[r]
 #pragma unroll
             for (int ks = 0; ks < TT_RK; ks++) {
                 float x[8];
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
-                    const int k = kc + gi + ((e >> 1) & 1) * 8, r = tt_frag_r(lane, ks, e);
-                    x[e] = (k < TT_N && r < TT_R) ? tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]) : 0.f;
+                    const int r = tt_frag_r(lane, ks, e);
+                    x[e] = r < TT_R ? tt_float(s_v[buf][gi + ((e >> 1) & 1) * 8][r]) : 0.f;
                 }
 #pragma unroll
                 for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
@@ -383,7 +398,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                     const int r = tt_frag_r(lane, ks, q < 2 ? q : q + 2);
                     c1[ks][q] = c0[ks][q] = 0.f;
                     if (r < TT_R) {
-                        const float kr = tt_float(seq[(size_t)jj * 3 * TT_R + TT_R + r]);
+                        const float kr = tt_float(s_k[buf][warp][r]); // K row j (zero past N)
 #if TT_POS_KEY
                         const float pr = tt_float(p[(size_t)jj * TT_R + r]);
                         c1[ks][q] = g[r] * (kr + pr);
@@ -395,8 +410,6 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                 }
             }
         }
-        tt_cp_wait<1>();
-        __syncthreads(); // this tile is in shared memory
         if (jlive) {
             // stage 1: T_j^T, keys kc.. x rows i0.. (four n8 tiles of rows), masked
             float tt[4][4];

@@ -42,6 +42,7 @@ static const config configs[] = {
     {"odd-key", 100, 13, 7, 2, 0, 1, 0},   {"odd-key", 100, 13, 7, 2, 0, 1, 1},
     {"odd-causal-key", 72, 37, 12, 2, 1, 1, 1},
     {"wide", 1536, 8, 16, 2, 1, 0, 0},     {"wide", 1536, 8, 16, 2, 1, 0, 1},
+    {"tiny", 32, 16, 8, 4, 1, 0, 1},       {"nocausal", 64, 40, 24, 3, 0, 0, 1},
 };
 
 /* TT_TEST_CONFIGS=substring runs only the configs whose name contains it (racecheck is slow). */
