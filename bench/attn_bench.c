@@ -152,7 +152,7 @@ typedef struct {
     int batch, n, r, d;
     array qkv, wo, g, dy;    /* inputs */
     array y, dqkv, dwo, dg;  /* outputs */
-    float *part;             /* tt_mla_bwd's scratch */
+    float *part;             /* tt_mla_fwd's and tt_mla_bwd's scratch */
     size_t part_floats;
 } bench;
 
@@ -162,7 +162,7 @@ static void run(const bench *b, int fwd, int bwd)
 {
     if (fwd)
         tt_mla_fwd(b->prog, b->st, b->y.dev, b->qkv.dev, b->g.dev, b->wo.dev, NULL, NULL, NULL,
-                   b->batch, b->n, b->r, b->d);
+                   b->part, b->batch, b->n, b->r, b->d);
     if (bwd) {
         TT_CUDA(cudaMemsetAsync(b->dwo.dev, 0, dev_bytes(&b->dwo), b->st));
         TT_CUDA(cudaMemsetAsync(b->dg.dev, 0, dev_bytes(&b->dg), b->st));
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
         array_alloc(all[i]);
         *(i < 4 ? &in_bytes : &out_bytes) += dev_bytes(all[i]);
     }
-    b.part_floats = tt_mla_bwd_part_floats(&prog, B);
+    b.part_floats = tt_mla_scratch_floats(&prog, B);
     TT_CUDA(cudaMalloc((void **)&b.part, b.part_floats * 4));
     const size_t part_bytes = b.part_floats * 4, total = in_bytes + out_bytes + part_bytes;
 

@@ -415,6 +415,17 @@ static long mla_tc_fwd_smem(long n, long r, long g, long td)
     return 2 * (g * npad * sr + 2 * td * (npad + 8)); /* two slabs: one in flight */
 }
 
+/* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q: 16 rows and up to 16
+ * key positions j each; under the mask a tile's j stop at its last row. */
+static long mla_tc_tasks(const tt_model_spec *m)
+{
+    const long n = m->seq_len, jp = ceil_div(n, 16);
+    long tasks = 0;
+    for (long it = 0; it < jp; it++)
+        tasks += m->causal ? ceil_div((it + 1) * 16 < n ? (it + 1) * 16 : n, 16) : jp;
+    return tasks;
+}
+
 /* Opt-in shared memory per block on sm_80 and later (227 KiB on sm_90; the smallest, sm_86's
  * 99 KiB, bounds what the plan asks for). */
 #define SMEM_DYN_LIMIT (99 * 1024)
@@ -426,8 +437,9 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
+    const long tasks = mla_tc_tasks(m);
     long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 8) * 8;
-    while ((long)ceil_div(n, 16) * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
+    while (tasks * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
         if (g > 1) g /= 2;
         else if (td > 64) td = (long)ceil_div(td / 2, 8) * 8; /* whole n8 tiles */
         else break;
@@ -446,18 +458,30 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     set_const(k, "MMA", 1);
     set_const(k, "G", g);
     set_const(k, "TD", td);
+    set_const(k, "JP", ceil_div(n, 16));
     name_kernel(k, flags);
     set_const(k, "THREADS", 32 * g);
     set_const(k, "OP_MLA_FWD", 1);
     k->block[0] = (unsigned)(32 * g);
-    k->grid[0] = ceil_div(n, 16);
+    k->grid[0] = (unsigned)tasks;
     k->grid[1] = ceil_div(batch, g);
     k->grid[2] = ceil_div(d, td);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / 16), y = ceil(batch / %ld), "
-             "z = ceil(%d / %ld)", n, g, d, td);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / "
+             "%ld), z = ceil(%d / %ld)", tasks, g, d, td);
     k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td);
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
+    if (ceil_div(n, 16) == 1) return 0;
+    tt_kernel *c = add_kernel(plan, "mla_fwd_sum", "mla_tc.cu", "bf16");
+    mla_shape_consts(c, m);
+    set_const(c, "JP", ceil_div(n, 16));
+    name_kernel(c, flags);
+    set_const(c, "THREADS", 256);
+    set_const(c, "OP_MLA_FWD_SUM", 1);
+    c->block[0] = 256;
+    c->grid[0] = 4 * 132;
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = 528, grid-stride over B N D");
+    whyf(c, "Y = the parts' fp32 sums in order, rounded once: deterministic");
     return 0;
 }
 
@@ -627,25 +651,44 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
         else if (td > 32) td = (long)ceil_div(td / 2, 16) * 16;
         else break;
     }
+    /* Splits of the batch, each summed into its own copy of dWo, so that no block walks more
+     * than about 32 tiles of 32 rows (the walk is the kernel's critical path); at most 4. */
+    const long batch = s->train.batch, per_seq = ceil_div(n, 32);
+    long splits = (long)ceil_div(batch * per_seq, 32);
+    if (splits > 4) splits = 4;
+    if (splits > batch) splits = batch;
+    if (splits < 1) splits = 1;
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
     set_const(k, "W", w);
     set_const(k, "TD", td);
+    set_const(k, "S", splits);
     name_kernel(k, flags);
     set_const(k, "THREADS", 32 * w);
     set_const(k, "OP_MLA_BWD_WO", 1);
     k->block[0] = (unsigned)(32 * w);
     k->grid[0] = ceil_div(n, w);
     k->grid[1] = ceil_div(n, 16);
-    k->grid[2] = ceil_div(d, td);
+    k->grid[2] = ceil_div(d, td) * (unsigned)splits;
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
-             "z = ceil(%d / %ld)", n, w, n, d, td);
+             "z = ceil(%d / %ld) x %ld splits", n, w, n, d, td, splits);
     const long sr = ceil_div(m->rank, 16) * 16 + 8; /* two buffers of Q, dY, V and K rows */
     k->smem_bytes = (unsigned)(2 * 2 * ((32 + 16 + w) * sr + 32 * (td + 8)));
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
+    if (splits == 1) return;
+    tt_kernel *c = add_kernel(plan, "mla_bwd_wo_sum", "mla_tc.cu", "f32");
+    mla_shape_consts(c, m);
+    set_const(c, "S", splits);
+    name_kernel(c, flags);
+    set_const(c, "THREADS", 256);
+    set_const(c, "OP_MLA_BWD_WO_SUM", 1);
+    c->block[0] = 256;
+    c->grid[0] = 4 * 132;
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = 528, grid-stride over D N^2");
+    whyf(c, "dWo += the %ld splits' sums, in order: deterministic", splits);
 }
 
 /* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp dK~, V rows, dT. */
@@ -656,24 +699,13 @@ static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
     return 2 * 2 * dpad * 24 + g * (16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
 }
 
-/* The (row tile, part of j) tasks of mla_tc.cu's mla_bwd_q: 16 rows and up to 16 key
- * positions j each; under the mask a tile's j stop at its last row. */
-static long mla_tc_bwd_q_tasks(const tt_model_spec *m)
-{
-    const long n = m->seq_len, jp = ceil_div(n, 16);
-    long tasks = 0;
-    for (long it = 0; it < jp; it++)
-        tasks += m->causal ? ceil_div((it + 1) * 16 < n ? (it + 1) * 16 : n, 16) : jp;
-    return tasks;
-}
-
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
  * warp per sequence, 16 rows and up to 16 j, g sequences per block; returns the row tile (16). */
 static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
-    const long tasks = mla_tc_bwd_q_tasks(m);
+    const long tasks = mla_tc_tasks(m);
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
                      mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))

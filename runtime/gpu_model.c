@@ -117,7 +117,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->dln = take(b, 2 * d * 4);
     lm->ln_part = take(b, 2 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
     lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
-    lm->mla_part = take(b, tt_mla_bwd_part_floats(&lm->prog, lm->batch) * 4);
+    lm->mla_part = take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
@@ -290,7 +290,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
         tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
         if (key) tt_gemm_fwd(gm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
         tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v,
-                   lm->batch, n, r, d);
+                   lm->mla_part, lm->batch, n, r, d);
         tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
                            rows, d, drop_at(lm, o, drop, 1 + 3 * k));
         tt_gemm_fwd(gm, a->h, false, a->x1, wcp(lm, lw->ff1_w), rows, d, f, 0.f);

@@ -259,29 +259,29 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
     tt_gpu_launch(k, (dim3){blocks, 1, 1}, args, st);
 }
 
-void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
-                const void *wo, const void *pos, const float *u, const float *v, int batch, int n,
-                int r, int d)
+/* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q, as the plan counts them. */
+static unsigned mla_tasks(const tt_gpu_kernel *k)
 {
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_fwd");
-    expect(k, "N", n);
-    expect(k, "R", r);
-    expect(k, "D", d);
-    TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
-    if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
-        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch};
-        const dim3 grid = {ceil_div(n, 16), ceil_div(batch, need(k, "G")), ceil_div(d, need(k, "TD"))};
-        tt_gpu_launch(k, grid, args, s);
-        return;
+    const long n = need(k, "N"), jp = need(k, "JP");
+    long tasks = 0;
+    for (long it = 0; it < jp; it++) {
+        const long jend = (it + 1) * 16 < n ? (it + 1) * 16 : n;
+        tasks += need(k, "CAUSAL") ? (long)ceil_div(jend, 16) : jp;
     }
-    void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v};
-    const dim3 grid = {ceil_div(n, need(k, "TI")), ceil_div(d, need(k, "TD")), (unsigned)batch};
-    tt_gpu_launch(k, grid, args, s);
+    return (unsigned)tasks;
 }
 
-size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch)
+/* mla_fwd's parts' sums (mla_tc.cu with more than one part): [JP][batch][N][D]. */
+static size_t mla_fwd_floats(const tt_gpu_program *p, int batch)
 {
-    /* the regions of templates/mla_parts.cuh */
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_fwd");
+    if (!tt_kernel_const(k->k, "MMA", 0) || need(k, "JP") == 1) return 0;
+    return (size_t)need(k, "JP") * batch * need(k, "N") * need(k, "D");
+}
+
+/* mla_bwd_q's partials (the regions of templates/mla_parts.cuh); mla_bwd_wo's splits follow. */
+static size_t mla_bwd_q_floats(const tt_gpu_program *p, int batch)
+{
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_bwd_q");
     const long n = need(k, "N"), r = need(k, "R"), ti = need(k, "TI"), it = ceil_div(n, ti);
     const long qp = tt_kernel_const(k->k, "JP", 0) > 0, jp = qp ? need(k, "JP") : 1;
@@ -289,16 +289,43 @@ size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch)
            ((1 + jp + need(k, "POS_KEY")) * n * r + jp * 3 * r + (qp ? jp * ti * r : 0));
 }
 
-/* The (row tile, part of j) tasks of mla_tc.cu's mla_bwd_q, as the plan counts them. */
-static unsigned mla_bwd_q_tasks(const tt_gpu_kernel *q)
+static size_t mla_bwd_wo_floats(const tt_gpu_program *p)
 {
-    const long n = need(q, "N"), jp = need(q, "JP");
-    long tasks = 0;
-    for (long it = 0; it < jp; it++) {
-        const long jend = (it + 1) * 16 < n ? (it + 1) * 16 : n;
-        tasks += need(q, "CAUSAL") ? (long)ceil_div(jend, 16) : jp;
+    const tt_gpu_kernel *w = tt_gpu_kernel_of(p, "mla_bwd_wo");
+    const long splits = tt_kernel_const(w->k, "S", 1), n = need(w, "N");
+    return splits > 1 ? (size_t)splits * need(w, "D") * n * n : 0;
+}
+
+size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
+{
+    const size_t fwd = mla_fwd_floats(p, batch), bwd = mla_bwd_q_floats(p, batch) + mla_bwd_wo_floats(p);
+    return fwd > bwd ? fwd : bwd;
+}
+
+void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
+                const void *wo, const void *pos, const float *u, const float *v, float *scratch,
+                int batch, int n, int r, int d)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_fwd");
+    expect(k, "N", n);
+    expect(k, "R", r);
+    expect(k, "D", d);
+    TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
+    if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
+        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch};
+        const dim3 grid = {mla_tasks(k), ceil_div(batch, need(k, "G")), ceil_div(d, need(k, "TD"))};
+        tt_gpu_launch(k, grid, args, s);
+        if (need(k, "JP") > 1) { /* the parts' sums into y */
+            const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_fwd_sum");
+            expect(sum, "JP", need(k, "JP"));
+            void *sargs[] = {&y, &scratch, &batch};
+            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, s);
+        }
+        return;
     }
-    return (unsigned)tasks;
+    void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v};
+    const dim3 grid = {ceil_div(n, need(k, "TI")), ceil_div(d, need(k, "TD")), (unsigned)batch};
+    tt_gpu_launch(k, grid, args, s);
 }
 
 void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,
@@ -321,16 +348,28 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     TT_ASSERT(tt_kernel_const(red->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
     TT_ASSERT(tt_kernel_const(par->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
     /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
-    void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
-    if (tt_kernel_const(w->k, "MMA", 0))
-        tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16), ceil_div(d, need(w, "TD"))},
-                      wargs, s);
-    else
+    if (tt_kernel_const(w->k, "MMA", 0)) {
+        /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
+        const long splits = need(w, "S");
+        float *wpart = part + mla_bwd_q_floats(p, batch);
+        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart};
+        tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16),
+                                ceil_div(d, need(w, "TD")) * (unsigned)splits},
+                      targs, s);
+        if (splits > 1) {
+            const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_bwd_wo_sum");
+            expect(sum, "S", splits);
+            void *sargs[] = {&dwo, &wpart};
+            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, s);
+        }
+    } else {
+        void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
         tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},
                       wargs, s);
+    }
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
     if (tt_kernel_const(q->k, "MMA", 0))
-        tt_gpu_launch(q, (dim3){mla_bwd_q_tasks(q), ceil_div(batch, need(q, "G")), 1}, qargs, s);
+        tt_gpu_launch(q, (dim3){mla_tasks(q), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
     void *rargs[] = {&dqkv, &part, &batch};

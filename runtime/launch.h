@@ -103,13 +103,14 @@ void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, size_t n, const tt_train_spec *t);
 
-/* Multi-linear attention forward (templates/mla.cu); p, u, v NULL unless position: key. */
+/* Floats of scratch tt_mla_fwd and tt_mla_bwd need for batch sequences (one buffer serves both:
+ * a layer's forward and backward never overlap). */
+size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch);
+/* Multi-linear attention forward (templates/mla.cu, or mla_tc.cu on the bf16 path); p, u, v
+ * NULL unless position: key; scratch as tt_mla_scratch_floats says. */
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
-                const void *wo, const void *pos, const float *u, const float *v, int batch, int n,
-                int r, int d);
-
-/* Floats of scratch tt_mla_bwd needs for batch sequences. */
-size_t tt_mla_bwd_part_floats(const tt_gpu_program *p, int batch);
+                const void *wo, const void *pos, const float *u, const float *v, float *scratch,
+                int batch, int n, int r, int d);
 /* Multi-linear attention backward: dqkv [B*N, 3R] written; dwo [D, N*N], dg, du, dv [R] added
  * into (fp32 gradients); dp [N, R] written (position: key; else NULL, as pos, u, v, du, dv). */
 void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,

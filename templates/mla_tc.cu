@@ -207,19 +207,37 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
 #endif
 }
 
+#ifdef TT_JP
+// The parts of the key positions j (16 each) that row tile it sees: under the mask j stops at
+// the tile's last row. Tasks (tile, part) are numbered from the last tile (the most parts) down.
+#define TT_FPARTS(it) (TT_CAUSAL ? (min(((it) + 1) * 16, TT_N) + 15) / 16 : TT_JP)
+__device__ __forceinline__ void tt_task_of(int x, int &it, int &jp)
+{
+    it = TT_NPAD / 16 - 1;
+    while (x >= TT_FPARTS(it)) {
+        x -= TT_FPARTS(it);
+        it--;
+    }
+    jp = x;
+}
+#endif
+
 #ifdef TT_OP_MLA_FWD
-// Block: rows i0 .. i0+15 of TT_G sequences (one per warp) and TT_TD output features. The row
-// tiles with the most work come first under the mask. Dynamic shared memory:
-// V tiles [G][NPAD][SR], then two Wo slabs [TD][SW] (j's, and j + 1's on its way).
+// Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
+// (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
+// With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
+// up in order; with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], then
+// two Wo slabs [TD][SW] (j's, and j + 1's on its way).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
-          const float *__restrict__ v, int batch)
+          const float *__restrict__ v, int batch, float *__restrict__ ypart)
 {
     extern __shared__ __align__(16) tt_bf16 smem[];
     tt_bf16 *sv_all = smem, *sw = smem + (size_t)TT_G * TT_NPAD * TT_SR;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const int it = TT_CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    int it, jp;
+    tt_task_of(blockIdx.x, it, jp);
     const int i0 = it * 16, d0 = blockIdx.z * TT_TD, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const tt_bf16 *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
@@ -243,13 +261,14 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
     const int kn = (jend + 15) / 16 * 16;
+    const int j0 = jp * 16, j1 = min(j0 + 16, jend);        // this part's j
     // Two slabs: j + 1's is in flight while j's is used.
-    tt_load_wo_slab(sw, TT_SW, wo, d0, TT_TD, 0, kn, TT_N);
+    tt_load_wo_slab(sw, TT_SW, wo, d0, TT_TD, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
-    for (int j = 0; j < jend; j++) {
-        const tt_bf16 *cur = sw + (size_t)(j & 1) * TT_TD * TT_SW;
-        if (j + 1 < jend)
-            tt_load_wo_slab(sw + (size_t)((j + 1) & 1) * TT_TD * TT_SW, TT_SW, wo, d0, TT_TD,
+    for (int j = j0; j < j1; j++) {
+        const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * TT_TD * TT_SW;
+        if (j + 1 < j1)
+            tt_load_wo_slab(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0, TT_TD,
                             (size_t)(j + 1) * TT_N, kn, TT_N);
         tt_cp_commit();
         unsigned a[TT_RK][4];
@@ -275,8 +294,29 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int i = i0 + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
-            if (i < TT_N && d < TT_D) y[((size_t)b * TT_N + i) * TT_D + d] = tt_store_as<TT_T>(acc[nt][e]);
+            if (i >= TT_N || d >= TT_D) continue;
+#if TT_JP == 1
+            (void)ypart;
+            y[((size_t)b * TT_N + i) * TT_D + d] = tt_store_as<TT_T>(acc[nt][e]);
+#else
+            ypart[(((size_t)jp * batch + b) * TT_N + i) * TT_D + d] = acc[nt][e];
+#endif
         }
+}
+#endif
+
+#ifdef TT_OP_MLA_FWD_SUM
+// y [B, N, D] = the sum of the parts' ypart of each row, in part order, rounded once.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
+{
+    const size_t n = (size_t)batch * TT_N * TT_D;
+    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < n; e += (size_t)gridDim.x * TT_THREADS) {
+        const int it = (int)(e / TT_D % TT_N) / 16;
+        float s = 0.f;
+        for (int jp = 0; jp < TT_FPARTS(it); jp++) s += ypart[(size_t)jp * n + e];
+        y[e] = tt_store_as<TT_T>(s);
+    }
 }
 #endif
 
@@ -291,7 +331,10 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 // to stage 2 against the block's dY tile (ldmatrix.trans). Under the mask the walk starts at the
 // tile that holds row max(j, k). One writer per element: no atomics. The tiles of Q and dY are
 // double-buffered: the next one is in flight while this one is used.
-// Block: TT_W warps (j = blockIdx.x * W + warp), keys blockIdx.y * 16, features blockIdx.z * TD.
+// Block: TT_W warps (j = blockIdx.x * W + warp), keys blockIdx.y * 16, features of tile
+// blockIdx.z % NDT, and the sequences of split blockIdx.z / NDT: with TT_S > 1 splits, each
+// split's sums go to wpart [S][D][N*N] (every element written) and mla_bwd_wo_sum adds them up.
+#define TT_NDT ((TT_D + TT_TD - 1) / TT_TD)
 #define TT_WO_ASYNC (TT_R % 8 == 0 && TT_D % 8 == 0) // rows of Q and dY 16-byte aligned
 
 // Rows i0 .. i0+31 of sequence b: Q into sq [32][SR] (ranks from R on stay as they are: zero),
@@ -342,14 +385,16 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
-          const float *__restrict__ v, int batch)
+          const float *__restrict__ v, int batch, float *__restrict__ wpart)
 {
     __shared__ __align__(16) tt_bf16 s_q[2][32][TT_SR];      // Q rows of the tile
     __shared__ __align__(16) tt_bf16 s_dy[2][32][TT_TD + 8]; // dY rows of the tile, features d0..
     __shared__ __align__(16) tt_bf16 s_v[2][16][TT_SR];      // the sequence's V rows kc..
     __shared__ __align__(16) tt_bf16 s_k[2][TT_W][TT_SR];    // and K rows of the block's j
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z * TT_TD;
+    const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z % TT_NDT * TT_TD;
+    const int split = blockIdx.z / TT_NDT, per_split = (batch + TT_S - 1) / TT_S;
+    const int b0 = min(split * per_split, batch), nb = min(per_split, batch - b0);
     const bool jlive = j < TT_N;
     const int jj = jlive ? j : TT_N - 1;
 #if !TT_POS_KEY
@@ -367,17 +412,17 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     }
     // the tiles, in order: sequences b, and in each the rows from the first the mask lets through
     const int istart = TT_CAUSAL ? max((int)blockIdx.x * TT_W, kc) / 32 * 32 : 0;
-    const int per_seq = (TT_N - istart + 31) / 32, ntiles = batch * per_seq;
+    const int per_seq = (TT_N - istart + 31) / 32, ntiles = nb * per_seq;
     const int j0 = blockIdx.x * TT_W;
-    tt_wo_load_tile(s_q[0], s_dy[0], s_v[0], s_k[0], qkv, dy, 0, istart, d0, kc, j0);
+    if (ntiles) tt_wo_load_tile(s_q[0], s_dy[0], s_v[0], s_k[0], qkv, dy, b0, istart, d0, kc, j0);
     tt_cp_commit();
     unsigned av[TT_RK][4];
     float c1[TT_RK][4], c0[TT_RK][4]; // at the lane's ranks 2t, 2t+1, 2t+8, 2t+9
     for (int t = 0; t < ntiles; t++) {
-        const int b = t / per_seq, i0 = istart + t % per_seq * 32, buf = t & 1;
+        const int i0 = istart + t % per_seq * 32, buf = t & 1;
         if (t + 1 < ntiles)
             tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], s_v[buf ^ 1], s_k[buf ^ 1], qkv, dy,
-                            (t + 1) / per_seq, istart + (t + 1) % per_seq * 32, d0, kc, j0);
+                            b0 + (t + 1) / per_seq, istart + (t + 1) % per_seq * 32, d0, kc, j0);
         tt_cp_commit();
         tt_cp_wait<1>();
         __syncthreads(); // this tile is in shared memory
@@ -454,13 +499,36 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
         __syncthreads(); // this tile is no longer read: the one after next may land here
     }
     if (!jlive) return;
+#if TT_S == 1
+    (void)wpart;
+#else
+    dwo = wpart + (size_t)split * TT_D * TT_N * TT_N; // this split's sums, written
+#endif
 #pragma unroll
     for (int nt = 0; nt < TT_TD / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int k = kc + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
-            if (k < TT_N && d < TT_D) dwo[(size_t)d * TT_N * TT_N + (size_t)j * TT_N + k] += acc[nt][e];
+            if (k < TT_N && d < TT_D) {
+                float *at = dwo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
+                *at = TT_S == 1 ? *at + acc[nt][e] : acc[nt][e];
+            }
         }
+}
+#endif
+
+#ifdef TT_OP_MLA_BWD_WO_SUM
+// dwo [D*N*N] += the TT_S splits' sums of mla_bwd_wo, in split order.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
+{
+    const size_t n = (size_t)TT_D * TT_N * TT_N;
+    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < n; e += (size_t)gridDim.x * TT_THREADS) {
+        float s = dwo[e];
+#pragma unroll
+        for (int sp = 0; sp < TT_S; sp++) s += wpart[sp * n + e];
+        dwo[e] = s;
+    }
 }
 #endif
 
@@ -501,7 +569,10 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 
     // blockIdx.x: (tile, part) pairs, the last tile's (the most chunks) first
     int it = TT_IT - 1, jp = blockIdx.x;
-    while (jp >= TT_NPARTS(it)) jp -= TT_NPARTS(it--);
+    while (jp >= TT_NPARTS(it)) { // (no side effects in the macro's argument)
+        jp -= TT_NPARTS(it);
+        it--;
+    }
     const int i0 = it * 16, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const TT_T *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;

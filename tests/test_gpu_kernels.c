@@ -231,11 +231,12 @@ static void test_mla_fwd(void **state)
         float *dg = upload(g, r, 0), *du = c->pos_key ? upload(u, r, 0) : NULL,
               *dv = c->pos_key ? upload(v, r, 0) : NULL;
         void *dy = poisoned(ny, c->bf16 ? 2 : 4);
-        tt_mla_fwd(&p, gpu.stream, dy, dq, dg, dwo, dpos, du, dv, b, n, r, d);
+        float *scratch = poisoned(tt_mla_scratch_floats(&p, b) + 1, 4);
+        tt_mla_fwd(&p, gpu.stream, dy, dq, dg, dwo, dpos, du, dv, scratch, b, n, r, d);
         float *gy = download(dy, ny, c->bf16);
         compare("mla_fwd", c, gy, y, ny, c->bf16 ? 1e-2 : 1e-5);
         cudaFree(dq), cudaFree(dwo), cudaFree(dpos), cudaFree(dg), cudaFree(du), cudaFree(dv);
-        cudaFree(dy);
+        cudaFree(dy), cudaFree(scratch);
         free(qkv), free(wo), free(theta), free(g), free(pos), free(u), free(v), free(y), free(gy);
         tt_gpu_program_free(&p);
         tt_spec_free(&s);
@@ -290,7 +291,7 @@ static void test_mla_bwd(void **state)
         float *d_dwo = upload(dwo0, nw, 0), *d_vec = upload(vec0, 3 * (size_t)r, 0);
         void *d_dqkv = poisoned(nq, c->bf16 ? 2 : 4);
         float *d_dp = key ? poisoned(nr, 4) : NULL;
-        float *part = poisoned(tt_mla_bwd_part_floats(&p, b), 4);
+        float *part = poisoned(tt_mla_scratch_floats(&p, b), 4);
         tt_mla_bwd(&p, gpu.stream, d_dqkv, d_dwo, d_dp, d_vec, key ? d_vec + r : NULL,
                    key ? d_vec + 2 * r : NULL, part, d_dy, d_q, d_g, d_wo, d_pos, d_u, d_v, b, n, r, d);
         float *g_dqkv = download(d_dqkv, nq, c->bf16), *g_dwo = download(d_dwo, nw, 0);
