@@ -466,8 +466,8 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     k->grid[0] = (unsigned)tasks;
     k->grid[1] = ceil_div(batch, g);
     k->grid[2] = ceil_div(d, td);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld (tile, j part), y = ceil(batch / %ld), "
-             "z = ceil(%d / %ld)", tasks, g, d, td);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
+             (int)tasks, (int)g, d, (int)td);
     k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td);
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
