@@ -176,30 +176,33 @@ static void plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype)
             "(mask redrawn); dgamma/dbeta partials for colsum");
 }
 
-/* The word embedding of one table (div_val 1) with its dropout; the backward's scatter-add made
- * deterministic by sorting the batch's (token, row) keys (templates/embedding.cu says how). */
-static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
-{
-    const tt_model_spec *m = &s->model;
-    if (m->div_val > 1) return; /* adaptive input: a table per cluster with projections */
-    const int d = m->d_model;
-    const long rows = (long)s->train.batch * m->seq_len;
-    const long vec = d % 4 == 0 ? 4 : (d % 2 == 0 ? 2 : 1), nv = d / vec;
-    const char *const flags[] = {NULL};
+/* Widest vector access (up to 4 values) that divides a row of w features. */
+static long row_vec(long w) { return w % 4 == 0 ? 4 : (w % 2 == 0 ? 2 : 1); }
 
-    const long threads = 256;
-    tt_kernel *k = add_kernel(plan, "embedding_fwd", "embedding.cu", dtype);
-    set_const(k, "D", d);
+/* A kernel over `count` rows of w features (key: the width's constant), a thread per VEC of them;
+ * its grid for up to `rows` rows. */
+static tt_kernel *row_kernel(tt_plan *plan, const char *op, const char *op_flag, const char *tpl,
+                             const char *dtype, const char *key, long w, long rows,
+                             const char *count)
+{
+    const long vec = row_vec(w), nv = w / vec, threads = 256;
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, op, tpl, dtype);
+    set_const(k, key, w);
     set_const(k, "VEC", vec);
     name_kernel(k, flags);
     set_const(k, "THREADS", threads);
-    set_const(k, "OP_EMBEDDING_FWD", 1);
+    set_const(k, op_flag, 1);
     k->block[0] = (unsigned)threads;
     k->grid[0] = ceil_div(rows * nv, threads);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads);
-    whyf(k, "thread per %ld features of a row (%ld-byte loads of E), dropout drawn in place: no "
-            "mask stored", vec, vec * 4);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%s * %ld / %ld)", count, nv, threads);
+    return k;
+}
 
+/* The sort of the batch's (token, row) keys that makes the embedding's scatter-add deterministic. */
+static void plan_embedding_sort(tt_plan *plan, long rows)
+{
+    const char *const flags[] = {NULL};
     long p2 = 1;
     while (p2 < rows) p2 *= 2;
     const long chunk = p2 < 4096 ? p2 : 4096, sort_threads = 1024;
@@ -214,19 +217,84 @@ static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
     o->smem_bytes = (unsigned)(chunk * 8);
     whyf(o, "bitonic sort of %ld (token, row) keys in one block, %ld at a time in shared memory: "
             "a fixed order for the backward's sums", p2, chunk);
+}
 
-    const long bthreads = nv >= 256 ? 256 : (nv + 31) / 32 * 32;
-    tt_kernel *b = add_kernel(plan, "embedding_bwd", "embedding.cu", dtype);
-    set_const(b, "D", d);
+/* The scatter-add into a table of w features (key: the width's constant) along the sorted keys:
+ * a block per sorted key, a thread per VEC features. */
+static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *op_flag,
+                                    const char *dtype, const char *key, long w, long rows)
+{
+    const long vec = row_vec(w), nv = w / vec, threads = nv >= 256 ? 256 : (nv + 31) / 32 * 32;
+    const char *const flags[] = {NULL};
+    tt_kernel *b = add_kernel(plan, op, "embedding.cu", dtype);
+    set_const(b, key, w);
     set_const(b, "VEC", vec);
     name_kernel(b, flags);
-    set_const(b, "THREADS", bthreads);
-    set_const(b, "OP_EMBEDDING_BWD", 1);
-    b->block[0] = (unsigned)bthreads;
+    set_const(b, "THREADS", threads);
+    set_const(b, op_flag, 1);
+    b->block[0] = (unsigned)threads;
     b->grid[0] = (unsigned)rows;
     snprintf(b->grid_rule, sizeof b->grid_rule, "x = rows (a block per sorted key)");
+    return b;
+}
+
+/* The word embedding of one table (div_val 1) with its dropout; the backward's scatter-add made
+ * deterministic by sorting the batch's (token, row) keys (templates/embedding.cu says how). */
+static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    if (m->div_val > 1) return; /* adaptive input: plan_adaptive */
+    const int d = m->d_model;
+    const long rows = (long)s->train.batch * m->seq_len, vec = row_vec(d);
+    tt_kernel *k = row_kernel(plan, "embedding_fwd", "OP_EMBEDDING_FWD", "embedding.cu", dtype,
+                              "D", d, rows, "rows");
+    whyf(k, "thread per %ld features of a row (%ld-byte loads of E), dropout drawn in place: no "
+            "mask stored", vec, vec * 4);
+    plan_embedding_sort(plan, rows);
+    tt_kernel *b = sorted_add_kernel(plan, "embedding_bwd", "OP_EMBEDDING_BWD", dtype, "D", d, rows);
     whyf(b, "a block per run of equal tokens in the sorted keys adds its rows into dE[token] in "
             "row order: no atomics, the CPU's sums exactly");
+}
+
+/* The adaptive softmax's tails and the adaptive embedding (div_val > 1) work on one cluster's rows
+ * at a time, gathered by the host's index lists (padded to TT_ADAPTIVE_BUCKET rows) so that
+ * cuBLAS runs dense products, and scattered back (templates/adaptive.cu, templates/embedding.cu).
+ * The softmax itself is plan_xent's kernel, on the head's columns and then on each tail's. The
+ * grids are for the worst case: one cluster holds every row. */
+static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    if (!m->n_cutoffs) return;
+    const int d = m->d_model;
+    const long rows = (long)s->train.batch * m->seq_len;
+    const long worst = (long)ceil_div(rows, TT_ADAPTIVE_BUCKET) * TT_ADAPTIVE_BUCKET;
+    tt_kernel *k = row_kernel(plan, "adaptive_gather", "OP_ADAPTIVE_GATHER", "adaptive.cu", dtype,
+                              "D", d, worst, "count");
+    whyf(k, "a tail cluster's rows (the host's list) packed for its products: a tail is scored "
+            "only for the rows whose target it holds");
+    k = row_kernel(plan, "adaptive_scatter_add", "OP_ADAPTIVE_SCATTER_ADD", "adaptive.cu", dtype,
+                   "D", d, worst, "count");
+    whyf(k, "d x of a tail's rows added into theirs: a target is in one cluster, so one writer "
+            "per row, no atomics");
+    if (m->div_val == 1) return; /* one table: plan_embedding's kernels */
+    k = row_kernel(plan, "adaptive_emb_scatter", "OP_ADAPTIVE_EMB_SCATTER", "embedding.cu", dtype,
+                   "D", d, worst, "count");
+    whyf(k, "a cluster's projected rows (fp32 from cuBLAS) into x0, scaled, dropout drawn in "
+            "place");
+    k = row_kernel(plan, "adaptive_emb_grad", "OP_ADAPTIVE_EMB_GRAD", "embedding.cu", dtype, "D",
+                   d, worst, "count");
+    whyf(k, "d x0 of a cluster's rows packed for its products, dropout mask redrawn and scaled");
+    int w = d;
+    for (int c = 0; c <= m->n_cutoffs; c++, w /= m->div_val) {
+        k = row_kernel(plan, "adaptive_emb_gather", "OP_ADAPTIVE_EMB_GATHER", "embedding.cu",
+                       dtype, "DE", w, worst, "count");
+        whyf(k, "cluster %d's table rows of its tokens (fp32 master weights), packed for the "
+                "projection", c);
+        k = sorted_add_kernel(plan, "adaptive_emb_bwd", "OP_ADAPTIVE_EMB_BWD", dtype, "DE", w, rows);
+        whyf(k, "cluster %d: a block per run of equal tokens adds its rows' d e into dE_c in row "
+                "order: no atomics, the CPU's order", c);
+    }
+    plan_embedding_sort(plan, rows);
 }
 
 /* The FFN's ReLU and inner dropout between its GEMMs, the first GEMM's bias fused in; the
@@ -798,6 +866,7 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
             return -1;
         }
         plan_xent(plan, spec);
+        plan_adaptive(plan, spec, dtype);
         plan_adam(plan, dtype);
         if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
     }

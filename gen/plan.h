@@ -13,6 +13,9 @@
 /* layernorm_bwd runs at most this many blocks (two per SM of a 132-SM H100), each writing one
  * partial sum that colsum adds up. */
 #define TT_LN_BWD_MAX_BLOCKS 264
+/* The adaptive softmax and embedding run each cluster on the rows the host lists for it, their
+ * count padded up to a multiple of this: a graph and a plan for each bucket, not each count. */
+#define TT_ADAPTIVE_BUCKET 64
 
 typedef struct {
     char key[24]; /* emitted as #define TT_<key> */

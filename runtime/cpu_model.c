@@ -87,17 +87,10 @@ void tt_cpu_lm_free(tt_cpu_lm *lm)
     memset(lm, 0, sizeof *lm);
 }
 
-static int cluster_of(const tt_layout *l, long t)
-{
-    int c = 0;
-    while (c + 1 < l->n_clusters && t >= l->lo[c + 1]) c++;
-    return c;
-}
-
 /* Embedding of one token (adaptive when div_val > 1), scaled by sqrt(D). */
 static void embed(const tt_layout *l, const tt_view *w, long t, tt_real *out)
 {
-    const int d = l->m.d_model, c = cluster_of(l, t);
+    const int d = l->m.d_model, c = tt_cluster_of(l, t);
     const tt_real scale = (tt_real)sqrt((double)d);
     const tt_real *e = w->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
     if (!l->proj) {
@@ -115,7 +108,7 @@ static void embed(const tt_layout *l, const tt_view *w, long t, tt_real *out)
 static void embed_bwd(const tt_layout *l, const tt_view *w, const tt_view *g, long t,
                       const tt_real *dout)
 {
-    const int d = l->m.d_model, c = cluster_of(l, t);
+    const int d = l->m.d_model, c = tt_cluster_of(l, t);
     const tt_real scale = (tt_real)sqrt((double)d);
     tt_real *ge = g->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
     if (!l->proj) {
@@ -194,7 +187,7 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
         if (weight == 0) continue;
         const tt_real *xr = x + (size_t)r * d;
         const long t = targets[r];
-        const int tc = cluster_of(l, t);
+        const int tc = tt_cluster_of(l, t);
         /* head */
         const tt_real *h0 = cluster_input(l, w, 0, xr, hbuf);
         const int d0 = l->dim[0];

@@ -30,4 +30,14 @@ void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, in
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
                    int out);
 
+/* The same three with the [rows, out] operand (y, or dy) a block of columns of a wider matrix:
+ * ld (>= out) elements from one of its rows to the next. The adaptive softmax's head is one row
+ * of logits per token, its shortlist's and its clusters' columns side by side. */
+void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ld, const void *x, const void *w,
+                    int rows, int in, int out, float beta);
+void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, const void *dy, int ld, const void *w, int rows,
+                      int in, int out, float beta);
+void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ld, const void *x, int rows,
+                      int in, int out);
+
 #endif

@@ -18,6 +18,35 @@ typedef struct {
     float *mean1, *rstd1, *mean2, *rstd2;
 } layer_acts;
 
+/* What the host routes for one batch (route_batch): the column of each row's target in the head,
+ * and for each cluster the rows it takes, ascending, then -1 up to a multiple of
+ * TT_ADAPTIVE_BUCKET. Laid out alike in host and device memory, and copied in one transfer with
+ * the tokens. Without cutoffs only the head, whose column is the target itself. */
+typedef struct {
+    int32_t *head;                      /* [rows] */
+    int32_t *rows[TT_MAX_CLUSTERS];     /* tail c >= 1: [pad] the rows whose target is in c */
+    int32_t *target[TT_MAX_CLUSTERS];   /* [pad] their targets - lo[c] */
+    float *weight[TT_MAX_CLUSTERS];     /* [pad] their weights; 0 for padding */
+    int32_t *emb_rows[TT_MAX_CLUSTERS]; /* div_val > 1, each c: [pad] the rows whose token is in c */
+    int32_t *emb_pos;                   /* [rows] each row's place in its emb_rows list */
+} route;
+
+/* The sizes a batch's kernels and products run at: the padded lengths of route's lists. A step
+ * captured in a CUDA graph is valid for one tuple of them. */
+typedef struct {
+    int tail[TT_MAX_CLUSTERS], emb[TT_MAX_CLUSTERS];
+} route_counts;
+
+/* A captured training step and what it was captured for. */
+typedef struct {
+    cudaGraphExec_t exec; /* NULL: a free slot */
+    tt_lm_opts opts;
+    route_counts counts;
+    unsigned long long used; /* when last launched: the least recent is replaced first */
+} step_graph;
+
+#define TT_MAX_GRAPHS 64
+
 struct tt_gpu_lm {
     tt_gpu *gpu;
     const tt_spec *spec;
@@ -25,18 +54,29 @@ struct tt_gpu_lm {
     tt_gpu_program prog;
     tt_gemm gemm;
     int batch, rows;
+    int pad;   /* rows rounded up to TT_ADAPTIVE_BUCKET: the longest list of a cluster */
     size_t es; /* bytes per activation element */
     char *arena;
     size_t bytes;
     float *w, *g, *m, *v;
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
     tt_view wv, gv;
-    int32_t *tokens, *targets;
+    int32_t *tokens;
     float *weight;
+    route host_route, dev_route; /* the last batch's; the device's in the arena */
+    void *host_route_mem;
+    size_t route_bytes;
+    route_counts counts;         /* their padded lengths */
     void *x0, *pe, *ones;
     layer_acts *acts;
-    float *logits, *loss, *nll;
+    float *logits;      /* the head's [rows, columns], then each tail's [count, its words] */
+    float *loss, *nll;  /* per row of the head, then of each tail's list */
     double *sums;
+    void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
+    void *tail_h, *tail_dh;  /* [pad, D] with projections: the input of a cluster's logits, its d */
+    void *emb_e[TT_MAX_CLUSTERS]; /* div_val > 1: [pad, dim c] cluster c's gathered table rows */
+    float *emb_y;                 /* [pad, D] their projection */
+    void *emb_dy, *emb_de;        /* [pad, D] d of the projection, [pad, D] d of the rows */
     void *dx, *dres, *dy, *dqkv, *dff;
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
     void *dlog_c, *dp_c; /* bf16: dlogits and dP rounded for the bf16 products */
@@ -46,9 +86,11 @@ struct tt_gpu_lm {
     unsigned long long *step; /* the dropout step the kernels read (device) */
     unsigned long long host_step;
     void *blas_ws;           /* cuBLAS's workspace, so that it allocates nothing in a capture */
-    /* the training step as a CUDA graph, captured on first use for these options */
-    cudaGraphExec_t graph;
-    tt_lm_opts graph_opts;
+    /* training steps as CUDA graphs, captured on first use for their options and counts */
+    step_graph graph[TT_MAX_GRAPHS];
+    int max_graphs;          /* TT_CUDA_GRAPHS=K keeps K (1 to 64; to test the eviction) */
+    unsigned long long clock;
+    long captured, replayed;
     bool graphs;             /* TT_CUDA_GRAPH=0 turns them off (to compare, or to debug) */
 };
 
@@ -69,22 +111,60 @@ static void *take(bump *b, size_t bytes)
     return p;
 }
 
+static void *place(char *base, size_t *at, size_t n)
+{
+    void *p = base ? base + *at : NULL;
+    *at += n * 4;
+    return p;
+}
+
+/* route's lists from base (NULL: sizes only); returns their bytes. */
+static size_t route_at(route *rt, char *base, const tt_layout *l, size_t rows, size_t pad)
+{
+    size_t at = 0;
+    memset(rt, 0, sizeof *rt);
+    rt->head = place(base, &at, rows);
+    for (int c = 1; c < l->n_clusters; c++) {
+        rt->rows[c] = place(base, &at, pad);
+        rt->target[c] = place(base, &at, pad);
+        rt->weight[c] = place(base, &at, pad);
+    }
+    if (l->proj) {
+        for (int c = 0; c < l->n_clusters; c++) rt->emb_rows[c] = place(base, &at, pad);
+        rt->emb_pos = place(base, &at, rows);
+    }
+    return at;
+}
+
+/* Logits at once: the head's for every row, or one tail's for as many rows as it may list. */
+static size_t logit_floats(const tt_gpu_lm *lm)
+{
+    const tt_layout *l = lm->l;
+    size_t most = (size_t)lm->rows * (size_t)(l->hi[0] + l->n_clusters - 1);
+    for (int c = 1; c < l->n_clusters; c++)
+        if ((size_t)lm->pad * (size_t)(l->hi[c] - l->lo[c]) > most)
+            most = (size_t)lm->pad * (size_t)(l->hi[c] - l->lo[c]);
+    return most;
+}
+
 static void carve(tt_gpu_lm *lm, bump *b)
 {
-    const tt_model_spec *m = &lm->l->m;
+    const tt_layout *l = lm->l;
+    const tt_model_spec *m = &l->m;
     const size_t rows = (size_t)lm->rows, d = m->d_model, f = m->d_inner, r = m->rank;
-    const size_t n = m->seq_len, es = lm->es, nf = lm->l->n_floats, v = (size_t)lm->l->vocab;
+    const size_t n = m->seq_len, es = lm->es, nf = l->n_floats, pad = (size_t)lm->pad;
+    const size_t nc = (size_t)l->n_clusters - 1;
     lm->w = take(b, nf * 4);
     lm->g = take(b, nf * 4);
     lm->m = take(b, nf * 4);
     lm->v = take(b, nf * 4);
     lm->wc = es == 4 ? lm->w : take(b, nf * es);
     lm->tokens = take(b, rows * 4);
-    lm->targets = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
+    route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
     lm->x0 = take(b, rows * d * es);
     lm->pe = take(b, n * d * es);
-    lm->ones = take(b, rows * es);
+    lm->ones = take(b, pad * es);
     for (int k = 0; k < m->layers; k++) {
         layer_acts *a = &lm->acts[k];
         a->qkv = take(b, rows * 3 * r * es);
@@ -103,10 +183,22 @@ static void carve(tt_gpu_lm *lm, bump *b)
         a->mean2 = take(b, rows * 4);
         a->rstd2 = take(b, rows * 4);
     }
-    lm->logits = take(b, rows * v * 4);
-    lm->loss = take(b, rows * 4);
-    lm->nll = take(b, rows * 4);
+    lm->logits = take(b, logit_floats(lm) * 4);
+    lm->loss = take(b, (rows + nc * pad) * 4);
+    lm->nll = take(b, (rows + nc * pad) * 4);
     lm->sums = take(b, 2 * 8);
+    if (nc) {
+        lm->tail_x = take(b, pad * d * es);
+        lm->tail_dx = take(b, pad * d * es);
+    }
+    if (l->proj) {
+        lm->tail_h = take(b, pad * d * es);
+        lm->tail_dh = take(b, pad * d * es);
+        for (int c = 0; c < l->n_clusters; c++) lm->emb_e[c] = take(b, pad * (size_t)l->dim[c] * es);
+        lm->emb_y = take(b, pad * d * 4);
+        lm->emb_dy = take(b, pad * d * es);
+        lm->emb_de = take(b, pad * d * es);
+    }
     lm->dx = take(b, rows * d * es);
     lm->dres = take(b, rows * d * es);
     lm->dy = take(b, rows * d * es);
@@ -123,7 +215,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
-    lm->dlog_c = es == 4 ? NULL : take(b, rows * v * es);
+    lm->dlog_c = es == 4 ? NULL : take(b, logit_floats(lm) * es);
     lm->dp_c = es == 4 ? NULL : take(b, n * r * es);
 }
 
@@ -144,15 +236,13 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
     const tt_model_spec *m = &layout->m;
-    if (m->n_cutoffs || m->div_val > 1)
-        return tt_errf(err, errlen, "%s: model.adaptive: the GPU trainer has the full softmax only in "
-                       "this build; use --device cpu", spec->path);
     tt_gpu_lm *lm = tt_xcalloc(1, sizeof *lm);
     lm->gpu = gpu;
     lm->spec = spec;
     lm->l = layout;
     lm->batch = batch;
     lm->rows = batch * m->seq_len;
+    lm->pad = (lm->rows + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
     lm->es = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
     if (batch > spec->train.batch) {
         free(lm);
@@ -165,6 +255,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     }
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
     lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
+    lm->route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
+    lm->host_route_mem = tt_xmalloc(lm->route_bytes);
+    route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
     bump b = {0};
     carve(lm, &b);
     lm->bytes = b.used;
@@ -182,17 +275,19 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     b = (bump){lm->arena, 0};
     carve(lm, &b);
     TT_CUBLAS(cublasSetWorkspace(gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
-    const char *graphs = getenv("TT_CUDA_GRAPH");
+    const char *graphs = getenv("TT_CUDA_GRAPH"), *max_graphs = getenv("TT_CUDA_GRAPHS");
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
+    lm->max_graphs = max_graphs ? atoi(max_graphs) : TT_MAX_GRAPHS;
+    if (lm->max_graphs < 1 || lm->max_graphs > TT_MAX_GRAPHS) lm->max_graphs = TT_MAX_GRAPHS;
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
     const int n = m->seq_len, d = m->d_model;
-    float *h = tt_xmalloc((size_t)(lm->rows > n * d ? lm->rows : n * d) * sizeof *h);
-    for (int i = 0; i < lm->rows; i++) h[i] = 1.f;
-    upload_storage(lm, lm->ones, h, (size_t)lm->rows);
+    float *h = tt_xmalloc((size_t)(lm->pad > n * d ? lm->pad : n * d) * sizeof *h);
+    for (int i = 0; i < lm->pad; i++) h[i] = 1.f;
+    upload_storage(lm, lm->ones, h, (size_t)lm->pad);
     float *pos = tt_xmalloc((size_t)n * sizeof *pos);
     for (int j = 0; j < n; j++) pos[j] = (float)(n - 1 - j);
     cpu_sinusoid(h, pos, n, d);
@@ -206,7 +301,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
 void tt_gpu_lm_close(tt_gpu_lm *lm)
 {
     if (!lm) return;
-    if (lm->graph) cudaGraphExecDestroy(lm->graph);
+    for (int i = 0; i < TT_MAX_GRAPHS; i++)
+        if (lm->graph[i].exec) cudaGraphExecDestroy(lm->graph[i].exec);
     if (lm->arena) {
         TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, NULL, 0)); /* ours goes with the arena */
         cudaFree(lm->arena);
@@ -215,6 +311,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     tt_view_free(&lm->gv);
     tt_gpu_program_free(&lm->prog);
     free(lm->acts);
+    free(lm->host_route_mem);
     free(lm);
 }
 
@@ -241,21 +338,70 @@ static const void *wcp(const tt_gpu_lm *lm, const float *master)
     return (const char *)lm->wc + (size_t)(master - lm->w) * lm->es;
 }
 
-/* y[rows, out] += 1 b^T: a bias as a rank-1 product (the storage type's ones) */
-static void add_bias(tt_gpu_lm *lm, void *y, bool y_f32, const float *b, int out)
+/* y[rows, out] (ld apart) += 1 b^T: a bias as a rank-1 product (the storage type's ones) */
+static void add_bias(tt_gpu_lm *lm, void *y, bool y_f32, int ld, const float *b, int rows, int out)
 {
-    tt_gemm_fwd(&lm->gemm, y, y_f32, lm->ones, wcp(lm, b), lm->rows, 1, out, 1.f);
+    tt_gemm_fwd_ld(&lm->gemm, y, y_f32, ld, lm->ones, wcp(lm, b), rows, 1, out, 1.f);
+}
+
+/* Pads a list of m rows (and, for a tail, their targets and weights) with -1 (and 0) up to the
+ * next multiple of TT_ADAPTIVE_BUCKET; returns that length. */
+static int pad_list(int32_t *rows, int32_t *target, float *weight, int m)
+{
+    const int padded = (m + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
+    for (int i = m; i < padded; i++) {
+        rows[i] = -1;
+        if (target) target[i] = 0, weight[i] = 0.f;
+    }
+    return padded;
+}
+
+/* Routes a batch on the host, which has its tokens and targets before the step runs: each row's
+ * target column in the head (cpu_model.c's: the word itself in cluster 0, else the column of its
+ * tail cluster), the rows each tail cluster scores (a row of weight 0 is scored by none, as the CPU
+ * skips it) and, with div_val > 1, the rows each cluster of the embedding takes (every row). */
+static void route_batch(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                        const float *weight)
+{
+    const tt_layout *l = lm->l;
+    const int nc = l->n_clusters - 1;
+    route *h = &lm->host_route;
+    int m[TT_MAX_CLUSTERS] = {0};
+    for (int r = 0; r < lm->rows; r++) {
+        const long t = targets[r];
+        const int c = tt_cluster_of(l, t);
+        h->head[r] = (int32_t)(c == 0 ? t : l->hi[0] + nc - c);
+        if (c == 0 || (weight && weight[r] == 0)) continue;
+        h->rows[c][m[c]] = r;
+        h->target[c][m[c]] = (int32_t)(t - l->lo[c]);
+        h->weight[c][m[c]++] = weight ? weight[r] : 1.f;
+    }
+    memset(&lm->counts, 0, sizeof lm->counts);
+    for (int c = 1; c <= nc; c++)
+        lm->counts.tail[c] = m[c] ? pad_list(h->rows[c], h->target[c], h->weight[c], m[c]) : 0;
+    if (!l->proj) return;
+    memset(m, 0, sizeof m);
+    for (int r = 0; r < lm->rows; r++) {
+        const int c = tt_cluster_of(l, inputs[r]);
+        h->emb_pos[r] = m[c];
+        h->emb_rows[c][m[c]++] = r;
+    }
+    for (int c = 0; c <= nc; c++)
+        lm->counts.emb[c] = m[c] ? pad_list(h->emb_rows[c], NULL, NULL, m[c]) : 0;
 }
 
 /* The inputs of a run into device memory (ahead of its kernels, on the same stream): tokens,
- * targets, the weights, and the dropout step. Returns the sum of the weights. */
+ * the batch's routing (route_batch), the weights, and the dropout step. Returns the sum of the
+ * weights. */
 static double upload_inputs(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o)
 {
     const cudaStream_t st = lm->gpu->stream;
     const int rows = lm->rows;
     TT_CUDA(cudaMemcpyAsync(lm->tokens, inputs, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
-    TT_CUDA(cudaMemcpyAsync(lm->targets, targets, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    route_batch(lm, inputs, targets, o->weight);
+    TT_CUDA(cudaMemcpyAsync(lm->dev_route.head, lm->host_route_mem, lm->route_bytes,
+                            cudaMemcpyHostToDevice, st));
     if (o->weight)
         TT_CUDA(cudaMemcpyAsync(lm->weight, o->weight, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
     lm->host_step = o->step;
@@ -265,23 +411,164 @@ static double upload_inputs(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     return weights;
 }
 
+/* The embedding (MODEL.md section 2): x0 = dropout(embedding * sqrt(D)), or with bwd its backward
+ * from dx = d loss / d x0 into the tables (and projections), each word's rows in row order. One
+ * table (div_val 1), or cluster by cluster the table rows of the rows route_batch listed,
+ * projected by cuBLAS and scattered into x0. */
+static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
+{
+    const tt_layout *l = lm->l;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_dropout drop = drop_at(lm, o, (float)l->m.dropout, 0);
+    const int rows = lm->rows, d = l->m.d_model;
+    if (!l->proj) {
+        if (bwd)
+            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->dx, lm->tokens, rows, d,
+                             (int)l->vocab, drop);
+        else
+            tt_embedding_fwd(p, st, lm->x0, lm->wv.emb[0], lm->tokens, rows, d, (int)l->vocab, drop);
+        return;
+    }
+    if (bwd) tt_embedding_sort(p, st, lm->keys, lm->tokens, rows);
+    for (int c = 0; c < l->n_clusters; c++) {
+        const int m = lm->counts.emb[c], dim = l->dim[c];
+        const int32_t *listed = lm->dev_route.emb_rows[c];
+        const long lo = l->lo[c], vc = l->hi[c] - l->lo[c];
+        const void *proj = wcp(lm, lm->wv.emb_proj[c]);
+        if (!m) continue;
+        if (!bwd) { /* x0[listed] = dropout((E_c rows) P_c^T * sqrt(D)) */
+            tt_adaptive_emb_gather(p, st, lm->emb_e[c], lm->wv.emb[c], lm->tokens, listed, m, lo,
+                                   vc, dim);
+            tt_gemm_fwd(&lm->gemm, lm->emb_y, true, lm->emb_e[c], proj, m, dim, d, 0.f);
+            tt_adaptive_emb_scatter(p, st, lm->x0, lm->emb_y, listed, m, d, drop);
+            continue;
+        }
+        tt_adaptive_emb_grad(p, st, lm->emb_dy, lm->dx, listed, m, d, drop);
+        tt_gemm_bwd_w(&lm->gemm, lm->gv.emb_proj[c], lm->emb_dy, lm->emb_e[c], m, dim, d);
+        tt_gemm_bwd_x(&lm->gemm, lm->emb_de, lm->emb_dy, proj, m, dim, d, 0.f);
+        tt_adaptive_emb_bwd(p, st, lm->gv.emb[c], lm->keys, lm->emb_de, lm->dev_route.emb_pos,
+                            rows, lo, vc, dim);
+    }
+}
+
+/* logits y [rows, out] (fp32, ld apart) = x [rows, in] w^T + 1 b^T */
+static void logits_fwd(tt_gpu_lm *lm, float *y, int ld, const void *x, const float *w,
+                       const float *b, int rows, int in, int out)
+{
+    tt_gemm_fwd_ld(&lm->gemm, y, true, ld, x, wcp(lm, w), rows, in, out, 0.f);
+    add_bias(lm, y, true, ld, b, rows, out);
+}
+
+/* Its backward from dy (the storage type, ld apart): dw, db added into; dx = dy w + beta dx. */
+static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
+                       const float *w, float *dw, float *db, int rows, int in, int out)
+{
+    tt_gemm_bwd_w_ld(&lm->gemm, dw, dy, ld, x, rows, in, out);
+    tt_gemm_bwd_w_ld(&lm->gemm, db, dy, ld, lm->ones, rows, 1, out);
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, dy, ld, wcp(lm, w), rows, in, out, beta);
+}
+
+/* h = x P (P [D, dc]: a cluster's projection, div_val > 1; cpu_model.c's cluster_input), and its
+ * backward: dP += x^T dh, dx = dh P^T. */
+static void proj_fwd(tt_gpu_lm *lm, void *h, const void *x, const float *proj, int rows, int dc)
+{
+    tt_gemm_bwd_x(&lm->gemm, h, x, wcp(lm, proj), rows, dc, lm->l->m.d_model, 0.f);
+}
+static void proj_bwd(tt_gpu_lm *lm, void *dx, float *dproj, const float *proj, const void *x,
+                     const void *dh, int rows, int dc)
+{
+    const int d = lm->l->m.d_model;
+    tt_gemm_bwd_w(&lm->gemm, dproj, x, dh, rows, dc, d);
+    tt_gemm_fwd(&lm->gemm, dx, false, dh, wcp(lm, proj), rows, dc, d, 0.f);
+}
+
+/* The fp32 dlogits (n of them, at logits) as the products read them: on bf16 rounded into dlog_c. */
+static const void *product_dlogits(tt_gpu_lm *lm, long n)
+{
+    if (!lm->dlog_c) return lm->logits;
+    tt_cast(&lm->prog, lm->gpu->stream, lm->dlog_c, lm->logits, n);
+    return lm->dlog_c;
+}
+
+/* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
+ * column per tail cluster; without cutoffs, the whole vocabulary) for every row, then each tail
+ * cluster for the rows route_batch listed. With grads, each part's backward comes right after its
+ * loss (so one logits buffer serves all), the head's writing dx and the tails' adding into it. */
+static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float scale,
+                           const void *x)
+{
+    const tt_layout *l = lm->l;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_view *w = &lm->wv, *g = &lm->gv;
+    const route *rt = &lm->dev_route;
+    const int rows = lm->rows, d = l->m.d_model, nc = l->n_clusters - 1, c0 = (int)l->hi[0];
+    const int cols = c0 + nc;
+
+    const void *h0 = x;
+    if (l->proj) {
+        proj_fwd(lm, lm->tail_h, x, w->out_proj[0], rows, d);
+        h0 = lm->tail_h;
+    }
+    logits_fwd(lm, lm->logits, cols, h0, w->out_w[0], w->out_b[0], rows, d, c0);
+    if (nc) logits_fwd(lm, lm->logits + c0, cols, h0, w->cluster_w, w->cluster_b, rows, d, nc);
+    /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
+    tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
+            cols, o->label_smoothing, scale, grads);
+    if (grads) {
+        const void *dlog = product_dlogits(lm, (long)rows * cols);
+        void *dh0 = l->proj ? lm->tail_dh : lm->dx;
+        logits_bwd(lm, dh0, 0.f, dlog, cols, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
+        if (nc)
+            logits_bwd(lm, dh0, 1.f, (const char *)dlog + (size_t)c0 * lm->es, cols, h0,
+                       w->cluster_w, g->cluster_w, g->cluster_b, rows, d, nc);
+        if (l->proj) proj_bwd(lm, lm->dx, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
+    }
+    int scored = rows; /* per-row losses so far: the head's, then each tail's list */
+    for (int c = 1; c <= nc; c++) {
+        const int m = lm->counts.tail[c], dc = l->dim[c], vc = (int)(l->hi[c] - l->lo[c]);
+        if (!m) continue;
+        tt_adaptive_gather(p, st, lm->tail_x, x, rt->rows[c], m, d);
+        const void *hc = lm->tail_x;
+        if (l->proj) {
+            proj_fwd(lm, lm->tail_h, lm->tail_x, w->out_proj[c], m, dc);
+            hc = lm->tail_h;
+        }
+        logits_fwd(lm, lm->logits, vc, hc, w->out_w[c], w->out_b[c], m, dc, vc);
+        tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, rt->target[c],
+                rt->weight[c], m, vc, 0.f, scale, grads);
+        scored += m;
+        if (!grads) continue;
+        const void *dlog = product_dlogits(lm, (long)m * vc);
+        void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
+        logits_bwd(lm, dhc, 0.f, dlog, vc, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc, vc);
+        if (l->proj)
+            proj_bwd(lm, lm->tail_dx, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m, dc);
+        tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d);
+    }
+    tt_xent_sum(p, st, lm->sums, lm->loss, lm->nll, scored);
+}
+
 /* Forward, and with grads the backward, as kernels on the stream: no host copy, no
  * synchronization, nothing that changes from one training step to the next but device memory
- * (so that it can be captured). */
+ * and the batch's padded counts (so that it can be captured for each tuple of them). */
 static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double weights)
 {
     const tt_model_spec *m = &lm->l->m;
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const int rows = lm->rows, d = m->d_model, f = m->d_inner, r = m->rank, n = m->seq_len;
-    const int v = (int)lm->l->vocab, key = m->position == TT_POS_KEY;
+    const int key = m->position == TT_POS_KEY;
     const float drop = (float)m->dropout;
     const tt_view *w = &lm->wv, *g = &lm->gv;
     const tt_gemm *gm = &lm->gemm;
     const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
 
+    /* the gradients are added into from the output layer on, whose backward runs in its forward */
+    if (grads) TT_CUDA(cudaMemsetAsync(lm->g, 0, lm->l->n_floats * 4, st));
     /* forward */
-    tt_embedding_fwd(p, st, lm->x0, w->emb[0], lm->tokens, rows, d, v, drop_at(lm, o, drop, 0));
+    enqueue_embedding(lm, o, false);
     const void *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
         const tt_layer_view *lw = &w->layer[k];
@@ -296,28 +583,14 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
         tt_gemm_fwd(gm, a->h, false, a->x1, wcp(lm, lw->ff1_w), rows, d, f, 0.f);
         tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(lm, o, drop, 2 + 3 * k));
         tt_gemm_fwd(gm, a->f, false, a->hd, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
-        add_bias(lm, a->f, false, lw->ff2_b, d);
+        add_bias(lm, a->f, false, d, lw->ff2_b, rows, d);
         tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
                            lw->ln2_b, rows, d, drop_at(lm, o, drop, 3 + 3 * k));
         x = a->x2;
     }
-    tt_gemm_fwd(gm, lm->logits, true, x, wcp(lm, w->out_w[0]), rows, d, v, 0.f);
-    add_bias(lm, lm->logits, true, w->out_b[0], v);
-    tt_xent(p, st, lm->loss, lm->nll, lm->logits, lm->targets, o->weight ? lm->weight : NULL, rows,
-            v, o->label_smoothing, scale, grads);
-    tt_xent_sum(p, st, lm->sums, lm->loss, lm->nll, rows);
+    enqueue_output(lm, o, grads, scale, x); /* and its backward: dx = d loss / d x */
 
     if (grads) {
-        TT_CUDA(cudaMemsetAsync(lm->g, 0, lm->l->n_floats * 4, st));
-        /* output layer: logits hold dlogits (fp32), rounded for the bf16 products */
-        const void *dlog = lm->logits;
-        if (lm->dlog_c) {
-            tt_cast(p, st, lm->dlog_c, lm->logits, (long)rows * v);
-            dlog = lm->dlog_c;
-        }
-        tt_gemm_bwd_w(gm, g->out_w[0], dlog, x, rows, d, v);
-        tt_gemm_bwd_w(gm, g->out_b[0], dlog, lm->ones, rows, 1, v);
-        tt_gemm_bwd_x(gm, lm->dx, dlog, wcp(lm, w->out_w[0]), rows, d, v, 0.f);
         for (int k = m->layers - 1; k >= 0; k--) {
             const tt_layer_view *lw = &w->layer[k], *lg = &g->layer[k];
             layer_acts *a = &lm->acts[k];
@@ -357,8 +630,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             tt_gemm_bwd_w(gm, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
             tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
         }
-        tt_embedding_bwd(p, st, g->emb[0], lm->keys, lm->dx, lm->tokens, rows, d, v,
-                         drop_at(lm, o, drop, 0));
+        enqueue_embedding(lm, o, true);
     }
 }
 
@@ -409,12 +681,31 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
     return host.norm;
 }
 
-/* A captured step is valid for the options it was captured with; the step number is read from
- * device memory, and so are the inputs and the optimizer's scalars. */
+/* A captured step is valid for the options and the padded counts it was captured with; the step
+ * number is read from device memory, and so are the inputs, the routing and the optimizer's
+ * scalars. */
 static bool same_step_opts(const tt_lm_opts *a, const tt_lm_opts *b)
 {
     return a->train == b->train && a->seed == b->seed && a->label_smoothing == b->label_smoothing &&
            !a->weight && !b->weight;
+}
+
+/* The graph captured for o and the last batch's counts (*hit), else the slot to capture it into:
+ * a free one, or the least recently launched, whose graph the caller destroys. */
+static step_graph *graph_for(tt_gpu_lm *lm, const tt_lm_opts *o, bool *hit)
+{
+    step_graph *lru = NULL;
+    for (int i = 0; i < lm->max_graphs; i++) {
+        step_graph *sg = &lm->graph[i];
+        if (sg->exec && same_step_opts(&sg->opts, o) &&
+            !memcmp(&sg->counts, &lm->counts, sizeof lm->counts)) {
+            *hit = true;
+            return sg;
+        }
+        if (!lru || (lru->exec && (!sg->exec || sg->used < lru->used))) lru = sg;
+    }
+    *hit = false;
+    return lru;
 }
 
 double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
@@ -428,23 +719,34 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
         enqueue_run(lm, o, true, weights);
         enqueue_adam(lm);
     } else {
-        if (lm->graph && !same_step_opts(&lm->graph_opts, o)) {
-            TT_CUDA(cudaGraphExecDestroy(lm->graph));
-            lm->graph = NULL;
-        }
-        if (!lm->graph) {
+        bool hit;
+        step_graph *sg = graph_for(lm, o, &hit);
+        if (hit) {
+            lm->replayed++;
+        } else {
+            if (sg->exec) TT_CUDA(cudaGraphExecDestroy(sg->exec));
+            sg->exec = NULL;
             cudaGraph_t g;
             TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
             enqueue_run(lm, o, true, weights);
             enqueue_adam(lm);
             TT_CUDA(cudaStreamEndCapture(st, &g));
-            TT_CUDA(cudaGraphInstantiate(&lm->graph, g, 0));
+            TT_CUDA(cudaGraphInstantiate(&sg->exec, g, 0));
             TT_CUDA(cudaGraphDestroy(g));
-            lm->graph_opts = *o;
+            sg->opts = *o;
+            sg->counts = lm->counts;
+            lm->captured++;
         }
-        TT_CUDA(cudaGraphLaunch(lm->graph, st));
+        sg->used = ++lm->clock;
+        TT_CUDA(cudaGraphLaunch(sg->exec, st));
     }
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
     download_sums(lm, weights, res);
     return host.norm;
+}
+
+void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed)
+{
+    *captured = lm->captured;
+    *replayed = lm->replayed;
 }

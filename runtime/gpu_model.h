@@ -1,5 +1,6 @@
 /* The tensorized LM on the GPU: the generated kernels for every non-GEMM op, cuBLAS for the
- * products, in one device allocation planned up front from the spec. The same parameter layout
+ * products, in one device allocation planned up front from the spec (for the adaptive softmax
+ * and embedding: for the worst case, every row in one cluster). The same parameter layout
  * as the CPU reference (runtime/model.h), so weights, gradients and checkpoints are
  * interchangeable, and the same dropout sites and RNG, so a step computes what the CPU's does. */
 #ifndef TT_GPU_MODEL_H
@@ -41,13 +42,18 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s);
 
 /* One training step (1-based step s): tt_gpu_lm_run with grads, then tt_gpu_lm_adam, without a
  * host synchronization until the sums and the norm come back at its end. The kernels and
- * products of the step are captured in a CUDA graph the first time (and again when o's seed,
- * label smoothing or mode change) and replayed after: the inputs, the dropout step and the
- * optimizer's scalars are copied into device memory ahead of the replay. With o->weight, or with
+ * products of the step are captured in a CUDA graph the first time they run for o's seed, label
+ * smoothing and mode and the batch's padded cluster counts (the adaptive softmax and embedding
+ * run each cluster on the rows the host lists for it, padded to TT_ADAPTIVE_BUCKET), and replayed
+ * after: the inputs, the lists, the dropout step and the optimizer's scalars are copied into
+ * device memory ahead of the replay. Up to 64 graphs are kept (TT_CUDA_GRAPHS=K in the
+ * environment: K), the least recently launched replaced first. With o->weight, or with
  * TT_CUDA_GRAPH=0 in the environment, the step is launched kernel by kernel instead (the same
  * kernels: the results are bit-identical). Returns the gradient norm before clipping. */
 double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, tt_lm_result *res);
+/* Training steps captured into a graph so far, and steps that replayed one. */
+void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed);
 
 /* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);

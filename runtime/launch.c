@@ -101,6 +101,24 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     tt_gpu_launch(c, (dim3){ceil_div(d, need(c, "THREADS")), 2, 1}, cargs, st);
 }
 
+/* A kernel over `count` rows of `width` features, a thread per VEC of them (plan.c's row_kernel). */
+static void launch_rows(const tt_gpu_kernel *k, long count, int width, void **args, cudaStream_t st)
+{
+    if (count == 0) return;
+    const long vectors = count * (width / need(k, "VEC"));
+    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS")), 1, 1}, args, st);
+}
+
+/* The instance of op whose constant key is value (one per adaptive cluster width). */
+static const tt_gpu_kernel *kernel_with(const tt_gpu_program *p, const char *op, const char *key,
+                                        long value)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->kernels[i].k->op, op) && tt_kernel_const(p->kernels[i].k, key, -1) == value)
+            return &p->kernels[i];
+    tt_panic(__FILE__, __LINE__, "the plan has no %s kernel for %s = %ld", op, key, value);
+}
+
 void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *emb,
                       const int32_t *tokens, int rows, int d, int vocab, tt_dropout drop)
 {
@@ -108,10 +126,8 @@ void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const 
     expect(k, "D", d);
     expect_aligned(k, emb, 4);
     expect_aligned(k, x0, 0);
-    if (rows == 0) return;
     void *args[] = {&x0, &emb, &tokens, &rows, &vocab, &drop.p, &drop.seed, &drop.step, &drop.site};
-    const long vectors = (long)rows * (d / need(k, "VEC"));
-    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS")), 1, 1}, args, st);
+    launch_rows(k, rows, d, args, st);
 }
 
 size_t tt_embedding_keys(const tt_gpu_program *p)
@@ -119,23 +135,101 @@ size_t tt_embedding_keys(const tt_gpu_program *p)
     return (size_t)need(tt_gpu_kernel_of(p, "embedding_sort"), "P");
 }
 
-void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
-                      const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
-                      tt_dropout drop)
+void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
+                       const int32_t *tokens, int rows)
 {
     const tt_gpu_kernel *o = tt_gpu_kernel_of(p, "embedding_sort");
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
-    expect(k, "D", d);
-    expect_aligned(k, demb, 4);
-    expect_aligned(k, dx0, 0);
     if (rows > need(o, "P"))
         tt_panic(__FILE__, __LINE__, "%s sorts at most %ld rows, called with %d", o->k->name,
                  need(o, "P"), rows);
     if (rows == 0) return;
     void *oargs[] = {&keys, &tokens, &rows};
     tt_gpu_launch(o, (dim3){1, 1, 1}, oargs, st);
+}
+
+void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
+                      const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
+                      tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
+    expect(k, "D", d);
+    expect_aligned(k, demb, 4);
+    expect_aligned(k, dx0, 0);
+    tt_embedding_sort(p, st, keys, tokens, rows);
+    if (rows == 0) return;
     void *args[] = {&demb, &dx0, &keys, &rows, &vocab, &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+}
+
+void tt_adaptive_emb_gather(const tt_gpu_program *p, cudaStream_t st, void *e, const float *emb,
+                            const int32_t *tokens, const int32_t *idx, int count, long lo, long vc,
+                            int dim)
+{
+    const tt_gpu_kernel *k = kernel_with(p, "adaptive_emb_gather", "DE", dim);
+    expect_aligned(k, e, 0);
+    expect_aligned(k, emb, 4);
+    long long lo_ = lo, vc_ = vc;
+    void *args[] = {&e, &emb, &tokens, &idx, &count, &lo_, &vc_};
+    launch_rows(k, count, dim, args, st);
+}
+
+void tt_adaptive_emb_scatter(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *y,
+                             const int32_t *idx, int count, int d, tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_emb_scatter");
+    expect(k, "D", d);
+    expect_aligned(k, x0, 0);
+    expect_aligned(k, y, 4);
+    void *args[] = {&x0, &y, &idx, &count, &drop.p, &drop.seed, &drop.step, &drop.site};
+    launch_rows(k, count, d, args, st);
+}
+
+void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, const void *dx0,
+                          const int32_t *idx, int count, int d, tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_emb_grad");
+    expect(k, "D", d);
+    expect_aligned(k, dy, 0);
+    expect_aligned(k, dx0, 0);
+    void *args[] = {&dy, &dx0, &idx, &count, &drop.p, &drop.seed, &drop.step, &drop.site};
+    launch_rows(k, count, d, args, st);
+}
+
+void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
+                         const uint64_t *keys, const void *de, const int32_t *pos, int rows,
+                         long lo, long vc, int dim)
+{
+    const tt_gpu_kernel *k = kernel_with(p, "adaptive_emb_bwd", "DE", dim);
+    expect_aligned(k, demb, 4);
+    expect_aligned(k, de, 0);
+    if (rows > need(tt_gpu_kernel_of(p, "embedding_sort"), "P"))
+        tt_panic(__FILE__, __LINE__, "%s: %d rows, more than the sorted keys", k->k->name, rows);
+    if (rows == 0) return;
+    long long lo_ = lo, vc_ = vc;
+    void *args[] = {&demb, &de, &keys, &pos, &rows, &lo_, &vc_};
+    tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+}
+
+void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, const void *x,
+                        const int32_t *idx, int count, int d)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_gather");
+    expect(k, "D", d);
+    expect_aligned(k, xc, 0);
+    expect_aligned(k, x, 0);
+    void *args[] = {&xc, &x, &idx, &count};
+    launch_rows(k, count, d, args, st);
+}
+
+void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx, const void *dxc,
+                             const int32_t *idx, int count, int d)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_scatter_add");
+    expect(k, "D", d);
+    expect_aligned(k, dx, 0);
+    expect_aligned(k, dxc, 0);
+    void *args[] = {&dx, &dxc, &idx, &count};
+    launch_rows(k, count, d, args, st);
 }
 
 void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
@@ -146,10 +240,8 @@ void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd,
     expect_aligned(k, h, 0);
     expect_aligned(k, hd, 0);
     expect_aligned(k, z, 0);
-    if (rows == 0) return;
     void *args[] = {&h, &hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
-    const long vectors = (long)rows * (f / need(k, "VEC"));
-    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS")), 1, 1}, args, st);
+    launch_rows(k, rows, f, args, st);
 }
 
 size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)

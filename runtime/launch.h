@@ -54,6 +54,39 @@ size_t tt_embedding_keys(const tt_gpu_program *p);
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
                       const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
                       tt_dropout drop);
+/* keys [tt_embedding_keys] = the pairs (token, row) of tokens [rows] in ascending order, then
+ * all-ones: the order tt_embedding_bwd and tt_adaptive_emb_bwd add rows in. */
+void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
+                       const int32_t *tokens, int rows);
+
+/* The adaptive embedding (div_val > 1; templates/embedding.cu), one cluster at a time: idx
+ * [count] lists the rows whose token is in the cluster [lo, lo + vc), ascending, then -1 (padding).
+ * e [count, dim] (storage type) = E_c [vc, dim] (fp32) rows of those tokens; a zero row for padding,
+ * NaN for a token outside the cluster. */
+void tt_adaptive_emb_gather(const tt_gpu_program *p, cudaStream_t st, void *e, const float *emb,
+                            const int32_t *tokens, const int32_t *idx, int count, long lo, long vc,
+                            int dim);
+/* x0[idx[i]] = dropout(y[i] * sqrt(d)) for the listed rows; y [count, d] fp32 (e P_c^T). */
+void tt_adaptive_emb_scatter(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *y,
+                             const int32_t *idx, int count, int d, tt_dropout drop);
+/* dy [count, d] (storage type) = dropout_bwd(dx0[idx[i]]) * sqrt(d); zero rows for padding. */
+void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, const void *dx0,
+                          const int32_t *idx, int count, int d, tt_dropout drop);
+/* dE_c [vc, dim] += de[pos[r]] (storage type) for each of the rows r whose token t is in
+ * [lo, lo + vc), into row t - lo, each token's rows in increasing order; keys:
+ * tt_embedding_sort's of all rows' tokens; pos [rows]: row r's place in its cluster's list. */
+void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
+                         const uint64_t *keys, const void *de, const int32_t *pos, int rows,
+                         long lo, long vc, int dim);
+
+/* The adaptive softmax's tail clusters (templates/adaptive.cu): idx [count] lists the rows whose
+ * target is in the cluster, ascending, then -1 (padding). xc [count, d] = x[idx[i]], zero rows for
+ * padding (storage type). */
+void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, const void *x,
+                        const int32_t *idx, int count, int d);
+/* dx[idx[i]] += dxc[i] for the listed rows (a row in at most one list). */
+void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx, const void *dxc,
+                             const int32_t *idx, int count, int d);
 
 /* h = relu(z + b1), hd = dropout(h) (templates/ffn_act.cu): h, hd, z [rows, f] of the storage
  * type (h may be z); b1 [f]. */

@@ -95,6 +95,13 @@ int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err,
     return 0;
 }
 
+int tt_cluster_of(const tt_layout *l, long t)
+{
+    int c = 0;
+    while (c + 1 < l->n_clusters && t >= l->lo[c + 1]) c++;
+    return c;
+}
+
 void tt_layout_free(tt_layout *l)
 {
     free(l->params);

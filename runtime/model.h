@@ -35,6 +35,10 @@ typedef struct {
     size_t n_floats;
 } tt_layout;
 
+/* The cluster of word t: the last one whose lo is at most t (a t past the vocabulary: the last
+ * cluster; below 0: cluster 0). */
+int tt_cluster_of(const tt_layout *layout, long t);
+
 /* The tensorized model's parameters (kind: tensorized). -1 with a message otherwise. */
 int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *layout, char *err, size_t errlen);
 void tt_layout_free(tt_layout *layout);

@@ -63,6 +63,17 @@ template <int N, typename T> __device__ __forceinline__ void tt_store(T *p, cons
     *reinterpret_cast<tt_vec<T, N> *>(p) = x;
 }
 
+// Kernels over rows of W features, a thread per VEC of them (a 1-D grid): the thread's row i
+// and column col, or false past the end of `count` rows.
+template <int W, int VEC> __device__ __forceinline__ bool tt_row_slot(int count, int &i, int &col)
+{
+    const long long vi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (vi >= (long long)count * (W / VEC)) return false;
+    i = (int)(vi / (W / VEC));
+    col = (int)(vi % (W / VEC)) * VEC;
+    return true;
+}
+
 // Inverted dropout as the CPU reference defines it (cpu_dropout_fwd): element `index` of a site's
 // stream is kept when its uniform draw is >= p, and a kept value is scaled by 1 / (1 - p). No mask
 // is stored anywhere: a backward pass draws the same numbers again.

@@ -1,7 +1,10 @@
-// The word embedding of a single table E [vocab, TT_D] (fp32 master weights; div_val 1), forward
-// and backward, with the embedding's dropout fused in (MODEL.md section 2):
+// The word embedding with its dropout fused in (MODEL.md section 2), forward and backward:
 //   x0[row] = dropout(E[tokens[row]] * sqrt(D))       element index row * D + col, as the CPU
-// Constants: TT_D features, TT_VEC features per thread (divides TT_D), TT_THREADS per block;
+// from one table E [vocab, TT_D] (fp32 master weights; div_val 1), or, with div_val > 1 (the
+// adaptive embedding), from a table E_c [V_c, TT_DE] and a projection P_c [D, DE] per cluster c:
+//   x0[row] = dropout((P_c E_c[tokens[row] - lo_c]) * sqrt(D))
+// Constants: TT_D features (d_model), or TT_DE (a cluster's width) for the kernels of one
+// cluster's table; TT_VEC features per thread (divides the width), TT_THREADS per block;
 // embedding_sort: TT_P (a power of two >= the rows it sorts), TT_CHUNK (keys sorted in shared
 // memory at a time, a power of two <= TT_P), TT_THREADS.
 //
@@ -10,8 +13,43 @@
 // keys (token, row) in ascending order (one block, a bitonic network: its result does not depend on
 // scheduling), and embedding_bwd gives each run of equal tokens to one block, which adds that
 // token's rows to dE[t] in increasing row order, exactly as the CPU reference does.
+//
+// The adaptive embedding runs on the rows of one cluster at a time, gathered by the host's index
+// list idx [count] (the rows whose token the cluster holds, ascending, then -1 up to a multiple of
+// 64), so that cuBLAS projects dense rows:
+//   adaptive_emb_gather   e[i] = E_c[tokens[idx[i]] - lo]                 (TT_DE wide)
+//   (cuBLAS)              y = e P_c^T                                      (fp32)
+//   adaptive_emb_scatter  x0[idx[i]] = dropout(y[i] * sqrt(D))
+// and back:
+//   adaptive_emb_grad     dy[i] = dropout_bwd(dx0[idx[i]]) * sqrt(D)
+//   (cuBLAS)              dP_c += dy^T e,  de = dy P_c
+//   adaptive_emb_bwd      dE_c[t - lo] += de[pos[r]] for the rows r of token t, in row order
+// where pos[r] is row r's place in its cluster's list; the keys are embedding_sort's of every row.
 
-#define TT_NV (TT_D / TT_VEC) // vectors per row
+#ifdef TT_D
+// The embedding's output: N values from element `base` of x0 scaled by sqrt(D), through dropout.
+template <int N>
+__device__ __forceinline__ void tt_embed_out(float (&v)[N], size_t base, float p,
+                                             unsigned long long seed, uint64_t stream)
+{
+    const float scale = (float)sqrt((double)TT_D); // rounded as the CPU rounds it
+    const float inv_keep = 1.f / (1.f - p);
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const float e = v[j] * scale;
+        v[j] = tt_dropout_keep(seed, stream, base + j, p) ? e * inv_keep : 0.f;
+    }
+}
+
+// Its backward for one element: cpu_dropout_bwd, then embed_bwd's * scale: two roundings, no FMA.
+__device__ __forceinline__ float tt_embed_grad(float d, size_t index, float p,
+                                               unsigned long long seed, uint64_t stream)
+{
+    const float scale = (float)sqrt((double)TT_D);
+    const float g = tt_dropout_keep(seed, stream, index, p) ? d * (1.f / (1.f - p)) : 0.f;
+    return __fmul_rn(g, scale);
+}
+#endif
 
 #ifdef TT_OP_EMBEDDING_FWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
@@ -19,24 +57,83 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__res
           int rows, int vocab, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 {
-    const long long vi = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
-    if (vi >= (long long)rows * TT_NV) return;
-    const int row = (int)(vi / TT_NV), col = (int)(vi % TT_NV) * TT_VEC;
+    int row, col;
+    if (!tt_row_slot<TT_D, TT_VEC>(rows, row, col)) return;
     const int t = tokens[row];
     const bool known = t >= 0 && t < vocab;
     float v[TT_VEC];
     tt_load<TT_VEC>(v, emb + (size_t)(known ? t : 0) * TT_D + col);
-    const float scale = (float)sqrt((double)TT_D); // rounded as the CPU rounds it
-    const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(*step, site);
     const size_t base = (size_t)row * TT_D + col;
+    tt_embed_out(v, base, p, seed, tt_dropout_stream(*step, site));
+    if (!known)
 #pragma unroll
-    for (int j = 0; j < TT_VEC; j++) {
-        const float e = v[j] * scale;
-        v[j] = tt_dropout_keep(seed, stream, base + j, p) ? e * inv_keep : 0.f;
-        if (!known) v[j] = __uint_as_float(0x7fffffffu); // a token outside the vocabulary shows
-    }
+        for (int j = 0; j < TT_VEC; j++) v[j] = __uint_as_float(0x7fffffffu); // a token outside the vocabulary shows
     tt_store<TT_VEC>(x0 + base, v);
+}
+#endif
+
+#ifdef TT_OP_ADAPTIVE_EMB_GATHER
+// e [count, DE] (storage type) = the table rows of the listed rows' tokens; a zero row for
+// padding, a row of NaN for a token outside the cluster (outside the vocabulary: the host puts it
+// in the cluster cluster_of names).
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ e, const float *__restrict__ emb, const int *__restrict__ tokens,
+          const int *__restrict__ idx, int count, long long lo, long long vc)
+{
+    int i, col;
+    if (!tt_row_slot<TT_DE, TT_VEC>(count, i, col)) return;
+    const int r = idx[i];
+    float v[TT_VEC] = {}; // padding: a zero row
+    if (r >= 0) {
+        const long long t = (long long)tokens[r] - lo;
+        if (t >= 0 && t < vc)
+            tt_load<TT_VEC>(v, emb + (size_t)t * TT_DE + col);
+        else
+#pragma unroll
+            for (int j = 0; j < TT_VEC; j++) v[j] = __uint_as_float(0x7fffffffu);
+    }
+    tt_store<TT_VEC>(e + (size_t)i * TT_DE + col, v);
+}
+#endif
+
+#ifdef TT_OP_ADAPTIVE_EMB_SCATTER
+// x0[idx[i]] = dropout(y[i] * sqrt(D)) for the listed rows (y fp32: the cluster's projection).
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restrict__ idx,
+          int count, float p, unsigned long long seed, const unsigned long long *__restrict__ step,
+          unsigned site)
+{
+    int i, col;
+    if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
+    const int r = idx[i];
+    if (r < 0) return;
+    float v[TT_VEC];
+    tt_load<TT_VEC>(v, y + (size_t)i * TT_D + col);
+    const size_t base = (size_t)r * TT_D + col;
+    tt_embed_out(v, base, p, seed, tt_dropout_stream(*step, site));
+    tt_store<TT_VEC>(x0 + base, v);
+}
+#endif
+
+#ifdef TT_OP_ADAPTIVE_EMB_GRAD
+// dy [count, D] (storage type) = dropout_bwd(dx0[idx[i]]) * sqrt(D); a zero row for padding.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__restrict__ idx,
+          int count, float p, unsigned long long seed, const unsigned long long *__restrict__ step,
+          unsigned site)
+{
+    int i, col;
+    if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
+    const int r = idx[i];
+    float v[TT_VEC] = {}; // padding: a zero row
+    if (r >= 0) {
+        const size_t base = (size_t)r * TT_D + col;
+        const uint64_t stream = tt_dropout_stream(*step, site);
+        tt_load<TT_VEC>(v, dx0 + base);
+#pragma unroll
+        for (int j = 0; j < TT_VEC; j++) v[j] = tt_embed_grad(v[j], base + j, p, seed, stream);
+    }
+    tt_store<TT_VEC>(dy + (size_t)i * TT_D + col, v);
 }
 #endif
 
@@ -100,18 +197,21 @@ TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 }
 #endif
 
-#ifdef TT_OP_EMBEDDING_BWD
-// Block b looks at sorted position b; only the first position of each token's run works. It
+#if defined(TT_OP_EMBEDDING_BWD) || defined(TT_OP_ADAPTIVE_EMB_BWD)
+// Block b looks at sorted position b; only the first position of each token's run works, and
+// only for a token that `slot` maps to a row of the table (slot(t) < 0: not this table's). It
 // finds the run's end, then walks the run in order: its rows ascend, as on the CPU. Rows are
-// read four at a time, so four loads are in flight, and added one by one, in order.
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
-          const unsigned long long *__restrict__ keys, int rows, int vocab, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+// fetched four at a time (load(row, col, v)), so four loads are in flight, and added one by one,
+// in order (term(row, element, value) is what an element adds).
+template <int W, int VEC, typename Slot, typename Load, typename Term>
+__device__ __forceinline__ void tt_sorted_add(float *__restrict__ table,
+                                              const unsigned long long *__restrict__ keys,
+                                              int rows, Slot slot, Load load, Term term)
 {
     const int first = blockIdx.x;
     const unsigned t = (unsigned)(keys[first] >> 32);
-    if ((first > 0 && (unsigned)(keys[first - 1] >> 32) == t) || t >= (unsigned)vocab) return;
+    const long long s = slot(t);
+    if ((first > 0 && (unsigned)(keys[first - 1] >> 32) == t) || s < 0) return;
     // The run [first, end): equal tokens are contiguous, so "same token" is a prefix of the
     // positions after first; the block counts it TT_THREADS positions at a time.
     int end = first;
@@ -121,35 +221,56 @@ TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
         end += same;
         if (same < TT_THREADS) break;
     }
-
-    const float scale = (float)sqrt((double)TT_D);
-    const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(*step, site);
-    for (int col = threadIdx.x * TT_VEC; col < TT_D; col += TT_THREADS * TT_VEC) {
-        float acc[TT_VEC];
-        tt_load<TT_VEC>(acc, demb + (size_t)t * TT_D + col);
+    float *dst = table + (size_t)s * W;
+    for (int col = threadIdx.x * VEC; col < W; col += TT_THREADS * VEC) {
+        float acc[VEC];
+        tt_load<VEC>(acc, dst + col);
         for (int k = first; k < end; k += 4) {
             int row[4];
-            float d[4][TT_VEC];
+            float d[4][VEC];
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 row[u] = k + u < end ? (int)(unsigned)keys[k + u] : -1;
-                if (row[u] >= 0) tt_load<TT_VEC>(d[u], dx0 + (size_t)row[u] * TT_D + col);
+                if (row[u] >= 0) load(row[u], col, d[u]);
             }
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 if (row[u] < 0) break;
-                const size_t base = (size_t)row[u] * TT_D + col;
 #pragma unroll
-                for (int j = 0; j < TT_VEC; j++) {
-                    // cpu_dropout_bwd, then embed_bwd's ge += d * scale: two roundings, no FMA
-                    const bool keep = tt_dropout_keep(seed, stream, base + j, p);
-                    const float g = keep ? d[u][j] * inv_keep : 0.f;
-                    acc[j] = __fadd_rn(acc[j], __fmul_rn(g, scale));
-                }
+                for (int j = 0; j < VEC; j++) acc[j] = __fadd_rn(acc[j], term(row[u], col + j, d[u][j]));
             }
         }
-        tt_store<TT_VEC>(demb + (size_t)t * TT_D + col, acc);
+        tt_store<VEC>(dst + col, acc);
     }
+}
+#endif
+
+#ifdef TT_OP_EMBEDDING_BWD
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
+          const unsigned long long *__restrict__ keys, int rows, int vocab, float p,
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+{
+    const uint64_t stream = tt_dropout_stream(*step, site);
+    tt_sorted_add<TT_D, TT_VEC>(
+        demb, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
+        [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, dx0 + (size_t)row * TT_D + col); },
+        [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)row * TT_D + e, p, seed, stream); });
+}
+#endif
+
+#ifdef TT_OP_ADAPTIVE_EMB_BWD
+// dE_c [vc, DE] += de[pos[r]] for the rows r whose token t is in [lo, lo + vc), into row t - lo;
+// keys: embedding_sort's of every row's token.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ de,
+          const unsigned long long *__restrict__ keys, const int *__restrict__ pos, int rows,
+          long long lo, long long vc)
+{
+    tt_sorted_add<TT_DE, TT_VEC>(
+        demb, keys, rows,
+        [&](unsigned t) { return (long long)t - lo >= 0 && (long long)t - lo < vc ? (long long)t - lo : -1ll; },
+        [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, de + (size_t)pos[row] * TT_DE + col); },
+        [&](int, int, float d) { return d; });
 }
 #endif

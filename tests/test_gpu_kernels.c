@@ -330,16 +330,18 @@ static void *upload_bytes(const void *x, size_t bytes)
     return d;
 }
 
-/* config c's program with the FFN width f and h cores (load_program has 32 and 2). */
-static void load_lm_program(const config *c, int f, int h, tt_spec *s, tt_gpu_program *p)
+/* config c's program with the FFN width f and h cores (load_program has 32 and 2), and `extra`
+ * model keys (", key: value", or ""). */
+static void load_lm_program(const config *c, int f, int h, const char *extra, tt_spec *s,
+                            tt_gpu_program *p)
 {
     char text[1024], err[4096];
     snprintf(text, sizeof text,
              "model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, rank: %d, cores: %d, "
-             "seq_len: %d, d_inner: %d, causal: %s, position: %s}\n"
+             "seq_len: %d, d_inner: %d, causal: %s, position: %s%s}\n"
              "train: {batch: %d, precision: %s}\n",
              c->d, c->r, h, c->n, f, c->causal ? "true" : "false", c->pos_key ? "key" : "none",
-             c->batch, c->bf16 ? "bf16" : "fp32");
+             extra, c->batch, c->bf16 ? "bf16" : "fp32");
     if (tt_spec_parse(text, strlen(text), "test", ".", s, err, sizeof err) != 0) fail_msg("%s", err);
     if (tt_gpu_program_load(p, s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
 }
@@ -445,6 +447,192 @@ static void test_embedding(void **state)
     }
 }
 
+/* The rows of each cluster ([lo[c], hi[c]) of ids) as gpu_model.c's route_batch lists them:
+ * ascending, then -1 up to a multiple of 64; pos[r] is row r's place in its list. Returns the
+ * padded lengths in m. */
+enum { ADAPTIVE_CLUSTERS = 3 };
+static const int adaptive_lo[ADAPTIVE_CLUSTERS] = {0, 20, 50}, adaptive_hi[ADAPTIVE_CLUSTERS] = {20, 50, 100};
+static void adaptive_lists(const int32_t *ids, int rows, int32_t *idx[ADAPTIVE_CLUSTERS],
+                           int32_t *pos, int m[ADAPTIVE_CLUSTERS])
+{
+    for (int c = 0; c < ADAPTIVE_CLUSTERS; c++) {
+        int k = 0;
+        idx[c] = tt_xmalloc((size_t)(rows + 64) * sizeof *idx[c]);
+        for (int r = 0; r < rows; r++)
+            if (ids[r] >= adaptive_lo[c] && ids[r] < adaptive_hi[c]) {
+                if (pos) pos[r] = k;
+                idx[c][k++] = r;
+            }
+        m[c] = (k + 63) / 64 * 64;
+        for (int i = k; i < m[c]; i++) idx[c][i] = -1;
+    }
+}
+
+/* The adaptive embedding (div_val 2: cluster widths d, d/2, d/4, hence other vector widths at
+ * d = 100) and the adaptive softmax's tails against their twins, written out here as
+ * cpu_model.c's embed, embed_bwd and output_layer compute them around the products: a vocabulary
+ * of 100 with cutoffs 20 and 50; id 25 in every third row (a run of one token longer than a
+ * block). x0 starts poisoned (every row must come from its cluster); dE_c and dx are added into
+ * and start from random values. */
+static void test_adaptive(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
+        const config *c = &configs[ci];
+        if (skip_config(c)) continue;
+        tt_spec s;
+        tt_gpu_program p;
+        load_lm_program(c, 32, 2, ", adaptive: {cutoffs: [20, 50], div_val: 2}", &s, &p);
+        const int rows = c->batch * c->n, d = c->d, bf = c->bf16;
+        const size_t nd = (size_t)rows * d, es = bf ? 2 : 4;
+        const float scale = (float)sqrt((double)d);
+        const double tol = bf ? 1e-2 : 1e-5;
+        int32_t *tok = tt_xmalloc((size_t)rows * sizeof *tok), *pos = tt_xmalloc((size_t)rows * 4);
+        for (int r = 0; r < rows; r++)
+            tok[r] = r % 3 == 1 ? 25 : (int32_t)(tt_uniform(seed, draws, (uint64_t)r) * 100);
+        tok[0] = 5, tok[2] = 75; /* every cluster has rows */
+        draws++;
+        int32_t *idx[ADAPTIVE_CLUSTERS];
+        int m[ADAPTIVE_CLUSTERS];
+        adaptive_lists(tok, rows, idx, pos, m);
+        int32_t *d_tok = upload_bytes(tok, (size_t)rows * 4), *d_pos = upload_bytes(pos, (size_t)rows * 4);
+        const tt_dropout dr = test_dropout(0.25f);
+
+        /* forward: e = E_c rows of the listed tokens; x0[idx] = dropout(y * sqrt(d)), y standing
+         * for the projection cuBLAS computes from e */
+        float *z = tt_xcalloc(nd, 4), *x0 = tt_xmalloc(nd * 4);
+        uint8_t *mask = tt_xmalloc(nd);
+        void *d_x0 = poisoned(nd, es);
+        float *emb[ADAPTIVE_CLUSTERS];
+        int32_t *d_idx[ADAPTIVE_CLUSTERS];
+        for (int k = 0, dim = d; k < ADAPTIVE_CLUSTERS; k++, dim /= 2) {
+            const int vc = adaptive_hi[k] - adaptive_lo[k];
+            d_idx[k] = upload_bytes(idx[k], (size_t)m[k] * 4);
+            emb[k] = tt_xmalloc((size_t)vc * dim * 4);
+            randn(emb[k], (size_t)vc * dim, 0.5f);
+            float *e = tt_xcalloc((size_t)m[k] * dim, 4), *y = tt_xmalloc((size_t)m[k] * d * 4);
+            randn(y, (size_t)m[k] * d, 1.f);
+            for (int i = 0; i < m[k]; i++)
+                if (idx[k][i] >= 0) {
+                    const int r = idx[k][i];
+                    memcpy(e + (size_t)i * dim, emb[k] + (size_t)(tok[r] - adaptive_lo[k]) * dim, dim * 4);
+                    for (int j = 0; j < d; j++) z[(size_t)r * d + j] = y[(size_t)i * d + j] * scale;
+                }
+            round_storage(e, (size_t)m[k] * dim, bf);
+            float *d_emb = upload(emb[k], (size_t)vc * dim, 0), *d_y = upload(y, (size_t)m[k] * d, 0);
+            void *d_e = poisoned((size_t)m[k] * dim, es);
+            tt_adaptive_emb_gather(&p, gpu.stream, d_e, d_emb, d_tok, d_idx[k], m[k],
+                                   adaptive_lo[k], vc, dim);
+            tt_adaptive_emb_scatter(&p, gpu.stream, d_x0, d_y, d_idx[k], m[k], d, dr);
+            float *g_e = download(d_e, (size_t)m[k] * dim, bf);
+            char name[32];
+            snprintf(name, sizeof name, "adaptive_emb_gather %d", k);
+            compare(name, c, g_e, e, (size_t)m[k] * dim, 0);
+            cudaFree(d_emb), cudaFree(d_y), cudaFree(d_e);
+            free(e), free(y), free(g_e);
+        }
+        cpu_dropout(x0, mask, z, (long)nd, dr);
+        round_storage(x0, nd, bf);
+        float *g_x0 = download(d_x0, nd, bf);
+        compare("adaptive_emb_scatter", c, g_x0, x0, nd, tol);
+
+        /* backward: dy = dropout_bwd(dx0[idx]) * sqrt(d); then dE_c[t - lo] += de[pos[r]] in row
+         * order along embedding_sort's keys (de standing for dy P_c from cuBLAS) */
+        float *dx0 = tt_xmalloc(nd * 4), *dd = tt_xmalloc(nd * 4);
+        randn(dx0, nd, 1.f);
+        round_storage(dx0, nd, bf);
+        cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
+        void *d_dx0 = upload(dx0, nd, bf);
+        uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
+        tt_embedding_sort(&p, gpu.stream, keys, d_tok, rows);
+        for (int k = 0, dim = d; k < ADAPTIVE_CLUSTERS; k++, dim /= 2) {
+            const int vc = adaptive_hi[k] - adaptive_lo[k];
+            float *dy = tt_xcalloc((size_t)m[k] * d, 4), *de = tt_xmalloc((size_t)m[k] * dim * 4);
+            for (int i = 0; i < m[k]; i++)
+                for (int j = 0; j < d && idx[k][i] >= 0; j++)
+                    dy[(size_t)i * d + j] = dd[(size_t)idx[k][i] * d + j] * scale;
+            round_storage(dy, (size_t)m[k] * d, bf);
+            randn(de, (size_t)m[k] * dim, 1.f);
+            round_storage(de, (size_t)m[k] * dim, bf);
+            float *demb0 = tt_xmalloc((size_t)vc * dim * 4), *demb = tt_xmalloc((size_t)vc * dim * 4);
+            randn(demb0, (size_t)vc * dim, 0.1f);
+            memcpy(demb, demb0, (size_t)vc * dim * 4);
+            for (int r = 0; r < rows; r++)
+                if (tok[r] >= adaptive_lo[k] && tok[r] < adaptive_hi[k])
+                    for (int j = 0; j < dim; j++)
+                        demb[(size_t)(tok[r] - adaptive_lo[k]) * dim + j] += de[(size_t)pos[r] * dim + j];
+            void *d_dy = poisoned((size_t)m[k] * d, es), *d_de = upload(de, (size_t)m[k] * dim, bf);
+            float *d_demb = upload(demb0, (size_t)vc * dim, 0);
+            tt_adaptive_emb_grad(&p, gpu.stream, d_dy, d_dx0, d_idx[k], m[k], d, dr);
+            tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, d_de, d_pos, rows, adaptive_lo[k], vc, dim);
+            float *g_dy = download(d_dy, (size_t)m[k] * d, bf), *g_demb = download(d_demb, (size_t)vc * dim, 0);
+            char name[32];
+            snprintf(name, sizeof name, "adaptive_emb_grad %d", k);
+            compare(name, c, g_dy, dy, (size_t)m[k] * d, tol);
+            snprintf(name, sizeof name, "adaptive_emb_bwd %d", k);
+            compare(name, c, g_demb, demb, (size_t)vc * dim, 1e-6);
+            /* the same again: bit for bit */
+            TT_CUDA(cudaMemcpy(d_demb, demb0, (size_t)vc * dim * 4, cudaMemcpyHostToDevice));
+            tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, d_de, d_pos, rows, adaptive_lo[k], vc, dim);
+            float *g_demb2 = download(d_demb, (size_t)vc * dim, 0);
+            if (memcmp(g_demb, g_demb2, (size_t)vc * dim * 4) != 0)
+                fail_msg("adaptive_emb_bwd %s: two runs differ", c->name);
+            cudaFree(d_dy), cudaFree(d_de), cudaFree(d_demb);
+            free(dy), free(de), free(demb0), free(demb), free(g_dy), free(g_demb), free(g_demb2);
+        }
+
+        /* the softmax's tails, listed by targets: xc = x[idx], and dx[idx] += dxc */
+        int32_t *tgt = tt_xmalloc((size_t)rows * 4), *tidx[ADAPTIVE_CLUSTERS];
+        int tm[ADAPTIVE_CLUSTERS];
+        for (int r = 0; r < rows; r++) tgt[r] = (int32_t)(tt_uniform(seed, draws, (uint64_t)r) * 100);
+        tgt[0] = 30, tgt[1] = 80; /* both tails have rows */
+        draws++;
+        adaptive_lists(tgt, rows, tidx, NULL, tm);
+        float *x = tt_xmalloc(nd * 4), *dx = tt_xmalloc(nd * 4);
+        randn(x, nd, 1.f);
+        randn(dx, nd, 1.f);
+        round_storage(x, nd, bf);
+        round_storage(dx, nd, bf);
+        void *d_x = upload(x, nd, bf), *d_dx = upload(dx, nd, bf);
+        for (int k = 1; k < ADAPTIVE_CLUSTERS; k++) {
+            const size_t n = (size_t)tm[k] * d;
+            float *xc = tt_xcalloc(n, 4), *dxc = tt_xmalloc(n * 4);
+            randn(dxc, n, 1.f);
+            round_storage(dxc, n, bf);
+            for (int i = 0; i < tm[k]; i++)
+                for (int j = 0; j < d && tidx[k][i] >= 0; j++) {
+                    xc[(size_t)i * d + j] = x[(size_t)tidx[k][i] * d + j];
+                    dx[(size_t)tidx[k][i] * d + j] += dxc[(size_t)i * d + j];
+                }
+            int32_t *d_tidx = upload_bytes(tidx[k], (size_t)tm[k] * 4);
+            void *d_xc = poisoned(n, es), *d_dxc = upload(dxc, n, bf);
+            tt_adaptive_gather(&p, gpu.stream, d_xc, d_x, d_tidx, tm[k], d);
+            tt_adaptive_scatter_add(&p, gpu.stream, d_dx, d_dxc, d_tidx, tm[k], d);
+            float *g_xc = download(d_xc, n, bf);
+            char name[32];
+            snprintf(name, sizeof name, "adaptive_gather %d", k);
+            compare(name, c, g_xc, xc, n, 0);
+            cudaFree(d_tidx), cudaFree(d_xc), cudaFree(d_dxc);
+            free(xc), free(dxc), free(g_xc), free(tidx[k]);
+        }
+        round_storage(dx, nd, bf);
+        float *g_dx = download(d_dx, nd, bf);
+        compare("adaptive_scatter_add", c, g_dx, dx, nd, tol);
+
+        for (int k = 0; k < ADAPTIVE_CLUSTERS; k++) {
+            cudaFree(d_idx[k]);
+            free(idx[k]), free(emb[k]);
+        }
+        free(tidx[0]);
+        cudaFree(d_tok), cudaFree(d_pos), cudaFree(d_x0), cudaFree(d_dx0), cudaFree(keys);
+        cudaFree(d_x), cudaFree(d_dx);
+        free(tok), free(pos), free(z), free(x0), free(mask), free(g_x0), free(dx0), free(dd);
+        free(tgt), free(x), free(dx), free(g_dx);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+    }
+}
+
 /* s = x + dropout(y), LayerNorm(s), and back: cpu_dropout_fwd, cpu_layernorm_fwd/bwd and
  * cpu_dropout_bwd. The twin normalizes the stored s (rounded to the storage type), as the kernel
  * does so that its backward differentiates what it computed. */
@@ -542,7 +730,7 @@ static void test_ffn_act(void **state)
             if (skip_config(&configs[ci])) continue;
             tt_spec s;
             tt_gpu_program p;
-            load_lm_program(c, f, 2, &s, &p);
+            load_lm_program(c, f, 2, "", &s, &p);
             const int rows = c->batch * c->n + 3;
             const size_t nf = (size_t)rows * f, es = c->bf16 ? 2 : 4;
             float *z = tt_xmalloc(nf * 4), *b1 = tt_xmalloc(f * 4), *dhd = tt_xmalloc(nf * 4);
@@ -600,7 +788,7 @@ static void test_core(void **state)
         const int h = cores[ci / 2 % (sizeof cores / sizeof *cores)], r = c->r;
         tt_spec s;
         tt_gpu_program p;
-        load_lm_program(c, 32, h, &s, &p);
+        load_lm_program(c, 32, h, "", &s, &p);
         const size_t nt = (size_t)h * r;
         float *theta = tt_xmalloc(nt * 4), *dg = tt_xmalloc(r * 4), *dt0 = tt_xmalloc(nt * 4);
         randn(theta, nt, 1.5f);
@@ -862,6 +1050,7 @@ int main(void)
         cmocka_unit_test(test_mla_bwd),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_adaptive),
         cmocka_unit_test(test_residual_ln),
         cmocka_unit_test(test_ffn_act),
         cmocka_unit_test(test_core),

@@ -29,13 +29,23 @@ typedef struct {
     double tol;        /* relative L2: the loss, all gradients together, the step */
     float scale;       /* of the initial weights: large ones make every path count in fp32 */
     double tol_tensor; /* relative L2 of each tensor's gradient; 0: tol */
+    float eps;         /* > 0: label smoothing in the run's options (the spec allows none with
+                        * cutoffs; cpu_model.c then smooths the head alone, and so must the GPU) */
+    int batch;         /* 0: 4 */
 } variant;
 
+/* The adaptive softmax and embedding on a vocabulary of 300 with cutoffs 50 and 120: uniform
+ * targets put about 23% of the rows in the first tail and 60% in the second, so both get rows. */
+#define ADAPTIVE "adaptive: {cutoffs: [50, 120]}"
+#define ADAPTIVE_DIV2 "adaptive: {cutoffs: [50, 120], div_val: 2}" /* widths 32, 16, 8, projected */
+
 static const variant variants[] = {
-    {"causal, dropout", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 1e-5, 8, 0},
+    {"causal, dropout", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 1e-5,
+     8, 0, 0, 0},
     {"position key, not causal", "causal: false, position: key, dropout: 0.0",
-     "precision: fp32", 1e-5, 8, 0},
-    {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 1e-5, 8, 0},
+     "precision: fp32", 1e-5, 8, 0, 0, 0},
+    {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 1e-5, 8, 0,
+     0, 0},
     /* A whole step chains about twenty products (forward and backward through two layers and the
      * output layer), and with tf32 each rounds its inputs to 10 bits (2^-11 relative): one
      * product is within 1e-3 (test_gpu_kernels), all gradients together within a few 1e-4 here,
@@ -44,10 +54,25 @@ static const variant variants[] = {
      * rounding moved an input across zero: up to 2.3e-2 seen at tf32 and 8e-2 at bf16. A broken
      * backward is off by order 1, so each tensor is held to 0.15. Both at the initial scale: at
      * 8 times it the logits are so large that the softmax amplifies the rounding further. */
-    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-2, 1, 0.15},
-    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 2e-2, 1, 0.15},
+    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-2, 1, 0.15, 0, 0},
+    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 2e-2, 1, 0.15, 0, 0},
     {"bf16, position key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 2e-2, 1,
-     0.15},
+     0.15, 0, 0},
+    {"adaptive, tied", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: fp32", 1e-5, 8, 0, 0, 0},
+    {"adaptive, untied", "causal: true, dropout: 0.1, tie_weights: false, " ADAPTIVE,
+     "precision: fp32", 1e-5, 8, 0, 0, 0},
+    {"adaptive, smoothed head", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: fp32", 1e-5, 8,
+     0, 0.1f, 0},
+    {"adaptive div 2, tied", "causal: true, dropout: 0.1, " ADAPTIVE_DIV2, "precision: fp32", 1e-5,
+     8, 0, 0, 0},
+    {"adaptive div 2, untied", "causal: false, position: key, dropout: 0.1, tie_weights: false, "
+     ADAPTIVE_DIV2, "precision: fp32", 1e-5, 8, 0, 0, 0},
+    {"tf32 adaptive div 2", "causal: true, dropout: 0.1, " ADAPTIVE_DIV2, "precision: tf32", 1e-2, 1,
+     0.15, 0, 0},
+    {"bf16 adaptive", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: bf16", 2e-2, 1, 0.15, 0,
+     0},
+    {"bf16 adaptive div 2, untied", "causal: true, dropout: 0.1, tie_weights: false, " ADAPTIVE_DIV2,
+     "precision: bf16", 2e-2, 1, 0.15, 0, 0},
 };
 
 static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
@@ -55,9 +80,9 @@ static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
     char text[1024], err[1024];
     snprintf(text, sizeof text,
              "model: {kind: tensorized, vocab: 300, d_model: 32, layers: 2, rank: 8, cores: 2, "
-             "seq_len: 16, d_inner: 64, %s}\ntrain: {batch: 4, clip: 0.25, optimizer: {lr: 0.001, "
+             "seq_len: 16, d_inner: 64, %s}\ntrain: {batch: %d, clip: 0.25, optimizer: {lr: 0.001, "
              "weight_decay: 0.01}, %s}\n",
-             v->model, v->train);
+             v->model, v->batch ? v->batch : 4, v->train);
     if (tt_spec_parse(text, strlen(text), v->name, ".", s, err, sizeof err) != 0) fail_msg("%s", err);
     if (tt_layout_build(&s->model, s->model.vocab, l, err, sizeof err) != 0) fail_msg("%s", err);
 }
@@ -81,6 +106,50 @@ static double rel_l2(const float *a, const float *b, size_t n)
     return sqrt(num / (den > 0 ? den : 1));
 }
 
+/* One run with gradients on both sides from the same weights: the loss and every parameter
+ * tensor's gradient within the variant's tolerances. Leaves the CPU's gradients in gc and returns
+ * the number of comparisons over their tolerance. */
+static int compare_run(const variant *v, const char *what, const tt_layout *l, tt_cpu_lm *cpu,
+                       tt_gpu_lm *lm, float *w, float *gc, float *gg, const int32_t *in,
+                       const int32_t *tg, const tt_lm_opts *o)
+{
+    const size_t nf = l->n_floats;
+    int failures = 0;
+    tt_lm_result rc, rg;
+    memset(gc, 0, nf * 4);
+    tt_cpu_lm_run(cpu, w, gc, in, tg, o, &rc);
+    tt_gpu_lm_run(lm, in, tg, o, true, &rg);
+    TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
+    const double lrel = fabs(rg.loss_sum - rc.loss_sum) / fabs(rc.loss_sum);
+    const double nrel = fabs(rg.nll_sum - rc.nll_sum) / fabs(rc.nll_sum);
+    printf("%-28s %s loss cpu %.9f gpu %.9f (rel %.1e, nll %.1e)\n", v->name, what,
+           rc.loss_sum / rc.scored, rg.loss_sum / rg.scored, lrel, nrel);
+    if (!(lrel <= v->tol) || !(nrel <= v->tol) || rg.scored != rc.scored) {
+        print_error("%s, %s: loss differs by %.2e, nll by %.2e\n", v->name, what, lrel, nrel);
+        failures++;
+    }
+    double worst = 0;
+    const char *worst_name = "";
+    const double tol_t = v->tol_tensor > 0 ? v->tol_tensor : v->tol;
+    for (int i = 0; i < l->n_params; i++) {
+        const tt_param *p = &l->params[i];
+        const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
+        if (e > worst) worst = e, worst_name = p->name;
+        if (!(e <= tol_t)) {
+            print_error("%s, %s: gradient of %s differs by %.2e\n", v->name, what, p->name, e);
+            failures++;
+        }
+    }
+    const double all = rel_l2(gg, gc, nf);
+    printf("%-28s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "", all,
+           v->tol, tol_t, worst_name, worst);
+    if (!(all <= v->tol)) {
+        print_error("%s, %s: the gradients differ by %.2e\n", v->name, what, all);
+        failures++;
+    }
+    return failures;
+}
+
 static void test_step(void **state)
 {
     (void)state;
@@ -95,50 +164,27 @@ static void test_step(void **state)
         float *w = tt_xmalloc(nf * 4), *gc = tt_xcalloc(nf, 4), *gg = tt_xmalloc(nf * 4);
         weights(&l, w, v->scale);
         int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        float *wt = tt_xmalloc(rows * 4);
         for (int i = 0; i < rows; i++) {
             in[i] = (int32_t)(tt_uniform(seed, 7, i) * 300);
             tg[i] = (int32_t)(tt_uniform(seed, 8, i) * 300);
+            wt[i] = i % 3 == 0 ? 0.f : 1.f; /* as an evaluation window weighs its rows */
         }
         tt_lm_opts o = {.train = true, .seed = seed, .step = 3,
-                        .label_smoothing = (float)s.train.label_smoothing};
+                        .label_smoothing = v->eps > 0 ? v->eps : (float)s.train.label_smoothing};
         tt_cpu_lm cpu;
         tt_cpu_lm_init(&cpu, &l, batch);
-        tt_lm_result rc, rg;
-        tt_cpu_lm_run(&cpu, w, gc, in, tg, &o, &rc);
-
         char err[1024];
         tt_gpu_lm *lm;
         if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
         TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, nf * 4, cudaMemcpyHostToDevice));
         tt_gpu_lm_weights_changed(lm);
-        tt_gpu_lm_run(lm, in, tg, &o, true, &rg);
-        TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
-        const double lrel = fabs(rg.loss_sum - rc.loss_sum) / fabs(rc.loss_sum);
-        printf("%-26s loss cpu %.9f gpu %.9f (rel %.1e)\n", v->name, rc.loss_sum / rc.scored,
-               rg.loss_sum / rg.scored, lrel);
-        if (!(lrel <= v->tol)) {
-            print_error("%s: loss differs by %.2e\n", v->name, lrel);
-            failures++;
-        }
-        double worst = 0;
-        const char *worst_name = "";
-        const double tol_t = v->tol_tensor > 0 ? v->tol_tensor : v->tol;
-        for (int i = 0; i < l.n_params; i++) {
-            const tt_param *p = &l.params[i];
-            const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
-            if (e > worst) worst = e, worst_name = p->name;
-            if (!(e <= tol_t)) {
-                print_error("%s: gradient of %s differs by %.2e\n", v->name, p->name, e);
-                failures++;
-            }
-        }
-        const double all = rel_l2(gg, gc, nf);
-        printf("%-26s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "", all,
-               v->tol, tol_t, worst_name, worst);
-        if (!(all <= v->tol)) {
-            print_error("%s: the gradients differ by %.2e\n", v->name, all);
-            failures++;
-        }
+        /* weights 0 and 1 first (the rows of weight 0 are scored nowhere, no tail lists them),
+         * then the training step's run, whose gradients the Adam step below uses */
+        tt_lm_opts ow = o;
+        ow.weight = wt;
+        failures += compare_run(v, "weighted", &l, &cpu, lm, w, gc, gg, in, tg, &ow);
+        failures += compare_run(v, "step", &l, &cpu, lm, w, gc, gg, in, tg, &o);
 
         /* one Adam step from the same gradients: the CPU clips and updates on its own copy */
         float *wc = tt_xmalloc(nf * 4), *m = tt_xcalloc(nf, 4), *vv = tt_xcalloc(nf, 4);
@@ -149,7 +195,7 @@ static void test_step(void **state)
         float *wg = tt_xmalloc(nf * 4);
         TT_CUDA(cudaMemcpy(wg, tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
         const double we = rel_l2(wg, wc, nf), ne = fabs(norm_g - norm_c) / norm_c;
-        printf("%-26s after Adam: weights rel %.1e, grad norm %.6f vs %.6f\n", "", we, norm_g, norm_c);
+        printf("%-28s after Adam: weights rel %.1e, grad norm %.6f vs %.6f\n", "", we, norm_g, norm_c);
         if (!(ne <= v->tol) || !(we <= v->tol)) {
             print_error("%s: Adam step differs\n", v->name);
             failures++;
@@ -158,7 +204,7 @@ static void test_step(void **state)
 
         tt_gpu_lm_close(lm);
         tt_cpu_lm_free(&cpu);
-        free(w), free(gc), free(gg), free(in), free(tg);
+        free(w), free(gc), free(gg), free(in), free(tg), free(wt);
         tt_layout_free(&l);
         tt_spec_free(&s);
     }
@@ -174,7 +220,7 @@ static void test_leak(void **state)
     for (int causal = 1; causal >= 0; causal--) {
         const variant v = {"leak", causal ? "causal: true, tie_weights: false, dropout: 0.0"
                                           : "causal: false, tie_weights: false, dropout: 0.0",
-                           "precision: fp32", 0, 8, 0};
+                           "precision: fp32", 0, 8, 0, 0, 0};
         tt_spec s;
         tt_layout l;
         setup_spec(&v, &s, &l);
@@ -220,64 +266,106 @@ static void test_leak(void **state)
     }
 }
 
-/* Four training steps with dropout, replayed from a CUDA graph, against the same steps launched
- * kernel by kernel (TT_CUDA_GRAPH=0): the kernels are the same and deterministic, so losses,
- * norms and weights must be bit-identical. The steps differ only in device memory (inputs,
- * dropout step, learning rate), so this also checks that a replay reads each step's values. */
+/* Tokens and targets of graph step k (the same for inputs, with other draws): the adaptive
+ * variants' clusters [0, 50), [50, 120), [120, 300) get rows by the step's pattern, so that the
+ * padded counts, and with them the graph, change from step to step:
+ *   A: row r in cluster r % 3 (all lists 64 long)   B: all in [0, 50) (no tail rows)
+ *   C: all in [120, 300) (the last lists 128 long with batch 8) */
+static int32_t graph_token(int k, int pattern, uint64_t stream, int r)
+{
+    static const int lo[] = {0, 50, 120}, hi[] = {50, 120, 300};
+    const int c = pattern == 0 ? r % 3 : (pattern == 1 ? 0 : 2);
+    return (int32_t)(lo[c] + tt_uniform(seed, stream + (uint64_t)k, (uint64_t)r) * (hi[c] - lo[c]));
+}
+
+/* Six training steps with dropout, replayed from CUDA graphs, against the same steps launched
+ * kernel by kernel (TT_CUDA_GRAPH=0), and with room for two graphs only (TT_CUDA_GRAPHS=2, so
+ * that the least recently used is replaced): the kernels are the same and deterministic, so
+ * losses, norms and weights must be bit-identical. The steps differ in device memory (inputs,
+ * dropout step, learning rate), which checks that a replay reads each step's values, and for the
+ * adaptive softmax and embedding in their padded counts, patterns A B A C A B: three graphs,
+ * three replays (with room for two: four captures, two replays). */
 static void test_graph(void **state)
 {
     (void)state;
     static const variant graph_variants[] = {
-        {"graph fp32", "causal: true, dropout: 0.2", "precision: fp32, label_smoothing: 0.1", 0, 1, 0},
+        {"graph fp32", "causal: true, dropout: 0.2", "precision: fp32, label_smoothing: 0.1", 0, 1, 0,
+         0, 0},
         {"graph bf16", "causal: true, dropout: 0.2, position: key", "precision: bf16, "
-         "schedule: {kind: cosine, warmup: 2}", 0, 1, 0},
+         "schedule: {kind: cosine, warmup: 2}", 0, 1, 0, 0, 0},
+        {"graph adaptive fp32", "causal: true, dropout: 0.2, tie_weights: false, " ADAPTIVE_DIV2,
+         "precision: fp32", 0, 1, 0, 0, 8},
+        {"graph adaptive bf16", "causal: true, dropout: 0.2, " ADAPTIVE, "precision: bf16, "
+         "schedule: {kind: cosine, warmup: 2}", 0, 1, 0, 0, 8},
     };
-    enum { STEPS = 4 };
+    enum { STEPS = 6, MODES = 3 };
+    static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};
+    static const char *const mode_name[MODES] = {"graphs", "kernel by kernel", "two graphs"};
     for (size_t vi = 0; vi < sizeof graph_variants / sizeof *graph_variants; vi++) {
         const variant *v = &graph_variants[vi];
         tt_spec s;
         tt_layout l;
         setup_spec(v, &s, &l);
         const int batch = s.train.batch, rows = batch * s.model.seq_len;
+        const bool adaptive = s.model.n_cutoffs > 0;
         const size_t nf = l.n_floats;
-        float *w0 = tt_xmalloc(nf * 4), *w[2];
+        float *w0 = tt_xmalloc(nf * 4), *w[MODES];
         weights(&l, w0, v->scale);
         int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
-        double loss[2][STEPS], norm[2][STEPS];
-        for (int eager = 0; eager < 2; eager++) {
-            if (eager) setenv("TT_CUDA_GRAPH", "0", 1);
+        double loss[MODES][STEPS], norm[MODES][STEPS];
+        for (int mode = 0; mode < MODES; mode++) {
+            if (mode == 1) setenv("TT_CUDA_GRAPH", "0", 1);
+            if (mode == 2) setenv("TT_CUDA_GRAPHS", "2", 1);
             char err[1024];
             tt_gpu_lm *lm;
             const int rc = tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err);
             unsetenv("TT_CUDA_GRAPH");
+            unsetenv("TT_CUDA_GRAPHS");
             if (rc != 0) fail_msg("%s", err);
             TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w0, nf * 4, cudaMemcpyHostToDevice));
             tt_gpu_lm_weights_changed(lm);
             for (int k = 0; k < STEPS; k++) {
                 for (int i = 0; i < rows; i++) {
-                    in[i] = (int32_t)(tt_uniform(seed, 20 + k, i) * 300);
-                    tg[i] = (int32_t)(tt_uniform(seed, 40 + k, i) * 300);
+                    in[i] = graph_token(k, pattern[k], 20, i);
+                    tg[i] = graph_token(k, pattern[k], 40, i);
                 }
                 tt_lm_opts o = {.train = true, .seed = seed, .step = (uint64_t)k + 1,
                                 .label_smoothing = (float)s.train.label_smoothing};
                 tt_lm_result r;
-                norm[eager][k] = tt_gpu_lm_train_step(lm, in, tg, &o, k + 1, &r);
-                loss[eager][k] = r.loss_sum;
+                norm[mode][k] = tt_gpu_lm_train_step(lm, in, tg, &o, k + 1, &r);
+                loss[mode][k] = r.loss_sum;
             }
-            w[eager] = tt_xmalloc(nf * 4);
-            TT_CUDA(cudaMemcpy(w[eager], tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
+            long captured, replayed;
+            tt_gpu_lm_graph_counts(lm, &captured, &replayed);
+            /* one key without cutoffs; else A, B, C: with two graphs the second A replaces B and
+             * the second B replaces C */
+            const long want_c = mode == 1 ? 0 : !adaptive ? 1 : mode == 0 ? 3 : 4;
+            printf("%-20s %-16s: %ld graphs captured, %ld replays\n", v->name, mode_name[mode],
+                   captured, replayed);
+            if (captured != want_c || replayed != (mode == 1 ? 0 : STEPS - want_c))
+                fail_msg("%s, %s: %ld graphs captured and %ld replays, want %ld and %ld", v->name,
+                         mode_name[mode], captured, replayed, want_c, mode == 1 ? 0 : STEPS - want_c);
+            w[mode] = tt_xmalloc(nf * 4);
+            TT_CUDA(cudaMemcpy(w[mode], tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
             tt_gpu_lm_close(lm);
         }
         for (int k = 0; k < STEPS; k++) {
-            printf("%-12s step %d: loss %.9g / %.9g, norm %.9g / %.9g (graph / kernel by kernel)\n",
-                   v->name, k + 1, loss[0][k], loss[1][k], norm[0][k], norm[1][k]);
-            if (loss[0][k] != loss[1][k] || norm[0][k] != norm[1][k])
-                fail_msg("%s: step %d differs between the graph and the launches", v->name, k + 1);
+            printf("%-20s step %d: loss %.9g / %.9g / %.9g, norm %.9g / %.9g / %.9g (%s / %s / %s)\n",
+                   v->name, k + 1, loss[0][k], loss[1][k], loss[2][k], norm[0][k], norm[1][k],
+                   norm[2][k], mode_name[0], mode_name[1], mode_name[2]);
+            for (int mode = 1; mode < MODES; mode++)
+                if (loss[0][k] != loss[mode][k] || norm[0][k] != norm[mode][k])
+                    fail_msg("%s: step %d differs between %s and %s", v->name, k + 1, mode_name[0],
+                             mode_name[mode]);
             if (k && loss[0][k] == loss[0][k - 1]) fail_msg("%s: steps give the same loss", v->name);
         }
-        if (memcmp(w[0], w[1], nf * 4) != 0) fail_msg("%s: the weights differ", v->name);
+        for (int mode = 1; mode < MODES; mode++)
+            if (memcmp(w[0], w[mode], nf * 4) != 0)
+                fail_msg("%s: the weights differ between %s and %s", v->name, mode_name[0],
+                         mode_name[mode]);
         if (memcmp(w[0], w0, nf * 4) == 0) fail_msg("%s: the weights did not move", v->name);
-        free(w0), free(w[0]), free(w[1]), free(in), free(tg);
+        free(w0), free(in), free(tg);
+        for (int mode = 0; mode < MODES; mode++) free(w[mode]);
         tt_layout_free(&l);
         tt_spec_free(&s);
     }

@@ -161,11 +161,21 @@ static void test_names_carry_constants(void **state)
         const tt_model_spec *m = &s.model;
         const char *act = s.train.precision == TT_PREC_BF16 ? "bf16" : "f32";
         int mla = 0, ln_fwd = 0, ln_bwd = 0;
-        /* the tensorized LM's other kernels, one instance each (embedding: one table only) */
+        /* the tensorized LM's other kernels: one instance each, but the embedding's of one table
+         * (div_val 1), the adaptive softmax's (cutoffs) and the adaptive embedding's (div_val > 1:
+         * one per cluster for the kernels of a cluster's width DE) */
         static const char *const lm_ops[] = {
             "residual_ln_fwd", "residual_ln_bwd", "ffn_act_fwd", "ffn_act_bwd", "bias_colsum",
             "core_fwd", "core_bwd", "xent", "xent_sum", "adam", "grad_norm_part",
-            "grad_norm_final", "embedding_fwd", "embedding_sort", "embedding_bwd"};
+            "grad_norm_final", "embedding_sort", "embedding_fwd", "embedding_bwd",
+            "adaptive_gather", "adaptive_scatter_add", "adaptive_emb_scatter", "adaptive_emb_grad",
+            "adaptive_emb_gather", "adaptive_emb_bwd"};
+        const int one_table = m->div_val <= 1, adaptive = m->n_cutoffs > 0;
+        const int lm_want[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, one_table, one_table,
+                               adaptive, adaptive, !one_table, !one_table,
+                               one_table ? 0 : m->n_cutoffs + 1, one_table ? 0 : m->n_cutoffs + 1};
+        _Static_assert(sizeof lm_want / sizeof *lm_want == sizeof lm_ops / sizeof *lm_ops,
+                       "a count for each op");
         int lm_count[sizeof lm_ops / sizeof *lm_ops] = {0};
         char part[96];
         for (int k = 0; k < p.n; k++) {
@@ -179,8 +189,18 @@ static void test_names_carry_constants(void **state)
                 if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
                       (*c >= '0' && *c <= '9') || *c == '_'))
                     fail_msg("%s: kernel name %s is not a C identifier", s.path, kn->name);
-            /* widths in the name: D is d_model (d_inner for the FFN bias's colsum), F d_inner */
+            /* widths in the name: D is d_model (d_inner for the FFN bias's colsum), F d_inner, DE
+             * the width of an adaptive embedding's cluster (d_model / div_val^c) */
             const long dk = tt_kernel_const(kn, "D", -1), fk = tt_kernel_const(kn, "F", -1);
+            const long dek = tt_kernel_const(kn, "DE", -1);
+            if (dek >= 0) {
+                snprintf(part, sizeof part, "_DE%ld_", dek);
+                expect_in_name(kn, part, 1, s.path);
+                long w = m->d_model;
+                int c = 0;
+                while (c < m->n_cutoffs && w != dek) w /= m->div_val, c++;
+                if (w != dek) fail_msg("%s: %s: DE %ld is no cluster's width", s.path, kn->name, dek);
+            }
             if (dk >= 0) {
                 snprintf(part, sizeof part, "_D%ld_", dk);
                 expect_in_name(kn, part, 1, s.path);
@@ -192,7 +212,7 @@ static void test_names_carry_constants(void **state)
                 assert_int_equal(fk, m->d_inner);
             }
             /* adam and cast walk flat arrays of any length: they have no width to name */
-            if (dk < 0 && fk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
+            if (dk < 0 && fk < 0 && dek < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
                 strcmp(kn->op, "cast") != 0)
                 fail_msg("%s: kernel %s of the storage type names no width", s.path, kn->name);
             for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++)
@@ -218,8 +238,7 @@ static void test_names_carry_constants(void **state)
         if (mla != (m->kind == TT_KIND_TENSORIZED))
             fail_msg("%s (%s): %d mla_fwd instances", s.path, tt_kind_name(m->kind), mla);
         for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++) {
-            const int want = m->kind == TT_KIND_TENSORIZED &&
-                             (strncmp(lm_ops[o], "embedding_", 10) != 0 || m->div_val <= 1);
+            const int want = m->kind == TT_KIND_TENSORIZED ? lm_want[o] : 0;
             if (lm_count[o] != want)
                 fail_msg("%s: %d %s instances, want %d", s.path, lm_count[o], lm_ops[o], want);
         }
