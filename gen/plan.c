@@ -708,24 +708,24 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
 }
 
 /* mla_bwd_wo of templates/mla_tc.cu: a warp per j, W of them per block, 16 keys and td
- * features per block. Fewer warps, then narrower feature tiles, until MLA_MIN_BLOCKS blocks. */
+ * features per block, a split of the batch. */
 static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, d = m->d_model;
-    long w = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
-    while ((long)ceil_div(n, w) * ceil_div(n, 16) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
-        if (w > 1) w /= 2;
-        else if (td > 32) td = (long)ceil_div(td / 2, 16) * 16;
-        else break;
-    }
-    /* Splits of the batch, each summed into its own copy of dWo, so that no block walks more
-     * than about 32 tiles of 32 rows (the walk is the kernel's critical path); at most 4. */
+    /* two j per block share its tiles; the batch splits below make the blocks */
+    const long w = 2, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
+    /* Splits of the batch, each summed into its own copy of dWo: so that no block walks more
+     * than about 32 tiles of 32 rows (the walk is the kernel's critical path), and so that there
+     * are MLA_MIN_BLOCKS blocks without narrowing the tiles; at most 8, and each split at least
+     * 4 tiles (the sums cost a pass over dWo per split). */
     const long batch = s->train.batch, per_seq = ceil_div(n, 32);
+    const long base = (long)ceil_div(n, w) * ceil_div(n, 16) * ceil_div(d, td);
     long splits = (long)ceil_div(batch * per_seq, 32);
-    if (splits > 4) splits = 4;
+    if ((long)ceil_div(2 * MLA_MIN_BLOCKS, base) > splits) splits = ceil_div(2 * MLA_MIN_BLOCKS, base);
+    if (splits > 8) splits = 8;
+    while (splits > 1 && (long)ceil_div(batch, splits) * per_seq < 4) splits--;
     if (splits > batch) splits = batch;
-    if (splits < 1) splits = 1;
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(k, m);

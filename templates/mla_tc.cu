@@ -620,7 +620,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     tt_bf16 *slab[2] = {s_w, s_w + (size_t)TT_DK * 16 * TT_SD};
     tt_load_wo_slab(slab[0], TT_SD, wo, 0, TT_DK * 16, (size_t)j0 * TT_N, 16, TT_N);
     tt_cp_commit();
-    float vf[TT_RN][4], dv[TT_RN][4];
+    unsigned vp[TT_RN][2];
+    float dv[TT_RN][4];
     for (int pi = 0; pi < npairs; pi++) {
         const int kc = pi / nj * 16, j = j0 + pi % nj;
         if (j == j0) { // a new chunk: its V rows, the B operands of dQ from them, dV from zero
@@ -633,18 +634,12 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 s_vc[e] = x;
             }
             __syncwarp();
-            // V[kc + 2t.., r = nt*8 + g], as floats (scaled by g K_j for each j)
+            // V[kc + 2t.., r = nt*8 + g] as bf16 pairs (scaled by g K_j for each j)
 #pragma unroll
             for (int nt = 0; nt < TT_RN; nt += 2) {
                 unsigned m4[4];
                 tt_ldsm_t(m4, s_vc + (size_t)((ql & 1) * 8 + rl) * TT_SR + (nt + (ql >> 1)) * 8);
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    vf[nt + h][0] = __uint_as_float(m4[2 * h] << 16);
-                    vf[nt + h][1] = __uint_as_float(m4[2 * h] & 0xffff0000u);
-                    vf[nt + h][2] = __uint_as_float(m4[2 * h + 1] << 16);
-                    vf[nt + h][3] = __uint_as_float(m4[2 * h + 1] & 0xffff0000u);
-                }
+                vp[nt][0] = m4[0], vp[nt][1] = m4[1], vp[nt + 1][0] = m4[2], vp[nt + 1][1] = m4[3];
             }
 #pragma unroll
             for (int nt = 0; nt < TT_RN; nt++)
@@ -696,8 +691,9 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         for (int nt = 0; nt < TT_RN; nt++) {
             const int r = nt * 8 + gi;
             const float c = r < TT_R ? g[r] * tt_float(kj[r]) : 0.f;
-            tt_mma(dq[nt], ta, tt_pack_bf16(vf[nt][0] * c, vf[nt][1] * c),
-                   tt_pack_bf16(vf[nt][2] * c, vf[nt][3] * c));
+            const unsigned lo = vp[nt][0], hi = vp[nt][1];
+            tt_mma(dq[nt], ta, tt_pack_bf16(__uint_as_float(lo << 16) * c, __uint_as_float(lo & 0xffff0000u) * c),
+                   tt_pack_bf16(__uint_as_float(hi << 16) * c, __uint_as_float(hi & 0xffff0000u) * c));
         }
         // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
 #pragma unroll
