@@ -1,35 +1,61 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU, in one call of the device tool: build, the GPU tests against the
 # CPU reference, compute-sanitizer on the kernel tests, ttgen picking the device's architecture,
-# then a table. On the GPU machine libyaml and CMocka are missing: carry the .debs that
-# ../shared/scripts/fetch-debs.sh .deps downloads (device tool: carry: [".deps"]); this script
-# unpacks them and points CMake and the loader at them.
-#   bench/gpu-check.sh [OUTDIR]
+# then issue 4's benchmark (the attention alone against a materialized T, PTB training against
+# the PyTorch peer, and wt103 when bench/wt103-bench.sh is there), and a table last. On the GPU
+# machine libyaml and CMocka are missing: carry the .debs that ../shared/scripts/fetch-debs.sh
+# .deps downloads (device tool: carry: [".deps", ".data"]); this script unpacks them and points
+# CMake and the loader at them.
+#   bench/gpu-check.sh [OUTDIR]     (TT_CHECK_ONLY=1: the checks without the benchmark)
+# OUTDIR gets summary.txt and logs.tar.gz (every log; the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-/tmp/tt-gpu-check}}
-mkdir -p "$out"
+logs=$out/logs
+mkdir -p "$logs"
 . bench/gpu-env.sh
 summary=()
 step() { # name, command...
     local name=$1
     shift
     local t0=$(date +%s.%N)
-    "$@" > "$out/$name.log" 2>&1
+    "$@" > "$logs/$name.log" 2>&1
     local rc=$?
     local dt=$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }")
     summary+=("$(printf '%-28s %-6s %6s s' "$name" "$([ $rc = 0 ] && echo ok || echo FAIL:$rc)" "$dt")")
-    tail -n 40 "$out/$name.log"
+    tail -n 40 "$logs/$name.log"
     return $rc
 }
+finish() {
+    tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+    exit "${1:-0}"
+}
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-step build bash -c 'cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_BUILD_TESTS=ON && cmake --build build-gpu -j16' || { printf '%s\n' "${summary[@]}"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$logs/gpu.txt"
+step build bash -c 'cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_BUILD_TESTS=ON && cmake --build build-gpu -j16' || { printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"; finish 1; }
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure -V
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 # racecheck: our kernels only (it reports cuBLAS's split-K kernel), and the small cases (it is slow)
 step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 step ttgen-device-arch bash -c 'build-gpu/ttgen specs/wt103.yaml --cache-dir /tmp/tt-cache-arch | grep -A1 "^kernels for"'
-echo
-echo "== summary ($(head -2 "$out/gpu.txt" | tail -1))"
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+if [ -z "${TT_CHECK_ONLY:-}" ]; then
+    step attn-bench bash -c "bash bench/attn-bench.sh $logs/attn && rm -f $logs/attn/attn.safetensors"
+    step peer-ptb bash -c "mkdir -p $logs/peer && bash bench/peer-ptb.sh $logs/peer bf16"
+    [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
+fi
+{
+    echo
+    echo "== summary ($(head -2 "$logs/gpu.txt" | tail -1))"
+    printf '%s\n' "${summary[@]}"
+    if [ -z "${TT_CHECK_ONLY:-}" ]; then
+        echo
+        echo "== benchmark (same call, same card)"
+        grep -h -A7 '^attention alone' "$logs/attn-bench.log" 2>/dev/null
+        echo
+        echo "PTB training, bf16 (bench/peer-ptb.sh):"
+        grep -h -E '^trained steps|^MFU' "$logs/peer-ptb.log" 2>/dev/null | sed 's/^/  ours: /'
+        grep -h '^peer ' "$logs/peer-ptb.log" 2>/dev/null | sed 's/^/  /'
+        [ -f "$logs/wt103-bench.log" ] && { echo; echo "wt103 (bench/wt103-bench.sh):"; tail -n 12 "$logs/wt103-bench.log"; }
+    fi
+} | tee "$out/summary.txt"
+finish 0
