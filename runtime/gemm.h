@@ -11,13 +11,32 @@
 #include "gpu.h"
 #include "spec.h"
 
+#include <cublasLt.h>
+
 typedef struct {
     cublasHandle_t h;
+    cublasLtHandle_t lt;      /* the products with a fused epilogue */
+    cudaStream_t stream;
+    void *ws;                 /* cuBLASLt's workspace (may be cuBLAS's: one stream orders both) */
+    size_t ws_bytes;
     cudaDataType_t act;       /* CUDA_R_32F or CUDA_R_16BF */
     cublasComputeType_t compute;
 } tt_gemm;
 
 void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision);
+void tt_gemm_free(tt_gemm *g);
+/* Device memory cuBLASLt may use: without it, it gets none (it allocates nothing itself, so that
+ * a product can be captured in a CUDA graph). */
+void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
+
+/* y[rows, out] = x[rows, in] w[out, in]^T + 1 b^T, the bias added in cuBLASLt's epilogue (b of
+ * the activation type, [out]); y of the activation type. */
+void tt_gemm_fwd_bias(const tt_gemm *g, void *y, const void *x, const void *w, const void *b,
+                      int rows, int in, int out);
+/* dw[out, in] += dy[rows, out]^T x[rows, in] and db[out] = sum over rows of dy (written), in one
+ * cuBLASLt product (its BGRADB epilogue); dw, db fp32. */
+void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, const void *x,
+                        int rows, int in, int out);
 
 /* y[rows, out] = x[rows, in] w[out, in]^T + beta y  (w of the activation type: the bf16 copy on
  * bf16); y is fp32 when y_f32 (logits), else of the activation type. */

@@ -275,6 +275,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     b = (bump){lm->arena, 0};
     carve(lm, &b);
     TT_CUBLAS(cublasSetWorkspace(gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
+    tt_gemm_set_workspace(&lm->gemm, lm->blas_ws, TT_BLAS_WORKSPACE);
     const char *graphs = getenv("TT_CUDA_GRAPH"), *max_graphs = getenv("TT_CUDA_GRAPHS");
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
     lm->max_graphs = max_graphs ? atoi(max_graphs) : TT_MAX_GRAPHS;
@@ -305,8 +306,10 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
         if (lm->graph[i].exec) cudaGraphExecDestroy(lm->graph[i].exec);
     if (lm->arena) {
         TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, NULL, 0)); /* ours goes with the arena */
+        tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
     }
+    tt_gemm_free(&lm->gemm);
     tt_view_free(&lm->wv);
     tt_view_free(&lm->gv);
     tt_gpu_program_free(&lm->prog);
@@ -582,8 +585,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                            rows, d, drop_at(lm, o, drop, 1 + 3 * k));
         tt_gemm_fwd(gm, a->h, false, a->x1, wcp(lm, lw->ff1_w), rows, d, f, 0.f);
         tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(lm, o, drop, 2 + 3 * k));
-        tt_gemm_fwd(gm, a->f, false, a->hd, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
-        add_bias(lm, a->f, false, d, lw->ff2_b, rows, d);
+        tt_gemm_fwd_bias(gm, a->f, a->hd, wcp(lm, lw->ff2_w), wcp(lm, lw->ff2_b), rows, f, d);
         tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
                            lw->ln2_b, rows, d, drop_at(lm, o, drop, 3 + 3 * k));
         x = a->x2;
@@ -601,8 +603,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                                drop_at(lm, o, drop, 3 + 3 * k));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            tt_gemm_bwd_w(gm, lg->ff2_b, lm->dy, lm->ones, rows, 1, d);
-            tt_gemm_bwd_w(gm, lg->ff2_w, lm->dy, a->hd, rows, f, d);
+            tt_gemm_bwd_w_bias(gm, lg->ff2_w, lg->ff2_b, lm->dy, a->hd, rows, f, d);
             tt_gemm_bwd_x(gm, lm->dff, lm->dy, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
             tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f,
                            drop_at(lm, o, drop, 2 + 3 * k));

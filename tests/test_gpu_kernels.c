@@ -1034,6 +1034,32 @@ static void test_gemm(void **state)
             compare("  dx", &c, gdx, dx, nx, precs[pi].tol);
             /* dw is fp32, but its products are of the precision's inputs */
             compare("  dw", &c, gdw, dw, nw, bf ? 1e-5 : precs[pi].tol);
+
+            /* cuBLASLt with the bias in its epilogue (forward), and the bias gradient in the
+             * weight gradient's (BGRADB), on a workspace of our own */
+            float *bias = tt_xmalloc((size_t)out * 4), *db = tt_xcalloc((size_t)out, 4);
+            randn(bias, (size_t)out, 1.f);
+            round_storage(bias, (size_t)out, bf);
+            cpu_linear_fwd(y, x, w, bias, rows, in, out);
+            memcpy(dw, dw0, nw * 4);
+            cpu_linear_bwd(NULL, dw, db, dy, x, w, rows, in, out);
+            void *ws = NULL;
+            TT_CUDA(cudaMalloc(&ws, (size_t)32 << 20));
+            tt_gemm_set_workspace(&gm, ws, (size_t)32 << 20);
+            void *d_b = upload(bias, (size_t)out, bf);
+            float *d_db = poisoned((size_t)out, 4);
+            TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
+            tt_gemm_fwd_bias(&gm, d_y, d_x, d_w, d_b, rows, in, out);
+            tt_gemm_bwd_w_bias(&gm, d_dw, d_db, d_dy, d_x, rows, in, out);
+            float *gyb = download(d_y, ny, bf), *gdwb = download(d_dw, nw, 0);
+            float *gdb = download(d_db, (size_t)out, 0);
+            compare("  lt y + b", &c, gyb, y, ny, precs[pi].tol);
+            compare("  lt dw", &c, gdwb, dw, nw, bf ? 1e-5 : precs[pi].tol);
+            compare("  lt db", &c, gdb, db, (size_t)out, bf ? 1e-5 : precs[pi].tol);
+            cudaFree(ws), cudaFree(d_b), cudaFree(d_db);
+            free(bias), free(db), free(gyb), free(gdwb), free(gdb);
+            tt_gemm_free(&gm);
+
             cudaFree(d_x), cudaFree(d_w), cudaFree(d_dy), cudaFree(d_dw), cudaFree(d_y), cudaFree(d_dx);
             free(x), free(w), free(dy), free(dw0), free(y), free(dx), free(dw), free(gy), free(gdx), free(gdw);
         }
