@@ -485,12 +485,12 @@ static long mla_tc_fwd_smem(long n, long r, long g, long td)
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q: 16 rows and up to 16
  * key positions j each; under the mask a tile's j stop at its last row. */
-static long mla_tc_tasks(const tt_model_spec *m)
+static long mla_tc_tasks(const tt_model_spec *m, long js)
 {
-    const long n = m->seq_len, jp = ceil_div(n, 16);
+    const long n = m->seq_len, tiles = ceil_div(n, 16), jp = ceil_div(n, js);
     long tasks = 0;
-    for (long it = 0; it < jp; it++)
-        tasks += m->causal ? ceil_div((it + 1) * 16 < n ? (it + 1) * 16 : n, 16) : jp;
+    for (long it = 0; it < tiles; it++)
+        tasks += m->causal ? ceil_div((it + 1) * 16 < n ? (it + 1) * 16 : n, js) : jp;
     return tasks;
 }
 
@@ -505,7 +505,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
-    const long tasks = mla_tc_tasks(m);
+    const long tasks = mla_tc_tasks(m, 16);
     long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 8) * 8;
     while (tasks * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
         if (g > 1) g /= 2;
@@ -774,7 +774,10 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
-    const long tasks = mla_tc_tasks(m);
+    /* parts of 8 key positions j instead of 16 when that is what fills the card (two of G's
+     * warps per SM slot: the kernel holds about 240 registers a thread) */
+    const long js = mla_tc_tasks(m, 16) * ceil_div(batch, 2) < 4L * 132 ? 8 : 16;
+    const long tasks = mla_tc_tasks(m, js);
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
                      mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
@@ -785,7 +788,8 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
     set_const(q, "MMA", 1);
     set_const(q, "G", g);
     set_const(q, "TI", 16);
-    set_const(q, "JP", ceil_div(n, 16));
+    set_const(q, "JS", js);
+    set_const(q, "JP", ceil_div(n, js));
     name_kernel(q, flags);
     set_const(q, "THREADS", 32 * g);
     set_const(q, "OP_MLA_BWD_Q", 1);
@@ -821,13 +825,17 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
 
     /* The two reductions: their tiles and parts must be the ones mla_bwd_q wrote. */
     const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 0);
+    const long js = tt_kernel_const(&plan->kernels[plan->n - 1], "JS", 0);
     const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};
     const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
     for (int i = 0; i < 2; i++) {
         tt_kernel *c = add_kernel(plan, ops[i], "mla.cu", dtype);
         mla_shape_consts(c, m);
         set_const(c, "TI", tq);
-        if (jp) set_const(c, "JP", jp); /* mla_tc.cu's parts (and its dQ partials) */
+        if (jp) { /* mla_tc.cu's parts (and its dQ partials) */
+            set_const(c, "JS", js);
+            set_const(c, "JP", jp);
+        }
         name_kernel(c, flags);
         set_const(c, "THREADS", threads);
         set_const(c, flags_op[i], 1);

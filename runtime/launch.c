@@ -354,11 +354,11 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q, as the plan counts them. */
 static unsigned mla_tasks(const tt_gpu_kernel *k)
 {
-    const long n = need(k, "N"), jp = need(k, "JP");
+    const long n = need(k, "N"), jp = need(k, "JP"), js = tt_kernel_const(k->k, "JS", 16);
     long tasks = 0;
-    for (long it = 0; it < jp; it++) {
+    for (long it = 0; it < (long)ceil_div(n, 16); it++) {
         const long jend = (it + 1) * 16 < n ? (it + 1) * 16 : n;
-        tasks += need(k, "CAUSAL") ? (long)ceil_div(jend, 16) : jp;
+        tasks += need(k, "CAUSAL") ? (long)ceil_div(jend, js) : jp;
     }
     return (unsigned)tasks;
 }
@@ -438,6 +438,8 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     expect(red, "TI", need(q, "TI")); /* the reductions read the tiles mla_bwd_q wrote */
     expect(par, "TI", need(q, "TI"));
     TT_ASSERT(tt_kernel_const(red->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
+    TT_ASSERT(tt_kernel_const(red->k, "JS", 0) == tt_kernel_const(q->k, "JS", 0));
+    TT_ASSERT(tt_kernel_const(par->k, "JS", 0) == tt_kernel_const(q->k, "JS", 0));
     TT_ASSERT(tt_kernel_const(par->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
     /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
     if (tt_kernel_const(w->k, "MMA", 0)) {

@@ -534,7 +534,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 
 #ifdef TT_OP_MLA_BWD_Q
 // position: none (the plan keeps mla.cu's kernel for position: key). A warp owns rows
-// i0 .. i0+15 of one sequence and one part of their keys j (16 of them: j0 .. j0+15); a block,
+// i0 .. i0+15 of one sequence and one part of their keys j (TT_JS <= 16 of them); a block,
 // TT_G sequences with the same rows and part, which share each slab of Wo. Splitting j keeps the
 // longest walk (the last tile's, under the mask) as short as the others'. With a_j = g Q K_j,
 // for each chunk of 16 keys kc and each of its j:
@@ -577,7 +577,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const bool live = b < batch;
     const TT_T *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
-    const int j0 = jp * 16, nj = min(16, jend - j0);        // this part's keys j
+    const int j0 = jp * TT_JS, nj = min(TT_JS, jend - j0); // this part's keys j
     const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
     // dY rows i0.. as A operands over the features; Q rows as B operands of F (k = rows)
     unsigned ady[TT_DK][4], bq[TT_RN][2];
