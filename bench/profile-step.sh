@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml (bf16) under
-# Nsight Compute, its duration summed by kernel name (cuBLAS's included), largest first.
-#   bench/profile-step.sh OUTDIR      (on the GPU machine, after build-gpu/ is built)
+# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml or specs/wt103.yaml
+# (bf16) under Nsight Compute, its duration summed by kernel name (cuBLAS's included), largest
+# first. wt103 trains on bench/zipf_corpus.py's synthetic corpus (WikiText-103 is not here).
+#   bench/profile-step.sh OUTDIR [ptb|wt103]   (on the GPU machine, after build-gpu/ is built)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=$1
+out=$1 which=${2:-ptb}
 . bench/gpu-env.sh
-tt_local_spec specs/ptb.yaml specs/ptb-profile.yaml -e "s/eval_interval: 1000/eval_interval: 0/"
+spec=specs/$which-profile.yaml
+if [ "$which" = wt103 ]; then
+    data=/tmp/wt103-zipf
+    [ -f $data/train.txt ] || python3 bench/zipf_corpus.py $data --vocab 267735 --cutoffs 20000,40000,200000 > /dev/null
+    tt_local_spec specs/wt103.yaml "$spec" -e "s/eval_interval: 4000/eval_interval: 0/" \
+        -e "s|^  train: .*|  train: $data/train.txt|" -e "s|^  valid: .*|  valid: $data/valid.txt|" \
+        -e "s|^  test: .*|  test: $data/test.txt|"
+else
+    tt_local_spec specs/ptb.yaml "$spec" -e "s/eval_interval: 1000/eval_interval: 0/"
+fi
 rm -rf /tmp/ck-profile
 ncu --metrics gpu__time_duration.sum --csv --clock-control none \
-    build-gpu/tt-train specs/ptb-profile.yaml --checkpoint-dir /tmp/ck-profile --stop-after 4 -q \
+    build-gpu/tt-train "$spec" --checkpoint-dir /tmp/ck-profile --stop-after 4 -q \
     > "$out/ncu-step.csv" 2> "$out/ncu-step.err"
-rm -f specs/ptb-profile.yaml
+rm -f "$spec"
 python3 - "$out/ncu-step.csv" <<'PY' | tee "$out/step-breakdown.txt"
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
