@@ -136,14 +136,19 @@ static size_t route_at(route *rt, char *base, const tt_layout *l, size_t rows, s
     return at;
 }
 
+/* The row stride of a block of logits `cols` wide: whole 16-byte groups of both the fp32 logits
+ * and their bf16 copy, so that cuBLAS keeps its tensor-core kernels (an odd stride, such as the
+ * head's 20003 columns, sends it to a slow generic one). */
+static int logit_ld(long cols) { return (int)((cols + 7) / 8 * 8); }
+
 /* Logits at once: the head's for every row, or one tail's for as many rows as it may list. */
 static size_t logit_floats(const tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
-    size_t most = (size_t)lm->rows * (size_t)(l->hi[0] + l->n_clusters - 1);
+    size_t most = (size_t)lm->rows * (size_t)logit_ld(l->hi[0] + l->n_clusters - 1);
     for (int c = 1; c < l->n_clusters; c++)
-        if ((size_t)lm->pad * (size_t)(l->hi[c] - l->lo[c]) > most)
-            most = (size_t)lm->pad * (size_t)(l->hi[c] - l->lo[c]);
+        if ((size_t)lm->pad * (size_t)logit_ld(l->hi[c] - l->lo[c]) > most)
+            most = (size_t)lm->pad * (size_t)logit_ld(l->hi[c] - l->lo[c]);
     return most;
 }
 
@@ -507,30 +512,31 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
     const tt_view *w = &lm->wv, *g = &lm->gv;
     const route *rt = &lm->dev_route;
     const int rows = lm->rows, d = l->m.d_model, nc = l->n_clusters - 1, c0 = (int)l->hi[0];
-    const int cols = c0 + nc;
+    const int cols = c0 + nc, ldh = logit_ld(cols);
 
     const void *h0 = x;
     if (l->proj) {
         proj_fwd(lm, lm->tail_h, x, w->out_proj[0], rows, d);
         h0 = lm->tail_h;
     }
-    logits_fwd(lm, lm->logits, cols, h0, w->out_w[0], w->out_b[0], rows, d, c0);
-    if (nc) logits_fwd(lm, lm->logits + c0, cols, h0, w->cluster_w, w->cluster_b, rows, d, nc);
+    logits_fwd(lm, lm->logits, ldh, h0, w->out_w[0], w->out_b[0], rows, d, c0);
+    if (nc) logits_fwd(lm, lm->logits + c0, ldh, h0, w->cluster_w, w->cluster_b, rows, d, nc);
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
     tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
-            cols, o->label_smoothing, scale, grads);
+            cols, ldh, o->label_smoothing, scale, grads);
     if (grads) {
-        const void *dlog = product_dlogits(lm, (long)rows * cols);
+        const void *dlog = product_dlogits(lm, (long)rows * ldh);
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
-        logits_bwd(lm, dh0, 0.f, dlog, cols, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
+        logits_bwd(lm, dh0, 0.f, dlog, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
         if (nc)
-            logits_bwd(lm, dh0, 1.f, (const char *)dlog + (size_t)c0 * lm->es, cols, h0,
+            logits_bwd(lm, dh0, 1.f, (const char *)dlog + (size_t)c0 * lm->es, ldh, h0,
                        w->cluster_w, g->cluster_w, g->cluster_b, rows, d, nc);
         if (l->proj) proj_bwd(lm, lm->dx, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
     }
     int scored = rows; /* per-row losses so far: the head's, then each tail's list */
     for (int c = 1; c <= nc; c++) {
         const int m = lm->counts.tail[c], dc = l->dim[c], vc = (int)(l->hi[c] - l->lo[c]);
+        const int ldt = logit_ld(vc);
         if (!m) continue;
         tt_adaptive_gather(p, st, lm->tail_x, x, rt->rows[c], m, d);
         const void *hc = lm->tail_x;
@@ -538,14 +544,14 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
             proj_fwd(lm, lm->tail_h, lm->tail_x, w->out_proj[c], m, dc);
             hc = lm->tail_h;
         }
-        logits_fwd(lm, lm->logits, vc, hc, w->out_w[c], w->out_b[c], m, dc, vc);
+        logits_fwd(lm, lm->logits, ldt, hc, w->out_w[c], w->out_b[c], m, dc, vc);
         tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, rt->target[c],
-                rt->weight[c], m, vc, 0.f, scale, grads);
+                rt->weight[c], m, vc, ldt, 0.f, scale, grads);
         scored += m;
         if (!grads) continue;
-        const void *dlog = product_dlogits(lm, (long)m * vc);
+        const void *dlog = product_dlogits(lm, (long)m * ldt);
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
-        logits_bwd(lm, dhc, 0.f, dlog, vc, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc, vc);
+        logits_bwd(lm, dhc, 0.f, dlog, ldt, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc, vc);
         if (l->proj)
             proj_bwd(lm, lm->tail_dx, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m, dc);
         tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d);

@@ -105,13 +105,13 @@ void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float
 void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
                  const float *theta, int h, int r);
 
-/* Cross-entropy of fp32 logits [rows, v] against targets with label smoothing eps
- * (templates/xent.cu): loss, nll [rows], each times its row's weight (weight NULL: all 1). With
- * grad, logits is overwritten by d(scale * sum weight * loss)/d logits. A target outside [0, v)
- * gives a NaN loss. */
+/* Cross-entropy of fp32 logits [rows, v], rows ld >= v apart, against targets with label
+ * smoothing eps (templates/xent.cu): loss, nll [rows], each times its row's weight (weight NULL:
+ * all 1). With grad, logits is overwritten by d(scale * sum weight * loss)/d logits (columns
+ * past v untouched). A target outside [0, v) gives a NaN loss. */
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
-             const int32_t *targets, const float *weight, int rows, int v, float eps, float scale,
-             bool grad);
+             const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
+             float scale, bool grad);
 /* out[0] = sum of loss, out[1] = sum of nll over rows, in double, in a fixed order. */
 void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,
                  const float *nll, int rows);

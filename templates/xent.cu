@@ -24,12 +24,12 @@ __device__ __forceinline__ void tt_lse_add(float &m, float &s, float m2, float s
 #ifdef TT_OP_XENT
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__ logits,
-          const int *__restrict__ targets, const float *__restrict__ weight, int v, float eps,
-          float scale, int grad)
+          const int *__restrict__ targets, const float *__restrict__ weight, int v, int ld,
+          float eps, float scale, int grad)
 {
     __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
     const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    float *x = logits + (size_t)row * v;
+    float *x = logits + (size_t)row * ld; // rows ld >= v apart (a stride the products can align)
     const float w = weight ? weight[row] : 1.f;
     const int t = targets[row];
     if (w == 0.f) {
@@ -39,7 +39,7 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
         return;
     }
     // 16-byte accesses when every row starts 16-byte aligned (a slice of a buffer may not)
-    const bool vec4 = v % 4 == 0 && ((unsigned long long)logits & 15) == 0;
+    const bool vec4 = v % 4 == 0 && ld % 4 == 0 && ((unsigned long long)logits & 15) == 0;
     const float xt = (t >= 0 && t < v) ? x[t] : __int_as_float(0x7fffffff);
 
     // Pass 1: each thread's running (max, sum of exp) and plain sum, then the block's.

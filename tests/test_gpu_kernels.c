@@ -866,12 +866,12 @@ static void test_xent(void **state)
         int32_t *d_t = upload_bytes(tgt, (size_t)rows * sizeof *tgt);
         float *d_loss = poisoned(rows, 4), *d_nll = poisoned(rows, 4);
         double *d_sums = poisoned(2, 8);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, eps, scale, false);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, v, eps, scale, false);
         float *g_same = download(d_logits, nl, 0);
         if (memcmp(g_same, logits, nl * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
         TT_CUDA(cudaMemset(d_loss, 0xff, rows * 4));
         TT_CUDA(cudaMemset(d_nll, 0xff, rows * 4));
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, eps, scale, true);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, v, eps, scale, true);
         tt_xent_sum(&p, gpu.stream, d_sums, d_loss, d_nll, rows);
         float *g_dl = download(d_logits, nl, 0), *g_loss = download(d_loss, rows, 0),
               *g_nll = download(d_nll, rows, 0);
