@@ -491,12 +491,10 @@ static void proj_bwd(tt_gpu_lm *lm, void *dx, float *dproj, const float *proj, c
     tt_gemm_fwd(&lm->gemm, dx, false, dh, wcp(lm, proj), rows, dc, d, 0.f);
 }
 
-/* The fp32 dlogits (n of them, at logits) as the products read them: on bf16 rounded into dlog_c. */
-static const void *product_dlogits(tt_gpu_lm *lm, long n)
+/* Where tt_xent leaves dlogits for the products: on bf16 rounded into dlog_c, else in place. */
+static const void *product_dlogits(const tt_gpu_lm *lm)
 {
-    if (!lm->dlog_c) return lm->logits;
-    tt_cast(&lm->prog, lm->gpu->stream, lm->dlog_c, lm->logits, n);
-    return lm->dlog_c;
+    return lm->dlog_c ? lm->dlog_c : lm->logits;
 }
 
 /* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
@@ -522,10 +520,10 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
     logits_fwd(lm, lm->logits, ldh, h0, w->out_w[0], w->out_b[0], rows, d, c0);
     if (nc) logits_fwd(lm, lm->logits + c0, ldh, h0, w->cluster_w, w->cluster_b, rows, d, nc);
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
-    tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
-            cols, ldh, o->label_smoothing, scale, grads);
+    tt_xent(p, st, lm->loss, lm->nll, lm->logits, lm->dlog_c, rt->head,
+            o->weight ? lm->weight : NULL, rows, cols, ldh, o->label_smoothing, scale, grads);
     if (grads) {
-        const void *dlog = product_dlogits(lm, (long)rows * ldh);
+        const void *dlog = product_dlogits(lm);
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
         logits_bwd(lm, dh0, 0.f, dlog, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
         if (nc)
@@ -545,11 +543,11 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
             hc = lm->tail_h;
         }
         logits_fwd(lm, lm->logits, ldt, hc, w->out_w[c], w->out_b[c], m, dc, vc);
-        tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, rt->target[c],
+        tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, lm->dlog_c, rt->target[c],
                 rt->weight[c], m, vc, ldt, 0.f, scale, grads);
         scored += m;
         if (!grads) continue;
-        const void *dlog = product_dlogits(lm, (long)m * ldt);
+        const void *dlog = product_dlogits(lm);
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
         logits_bwd(lm, dhc, 0.f, dlog, ldt, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc, vc);
         if (l->proj)

@@ -290,14 +290,14 @@ void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const 
 }
 
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
-             const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
-             float scale, bool grad)
+             void *gbf16, const int32_t *targets, const float *weight, int rows, int v, int ld,
+             float eps, float scale, bool grad)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent");
     TT_ASSERT(v > 0 && ld >= v);
     if (rows == 0) return;
     int g = grad;
-    void *args[] = {&loss, &nll, &logits, &targets, &weight, &v, &ld, &eps, &scale, &g};
+    void *args[] = {&loss, &nll, &logits, &gbf16, &targets, &weight, &v, &ld, &eps, &scale, &g};
     tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
 }
 

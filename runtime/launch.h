@@ -107,11 +107,12 @@ void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const 
 
 /* Cross-entropy of fp32 logits [rows, v], rows ld >= v apart, against targets with label
  * smoothing eps (templates/xent.cu): loss, nll [rows], each times its row's weight (weight NULL:
- * all 1). With grad, logits is overwritten by d(scale * sum weight * loss)/d logits (columns
- * past v untouched). A target outside [0, v) gives a NaN loss. */
+ * all 1). With grad, d(scale * sum weight * loss)/d logits overwrites logits, or goes rounded to
+ * bf16 into gbf16 (the same layout; NULL: in place), columns past v untouched. A target outside
+ * [0, v) gives a NaN loss. */
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
-             const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
-             float scale, bool grad);
+             void *gbf16, const int32_t *targets, const float *weight, int rows, int v, int ld,
+             float eps, float scale, bool grad);
 /* out[0] = sum of loss, out[1] = sum of nll over rows, in double, in a fixed order. */
 void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,
                  const float *nll, int rows);

@@ -4,7 +4,9 @@
 //   loss_r = (1 - eps) * nll_r + eps * (lse - mean_i x_i)
 // loss[r] and nll[r] are written multiplied by the row's weight (a plain sum is then the weighted
 // total); with grad, the row is overwritten by its gradient
-//   dlogits = scale * weight * (softmax - (1 - eps) * onehot(target) - eps / v).
+//   dlogits = scale * weight * (softmax - (1 - eps) * onehot(target) - eps / v),
+// or, with gbf16, the gradient rounded to bf16 goes there instead (the bf16 products read it: no
+// fp32 copy written, no separate cast) and the logits are left as they are.
 // A row of weight 0 (outside an evaluation window) is not read: 0 loss, and a zero gradient. A
 // target outside [0, v) gives a NaN loss.
 // xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
@@ -24,18 +26,22 @@ __device__ __forceinline__ void tt_lse_add(float &m, float &s, float m2, float s
 #ifdef TT_OP_XENT
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__ logits,
-          const int *__restrict__ targets, const float *__restrict__ weight, int v, int ld,
-          float eps, float scale, int grad)
+          tt_bf16 *__restrict__ gbf16, const int *__restrict__ targets,
+          const float *__restrict__ weight, int v, int ld, float eps, float scale, int grad)
 {
     __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
     const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     float *x = logits + (size_t)row * ld; // rows ld >= v apart (a stride the products can align)
+    tt_bf16 *xb = gbf16 ? gbf16 + (size_t)row * ld : nullptr;
     const float w = weight ? weight[row] : 1.f;
     const int t = targets[row];
     if (w == 0.f) {
         if (threadIdx.x == 0) loss[row] = nll[row] = 0.f;
         if (grad)
-            for (int i = threadIdx.x; i < v; i += TT_THREADS) x[i] = 0.f;
+            for (int i = threadIdx.x; i < v; i += TT_THREADS) {
+                if (xb) xb[i] = tt_store_as<tt_bf16>(0.f);
+                else x[i] = 0.f;
+            }
         return;
     }
     // 16-byte accesses when every row starts 16-byte aligned (a slice of a buffer may not)
@@ -105,13 +111,19 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
                 if (t % 4 == 2) q.z -= d;
                 if (t % 4 == 3) q.w -= d;
             }
-            x4[i] = q;
+            if (xb) {
+                const float qs[4] = {q.x, q.y, q.z, q.w};
+                tt_store<4>(xb + 4 * (size_t)i, qs);
+            } else {
+                x4[i] = q;
+            }
         }
     } else {
         for (int i = threadIdx.x; i < v; i += TT_THREADS) {
             float d = c * (expf(x[i] - lse) - smooth);
             if (i == t) d -= c * (1.f - eps);
-            x[i] = d;
+            if (xb) xb[i] = tt_store_as<tt_bf16>(d);
+            else x[i] = d;
         }
     }
 }

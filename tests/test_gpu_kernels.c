@@ -866,12 +866,17 @@ static void test_xent(void **state)
         int32_t *d_t = upload_bytes(tgt, (size_t)rows * sizeof *tgt);
         float *d_loss = poisoned(rows, 4), *d_nll = poisoned(rows, 4);
         double *d_sums = poisoned(2, 8);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, v, eps, scale, false);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, v, eps, scale, false);
         float *g_same = download(d_logits, nl, 0);
         if (memcmp(g_same, logits, nl * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
         TT_CUDA(cudaMemset(d_loss, 0xff, rows * 4));
         TT_CUDA(cudaMemset(d_nll, 0xff, rows * 4));
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, v, eps, scale, true);
+        /* first the bf16 gradient (the logits stay), then in place */
+        void *d_gb = poisoned(nl, 2);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_gb, d_t, d_w, rows, v, v, eps, scale, true);
+        float *g_gb = download(d_gb, nl, 1), *g_kept = download(d_logits, nl, 0);
+        if (memcmp(g_kept, logits, nl * 4) != 0) fail_msg("xent %s: logits changed with a bf16 gradient", name);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, v, eps, scale, true);
         tt_xent_sum(&p, gpu.stream, d_sums, d_loss, d_nll, rows);
         float *g_dl = download(d_logits, nl, 0), *g_loss = download(d_loss, rows, 0),
               *g_nll = download(d_nll, rows, 0);
@@ -880,11 +885,15 @@ static void test_xent(void **state)
         compare("xent loss", c, g_loss, loss, rows, 1e-5);
         compare("  nll", c, g_nll, nll, rows, 1e-5);
         compare("  dlogits", c, g_dl, dl, nl, 1e-5);
+        /* the bf16 gradient is the fp32 one rounded: bit for bit */
+        round_storage(g_dl, nl, 1);
+        compare("  dlogits bf16", c, g_gb, g_dl, nl, 0.0);
         const float got[2] = {(float)sums[0], (float)sums[1]};
         const float want[2] = {(float)loss_sum, (float)nll_sum};
         compare("  sums", c, got, want, 2, 1e-6);
         cudaFree(d_logits), cudaFree(d_w), cudaFree(d_t), cudaFree(d_loss), cudaFree(d_nll);
-        cudaFree(d_sums);
+        cudaFree(d_sums), cudaFree(d_gb);
+        free(g_gb), free(g_kept);
         free(logits), free(weight), free(tgt), free(dl), free(loss), free(nll), free(g_same);
         free(g_dl), free(g_loss), free(g_nll);
     }
