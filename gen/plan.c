@@ -806,7 +806,7 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
 
 /* The backward of multi-linear attention: four kernels (templates/mla.cu says what each does).
  * On the bf16 path the two large ones run on tensor cores (templates/mla_tc.cu); mla_bwd_q for
- * position: none and D <= 256, else mla.cu's. */
+ * D <= 256 (and with position: key, R not a multiple of 16), else mla.cu's. */
 static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
                         size_t errlen)
 {
@@ -817,10 +817,8 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     if (tc) plan_mla_bwd_wo_tc(plan, s);
     else if (plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0) return -1;
     long tq;
-    /* mla_tc.cu's position: key variant is written (R not a multiple of 16) but has not yet run
-     * against the CPU on a GPU: until it has, position: key keeps mla.cu's kernel. */
-    const int key = m->position == TT_POS_KEY, tc_key_verified = 0;
-    if (tc && (!key || (tc_key_verified && r % 16 != 0)) && m->d_model <= 256 &&
+    const int key = m->position == TT_POS_KEY;
+    if (tc && (!key || r % 16 != 0) && m->d_model <= 256 &&
         mla_tc_bwd_q_smem(r, m->d_model, 1, key) <= SMEM_DYN_LIMIT)
         tq = plan_mla_bwd_q_tc(plan, s);
     else if ((tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen)) < 0)
