@@ -761,14 +761,14 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
 }
 
 /* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp dK~, V rows, dT. */
-static long mla_tc_bwd_q_smem(long r, long d, long g, int pos_key)
+static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
 {
-    const long rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
-    return 2 * 2 * dpad * 24 + g * ((1 + pos_key) * 16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+    const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
+    (void)npad;
+    return 2 * 2 * dpad * 24 + g * (16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
 }
 
-/* mla_bwd_q of templates/mla_tc.cu (D <= 256: dY's rows live in registers; with position: key,
- * R not a multiple of 16, for the column of ones it needs): a
+/* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
  * warp per sequence, 16 rows and up to 16 j, g sequences per block; returns the row tile (16). */
 static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
 {
@@ -780,7 +780,7 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
     const long tasks = mla_tc_tasks(m, js);
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
-                     mla_tc_bwd_q_smem(r, d, g, m->position == TT_POS_KEY) > SMEM_DYN_LIMIT))
+                     mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
         g /= 2;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
@@ -798,15 +798,15 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
     q->grid[1] = ceil_div(batch, g);
     snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
-    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(r, d, g, m->position == TT_POS_KEY);
+    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(n, r, d, g);
     whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, dQ += dT V gK_j, F = dT^T Q in registers; a warp per "
             "16 rows x 16 j; partials summed in a fixed order");
     return 16;
 }
 
 /* The backward of multi-linear attention: four kernels (templates/mla.cu says what each does).
- * On the bf16 path the two large ones run on tensor cores (templates/mla_tc.cu); mla_bwd_q for
- * D <= 256 (and with position: key, R not a multiple of 16), else mla.cu's. */
+ * On the bf16 path the two large ones run on tensor cores (templates/mla_tc.cu); mla_bwd_q only
+ * for position: none and D <= 256, else mla.cu's. */
 static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
                         size_t errlen)
 {
@@ -817,9 +817,8 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     if (tc) plan_mla_bwd_wo_tc(plan, s);
     else if (plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0) return -1;
     long tq;
-    const int key = m->position == TT_POS_KEY;
-    if (tc && (!key || r % 16 != 0) && m->d_model <= 256 &&
-        mla_tc_bwd_q_smem(r, m->d_model, 1, key) <= SMEM_DYN_LIMIT)
+    if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
+        mla_tc_bwd_q_smem(n, r, m->d_model, 1) <= SMEM_DYN_LIMIT)
         tq = plan_mla_bwd_q_tc(plan, s);
     else if ((tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen)) < 0)
         return -1;

@@ -533,7 +533,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 #endif
 
 #ifdef TT_OP_MLA_BWD_Q
-// A warp owns rows
+// position: none (the plan keeps mla.cu's kernel for position: key). A warp owns rows
 // i0 .. i0+15 of one sequence and one part of their keys j (TT_JS <= 16 of them); a block,
 // TT_G sequences with the same rows and part, which share each slab of Wo. Splitting j keeps the
 // longest walk (the last tile's, under the mask) as short as the others'. With a_j = g Q K_j,
@@ -546,13 +546,6 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The part's sums of dQ, dV, dg go to
 // the partials (templates/mla_parts.cuh, TT_TI = 16), which mla_bwd_reduce and
 // mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
-// position: key (a_j = g ((Q+u) K_j + (Q+v) P_j)): Q's operand gets a column of ones at rank R
-// (the plan needs R < the k-steps' width), so that F's column R is S[k] = sum_i dT[i, k]; with
-// F the product against Q alone, dT^T (Q+u) = F + u S and dT^T (Q+v) = F + v S. Then
-//   dQ += dT (V g (K_j + P_j)),  dV[kc..] += g (F (K_j + P_j) + S (u K_j + v P_j)),
-//   X[j] = sum_k V F,  Z[j] = sum_k V S  (both over lanes into shared memory),
-// and at the end dK[j] = g (X + u Z), dP[j] = g (X + v Z), dg = sum_j K_j (X + u Z) + P_j (X + v Z),
-// du = g sum_j K_j Z, dv = g sum_j P_j Z.
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the 16-wide tiles (slab of Wo, dT), in bf16
 #define TT_RN (TT_RK * 2)        // n8 tiles over the rank
@@ -567,18 +560,12 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const size_t warp_bytes = (size_t)(1 + TT_POS_KEY) * 16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
+    const size_t warp_bytes = (size_t)16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
     unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
     float *s_dk = reinterpret_cast<float *>(mine);
     tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(mine + (size_t)16 * TT_RK * 16 * 4);
     tt_bf16 *s_dt = s_vc + 16 * TT_SR;
-#if TT_POS_KEY
-    float *s_dz = reinterpret_cast<float *>(s_dt + 16 * TT_SD); // Z[j]: 16-byte aligned (SD = 24)
-    static_assert(TT_R < TT_RK * 16, "position: key needs a free rank column for the ones");
-#else
-    (void)p, (void)u, (void)v;
-#endif
-    (void)dqkv;
+    (void)p, (void)u, (void)v, (void)dqkv;
 
     // blockIdx.x: (tile, part) pairs, the last tile's (the most chunks) first
     int it = TT_IT - 1, jp = blockIdx.x;
@@ -612,19 +599,12 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int ia = i0 + tq * 2 + h * 8;
-            float qa = (live && ia < TT_N && r < TT_R) ? tt_float(seq[(size_t)ia * 3 * TT_R + r]) : 0.f;
-            float qb = (live && ia + 1 < TT_N && r < TT_R) ? tt_float(seq[(size_t)(ia + 1) * 3 * TT_R + r]) : 0.f;
-            if (TT_POS_KEY && r == TT_R) { // the ones that make F's column R the row sums of dT
-                qa = live && ia < TT_N ? 1.f : 0.f;
-                qb = live && ia + 1 < TT_N ? 1.f : 0.f;
-            }
+            const float qa = (live && ia < TT_N && r < TT_R) ? tt_float(seq[(size_t)ia * 3 * TT_R + r]) : 0.f;
+            const float qb = (live && ia + 1 < TT_N && r < TT_R) ? tt_float(seq[(size_t)(ia + 1) * 3 * TT_R + r]) : 0.f;
             bq[nt][h] = tt_pack_bf16(qa, qb);
         }
     }
     for (int e = lane; e < 16 * TT_RK * 16; e += 32) s_dk[e] = 0.f;
-#if TT_POS_KEY
-    for (int e = lane; e < 16 * TT_RK * 16; e += 32) s_dz[e] = 0.f;
-#endif
 
     float dq[TT_RN][4];
 #pragma unroll
@@ -710,11 +690,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
         for (int nt = 0; nt < TT_RN; nt++) {
             const int r = nt * 8 + gi;
-#if TT_POS_KEY
-            const float c = r < TT_R ? g[r] * (tt_float(kj[r]) + tt_float(p[(size_t)j * TT_R + r])) : 0.f;
-#else
             const float c = r < TT_R ? g[r] * tt_float(kj[r]) : 0.f;
-#endif
             const unsigned lo = vp[nt][0], hi = vp[nt][1];
             tt_mma(dq[nt], ta, tt_pack_bf16(__uint_as_float(lo << 16) * c, __uint_as_float(lo & 0xffff0000u) * c),
                    tt_pack_bf16(__uint_as_float(hi << 16) * c, __uint_as_float(hi & 0xffff0000u) * c));
@@ -729,71 +705,29 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         unsigned at[4];
         tt_ldsm_t(at, s_dt + (size_t)((ql >> 1) * 8 + rl) * TT_SD + (ql & 1) * 8);
         __syncwarp(); // s_dt is read: the next j may write it
-#if TT_POS_KEY
-        // S[k] for the lane's keys g and g+8: column R of F, held by lane (g, (R % 8) / 2)
-        float sk0, sk1;
-        {
-            float fr[4] = {0.f, 0.f, 0.f, 0.f};
-            tt_mma(fr, at, bq[TT_R / 8][0], bq[TT_R / 8][1]);
-            const int src = (lane & ~3) | ((TT_R % 8) / 2);
-            sk0 = __shfl_sync(0xffffffffu, fr[TT_R % 2], src);
-            sk1 = __shfl_sync(0xffffffffu, fr[2 + TT_R % 2], src);
-        }
-#endif
 #pragma unroll
         for (int nt = 0; nt < TT_RN; nt++) {
             float f[4] = {0.f, 0.f, 0.f, 0.f};
             tt_mma(f, at, bq[nt][0], bq[nt][1]);
             // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
             const int r0 = nt * 8 + tq * 2;
-            float c0 = 0.f, c1 = 0.f; // g (K_j (+ P_j)) at r0, r0 + 1
-#if TT_POS_KEY
-            float e0 = 0.f, e1 = 0.f; // g (u K_j + v P_j)
-            if (r0 < TT_R) {
-                const float k0 = tt_float(kj[r0]), p0 = tt_float(p[(size_t)j * TT_R + r0]);
-                c0 = g[r0] * (k0 + p0);
-                e0 = g[r0] * (u[r0] * k0 + v[r0] * p0);
-            }
-            if (r0 + 1 < TT_R) {
-                const float k1 = tt_float(kj[r0 + 1]), p1 = tt_float(p[(size_t)j * TT_R + r0 + 1]);
-                c1 = g[r0 + 1] * (k1 + p1);
-                e1 = g[r0 + 1] * (u[r0 + 1] * k1 + v[r0 + 1] * p1);
-            }
-            dv[nt][0] += f[0] * c0 + sk0 * e0;
-            dv[nt][1] += f[1] * c1 + sk0 * e1;
-            dv[nt][2] += f[2] * c0 + sk1 * e0;
-            dv[nt][3] += f[3] * c1 + sk1 * e1;
-#else
-            if (r0 < TT_R) c0 = g[r0] * tt_float(kj[r0]);
-            if (r0 + 1 < TT_R) c1 = g[r0 + 1] * tt_float(kj[r0 + 1]);
+            const float c0 = r0 < TT_R ? g[r0] * tt_float(kj[r0]) : 0.f;
+            const float c1 = r0 + 1 < TT_R ? g[r0 + 1] * tt_float(kj[r0 + 1]) : 0.f;
             dv[nt][0] += f[0] * c0;
             dv[nt][1] += f[1] * c1;
             dv[nt][2] += f[2] * c0;
             dv[nt][3] += f[3] * c1;
-#endif
             const unsigned vlo = tt_lds32(s_vc + gi * TT_SR + r0), vhi = tt_lds32(s_vc + (gi + 8) * TT_SR + r0);
-            const float v0 = __uint_as_float(vlo << 16), v1 = __uint_as_float(vlo & 0xffff0000u);
-            const float v8 = __uint_as_float(vhi << 16), v9 = __uint_as_float(vhi & 0xffff0000u);
-            float s0 = f[0] * v0 + f[2] * v8, s1 = f[1] * v1 + f[3] * v9;
-#if TT_POS_KEY
-            float z0 = sk0 * v0 + sk1 * v8, z1 = sk0 * v1 + sk1 * v9;
-#endif
+            float s0 = f[0] * __uint_as_float(vlo << 16) + f[2] * __uint_as_float(vhi << 16);
+            float s1 = f[1] * __uint_as_float(vlo & 0xffff0000u) + f[3] * __uint_as_float(vhi & 0xffff0000u);
 #pragma unroll
             for (int o = 4; o < 32; o *= 2) {
                 s0 += __shfl_xor_sync(0xffffffffu, s0, o);
                 s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-#if TT_POS_KEY
-                z0 += __shfl_xor_sync(0xffffffffu, z0, o);
-                z1 += __shfl_xor_sync(0xffffffffu, z1, o);
-#endif
             }
             if (gi == 0) {
                 s_dk[(size_t)(j - j0) * TT_RK * 16 + r0] += s0;
                 s_dk[(size_t)(j - j0) * TT_RK * 16 + r0 + 1] += s1;
-#if TT_POS_KEY
-                s_dz[(size_t)(j - j0) * TT_RK * 16 + r0] += z0;
-                s_dz[(size_t)(j - j0) * TT_RK * 16 + r0 + 1] += z1;
-#endif
             }
         }
         __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
@@ -818,32 +752,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             const int i = tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
             if (r < TT_R) pq[(size_t)i * TT_R + r] = dq[nt][e];
         }
-    // dK (and dP) rows of the part's j; part 0 also writes the rows the tile never reaches (zero)
-#if TT_POS_KEY
-    float *pp = TT_PART_P(b, it);
-    for (int e = lane; e < nj * TT_R; e += 32) {
-        const int jj = e / TT_R, r = e % TT_R;
-        const float x = s_dk[(size_t)jj * TT_RK * 16 + r], z = s_dz[(size_t)jj * TT_RK * 16 + r];
-        pk[(size_t)j0 * TT_R + e] = g[r] * (x + u[r] * z);
-        pp[(size_t)j0 * TT_R + e] = g[r] * (x + v[r] * z);
-    }
-    if (jp == 0)
-        for (int e = jend * TT_R + lane; e < TT_N * TT_R; e += 32) pk[e] = pp[e] = 0.f;
-    for (int r = lane; r < TT_R; r += 32) {
-        float sg = 0.f, su = 0.f, sv = 0.f;
-        for (int jj = 0; jj < nj; jj++) {
-            const float x = s_dk[(size_t)jj * TT_RK * 16 + r], z = s_dz[(size_t)jj * TT_RK * 16 + r];
-            const float kr = tt_float(seq[(size_t)(j0 + jj) * 3 * TT_R + TT_R + r]);
-            const float pr = tt_float(p[(size_t)(j0 + jj) * TT_R + r]);
-            sg += kr * (x + u[r] * z) + pr * (x + v[r] * z);
-            su += kr * z;
-            sv += pr * z;
-        }
-        vec[r] = sg;
-        vec[TT_R + r] = g[r] * su;
-        vec[2 * TT_R + r] = g[r] * sv;
-    }
-#else
+    // dK rows of the part's j; part 0 also writes the rows the tile never reaches (zero)
     for (int e = lane; e < nj * TT_R; e += 32)
         pk[(size_t)j0 * TT_R + e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
     if (jp == 0)
@@ -855,6 +764,5 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         vec[TT_R + r] = 0.f;
         vec[2 * TT_R + r] = 0.f;
     }
-#endif
 }
 #endif
