@@ -237,6 +237,26 @@ static void test_names_carry_constants(void **state)
                      ln_fwd, ln_bwd);
         if (mla != (m->kind == TT_KIND_TENSORIZED))
             fail_msg("%s (%s): %d mla_fwd instances", s.path, tt_kind_name(m->kind), mla);
+        /* the bf16 path's attention runs on tensor cores (templates/mla_tc.cu): the forward and
+         * mla_bwd_wo always, mla_bwd_q for position: none and D <= 256; feature tiles are whole
+         * n8 tiles and the dynamic shared memory stays within what sm_80 and later opt in to */
+        for (int k = 0; k < p.n && m->kind == TT_KIND_TENSORIZED; k++) {
+            const tt_kernel *kn = &p.kernels[k];
+            const int big = !strcmp(kn->op, "mla_fwd") || !strcmp(kn->op, "mla_bwd_wo") ||
+                            !strcmp(kn->op, "mla_bwd_q");
+            if (!big) continue;
+            const int want_mma = !strcmp(act, "bf16") &&
+                                 (strcmp(kn->op, "mla_bwd_q") != 0 ||
+                                  (m->position == TT_POS_NONE && m->d_model <= 256));
+            if (tt_kernel_const(kn, "MMA", 0) != want_mma)
+                fail_msg("%s: %s is %sthe tensor-core variant", s.path, kn->name, want_mma ? "not " : "");
+            if (want_mma) {
+                assert_string_equal(kn->template_file, "mla_tc.cu");
+                const long td = tt_kernel_const(kn, "TD", 8);
+                if (td % 8 != 0) fail_msg("%s: %s: TD %ld is not whole n8 tiles", s.path, kn->name, td);
+                if (kn->dyn_smem > 99 * 1024) fail_msg("%s: %s asks %u B of shared memory", s.path, kn->name, kn->dyn_smem);
+            }
+        }
         for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++) {
             const int want = m->kind == TT_KIND_TENSORIZED ? lm_want[o] : 0;
             if (lm_count[o] != want)
