@@ -520,6 +520,51 @@ static size_t blank_line_at(const char *text)
 
 /* A template with a syntax error: exit 1, NVRTC's log (pointing into the template) on stderr, and
  * the evidence saved where stderr says. */
+/* The templates into tpl, mla.cu's first line (its "// ttgen: needs FILE") replaced by first. */
+static void copy_templates_needing(const char *tpl, const char *first)
+{
+    char err[512];
+    assert_int_equal(tt_mkdir_p(tpl, err, sizeof err), 0);
+    glob_t g;
+    assert_int_equal(glob(TT_SOURCE_DIR "/templates/*", 0, NULL, &g), 0);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *name = strrchr(g.gl_pathv[i], '/') + 1;
+        char *text = tu_read_file(g.gl_pathv[i], NULL), *dst = tt_xasprintf("%s/%s", tpl, name);
+        if (strcmp(name, "mla.cu") == 0) {
+            assert_true(strncmp(text, "// ttgen: needs ", 16) == 0);
+            char *edited = tt_xasprintf("%s%s", first, strchr(text, '\n'));
+            tu_write_file(dst, edited, strlen(edited));
+            free(edited);
+        } else {
+            tu_write_file(dst, text, strlen(text));
+        }
+        free(text);
+        free(dst);
+    }
+    globfree(&g);
+}
+
+/* A template's "// ttgen: needs FILE" line: a missing FILE, or a line naming none, is an error
+ * that names the template or the file, never a crash or a silent compile without it. */
+static void test_template_needs(void **state)
+{
+    fixture *f = *state;
+    static const struct { const char *first, *want; } cases[] = {
+        {"// ttgen: needs no-such-part.cuh", "no-such-part.cuh"},
+        {"// ttgen: needs ", "a bad 'ttgen: needs' line"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *tpl = tt_xasprintf("%s/templates-needs-%zu", f->root, c);
+        copy_templates_needing(tpl, cases[c].first);
+        run r;
+        TTGEN(f, f->cache, &r, PTB, "--templates", tpl);
+        if (r.status == 0) fail_msg("ttgen accepted '%s'", cases[c].first);
+        if (!strstr(r.err, cases[c].want)) fail_msg("stderr lacks '%s':\n%s", cases[c].want, r.err);
+        run_free(&r);
+        free(tpl);
+    }
+}
+
 static void test_template_syntax_error(void **state)
 {
     fixture *f = *state;
@@ -703,6 +748,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_syntax_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_needs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_nvrtc_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spec_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
