@@ -1,0 +1,199 @@
+/* Transformer-XL's relative-position attention on the CPU (see cpu_txl.h). The projections and
+ * the dropout are cpu_ops' own; what is new here is the score of (query, key) pairs, its softmax
+ * over the visible keys and the backward of both. */
+#include "cpu_txl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+#include "util.h"
+
+void cpu_txl_pos_emb(tt_real *pe, int klen, int d, int clamp_len)
+{
+    tt_real *pos = tt_xmalloc((size_t)(klen > 0 ? klen : 1) * sizeof *pos);
+    for (int p = 0; p < klen; p++) {
+        const int x = klen - 1 - p;
+        pos[p] = (tt_real)(clamp_len > 0 && x > clamp_len ? clamp_len : x);
+    }
+    cpu_sinusoid(pe, pos, klen, d);
+    free(pos);
+}
+
+/* What the forward computes on its way, which the backward needs. */
+typedef struct {
+    int k, hd;      /* klen = m + n; H*dh */
+    tt_real *x;     /* [batch, klen, d] concat(mem, h) per sequence */
+    tt_real *qkv;   /* [batch, klen, 3*hd] x Wqkv^T (the q of memory rows is unused, as in kimiyoung) */
+    tt_real *r;     /* [klen, hd] pe Wr^T */
+    tt_real *prob;  /* [batch, H, n, klen] P, 0 where masked */
+    tt_real *pdrop; /* P after dropatt */
+    uint8_t *mask;  /* dropatt's decisions */
+    tt_real *a;     /* [batch*n, hd] P' v, heads side by side */
+} txl_acts;
+
+static void acts_free(txl_acts *t)
+{
+    free(t->x), free(t->qkv), free(t->r), free(t->prob), free(t->pdrop), free(t->mask), free(t->a);
+}
+
+/* The rows of query i of sequence b, head c: q + u and q + v. */
+static void biased_query(tt_real *qu, tt_real *qv, const txl_acts *t, cpu_txl_weights w,
+                         cpu_txl_shape s, int b, int c, int i)
+{
+    const tt_real *q = t->qkv + ((size_t)b * t->k + s.m + i) * 3 * t->hd + (size_t)c * s.dhead;
+    for (int e = 0; e < s.dhead; e++) {
+        qu[e] = q[e] + w.u[(size_t)c * s.dhead + e];
+        qv[e] = q[e] + w.v[(size_t)c * s.dhead + e];
+    }
+}
+
+static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const tt_real *pe,
+                        cpu_txl_weights w, cpu_txl_shape s)
+{
+    const int n = s.n, m = s.m, k = m + n, d = s.d, dh = s.dhead, hd = s.heads * dh;
+    const size_t rows = (size_t)s.batch * k, nprob = (size_t)s.batch * s.heads * n * k;
+    t->k = k, t->hd = hd;
+    t->x = tt_xmalloc(rows * d * sizeof *t->x);
+    t->qkv = tt_xmalloc(rows * 3 * hd * sizeof *t->qkv);
+    t->r = tt_xmalloc((size_t)k * hd * sizeof *t->r);
+    t->prob = tt_xcalloc(nprob, sizeof *t->prob);
+    t->pdrop = tt_xmalloc(nprob * sizeof *t->pdrop);
+    t->mask = tt_xmalloc(nprob);
+    t->a = tt_xmalloc((size_t)s.batch * n * hd * sizeof *t->a);
+    for (int b = 0; b < s.batch; b++) {
+        tt_real *xb = t->x + (size_t)b * k * d;
+        if (m) memcpy(xb, mem + (size_t)b * m * d, (size_t)m * d * sizeof *xb);
+        memcpy(xb + (size_t)m * d, h + (size_t)b * n * d, (size_t)n * d * sizeof *xb);
+    }
+    cpu_linear_fwd(t->qkv, t->x, w.wqkv, NULL, (int)rows, d, 3 * hd);
+    cpu_linear_fwd(t->r, pe, w.wr, NULL, k, d, hd);
+
+    const double scale = 1.0 / sqrt((double)dh);
+    tt_real *qu = tt_xmalloc((size_t)dh * sizeof *qu), *qv = tt_xmalloc((size_t)dh * sizeof *qv);
+    double *sc = tt_xmalloc((size_t)k * sizeof *sc);
+    for (int b = 0; b < s.batch; b++)
+        for (int c = 0; c < s.heads; c++)
+            for (int i = 0; i < n; i++) {
+                biased_query(qu, qv, t, w, s, b, c, i);
+                const int end = i + m + 1; /* keys 0 .. i+m are visible */
+                double mx = -INFINITY, z = 0;
+                for (int j = 0; j < end; j++) {
+                    const tt_real *kj = t->qkv + ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dh;
+                    const tt_real *rj = t->r + (size_t)(n - 1 - i + j) * hd + (size_t)c * dh;
+                    sc[j] = (cpu_dot(qu, kj, dh) + cpu_dot(qv, rj, dh)) * scale;
+                    mx = sc[j] > mx ? sc[j] : mx;
+                }
+                for (int j = 0; j < end; j++) z += sc[j] = exp(sc[j] - mx);
+                tt_real *pr = t->prob + (((size_t)b * s.heads + c) * n + i) * k;
+                for (int j = 0; j < end; j++) pr[j] = (tt_real)(sc[j] / z);
+            }
+    cpu_dropout_fwd(t->pdrop, t->mask, t->prob, (long)nprob, s.dropatt, s.seed, s.stream);
+
+    double *acc = tt_xmalloc((size_t)dh * sizeof *acc);
+    for (int b = 0; b < s.batch; b++)
+        for (int c = 0; c < s.heads; c++)
+            for (int i = 0; i < n; i++) {
+                const tt_real *pr = t->pdrop + (((size_t)b * s.heads + c) * n + i) * k;
+                memset(acc, 0, (size_t)dh * sizeof *acc);
+                for (int j = 0; j < i + m + 1; j++) {
+                    const tt_real *vj = t->qkv + ((size_t)b * k + j) * 3 * hd + 2 * hd + (size_t)c * dh;
+                    for (int e = 0; e < dh; e++) acc[e] += (double)pr[j] * vj[e];
+                }
+                tt_real *ai = t->a + ((size_t)b * n + i) * hd + (size_t)c * dh;
+                for (int e = 0; e < dh; e++) ai[e] = (tt_real)acc[e];
+            }
+    free(sc), free(acc), free(qu), free(qv);
+}
+
+void cpu_txl_attn_fwd(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
+                      cpu_txl_weights w, cpu_txl_shape s)
+{
+    txl_acts t;
+    txl_forward(&t, h, mem, pe, w, s);
+    cpu_linear_fwd(out, t.a, w.wo, NULL, s.batch * s.n, t.hd, s.d);
+    acts_free(&t);
+}
+
+void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
+                      const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s)
+{
+    txl_acts t;
+    txl_forward(&t, h, mem, pe, w, s);
+    const int n = s.n, m = s.m, k = t.k, d = s.d, dhd = s.dhead, hd = t.hd;
+    const size_t rows = (size_t)s.batch * k, nprob = (size_t)s.batch * s.heads * n * k;
+    const double scale = 1.0 / sqrt((double)dhd);
+
+    /* out = a Wo^T */
+    tt_real *da = tt_xmalloc((size_t)s.batch * n * hd * sizeof *da);
+    cpu_linear_bwd(da, g.wo, NULL, dout, t.a, w.wo, s.batch * n, hd, d);
+
+    /* a_i = sum_j P'[i,j] v_j: dP' and the gradient of v (the third part of qkv) */
+    double *dqkv = tt_xcalloc(rows * 3 * hd, sizeof *dqkv);
+    tt_real *dprob = tt_xcalloc(nprob, sizeof *dprob);
+    for (int b = 0; b < s.batch; b++)
+        for (int c = 0; c < s.heads; c++)
+            for (int i = 0; i < n; i++) {
+                const size_t row = (((size_t)b * s.heads + c) * n + i) * k;
+                const tt_real *dai = da + ((size_t)b * n + i) * hd + (size_t)c * dhd;
+                for (int j = 0; j < i + m + 1; j++) {
+                    const size_t vo = ((size_t)b * k + j) * 3 * hd + 2 * hd + (size_t)c * dhd;
+                    dprob[row + j] = (tt_real)cpu_dot(dai, t.qkv + vo, dhd);
+                    for (int e = 0; e < dhd; e++) dqkv[vo + e] += (double)t.pdrop[row + j] * dai[e];
+                }
+            }
+    cpu_dropout_bwd(dprob, dprob, t.mask, (long)nprob, s.dropatt);
+
+    /* softmax, then S = ((q+u).k + (q+v).r) * scale */
+    double *dr = tt_xcalloc((size_t)k * hd, sizeof *dr);
+    double *du = tt_xcalloc((size_t)hd, sizeof *du), *dv = tt_xcalloc((size_t)hd, sizeof *dv);
+    tt_real *qu = tt_xmalloc((size_t)dhd * sizeof *qu), *qv = tt_xmalloc((size_t)dhd * sizeof *qv);
+    for (int b = 0; b < s.batch; b++)
+        for (int c = 0; c < s.heads; c++)
+            for (int i = 0; i < n; i++) {
+                const size_t row = (((size_t)b * s.heads + c) * n + i) * k;
+                const tt_real *pr = t.prob + row, *dp = dprob + row;
+                const int end = i + m + 1;
+                double dot = 0;
+                for (int j = 0; j < end; j++) dot += (double)pr[j] * dp[j];
+                biased_query(qu, qv, &t, w, s, b, c, i);
+                double *dq = dqkv + ((size_t)b * k + m + i) * 3 * hd + (size_t)c * dhd;
+                for (int j = 0; j < end; j++) {
+                    const double ds = pr[j] * (dp[j] - dot) * scale;
+                    if (ds == 0.0) continue;
+                    const size_t ko = ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dhd;
+                    const size_t ro = (size_t)(n - 1 - i + j) * hd + (size_t)c * dhd;
+                    for (int e = 0; e < dhd; e++) {
+                        const double kj = t.qkv[ko + e], rj = t.r[ro + e];
+                        dq[e] += ds * (kj + rj);
+                        du[(size_t)c * dhd + e] += ds * kj;
+                        dv[(size_t)c * dhd + e] += ds * rj;
+                        dqkv[ko + e] += ds * qu[e];
+                        dr[ro + e] += ds * qv[e];
+                    }
+                }
+            }
+
+    /* the projections: qkv = x Wqkv^T, r = pe Wr^T; dh is the current rows of dx */
+    tt_real *dqkv_r = tt_xmalloc(rows * 3 * hd * sizeof *dqkv_r);
+    for (size_t e = 0; e < rows * 3 * hd; e++) dqkv_r[e] = (tt_real)dqkv[e];
+    tt_real *dx = dh ? tt_xmalloc(rows * d * sizeof *dx) : NULL;
+    cpu_linear_bwd(dx, g.wqkv, NULL, dqkv_r, t.x, w.wqkv, (int)rows, d, 3 * hd);
+    if (dh)
+        for (int b = 0; b < s.batch; b++)
+            memcpy(dh + (size_t)b * n * d, dx + ((size_t)b * k + m) * d, (size_t)n * d * sizeof *dh);
+    if (g.wr) {
+        tt_real *dr_r = tt_xmalloc((size_t)k * hd * sizeof *dr_r);
+        for (size_t e = 0; e < (size_t)k * hd; e++) dr_r[e] = (tt_real)dr[e];
+        cpu_linear_bwd(NULL, g.wr, NULL, dr_r, pe, w.wr, k, d, hd);
+        free(dr_r);
+    }
+    for (int e = 0; e < hd; e++) {
+        if (g.u) g.u[e] += (tt_real)du[e];
+        if (g.v) g.v[e] += (tt_real)dv[e];
+    }
+    free(da), free(dqkv), free(dprob), free(dr), free(du), free(dv), free(qu), free(qv);
+    free(dqkv_r), free(dx);
+    acts_free(&t);
+}
