@@ -30,6 +30,7 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
 {
     memset(lm, 0, sizeof *lm);
     const tt_model_spec *m = &l->m;
+    TT_ASSERT(m->kind == TT_KIND_TENSORIZED); /* callers check tt_model_runs */
     const size_t rows = (size_t)batch * m->seq_len, d = m->d_model, f = m->d_inner, r = m->rank;
     lm->layout = l;
     lm->batch = batch;

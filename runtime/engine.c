@@ -27,6 +27,7 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
 {
     if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
         return tt_errf(err, errlen, "--device is cpu, cuda or auto, not '%s'", device);
+    if (tt_model_runs(&spec->model, spec->path, err, errlen) != 0) return -1;
     tt_engine *e = tt_xcalloc(1, sizeof *e);
     e->spec = spec;
     e->l = l;

@@ -36,16 +36,54 @@ static tt_param *add(tt_layout *l, int ndim, int64_t d0, int64_t d1, float std, 
     return p;
 }
 
+/* A LayerNorm: weight 1, bias 0 (MODEL.md section 2). */
+static void add_layer_norm(tt_layout *l, int d, const char *module, int k)
+{
+    add(l, 1, d, 0, 0, 1, "layers.%d.%s.layer_norm.weight", k, module);
+    add(l, 1, d, 0, 0, 0, "layers.%d.%s.layer_norm.bias", k, module);
+}
+
+/* The position-wise feed-forward block, the same in both kinds. */
+static void add_pos_ff(tt_layout *l, int d, int f, int k)
+{
+    add(l, 2, f, d, INIT_STD, 0, "layers.%d.pos_ff.CoreNet.0.weight", k);
+    add(l, 1, f, 0, 0, 0, "layers.%d.pos_ff.CoreNet.0.bias", k);
+    add(l, 2, d, f, INIT_STD, 0, "layers.%d.pos_ff.CoreNet.3.weight", k);
+    add(l, 1, d, 0, 0, 0, "layers.%d.pos_ff.CoreNet.3.bias", k);
+    add_layer_norm(l, d, "pos_ff", k);
+}
+
+/* Tensorized attention: Q|K|V of rank R, the core, Wo from the N x N of a sequence. */
+static void add_tensorized_attn(tt_layout *l, const tt_model_spec *m, int k)
+{
+    const int d = m->d_model, r = m->rank, n = m->seq_len;
+    add(l, 2, 3 * r, d, INIT_STD, 0, "layers.%d.dec_attn.qkv_net.weight", k);
+    add(l, 2, d, (int64_t)n * n, INIT_STD, 0, "layers.%d.dec_attn.o_net.weight", k);
+    add(l, 2, m->cores, r, INIT_STD, 0, "layers.%d.dec_attn.core_value", k);
+    if (m->position == TT_POS_KEY)
+        add(l, 2, r, d, INIT_STD, 0, "layers.%d.dec_attn.r_net.weight", k);
+}
+
+/* kimiyoung's RelPartialLearnableMultiHeadAttn: three Linear(bias=False) of H*dh heads. */
+static void add_txl_attn(tt_layout *l, const tt_model_spec *m, int k)
+{
+    const int d = m->d_model, hd = m->n_head * m->d_head;
+    add(l, 2, 3 * hd, d, INIT_STD, 0, "layers.%d.dec_attn.qkv_net.weight", k);
+    add(l, 2, hd, d, INIT_STD, 0, "layers.%d.dec_attn.r_net.weight", k);
+    add(l, 2, d, hd, INIT_STD, 0, "layers.%d.dec_attn.o_net.weight", k);
+}
+
 int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err, size_t errlen)
 {
     memset(l, 0, sizeof *l);
-    if (m->kind != TT_KIND_TENSORIZED)
+    if (m->kind != TT_KIND_TENSORIZED && m->kind != TT_KIND_TXL)
         return tt_errf(err, errlen, "the %s model is not in this runtime yet", tt_kind_name(m->kind));
+    const bool txl = m->kind == TT_KIND_TXL;
     l->m = *m;
     l->vocab = vocab;
     l->n_clusters = m->n_cutoffs + 1;
     l->proj = m->div_val > 1;
-    const int d = m->d_model, r = m->rank, n = m->seq_len, f = m->d_inner;
+    const int d = m->d_model, f = m->d_inner;
     for (int i = 0; i < l->n_clusters; i++) {
         l->lo[i] = i ? m->cutoffs[i - 1] : 0;
         l->hi[i] = i < m->n_cutoffs ? m->cutoffs[i] : vocab;
@@ -60,24 +98,22 @@ int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err,
         add(l, 2, rows, l->dim[i], INIT_STD, 0, "word_emb.emb_layers.%d.weight", i);
         if (l->proj) add(l, 2, d, l->dim[i], INIT_PROJ_STD, 0, "word_emb.emb_projs.%d", i);
     }
-    if (m->position == TT_POS_KEY) {
-        add(l, 1, r, 0, INIT_STD, 0, "r_w_bias");
-        add(l, 1, r, 0, INIT_STD, 0, "r_r_bias");
+    /* u and v, shared by every layer. kimiyoung's are [n_head, d_head] (untie_r off), drawn by
+     * weights_init's init_weight: N(0, init_std). The tensorized position term keeps them [R]. */
+    if (txl) {
+        add(l, 2, m->n_head, m->d_head, INIT_STD, 0, "r_w_bias");
+        add(l, 2, m->n_head, m->d_head, INIT_STD, 0, "r_r_bias");
+    } else if (m->position == TT_POS_KEY) {
+        add(l, 1, m->rank, 0, INIT_STD, 0, "r_w_bias");
+        add(l, 1, m->rank, 0, INIT_STD, 0, "r_r_bias");
     }
     for (int k = 0; k < m->layers; k++) {
-        add(l, 2, 3 * r, d, INIT_STD, 0, "layers.%d.dec_attn.qkv_net.weight", k);
-        add(l, 2, d, (int64_t)n * n, INIT_STD, 0, "layers.%d.dec_attn.o_net.weight", k);
-        add(l, 2, m->cores, r, INIT_STD, 0, "layers.%d.dec_attn.core_value", k);
-        if (m->position == TT_POS_KEY)
-            add(l, 2, r, d, INIT_STD, 0, "layers.%d.dec_attn.r_net.weight", k);
-        add(l, 1, d, 0, 0, 1, "layers.%d.dec_attn.layer_norm.weight", k);
-        add(l, 1, d, 0, 0, 0, "layers.%d.dec_attn.layer_norm.bias", k);
-        add(l, 2, f, d, INIT_STD, 0, "layers.%d.pos_ff.CoreNet.0.weight", k);
-        add(l, 1, f, 0, 0, 0, "layers.%d.pos_ff.CoreNet.0.bias", k);
-        add(l, 2, d, f, INIT_STD, 0, "layers.%d.pos_ff.CoreNet.3.weight", k);
-        add(l, 1, d, 0, 0, 0, "layers.%d.pos_ff.CoreNet.3.bias", k);
-        add(l, 1, d, 0, 0, 1, "layers.%d.pos_ff.layer_norm.weight", k);
-        add(l, 1, d, 0, 0, 0, "layers.%d.pos_ff.layer_norm.bias", k);
+        if (txl)
+            add_txl_attn(l, m, k);
+        else
+            add_tensorized_attn(l, m, k);
+        add_layer_norm(l, d, "dec_attn", k);
+        add_pos_ff(l, d, f, k);
     }
     /* The output layer: untied weights and projections, every bias, the cluster logits. */
     for (int i = 0; i < tables; i++) {
@@ -93,6 +129,14 @@ int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err,
         add(l, 1, m->n_cutoffs, 0, 0, 0, "crit.cluster_bias");
     }
     return 0;
+}
+
+int tt_model_runs(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen)
+{
+    if (m->kind == TT_KIND_TENSORIZED) return 0;
+    return tt_errf(err, errlen, "%s: model.kind: %s: its layout and attention exist, but its "
+                   "language model does not train or evaluate here yet; use kind: tensorized",
+                   spec_path ? spec_path : "the spec", tt_kind_name(m->kind));
 }
 
 int tt_cluster_of(const tt_layout *l, long t)

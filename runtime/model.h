@@ -39,19 +39,27 @@ typedef struct {
  * cluster; below 0: cluster 0). */
 int tt_cluster_of(const tt_layout *layout, long t);
 
-/* The tensorized model's parameters (kind: tensorized). -1 with a message otherwise. */
+/* The parameters of m: the tensorized model's, or Transformer-XL's (kimiyoung's MemTransformerLM,
+ * attn_type 0, without its pos_emb.inv_freq buffer, which is not a parameter). -1 with a message
+ * for a kind it does not know. */
 int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *layout, char *err, size_t errlen);
 void tt_layout_free(tt_layout *layout);
+
 const tt_param *tt_layout_find(const tt_layout *layout, const char *name);
+
+/* 0 when the LMs of this runtime (tt_cpu_lm, tt_gpu_lm) run m's kind; else -1 with one line naming
+ * spec_path. Transformer-XL has a layout and an attention op but no LM yet. */
+int tt_model_runs(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen);
 
 /* Fills w (layout->n_floats) with the initial weights of MODEL.md section 2, from seed alone. */
 void tt_layout_init(const tt_layout *layout, tt_real *w, uint64_t seed);
 
+/* One layer's tensors; shapes as [tensorized] / [transformer-xl], with hd = n_head * d_head. */
 typedef struct {
-    tt_real *qkv;          /* [3R, D]   dec_attn.qkv_net.weight */
-    tt_real *o;            /* [D, N*N]  dec_attn.o_net.weight */
-    tt_real *core;         /* [h, R]    dec_attn.core_value (theta, before the softmax) */
-    tt_real *r_net;        /* [R, D]    dec_attn.r_net.weight (position: key), else NULL */
+    tt_real *qkv;          /* [3R, D] / [3*hd, D]  dec_attn.qkv_net.weight */
+    tt_real *o;            /* [D, N*N] / [D, hd]   dec_attn.o_net.weight */
+    tt_real *core;         /* [h, R] / NULL        dec_attn.core_value (theta, before the softmax) */
+    tt_real *r_net;        /* [R, D] (position: key, else NULL) / [hd, D]  dec_attn.r_net.weight */
     tt_real *ln1_w, *ln1_b; /* [D]      dec_attn.layer_norm */
     tt_real *ff1_w, *ff1_b; /* [F, D], [F]  pos_ff.CoreNet.0 */
     tt_real *ff2_w, *ff2_b; /* [D, F], [D]  pos_ff.CoreNet.3 */
@@ -65,7 +73,7 @@ typedef struct {
     tt_real *out_b[TT_MAX_CLUSTERS];    /* [hi-lo]       crit.out_layers.i.bias */
     tt_real *out_proj[TT_MAX_CLUSTERS]; /* [D, dim]      crit.out_projs.i; = emb_proj when tied */
     tt_real *cluster_w, *cluster_b;     /* [clusters-1, D], [clusters-1] */
-    tt_real *u, *v;                     /* [R]  r_w_bias, r_r_bias (position: key) */
+    tt_real *u, *v; /* r_w_bias, r_r_bias: [R] (tensorized, position: key) / [n_head, d_head] */
     tt_layer_view *layer;             /* [L] */
 } tt_view;
 

@@ -660,6 +660,28 @@ static void test_eval_other_model(void **state)
     free(a), free(ckpt), free(spec), free(model);
 }
 
+/* Until the Transformer-XL LM exists, both binaries refuse kind: transformer-xl in one line that
+ * names the spec, before reading any data (the spec's training file is not there). */
+static void test_txl_refused(void **state)
+{
+    fixture *f = *state;
+    char *missing = in_root(f, "no-such-corpus.txt"), *spec = in_root(f, "txl.yaml");
+    char *text = tt_xasprintf("model:\n  kind: transformer-xl\n  d_model: 32\n  layers: 2\n"
+                              "  n_head: 2\n  d_head: 16\n  seq_len: 16\n  mem_len: 16\n"
+                              "  d_inner: 64\ntrain:\n  batch: 8\n  steps: 2\n"
+                              "data:\n  train: %s\n", missing);
+    tu_write_text(spec, text);
+    char *want = tt_xasprintf("%s: model.kind: transformer-xl: ", spec);
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec);
+    expect_error(&p, "tt-train on transformer-xl", want, "use kind: tensorized");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", f->root);
+    expect_error(&p, "tt-eval on transformer-xl", want, "use kind: tensorized");
+    tu_proc_free(&p);
+    free(missing), free(spec), free(text), free(want);
+}
+
 /* A checkpoint that is not there, a truncated one, nothing to resume, and bad options. */
 static void test_checkpoint_and_usage_errors(void **state)
 {
@@ -760,6 +782,7 @@ int main(void)
         IN_OWN_FOLDER(test_eval_other_vocabulary),
         IN_OWN_FOLDER(test_eval_other_model),
         IN_OWN_FOLDER(test_checkpoint_and_usage_errors),
+        IN_OWN_FOLDER(test_txl_refused),
         IN_OWN_FOLDER(test_causal_false_note),
         IN_OWN_FOLDER(test_learns_context),
         IN_OWN_FOLDER(test_resume_is_exact),
