@@ -1,5 +1,10 @@
-/* The tensorized LM on the CPU (see cpu_model.h). Dropout sites are numbered 0 (embedding) and
- * 1 + 3*layer + {0: attention output, 1: FFN hidden, 2: FFN output}; the GPU numbers them alike. */
+/* The tensorized LM and Transformer-XL on the CPU (see cpu_model.h). They share the embedding,
+ * the tail of a layer (residual, LayerNorm, FFN) and the output layer; only the attention differs.
+ * Dropout sites, each its own RNG stream (tt_dropout_stream(step, site)):
+ *   tensorized:     0 embedding; 1 + 3*layer + {0: attention output, 1: FFN hidden, 2: FFN output}
+ *                   (the GPU numbers them alike);
+ *   Transformer-XL: 0 embedding; 1 pos_emb; 2 + 4*layer + {0: attention output, 1: dropatt,
+ *                   2: FFN hidden, 3: FFN output}. */
 #include "cpu_model.h"
 
 #include <math.h>
@@ -7,6 +12,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "cpu_txl.h"
 #include "rng.h"
 #include "util.h"
 
@@ -30,7 +36,9 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
 {
     memset(lm, 0, sizeof *lm);
     const tt_model_spec *m = &l->m;
-    TT_ASSERT(m->kind == TT_KIND_TENSORIZED); /* callers check tt_model_runs */
+    /* callers check tt_model_runs; the tests drive Transformer-XL directly */
+    TT_ASSERT(m->kind == TT_KIND_TENSORIZED || m->kind == TT_KIND_TXL);
+    const bool txl = m->kind == TT_KIND_TXL;
     const size_t rows = (size_t)batch * m->seq_len, d = m->d_model, f = m->d_inner, r = m->rank;
     lm->layout = l;
     lm->batch = batch;
@@ -40,9 +48,12 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
     lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
     for (int k = 0; k < m->layers; k++) {
         struct tt_cpu_layer_acts *a = &lm->acts[k];
-        a->qkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
-        a->g = tt_xmalloc(r * sizeof(tt_real));
-        a->p = m->position == TT_POS_KEY ? tt_xmalloc((size_t)m->seq_len * r * sizeof(tt_real)) : NULL;
+        if (!txl) { /* Transformer-XL's attention recomputes what its backward needs */
+            a->qkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
+            a->g = tt_xmalloc(r * sizeof(tt_real));
+            if (m->position == TT_POS_KEY)
+                a->p = tt_xmalloc((size_t)m->seq_len * r * sizeof(tt_real));
+        }
         a->y = tt_xmalloc(rows * d * sizeof(tt_real));
         a->y_mask = tt_xmalloc(rows * d);
         a->s1 = tt_xmalloc(rows * d * sizeof(tt_real));
@@ -58,7 +69,12 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
         a->rstd2 = tt_xmalloc(rows * sizeof(tt_real));
         a->x2 = tt_xmalloc(rows * d * sizeof(tt_real));
     }
-    if (m->position == TT_POS_KEY) {
+    if (txl) {
+        const size_t klen = (size_t)m->mem_len + m->seq_len;
+        lm->pe = tt_xmalloc(klen * d * sizeof(tt_real));
+        lm->pe_mask = tt_xmalloc(klen * d);
+        lm->mem = tt_xmalloc(((size_t)m->layers * batch * m->mem_len * d + 1) * sizeof(tt_real));
+    } else if (m->position == TT_POS_KEY) {
         tt_real *pos = tt_xmalloc((size_t)m->seq_len * sizeof *pos);
         for (int j = 0; j < m->seq_len; j++) pos[j] = (tt_real)(m->seq_len - 1 - j);
         lm->pe = tt_xmalloc((size_t)m->seq_len * d * sizeof(tt_real));
@@ -68,7 +84,7 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
     lm->dx = tt_xmalloc(rows * d * sizeof(tt_real));
     lm->dtmp = tt_xmalloc(rows * d * sizeof(tt_real));
     lm->dff = tt_xmalloc(rows * f * sizeof(tt_real));
-    lm->dqkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
+    if (!txl) lm->dqkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
     lm->d_emb = tt_xmalloc(rows * d * sizeof(tt_real));
 }
 
@@ -81,7 +97,7 @@ void tt_cpu_lm_free(tt_cpu_lm *lm)
         free(a->mean1), free(a->rstd1), free(a->x1), free(a->h), free(a->h_mask), free(a->hd);
         free(a->f_mask), free(a->s2), free(a->mean2), free(a->rstd2), free(a->x2);
     }
-    free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe);
+    free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe), free(lm->pe_mask), free(lm->mem);
     free(lm->dx), free(lm->dtmp), free(lm->dff), free(lm->dqkv), free(lm->d_emb);
     tt_view_free(&lm->w);
     tt_view_free(&lm->g);
@@ -272,25 +288,112 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
 
 static uint64_t stream(const tt_lm_opts *o, uint32_t site) { return tt_dropout_stream(o->step, site); }
 
+/* What every run starts with: views of this call's weights and gradients, a zero result. */
+static void run_begin(tt_cpu_lm *lm, tt_real *w, tt_real *grads, tt_lm_result *res)
+{
+    tt_view_free(&lm->w);
+    tt_view_free(&lm->g);
+    tt_view_make(lm->layout, w, &lm->w);
+    if (grads) tt_view_make(lm->layout, grads, &lm->g);
+    memset(res, 0, sizeof *res);
+}
+
+/* x0 = dropout(E[inputs] * sqrt(D)), dropout site 0 in both models. */
+static void embed_fwd(tt_cpu_lm *lm, const int32_t *inputs, tt_real p, const tt_lm_opts *o)
+{
+    const int d = lm->layout->m.d_model;
+    for (int i = 0; i < lm->rows; i++) embed(lm->layout, &lm->w, inputs[i], lm->x0 + (size_t)i * d);
+    cpu_dropout_fwd(lm->x0, lm->x0_mask, lm->x0, (long)lm->rows * d, p, o->seed, stream(o, 0));
+}
+
+/* lm->dx holds d loss / d x0: the embedding tables' (and projections') gradients. */
+static void embed_backward(tt_cpu_lm *lm, const int32_t *inputs, tt_real p)
+{
+    const int d = lm->layout->m.d_model;
+    cpu_dropout_bwd(lm->d_emb, lm->dx, lm->x0_mask, (long)lm->rows * d, p);
+    for (int i = 0; i < lm->rows; i++)
+        embed_bwd(lm->layout, &lm->w, &lm->g, inputs[i], lm->d_emb + (size_t)i * d);
+}
+
+/* The output layer on x_L and the loss, weighted by o->weight; with grads,
+ * lm->dx = d loss / d x_L. */
+static void score(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets, const tt_lm_opts *o,
+                  bool grads, tt_lm_result *res)
+{
+    double weights = 0;
+    for (int i = 0; i < lm->rows; i++) weights += o->weight ? o->weight[i] : 1.0;
+    const double scale = weights > 0 ? 1.0 / weights : 0.0;
+    output_layer(lm, x, targets, o->weight, o->label_smoothing, scale, grads, res);
+}
+
+/* The dropout streams of a layer's sites after its attention (see the top of this file). */
+typedef struct {
+    uint64_t attn_out, ff_hidden, ff_out;
+} layer_streams;
+
+/* What follows a layer's attention output a->y, in both models:
+ *   x1 = LN(x + drop(y));  x2 = LN(x1 + drop(W2 drop(relu(W1 x1 + b1)) + b2)) */
+static void layer_tail_fwd(struct tt_cpu_layer_acts *a, const tt_layer_view *lw, const tt_real *x,
+                           int rows, const tt_model_spec *m, tt_real p, uint64_t seed,
+                           layer_streams st)
+{
+    const int d = m->d_model, f = m->d_inner;
+    const long rd = (long)rows * d, rf = (long)rows * f;
+    cpu_dropout_fwd(a->s1, a->y_mask, a->y, rd, p, seed, st.attn_out);
+    for (long i = 0; i < rd; i++) a->s1[i] += x[i];
+    cpu_layernorm_fwd(a->x1, a->mean1, a->rstd1, a->s1, lw->ln1_w, lw->ln1_b, rows, d);
+    cpu_linear_fwd(a->h, a->x1, lw->ff1_w, lw->ff1_b, rows, d, f);
+    cpu_relu_fwd(a->h, a->h, rf);
+    cpu_dropout_fwd(a->hd, a->h_mask, a->h, rf, p, seed, st.ff_hidden);
+    cpu_linear_fwd(a->s2, a->hd, lw->ff2_w, lw->ff2_b, rows, f, d);
+    cpu_dropout_fwd(a->s2, a->f_mask, a->s2, rd, p, seed, st.ff_out);
+    for (long i = 0; i < rd; i++) a->s2[i] += a->x1[i];
+    cpu_layernorm_fwd(a->x2, a->mean2, a->rstd2, a->s2, lw->ln2_w, lw->ln2_b, rows, d);
+}
+
+/* Its backward: from lm->dx = d x2 to lm->dx = d x through the residual alone and lm->dtmp = d y;
+ * the caller adds the attention's d x into lm->dx. */
+static void layer_tail_bwd(tt_cpu_lm *lm, const struct tt_cpu_layer_acts *a,
+                           const tt_layer_view *lw, const tt_layer_view *lg, tt_real p)
+{
+    const tt_model_spec *m = &lm->layout->m;
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner;
+    const long rd = (long)rows * d, rf = (long)rows * f;
+    cpu_layernorm_bwd(lm->dtmp, lg->ln2_w, lg->ln2_b, lm->dx, a->s2, a->mean2, a->rstd2,
+                      lw->ln2_w, rows, d); /* dtmp = d s2 */
+    memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x1 so far */
+    cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->f_mask, rd, p);
+    cpu_linear_bwd(lm->dff, lg->ff2_w, lg->ff2_b, lm->dtmp, a->hd, lw->ff2_w, rows, f, d);
+    cpu_dropout_bwd(lm->dff, lm->dff, a->h_mask, rf, p);
+    cpu_relu_bwd(lm->dff, lm->dff, a->h, rf);
+    cpu_linear_bwd(lm->dtmp, lg->ff1_w, lg->ff1_b, lm->dff, a->x1, lw->ff1_w, rows, d, f);
+    for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i]; /* d x1 */
+    cpu_layernorm_bwd(lm->dtmp, lg->ln1_w, lg->ln1_b, lm->dx, a->s1, a->mean1, a->rstd1,
+                      lw->ln1_w, rows, d); /* dtmp = d s1 */
+    memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x so far */
+    cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->y_mask, rd, p); /* d y */
+}
+
+static layer_streams tensorized_streams(const tt_lm_opts *o, int k)
+{
+    return (layer_streams){stream(o, 1 + 3 * k), stream(o, 2 + 3 * k), stream(o, 3 + 3 * k)};
+}
+
 void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inputs,
                    const int32_t *targets, const tt_lm_opts *o, tt_lm_result *res)
 {
     const tt_layout *l = lm->layout;
     const tt_model_spec *m = &l->m;
-    const int rows = lm->rows, d = m->d_model, f = m->d_inner, r = m->rank, n = m->seq_len;
-    const long rd = (long)rows * d, rf = (long)rows * f;
+    TT_ASSERT(m->kind == TT_KIND_TENSORIZED);
+    const int rows = lm->rows, d = m->d_model, r = m->rank, n = m->seq_len;
+    const long rd = (long)rows * d;
     const tt_real p = o->train ? (tt_real)m->dropout : 0.f;
     const bool key = m->position == TT_POS_KEY;
-    tt_view_free(&lm->w);
-    tt_view_free(&lm->g);
-    tt_view_make(l, w, &lm->w);
-    if (grads) tt_view_make(l, grads, &lm->g);
+    run_begin(lm, w, grads, res);
     const cpu_mla_shape shape = {lm->batch, n, r, d, m->causal};
-    memset(res, 0, sizeof *res);
 
     /* forward */
-    for (int i = 0; i < rows; i++) embed(l, &lm->w, inputs[i], lm->x0 + (size_t)i * d);
-    cpu_dropout_fwd(lm->x0, lm->x0_mask, lm->x0, rd, p, o->seed, stream(o, 0));
+    embed_fwd(lm, inputs, p, o);
     const tt_real *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
         const tt_layer_view *lw = &lm->w.layer[k];
@@ -299,22 +402,10 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
         cpu_core_fwd(a->g, lw->core, m->cores, r);
         if (key) cpu_linear_fwd(a->p, lm->pe, lw->r_net, NULL, n, d, r);
         cpu_mla_fwd(a->y, a->qkv, a->g, lw->o, a->p, lm->w.u, lm->w.v, shape);
-        cpu_dropout_fwd(a->s1, a->y_mask, a->y, rd, p, o->seed, stream(o, 1 + 3 * k));
-        for (long i = 0; i < rd; i++) a->s1[i] += x[i];
-        cpu_layernorm_fwd(a->x1, a->mean1, a->rstd1, a->s1, lw->ln1_w, lw->ln1_b, rows, d);
-        cpu_linear_fwd(a->h, a->x1, lw->ff1_w, lw->ff1_b, rows, d, f);
-        cpu_relu_fwd(a->h, a->h, rf);
-        cpu_dropout_fwd(a->hd, a->h_mask, a->h, rf, p, o->seed, stream(o, 2 + 3 * k));
-        cpu_linear_fwd(a->s2, a->hd, lw->ff2_w, lw->ff2_b, rows, f, d);
-        cpu_dropout_fwd(a->s2, a->f_mask, a->s2, rd, p, o->seed, stream(o, 3 + 3 * k));
-        for (long i = 0; i < rd; i++) a->s2[i] += a->x1[i];
-        cpu_layernorm_fwd(a->x2, a->mean2, a->rstd2, a->s2, lw->ln2_w, lw->ln2_b, rows, d);
+        layer_tail_fwd(a, lw, x, rows, m, p, o->seed, tensorized_streams(o, k));
         x = a->x2;
     }
-    double weights = 0;
-    for (int i = 0; i < rows; i++) weights += o->weight ? o->weight[i] : 1.0;
-    const double scale = weights > 0 ? 1.0 / weights : 0.0;
-    output_layer(lm, x, targets, o->weight, o->label_smoothing, scale, grads != NULL, res);
+    score(lm, x, targets, o, grads != NULL, res);
     if (!grads) return;
 
     /* backward: lm->dx holds d loss / d x_L */
@@ -323,21 +414,8 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
         const tt_layer_view *lg = &lm->g.layer[k];
         struct tt_cpu_layer_acts *a = &lm->acts[k];
         const tt_real *xin = k ? lm->acts[k - 1].x2 : lm->x0;
-        /* x2 = LN(x1 + drop(W2 drop(relu(W1 x1 + b1)) + b2)) */
-        cpu_layernorm_bwd(lm->dtmp, lg->ln2_w, lg->ln2_b, lm->dx, a->s2, a->mean2, a->rstd2,
-                          lw->ln2_w, rows, d); /* dtmp = d s2 */
-        memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x1 so far */
-        cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->f_mask, rd, p);
-        cpu_linear_bwd(lm->dff, lg->ff2_w, lg->ff2_b, lm->dtmp, a->hd, lw->ff2_w, rows, f, d);
-        cpu_dropout_bwd(lm->dff, lm->dff, a->h_mask, rf, p);
-        cpu_relu_bwd(lm->dff, lm->dff, a->h, rf);
-        cpu_linear_bwd(lm->dtmp, lg->ff1_w, lg->ff1_b, lm->dff, a->x1, lw->ff1_w, rows, d, f);
-        for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i]; /* d x1 */
-        /* x1 = LN(x + drop(MLA(x))) */
-        cpu_layernorm_bwd(lm->dtmp, lg->ln1_w, lg->ln1_b, lm->dx, a->s1, a->mean1, a->rstd1,
-                          lw->ln1_w, rows, d); /* dtmp = d s1 */
-        memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x so far */
-        cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->y_mask, rd, p); /* d y */
+        layer_tail_bwd(lm, a, lw, lg, p);
+        /* x1 = LN(x + drop(MLA(x))): lm->dtmp holds d MLA(x) */
         tt_real *dg = tt_xcalloc((size_t)r, sizeof *dg);
         tt_real *dp = key ? tt_xcalloc((size_t)n * r, sizeof *dp) : NULL;
         cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, lm->dtmp, a->qkv, a->g, lw->o, a->p,
@@ -349,6 +427,85 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
         free(dg);
         free(dp);
     }
-    cpu_dropout_bwd(lm->d_emb, lm->dx, lm->x0_mask, rd, p);
-    for (int i = 0; i < rows; i++) embed_bwd(l, &lm->w, &lm->g, inputs[i], lm->d_emb + (size_t)i * d);
+    embed_backward(lm, inputs, p);
+}
+
+/* Transformer-XL's layer k keys: its memory rows of sequence b first, then the current ones. */
+static tt_real *txl_mem(const tt_cpu_lm *lm, int k)
+{
+    const tt_model_spec *m = &lm->layout->m;
+    return lm->mem + (size_t)k * lm->batch * lm->mlen * m->d_model;
+}
+
+int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inputs,
+                      const int32_t *targets, const tt_real *mems_in, int mlen, tt_real *mems_out,
+                      const tt_lm_opts *o, tt_lm_result *res)
+{
+    const tt_layout *l = lm->layout;
+    const tt_model_spec *m = &l->m;
+    TT_ASSERT(m->kind == TT_KIND_TXL);
+    TT_ASSERT(mlen >= 0 && mlen <= m->mem_len && (mlen == 0 || mems_in));
+    const int rows = lm->rows, d = m->d_model, n = m->seq_len, klen = mlen + n, b = lm->batch;
+    const long rd = (long)rows * d;
+    const tt_real p = o->train ? (tt_real)m->dropout : 0.f;
+    run_begin(lm, w, grads, res);
+
+    /* The memories are copied: mems_out may be mems_in, and the backward needs them. */
+    lm->mlen = mlen;
+    if (mlen) memcpy(lm->mem, mems_in, (size_t)m->layers * b * mlen * d * sizeof(tt_real));
+    cpu_txl_pos_emb(lm->pe, klen, d, m->clamp_len);
+    cpu_dropout_fwd(lm->pe, lm->pe_mask, lm->pe, (long)klen * d, p, o->seed, stream(o, 1));
+    const cpu_txl_shape shape = {b, n, mlen, d, m->n_head, m->d_head,
+                                 o->train ? (tt_real)m->dropatt : 0.f, o->seed, 0};
+
+    /* forward */
+    embed_fwd(lm, inputs, p, o);
+    const tt_real *x = lm->x0;
+    for (int k = 0; k < m->layers; k++) {
+        const tt_layer_view *lw = &lm->w.layer[k];
+        struct tt_cpu_layer_acts *a = &lm->acts[k];
+        cpu_txl_shape s = shape;
+        s.stream = stream(o, 3 + 4 * k);
+        cpu_txl_attn_fwd(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe,
+                         (cpu_txl_weights){lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v}, s);
+        const layer_streams st = {stream(o, 2 + 4 * k), stream(o, 4 + 4 * k), stream(o, 5 + 4 * k)};
+        layer_tail_fwd(a, lw, x, rows, m, p, o->seed, st);
+        x = a->x2;
+    }
+
+    /* mem_l <- the last M rows of concat(mem_l, input of layer l), per sequence */
+    const int keep = klen < m->mem_len ? klen : m->mem_len;
+    if (mems_out)
+        for (int k = 0; k < m->layers; k++) {
+            const tt_real *in = k ? lm->acts[k - 1].x2 : lm->x0, *mem = txl_mem(lm, k);
+            for (int s = 0; s < b; s++)
+                for (int j = klen - keep; j < klen; j++) {
+                    const tt_real *src = j < mlen ? mem + ((size_t)s * mlen + j) * d
+                                                  : in + ((size_t)s * n + j - mlen) * d;
+                    tt_real *dst = mems_out + (((size_t)k * b + s) * keep + j - (klen - keep)) * d;
+                    memcpy(dst, src, (size_t)d * sizeof *dst);
+                }
+        }
+
+    score(lm, x, targets, o, grads != NULL, res);
+    if (!grads) return keep;
+
+    /* backward: lm->dx holds d loss / d x_L */
+    for (int k = m->layers - 1; k >= 0; k--) {
+        const tt_layer_view *lw = &lm->w.layer[k];
+        const tt_layer_view *lg = &lm->g.layer[k];
+        const tt_real *xin = k ? lm->acts[k - 1].x2 : lm->x0;
+        layer_tail_bwd(lm, &lm->acts[k], lw, lg, p);
+        /* x1 = LN(x + drop(attn(x, mem))): lm->dtmp holds d attn */
+        cpu_txl_shape s = shape;
+        s.stream = stream(o, 3 + 4 * k);
+        tt_real *dh = tt_xmalloc((size_t)rd * sizeof *dh);
+        cpu_txl_attn_bwd(dh, (cpu_txl_grads){lg->qkv, lg->r_net, lg->o, lm->g.u, lm->g.v},
+                         lm->dtmp, xin, mlen ? txl_mem(lm, k) : NULL, lm->pe,
+                         (cpu_txl_weights){lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v}, s);
+        for (long i = 0; i < rd; i++) lm->dx[i] += dh[i];
+        free(dh);
+    }
+    embed_backward(lm, inputs, p);
+    return keep;
 }

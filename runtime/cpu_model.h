@@ -1,5 +1,6 @@
-/* The tensorized LM on the CPU (MODEL.md section 2), forward and backward, built from cpu_ops:
- * the reference every GPU result is checked against, and a trainer for small models. */
+/* The tensorized LM (MODEL.md section 2) and Transformer-XL (section 3) on the CPU, forward and
+ * backward, built from cpu_ops and cpu_txl: the reference every GPU result is checked against,
+ * and a trainer for small models. */
 #ifndef TT_CPU_MODEL_H
 #define TT_CPU_MODEL_H
 
@@ -12,14 +13,18 @@ typedef struct {
     const tt_layout *layout;
     int batch, rows; /* rows = batch * seq_len */
     tt_view w, g;    /* views of the weights and gradients of the last call */
-    tt_real *pe;       /* [N, D] sinusoids of positions N-1 .. 0 (position: key) */
+    tt_real *pe;       /* [N, D] sinusoids of positions N-1 .. 0 (position: key);
+                        * Transformer-XL: [mlen+N, D] pos_emb of the last call, after dropout */
+    uint8_t *pe_mask;  /* Transformer-XL: pos_emb's dropout */
+    tt_real *mem;      /* Transformer-XL: [L, batch, mlen, D] the memories of the last call */
+    int mlen;
     /* activations kept for the backward pass */
     tt_real *x0;       /* [rows, D] embedding output after dropout */
     uint8_t *x0_mask;
     struct tt_cpu_layer_acts *acts; /* [L] */
     /* gradients of activations */
     tt_real *dx, *dtmp, *dff;  /* [rows, D], [rows, D], [rows, F] */
-    tt_real *dqkv;     /* [rows, 3R] */
+    tt_real *dqkv;     /* [rows, 3R] (tensorized) */
     tt_real *d_emb;    /* [rows, D]: d loss / d (embedding output before dropout) */
 } tt_cpu_lm;
 
@@ -29,6 +34,7 @@ typedef struct {
     double scored;   /* sum of the tokens' weights */
 } tt_lm_result;
 
+/* For either kind (a Transformer-XL LM runs only through tt_cpu_txl_lm_run). */
 void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *layout, int batch);
 void tt_cpu_lm_free(tt_cpu_lm *lm);
 
@@ -43,5 +49,18 @@ typedef struct {
  * gradient of loss_sum / scored into them and leaves d_emb set. */
 void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inputs,
                    const int32_t *targets, const tt_lm_opts *o, tt_lm_result *res);
+
+/* Transformer-XL on one segment: inputs, targets, o, res and grads as tt_cpu_lm_run.
+ *   mems_in [L, B, mlen, D]: layer l's memory, the inputs of layer l at the mlen positions just
+ *     before this segment (layer 0's input is the embedding output after its dropout), as the
+ *     previous call's mems_out; 0 <= mlen <= mem_len (M); NULL when mlen is 0 (a first segment).
+ *     The memories are constants (kimiyoung detaches them): no gradient flows into them.
+ *   mems_out [L, B, min(mlen + N, M), D] (may be NULL, may be mems_in): the next memories, the
+ *     last rows of concat(mem_l, input of layer l) per sequence.
+ * Returns the length of mems_out. Query i sees the memory and keys 0..i of its segment, at
+ * relative distances clamped to clamp_len (cpu_txl.h). */
+int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inputs,
+                      const int32_t *targets, const tt_real *mems_in, int mlen, tt_real *mems_out,
+                      const tt_lm_opts *o, tt_lm_result *res);
 
 #endif

@@ -4,10 +4,12 @@
  *      plus its forward against the formula of MODEL.md, and the add/write convention;
  *   2. the whole LM: d(loss_sum / scored) / d(every parameter element), for tiny models covering
  *      causal/unmasked, position none/key, tied/untied, full/adaptive softmax, label smoothing,
- *      token weights and dropout;
+ *      token weights and dropout; Transformer-XL with memory, dropout and dropatt too;
  *   3. the causal mask: no gradient reaches an earlier token's loss from a later position;
  *   4. h cores equal one core holding their mean g;
- *   5. determinism: the same inputs give bit-identical losses and gradients.
+ *   5. determinism: the same inputs give bit-identical losses and gradients;
+ *   6. Transformer-XL's memory: segments carrying it score each token as a direct evaluation of
+ *      the whole stream with the keys the memory gives each query.
  * Inputs are random on every run; the seed is printed and TT_TEST_SEED=<n> replays a run. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -680,7 +682,14 @@ typedef struct {
     double label_smoothing;
     bool train; /* dropout on, with a fixed seed and step */
     bool weighted; /* random token weights, some 0 */
+    /* Transformer-XL (D 8, 2 heads of 3, N TXL_SEQ, F 12) instead of the tensorized model */
+    bool txl;
+    int mem_len, clamp_len;
+    double dropatt;
+    bool first_segment; /* no memory yet (mlen 0); else a random one of mem_len rows */
 } model_cfg;
+
+#define TXL_SEQ 4
 
 typedef struct {
     tt_spec spec;
@@ -689,12 +698,37 @@ typedef struct {
     tt_lm_opts opts;
     int32_t *inputs, *targets;
     tt_real *w, *g, *weight;
+    tt_real *mems; /* Transformer-XL: [L, B, mem_len, D], the first mlen rows of each used */
+    int mlen;
 } model;
+
+/* Transformer-XL's memories at their longest: [L, B, M, D]. */
+static long mems_numel(const tt_layout *l)
+{
+    return (long)l->m.layers * BATCH * l->m.mem_len * l->m.d_model;
+}
 
 static void model_open(model *m, const model_cfg *c)
 {
     char yaml[1024], err[512];
-    int len = snprintf(yaml, sizeof yaml,
+    int len = c->txl ? snprintf(yaml, sizeof yaml,
+                                "model:\n"
+                                "  kind: transformer-xl\n"
+                                "  vocab: %d\n"
+                                "  d_model: 8\n"
+                                "  layers: 2\n"
+                                "  n_head: 2\n"
+                                "  d_head: 3\n"
+                                "  seq_len: %d\n"
+                                "  mem_len: %d\n"
+                                "  clamp_len: %d\n"
+                                "  d_inner: 12\n"
+                                "  dropout: %g\n"
+                                "  dropatt: %g\n"
+                                "  tie_weights: %s\n",
+                                VOCAB, TXL_SEQ, c->mem_len, c->clamp_len, c->dropout, c->dropatt,
+                                c->tie ? "true" : "false") :
+                     snprintf(yaml, sizeof yaml,
                        "model:\n"
                        "  kind: tensorized\n"
                        "  vocab: %d\n"
@@ -723,14 +757,19 @@ static void model_open(model *m, const model_cfg *c)
     if (tt_layout_build(&m->spec.model, VOCAB, &m->layout, err, sizeof err) != 0)
         fail_msg("layout: %s", err);
     tt_cpu_lm_init(&m->lm, &m->layout, m->spec.train.batch);
-    assert_int_equal(m->lm.rows, BATCH * SEQ);
-    m->inputs = malloc(BATCH * SEQ * sizeof *m->inputs);
-    m->targets = malloc(BATCH * SEQ * sizeof *m->targets);
+    const int rows = m->lm.rows;
+    assert_int_equal(rows, BATCH * (c->txl ? TXL_SEQ : SEQ));
+    m->inputs = malloc((size_t)rows * sizeof *m->inputs);
+    m->targets = malloc((size_t)rows * sizeof *m->targets);
     m->w = alloc_real((long)m->layout.n_floats);
     m->g = alloc_real((long)m->layout.n_floats);
     m->opts.train = c->train;
     m->opts.label_smoothing = (tt_real)m->spec.train.label_smoothing;
-    if (c->weighted) m->weight = alloc_real(BATCH * SEQ);
+    if (c->weighted) m->weight = alloc_real(rows);
+    if (c->txl) {
+        m->mlen = c->first_segment ? 0 : c->mem_len;
+        m->mems = alloc_real(mems_numel(&m->layout));
+    }
     m->opts.weight = m->weight;
 }
 
@@ -739,7 +778,7 @@ static void model_close(model *m)
     tt_cpu_lm_free(&m->lm);
     tt_layout_free(&m->layout);
     tt_spec_free(&m->spec);
-    free(m->inputs), free(m->targets), free(m->w), free(m->g), free(m->weight);
+    free(m->inputs), free(m->targets), free(m->w), free(m->g), free(m->weight), free(m->mems);
 }
 
 /* Weights from tt_layout_init with a random seed, then moved off its special points: tensors
@@ -756,7 +795,9 @@ static void model_randomize(model *m, rng *r)
         for (size_t k = 0; k < p->numel; k++)
             x[k] = p->init_std > 0 ? x[k] * 15 : x[k] + (tt_real)(0.3 * rng_normal(r));
     }
-    for (int i = 0; i < BATCH * SEQ; i++) {
+    /* memories are layer inputs: O(1), as a LayerNorm's output */
+    if (m->mems) fill_normal(r, m->mems, mems_numel(&m->layout), 1.0);
+    for (int i = 0; i < m->lm.rows; i++) {
         m->inputs[i] = (int32_t)(rng_u64(r) % VOCAB);
         m->targets[i] = (int32_t)(rng_u64(r) % VOCAB);
         if (m->weight) m->weight[i] = rng_u64(r) % 4 == 0 ? 0 : (tt_real)rng_uniform(r, 0.2, 2);
@@ -773,11 +814,21 @@ static void model_randomize(model *m, rng *r)
     m->opts.step = rng_u64(r) % 100000;
 }
 
+/* One run of the model's kind; Transformer-XL attends to m->mems and keeps them. */
+static void model_run(model *m, tt_real *grads, tt_lm_result *res)
+{
+    if (m->layout.m.kind == TT_KIND_TXL)
+        tt_cpu_txl_lm_run(&m->lm, m->w, grads, m->inputs, m->targets, m->mlen ? m->mems : NULL,
+                          m->mlen, NULL, &m->opts, res);
+    else
+        tt_cpu_lm_run(&m->lm, m->w, grads, m->inputs, m->targets, &m->opts, res);
+}
+
 static double model_obj(void *p)
 {
     model *m = p;
     tt_lm_result res;
-    tt_cpu_lm_run(&m->lm, m->w, NULL, m->inputs, m->targets, &m->opts, &res);
+    model_run(m, NULL, &res);
     return res.loss_sum / res.scored;
 }
 
@@ -785,7 +836,7 @@ static double model_obj(void *p)
 static void model_grad(model *m, tt_lm_result *res)
 {
     memset(m->g, 0, m->layout.n_floats * sizeof *m->g);
-    tt_cpu_lm_run(&m->lm, m->w, m->g, m->inputs, m->targets, &m->opts, res);
+    model_run(m, m->g, res);
 }
 
 /* Every parameter element of the model against finite differences. A point where the loss is not
@@ -951,6 +1002,43 @@ static void test_model_g_dropout(void **state)
                           .div_val = 2,
                           .train = true};
     check_model(&c2, 117);
+}
+
+/* Transformer-XL (MODEL.md section 3) with a random memory of M rows per layer, which the
+ * gradient does not reach: tied/untied, full/adaptive softmax, dropout and dropatt. */
+static void test_model_t_txl(void **state)
+{
+    (void)state;
+    /* name, M, clamp_len, tied, cutoffs, div_val, dropout = dropatt (train), label smoothing */
+    const struct {
+        const char *name;
+        int mem_len, clamp_len;
+        bool tie, adaptive;
+        int div_val;
+        double dropout, label_smoothing;
+    } t[] = {
+        {"t: txl tied full, drop+dropatt", 4, 0, true, false, 1, 0.2, 0},
+        {"t2: txl untied adaptive 2, clamp 3", 4, 3, false, true, 2, 0.2, 0},
+        {"t3: txl tied adaptive 1, drop", 4, 0, true, true, 1, 0.2, 0},
+        {"t4: txl tied adaptive 2, M 3", 3, 0, true, true, 2, 0.1, 0},
+        {"t5: txl untied, ls 0.1, weights, mlen 0", 4, 0, false, false, 1, 0, 0.1},
+    };
+    for (int i = 0; i < (int)(sizeof t / sizeof *t); i++) {
+        const model_cfg c = {.name = t[i].name,
+                             .txl = true,
+                             .tie = t[i].tie,
+                             .mem_len = t[i].mem_len,
+                             .clamp_len = t[i].clamp_len,
+                             .adaptive = t[i].adaptive,
+                             .div_val = t[i].div_val,
+                             .dropout = t[i].dropout,
+                             .dropatt = t[i].dropout,
+                             .train = t[i].dropout > 0,
+                             .label_smoothing = t[i].label_smoothing,
+                             .weighted = t[i].label_smoothing > 0,
+                             .first_segment = t[i].label_smoothing > 0};
+        check_model(&c, 501 + (uint64_t)i);
+    }
 }
 
 /* === 3. the causal mask ======================================================================= */
@@ -1133,6 +1221,152 @@ static void test_determinism(void **state)
     print_message("  determinism: bit-identical loss, grads and d_emb (same and fresh lm)\n");
 }
 
+/* === 6. Transformer-XL's memory =============================================================
+ * Segments run one after the other, each attending to the memories the previous one returned,
+ * score each token exactly as a direct evaluation of the whole stream in which the query at
+ * position t of segment s = t / N sees the keys max(0, s N - M) .. t: those of its segment up to
+ * itself and the M before the segment (the memory holds the layer inputs of those positions as
+ * their own segments computed them, and the direct evaluation computes every position likewise),
+ * at relative distance t - j (clamped to clamp_len). Written out per position, without cpu_txl
+ * and without the LM's code: embedding, attention, LayerNorms, FFN, full softmax. */
+#define CARRY_SEGS 3
+
+static void txl_direct_nll(const model *m, const int32_t *tokens, const int32_t *targets, int b,
+                           double *nll)
+{
+    const tt_model_spec *s = &m->layout.m;
+    const int T = CARRY_SEGS * TXL_SEQ, d = s->d_model, f = s->d_inner, H = s->n_head,
+              dh = s->d_head, hd = H * dh, M = s->mem_len;
+    tt_view w;
+    tt_view_make(&m->layout, m->w, &w);
+    tt_real *x = alloc_real((long)T * d), *qkv = alloc_real((long)T * 3 * hd), *a = alloc_real(hd);
+    tt_real *y = alloc_real(d), *t1 = alloc_real(d), *hid = alloc_real(f), *mean = alloc_real(1),
+            *rstd = alloc_real(1), *pe = alloc_real(d), *r = alloc_real(hd), *pos = alloc_real(1);
+    for (int t = 0; t < T; t++)
+        for (int e = 0; e < d; e++)
+            x[(size_t)t * d + e] =
+                w.emb[0][(size_t)tokens[(size_t)b * T + t] * d + e] * sqrt((double)d);
+    for (int k = 0; k < s->layers; k++) {
+        const tt_layer_view *lw = &w.layer[k];
+        cpu_linear_fwd(qkv, x, lw->qkv, NULL, T, d, 3 * hd);
+        tt_real *out = alloc_real((long)T * d);
+        for (int t = 0; t < T; t++) {
+            const int lo = t / TXL_SEQ * TXL_SEQ - M > 0 ? t / TXL_SEQ * TXL_SEQ - M : 0;
+            for (int c = 0; c < H; c++) {
+                double score[CARRY_SEGS * TXL_SEQ], mx = -INFINITY, z = 0;
+                for (int j = lo; j <= t; j++) {
+                    const int dist =
+                        s->clamp_len > 0 && t - j > s->clamp_len ? s->clamp_len : t - j;
+                    pos[0] = (tt_real)dist;
+                    cpu_sinusoid(pe, pos, 1, d);
+                    cpu_linear_fwd(r, pe, lw->r_net, NULL, 1, d, hd);
+                    double sc = 0;
+                    for (int e = 0; e < dh; e++) {
+                        const double q = qkv[(size_t)t * 3 * hd + c * dh + e];
+                        sc += (q + w.u[c * dh + e]) * qkv[(size_t)j * 3 * hd + hd + c * dh + e] +
+                              (q + w.v[c * dh + e]) * r[c * dh + e];
+                    }
+                    score[j - lo] = sc / sqrt((double)dh);
+                    mx = fmax(mx, score[j - lo]);
+                }
+                for (int j = lo; j <= t; j++) z += score[j - lo] = exp(score[j - lo] - mx);
+                for (int e = 0; e < dh; e++) {
+                    double acc = 0;
+                    for (int j = lo; j <= t; j++)
+                        acc += score[j - lo] / z * qkv[(size_t)j * 3 * hd + 2 * hd + c * dh + e];
+                    a[c * dh + e] = (tt_real)acc;
+                }
+            }
+            cpu_linear_fwd(y, a, lw->o, NULL, 1, hd, d);
+            for (int e = 0; e < d; e++) y[e] += x[(size_t)t * d + e];
+            cpu_layernorm_fwd(t1, mean, rstd, y, lw->ln1_w, lw->ln1_b, 1, d);
+            cpu_linear_fwd(hid, t1, lw->ff1_w, lw->ff1_b, 1, d, f);
+            for (int e = 0; e < f; e++) hid[e] = hid[e] > 0 ? hid[e] : 0;
+            cpu_linear_fwd(y, hid, lw->ff2_w, lw->ff2_b, 1, f, d);
+            for (int e = 0; e < d; e++) y[e] += t1[e];
+            cpu_layernorm_fwd(out + (size_t)t * d, mean, rstd, y, lw->ln2_w, lw->ln2_b, 1, d);
+        }
+        memcpy(x, out, (size_t)T * d * sizeof *x);
+        free(out);
+    }
+    for (int t = 0; t < T; t++) {
+        double logit[VOCAB], mx = -INFINITY, z = 0;
+        for (int v = 0; v < VOCAB; v++) {
+            double l = w.out_b[0][v];
+            for (int e = 0; e < d; e++)
+                l += (double)x[(size_t)t * d + e] * w.out_w[0][(size_t)v * d + e];
+            logit[v] = l;
+            mx = fmax(mx, l);
+        }
+        for (int v = 0; v < VOCAB; v++) z += exp(logit[v] - mx);
+        nll[t] = mx + log(z) - logit[targets[(size_t)b * T + t]];
+    }
+    free(x), free(qkv), free(a), free(y), free(t1), free(hid), free(mean), free(rstd), free(pe);
+    free(r), free(pos);
+    tt_view_free(&w);
+}
+
+static void test_txl_memory_carry(void **state)
+{
+    (void)state;
+    rng r = rng_for(601);
+    const struct {
+        int mem_len, clamp_len;
+        bool tie;
+    } cases[] = {{4, 0, true}, {4, 3, false}, {3, 0, false}, {6, 2, true}, {0, 0, true}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const model_cfg c = {.name = "carry",
+                             .txl = true,
+                             .tie = cases[ci].tie,
+                             .mem_len = cases[ci].mem_len,
+                             .clamp_len = cases[ci].clamp_len,
+                             .first_segment = true,
+                             .weighted = true};
+        model m;
+        model_open(&m, &c);
+        model_randomize(&m, &r);
+        const int T = CARRY_SEGS * TXL_SEQ, M = c.mem_len;
+        int32_t tokens[BATCH * CARRY_SEGS * TXL_SEQ], targets[BATCH * CARRY_SEGS * TXL_SEQ];
+        for (int i = 0; i < BATCH * T; i++) {
+            tokens[i] = (int32_t)(rng_u64(&r) % VOCAB);
+            targets[i] = (int32_t)(rng_u64(&r) % VOCAB);
+        }
+        double direct[BATCH][CARRY_SEGS * TXL_SEQ], worst = 0;
+        for (int b = 0; b < BATCH; b++) txl_direct_nll(&m, tokens, targets, b, direct[b]);
+        int mlen = 0;
+        for (int seg = 0; seg < CARRY_SEGS; seg++) {
+            for (int b = 0; b < BATCH; b++)
+                for (int i = 0; i < TXL_SEQ; i++) {
+                    m.inputs[b * TXL_SEQ + i] = tokens[b * T + seg * TXL_SEQ + i];
+                    m.targets[b * TXL_SEQ + i] = targets[b * T + seg * TXL_SEQ + i];
+                }
+            /* each token's loss alone (weight one-hot), the memories left as they are */
+            for (int row = 0; row < BATCH * TXL_SEQ; row++) {
+                memset(m.weight, 0, BATCH * TXL_SEQ * sizeof *m.weight);
+                m.weight[row] = 1;
+                tt_lm_result res;
+                tt_cpu_txl_lm_run(&m.lm, m.w, NULL, m.inputs, m.targets, mlen ? m.mems : NULL,
+                                  mlen, NULL, &m.opts, &res);
+                const double want = direct[row / TXL_SEQ][seg * TXL_SEQ + row % TXL_SEQ];
+                worst = fmax(worst, fabs(res.nll_sum - want));
+                if (!(fabs(res.nll_sum - want) <= 1e-12))
+                    fail_msg("M %d clamp %d: segment %d row %d: nll %.17g, direct %.17g", M,
+                             c.clamp_len, seg, row, res.nll_sum, want);
+            }
+            /* then the run that carries them, in place */
+            tt_lm_result res;
+            const int next = tt_cpu_txl_lm_run(&m.lm, m.w, NULL, m.inputs, m.targets,
+                                               mlen ? m.mems : NULL, mlen, m.mems, &m.opts, &res);
+            assert_int_equal(next, mlen + TXL_SEQ < M ? mlen + TXL_SEQ : M);
+            mlen = next;
+        }
+        print_message("  txl memory, %d segments of %d, M %d, clamp %d, %s: per-token nll vs the "
+                      "direct evaluation, max |diff| %.1e\n",
+                      CARRY_SEGS, TXL_SEQ, M, c.clamp_len, c.tie ? "tied" : "untied", worst);
+        model_close(&m);
+    }
+}
+
 /* === main ===================================================================================== */
 int main(void)
 {
@@ -1155,9 +1389,11 @@ int main(void)
         cmocka_unit_test(test_model_e_adaptive_div1_tied),
         cmocka_unit_test(test_model_f_label_smoothing),
         cmocka_unit_test(test_model_g_dropout),
+        cmocka_unit_test(test_model_t_txl),
         cmocka_unit_test(test_causal_leak),
         cmocka_unit_test(test_cores_mean),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_txl_memory_carry),
     };
     const int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (failed)
