@@ -9,6 +9,9 @@
 #include "util.h"
 
 #define SMEM_STATIC_LIMIT (48 * 1024) /* static __shared__ arrays; more needs opt-in */
+/* Blocks of the grid-stride kernels over a flat array (cast, the attention's sums of parts):
+ * four per SM of a 132-SM H100 or H200 (runtime/launch.c launches the same 528). */
+#define GRID_STRIDE_BLOCKS (4 * 132)
 
 static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
@@ -449,8 +452,9 @@ static void plan_cast(tt_plan *plan, const char *dtype)
     name_kernel(k, flags);
     set_const(k, "OP_CAST", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = 4 * 132;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = min(ceil(n / %ld), 528), grid-stride", threads);
+    k->grid[0] = GRID_STRIDE_BLOCKS;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = min(ceil(n / %ld), %d), grid-stride", threads,
+             GRID_STRIDE_BLOCKS);
     whyf(k, "bf16 copies of fp32 results (dlogits, dP) for the bf16 GEMMs");
 }
 
@@ -547,8 +551,8 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     set_const(c, "THREADS", 256);
     set_const(c, "OP_MLA_FWD_SUM", 1);
     c->block[0] = 256;
-    c->grid[0] = 4 * 132;
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = 528, grid-stride over B N D");
+    c->grid[0] = GRID_STRIDE_BLOCKS;
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = %d, grid-stride over B N D", GRID_STRIDE_BLOCKS);
     whyf(c, "Y = the parts' fp32 sums in order, rounded once: deterministic");
     return 0;
 }
@@ -755,8 +759,8 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
     set_const(c, "THREADS", 256);
     set_const(c, "OP_MLA_BWD_WO_SUM", 1);
     c->block[0] = 256;
-    c->grid[0] = 4 * 132;
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = 528, grid-stride over D N^2");
+    c->grid[0] = GRID_STRIDE_BLOCKS;
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = %d, grid-stride over D N^2", GRID_STRIDE_BLOCKS);
     whyf(c, "dWo += the %ld splits' sums, in order: deterministic", splits);
 }
 

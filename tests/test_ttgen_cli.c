@@ -518,23 +518,23 @@ static size_t blank_line_at(const char *text)
     return i;
 }
 
-/* A template with a syntax error: exit 1, NVRTC's log (pointing into the template) on stderr, and
- * the evidence saved where stderr says. */
-/* The templates into tpl, mla.cu's first line (its "// ttgen: needs FILE") replaced by first. */
-static void copy_templates_needing(const char *tpl, const char *first)
+/* The templates into tpl (made), file `name` replaced by edit(its text, ctx) (a new string). */
+typedef char *(*template_edit)(const char *text, void *ctx);
+static void copy_templates(const char *tpl, const char *name, template_edit edit, void *ctx)
 {
     char err[512];
     assert_int_equal(tt_mkdir_p(tpl, err, sizeof err), 0);
     glob_t g;
     assert_int_equal(glob(TT_SOURCE_DIR "/templates/*", 0, NULL, &g), 0);
+    int edited = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        const char *name = strrchr(g.gl_pathv[i], '/') + 1;
-        char *text = tu_read_file(g.gl_pathv[i], NULL), *dst = tt_xasprintf("%s/%s", tpl, name);
-        if (strcmp(name, "mla.cu") == 0) {
-            assert_true(strncmp(text, "// ttgen: needs ", 16) == 0);
-            char *edited = tt_xasprintf("%s%s", first, strchr(text, '\n'));
-            tu_write_file(dst, edited, strlen(edited));
-            free(edited);
+        const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+        char *text = tu_read_file(g.gl_pathv[i], NULL), *dst = tt_xasprintf("%s/%s", tpl, base);
+        if (strcmp(base, name) == 0) {
+            char *changed = edit(text, ctx);
+            tu_write_file(dst, changed, strlen(changed));
+            free(changed);
+            edited++;
         } else {
             tu_write_file(dst, text, strlen(text));
         }
@@ -542,6 +542,14 @@ static void copy_templates_needing(const char *tpl, const char *first)
         free(dst);
     }
     globfree(&g);
+    assert_int_equal(edited, 1);
+}
+
+/* mla.cu with its first line (its "// ttgen: needs FILE") replaced by ctx. */
+static char *replace_needs_line(const char *text, void *ctx)
+{
+    assert_true(strncmp(text, "// ttgen: needs ", 16) == 0);
+    return tt_xasprintf("%s%s", (const char *)ctx, strchr(text, '\n'));
 }
 
 /* A template's "// ttgen: needs FILE" line: a missing FILE, or a line naming none, is an error
@@ -555,7 +563,7 @@ static void test_template_needs(void **state)
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char *tpl = tt_xasprintf("%s/templates-needs-%zu", f->root, c);
-        copy_templates_needing(tpl, cases[c].first);
+        copy_templates(tpl, "mla.cu", replace_needs_line, (void *)cases[c].first);
         run r;
         TTGEN(f, f->cache, &r, PTB, "--templates", tpl);
         if (r.status == 0) fail_msg("ttgen accepted '%s'", cases[c].first);
@@ -565,34 +573,25 @@ static void test_template_needs(void **state)
     }
 }
 
+/* layernorm.cu with a syntax error after its opening comment, at the first blank line; *ctx gets
+ * the error's line number. */
+static char *inject_syntax_error(const char *text, void *ctx)
+{
+    const size_t at = blank_line_at(text);
+    int line = 2;
+    for (size_t c = 0; c < at; c++) line += text[c] == '\n';
+    *(int *)ctx = line;
+    return tt_xasprintf("%.*s\n__device__ float tt_injected_error = ;\n%s", (int)at, text, text + at + 1);
+}
+
+/* A template with a syntax error: exit 1, NVRTC's log (pointing into the template) on stderr, and
+ * the evidence saved where stderr says. */
 static void test_template_syntax_error(void **state)
 {
     fixture *f = *state;
-    char *tpl = tt_xasprintf("%s/templates", f->root), err[512];
-    assert_int_equal(tt_mkdir_p(tpl, err, sizeof err), 0);
-    glob_t g;
-    assert_int_equal(glob(TT_SOURCE_DIR "/templates/*", 0, NULL, &g), 0);
+    char *tpl = tt_xasprintf("%s/templates", f->root);
     int line = 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        const char *name = strrchr(g.gl_pathv[i], '/') + 1;
-        char *text = tu_read_file(g.gl_pathv[i], NULL);
-        char *dst = tt_xasprintf("%s/%s", tpl, name);
-        if (strcmp(name, "layernorm.cu") == 0) {
-            /* After the opening comment, at the first blank line. */
-            const size_t at = blank_line_at(text);
-            line = 2;
-            for (size_t c = 0; c < at; c++) line += text[c] == '\n';
-            char *bad = tt_xasprintf("%.*s\n__device__ float tt_injected_error = ;\n%s", (int)at,
-                                     text, text + at + 1);
-            tu_write_file(dst, bad, strlen(bad));
-            free(bad);
-        } else {
-            tu_write_file(dst, text, strlen(text));
-        }
-        free(text);
-        free(dst);
-    }
-    globfree(&g);
+    copy_templates(tpl, "layernorm.cu", inject_syntax_error, &line);
     assert_true(line > 0);
 
     run r;
