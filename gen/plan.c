@@ -510,15 +510,16 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
     const long tasks = mla_tc_tasks(m, 16);
-    long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 8) * 8;
+    /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */
+    long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
     while (tasks * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
         if (g > 1) g /= 2;
-        else if (td > 64) td = (long)ceil_div(td / 2, 8) * 8; /* whole n8 tiles */
+        else if (td > 64) td = (long)ceil_div(td / 2, 16) * 16;
         else break;
     }
-    while (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT && (g > 1 || td > 8)) {
+    while (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
         if (g > 1) g /= 2;
-        else td = td / 2 < 8 ? 8 : (long)ceil_div(td / 2, 8) * 8;
+        else td = td / 2 < 16 ? 16 : (long)ceil_div(td / 2, 16) * 16;
     }
     if (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
@@ -769,7 +770,7 @@ static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
 {
     const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
     (void)npad;
-    return 2 * 2 * dpad * 24 + g * (16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+    return 2 * 2 * dpad * 24 + g * (2 * 16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a

@@ -34,6 +34,17 @@ __device__ __forceinline__ void tt_ldsm_t(unsigned (&r)[4], const tt_bf16 *row)
                  : "r"(a));
 }
 
+// The same, not transposed: lane l gives the address of row l % 8 of matrix l / 8 and gets, of
+// matrix q, elements (g, 2t) and (g, 2t+1) in register q: an m16n8k16 B operand read from a tile
+// stored n-major (rows n, k contiguous), or an A operand from a row-major one.
+__device__ __forceinline__ void tt_ldsm(unsigned (&r)[4], const tt_bf16 *row)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
 // d += a b: one m16n8k16 product, bf16 inputs, fp32 accumulators.
 __device__ __forceinline__ void tt_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
 {
@@ -54,6 +65,15 @@ __device__ __forceinline__ unsigned tt_pack_bf16(float lo, float hi)
 __device__ __forceinline__ unsigned tt_lds32(const tt_bf16 *p)
 {
     return *reinterpret_cast<const unsigned *>(p);
+}
+
+// An 8x8 bf16 matrix transposed in registers: the lane holding (g, 2t), (g, 2t+1) of it gets
+// (2t, g), (2t+1, g) back.
+__device__ __forceinline__ unsigned tt_movm_t(unsigned x)
+{
+    unsigned d;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(x));
+    return d;
 }
 
 // Element (row, col) of a warp's m16n8 accumulator tile that register e of lane holds.
@@ -136,29 +156,39 @@ __device__ __forceinline__ void tt_load_v_tile(tt_bf16 *sv, const tt_bf16 *seq, 
     }
 }
 
-// Stage 1 for 16 keys kc..kc+15: t (two m16n8 tiles) = A_j V[kc..]^T, masked by (row, j, key).
+// Stage 1 for 16 keys kc..kc+15: t (two m16n8 tiles) = A_j V[kc..]^T, masked by (row, j, key)
+// where the tile (rows row0..row0+15) sees a masked (j, key) at all. V's fragments come by
+// ldmatrix: per k-step one x4 gives both n8 tiles' B operands.
 __device__ __forceinline__ void tt_t_chunk(float (&t)[2][4], const unsigned (&a)[TT_RK][4],
                                            const tt_bf16 *sv, int kc, int row0, int j)
 {
-    const int lane = threadIdx.x % 32, gi = lane >> 2, tq = lane & 3;
+    const int lane = threadIdx.x % 32;
 #pragma unroll
-    for (int nt = 0; nt < 2; nt++) {
+    for (int nt = 0; nt < 2; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) t[nt][e] = 0.f;
-        const tt_bf16 *vrow = sv + (size_t)(kc + nt * 8 + gi) * TT_SR + tq * 2;
+    // matrix q = lane / 8: keys kc + (q / 2) * 8 + lane % 8, ranks ks * 16 + (q % 2) * 8
+    const tt_bf16 *vrow = sv + (size_t)(kc + (lane >> 4) * 8 + (lane & 7)) * TT_SR + ((lane >> 3) & 1) * 8;
 #pragma unroll
-        for (int ks = 0; ks < TT_RK; ks++)
-            tt_mma(t[nt], a[ks], tt_lds32(vrow + ks * 16), tt_lds32(vrow + ks * 16 + 8));
-#if TT_CAUSAL
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int i = row0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
-            if (j > i || k > i) t[nt][e] = 0.f;
-        }
-#else
-        (void)row0, (void)j;
-#endif
+    for (int ks = 0; ks < TT_RK; ks++) {
+        unsigned b[4];
+        tt_ldsm(b, vrow + ks * 16);
+        tt_mma(t[0], a[ks], b[0], b[1]);
+        tt_mma(t[1], a[ks], b[2], b[3]);
     }
+#if TT_CAUSAL
+    if (j > row0 || kc + 15 > row0) { // some (row, j, key) of the tile is masked
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = row0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
+                if (j > i || k > i) t[nt][e] = 0.f;
+            }
+    }
+#else
+    (void)row0, (void)j;
+#endif
 }
 
 // The accumulators of stage 1 as the A operand of stage 2 (keys are its k dimension).
@@ -182,23 +212,26 @@ __device__ __forceinline__ void tt_cp_commit() { asm volatile("cp.async.commit_g
 // Waits until at most n of this thread's groups are in flight.
 template <int n> __device__ __forceinline__ void tt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
 
-// kn columns of rows d0 .. d0+rows-1 of Wo [D, N*N], starting at column col (= j*N + k0), into
-// sw [rows][pitch]; zero past D and past the kvalid columns that still belong to j (N - k0).
-// By the whole block. When N keeps rows of Wo 16-byte aligned, asynchronously (cp.async: the
-// caller commits and waits); else with plain loads.
+// kn (<= KMAX) columns of rows d0 .. d0+rows-1 of Wo [D, N*N], starting at column col
+// (= j*N + k0), into sw [rows][pitch]; zero past D and past the kvalid columns that still
+// belong to j (N - k0). By the whole block. When N keeps rows of Wo 16-byte aligned,
+// asynchronously (cp.async: the caller commits and waits); else with plain loads.
+template <int KMAX>
 __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt_bf16 *wo, int d0,
                                                 int rows, size_t col, int kn, int kvalid)
 {
 #if TT_N % 8 == 0
-    const int per_row = kn / 8;
+    constexpr int per_row = KMAX / 8; // a compile-time divisor: no division in the loop
     for (int e = threadIdx.x; e < rows * per_row; e += TT_THREADS) {
         const int dd = e / per_row, k = (e % per_row) * 8;
+        if (k >= kn) continue;
         const bool in = d0 + dd < TT_D && k < kvalid;
         tt_cp16(sw + (size_t)dd * pitch + k, in ? wo + (size_t)(d0 + dd) * TT_N * TT_N + col + k : wo, in);
     }
 #else
-    for (int e = threadIdx.x; e < rows * kn; e += TT_THREADS) {
-        const int dd = e / kn, k = e % kn;
+    for (int e = threadIdx.x; e < rows * KMAX; e += TT_THREADS) {
+        const int dd = e / KMAX, k = e % KMAX;
+        if (k >= kn) continue;
         tt_bf16 x;
         x.bits = 0;
         if (d0 + dd < TT_D && k < kvalid) x = wo[(size_t)(d0 + dd) * TT_N * TT_N + col + k];
@@ -223,6 +256,7 @@ __device__ __forceinline__ void tt_task_of(int x, int &it, int &jp)
 #endif
 
 #ifdef TT_OP_MLA_FWD
+static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
 // With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
@@ -263,12 +297,12 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     const int kn = (jend + 15) / 16 * 16;
     const int j0 = jp * 16, j1 = min(j0 + 16, jend);        // this part's j
     // Two slabs: j + 1's is in flight while j's is used.
-    tt_load_wo_slab(sw, TT_SW, wo, d0, TT_TD, (size_t)j0 * TT_N, kn, TT_N);
+    tt_load_wo_slab<TT_NPAD>(sw, TT_SW, wo, d0, TT_TD, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
     for (int j = j0; j < j1; j++) {
         const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * TT_TD * TT_SW;
         if (j + 1 < j1)
-            tt_load_wo_slab(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0, TT_TD,
+            tt_load_wo_slab<TT_NPAD>(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0, TT_TD,
                             (size_t)(j + 1) * TT_N, kn, TT_N);
         tt_cp_commit();
         unsigned a[TT_RK][4];
@@ -280,11 +314,15 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             tt_t_chunk(t, a, sv, kc, i0, j);
             unsigned ta[4];
             tt_acc_to_a(ta, t);
-            const tt_bf16 *wrow = cur + (size_t)gi * TT_SW + kc + tq * 2;
+            // matrix q = lane / 8: features nt * 8 + (q / 2) * 8 + lane % 8, keys kc + (q % 2) * 8
+            const tt_bf16 *wrow = cur + (size_t)((lane >> 4) * 8 + (lane & 7)) * TT_SW + kc + ((lane >> 3) & 1) * 8;
 #pragma unroll
-            for (int nt = 0; nt < TT_TD / 8; nt++)
-                tt_mma(acc[nt], ta, tt_lds32(wrow + (size_t)nt * 8 * TT_SW),
-                       tt_lds32(wrow + (size_t)nt * 8 * TT_SW + 8));
+            for (int nt = 0; nt < TT_TD / 8; nt += 2) {
+                unsigned b[4];
+                tt_ldsm(b, wrow + (size_t)nt * 8 * TT_SW);
+                tt_mma(acc[nt], ta, b[0], b[1]);
+                tt_mma(acc[nt + 1], ta, b[2], b[3]);
+            }
         }
         __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
@@ -416,8 +454,11 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     const int j0 = blockIdx.x * TT_W;
     if (ntiles) tt_wo_load_tile(s_q[0], s_dy[0], s_v[0], s_k[0], qkv, dy, b0, istart, d0, kc, j0);
     tt_cp_commit();
+    // Stage 1's A operand for a sequence: its V rows kc.. scaled by c1 = g K_j (+ g P_j), and the
+    // constant c0 = g (u K_j + v P_j) of position: key as a per-key term vc0 = V c0: then
+    // T_j^T = (V c1) Q^T + vc0 1^T, with Q's fragments straight from shared memory.
     unsigned av[TT_RK][4];
-    float c1[TT_RK][4], c0[TT_RK][4]; // at the lane's ranks 2t, 2t+1, 2t+8, 2t+9
+    float vc0[2] = {0.f, 0.f}; // keys kc + g, kc + g + 8
     for (int t = 0; t < ntiles; t++) {
         const int i0 = istart + t % per_seq * 32, buf = t & 1;
         if (t + 1 < ntiles)
@@ -426,59 +467,74 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
         tt_cp_commit();
         tt_cp_wait<1>();
         __syncthreads(); // this tile is in shared memory
-        if (t % per_seq == 0) { // a new sequence: stage 1's A operand (V rows kc.. x ranks) and
-                                // the factors of A_j[i, r] = q c1[r] + c0[r]
+        if (t % per_seq == 0) { // a new sequence
+#if TT_POS_KEY
+            float s0 = 0.f, s8 = 0.f;
+#endif
 #pragma unroll
             for (int ks = 0; ks < TT_RK; ks++) {
                 float x[8];
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
                     const int r = tt_frag_r(lane, ks, e);
-                    x[e] = r < TT_R ? tt_float(s_v[buf][gi + ((e >> 1) & 1) * 8][r]) : 0.f;
+                    float c1 = 0.f, vr = 0.f;
+                    if (r < TT_R) {
+                        const float kr = tt_float(s_k[buf][warp][r]); // K row j (zero past N)
+                        vr = tt_float(s_v[buf][gi + ((e >> 1) & 1) * 8][r]);
+#if TT_POS_KEY
+                        const float pr = tt_float(p[(size_t)jj * TT_R + r]);
+                        c1 = g[r] * (kr + pr);
+                        const float c0 = g[r] * (u[r] * kr + v[r] * pr);
+                        if ((e >> 1) & 1) s8 += vr * c0;
+                        else s0 += vr * c0;
+#else
+                        c1 = g[r] * kr;
+#endif
+                    }
+                    x[e] = vr * c1;
                 }
 #pragma unroll
                 for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
-#pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    const int r = tt_frag_r(lane, ks, q < 2 ? q : q + 2);
-                    c1[ks][q] = c0[ks][q] = 0.f;
-                    if (r < TT_R) {
-                        const float kr = tt_float(s_k[buf][warp][r]); // K row j (zero past N)
-#if TT_POS_KEY
-                        const float pr = tt_float(p[(size_t)jj * TT_R + r]);
-                        c1[ks][q] = g[r] * (kr + pr);
-                        c0[ks][q] = g[r] * (u[r] * kr + v[r] * pr);
-#else
-                        c1[ks][q] = g[r] * kr;
-#endif
-                    }
-                }
             }
+#if TT_POS_KEY
+            // the lane holds ranks 2t, 2t+1, 2t+8, 2t+9 of each k-step: add over the quad
+            s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
+            s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
+            s8 += __shfl_xor_sync(0xffffffffu, s8, 1);
+            s8 += __shfl_xor_sync(0xffffffffu, s8, 2);
+            vc0[0] = s0, vc0[1] = s8;
+#endif
         }
         if (jlive) {
-            // stage 1: T_j^T, keys kc.. x rows i0.. (four n8 tiles of rows), masked
+            // stage 1: T_j^T, keys kc.. x rows i0.. (four n8 tiles of rows), masked where the
+            // tile sees a masked (row, j, key) at all; B operands by ldmatrix from Q's tile
+            // (matrix q = lane / 8: rows nt * 8 + (q / 2) * 8 + lane % 8, ranks (q % 2) * 8)
             float tt[4][4];
+            const tt_bf16 *qrow = &s_q[buf][(lane >> 4) * 8 + (lane & 7)][((lane >> 3) & 1) * 8];
 #pragma unroll
-            for (int nt = 0; nt < 4; nt++) {
+            for (int nt = 0; nt < 4; nt++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) tt[nt][e] = 0.f;
-                const tt_bf16 *qrow = &s_q[buf][nt * 8 + gi][tq * 2];
+                for (int e = 0; e < 4; e++) tt[nt][e] = vc0[e >> 1];
 #pragma unroll
-                for (int ks = 0; ks < TT_RK; ks++) {
-                    const unsigned lo = tt_lds32(qrow + ks * 16), hi = tt_lds32(qrow + ks * 16 + 8);
-                    const float q0 = __uint_as_float(lo << 16), q1 = __uint_as_float(lo & 0xffff0000u);
-                    const float q8 = __uint_as_float(hi << 16), q9 = __uint_as_float(hi & 0xffff0000u);
-                    tt_mma(tt[nt], av[ks], tt_pack_bf16(q0 * c1[ks][0] + c0[ks][0], q1 * c1[ks][1] + c0[ks][1]),
-                           tt_pack_bf16(q8 * c1[ks][2] + c0[ks][2], q9 * c1[ks][3] + c0[ks][3]));
+            for (int ks = 0; ks < TT_RK; ks++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt += 2) {
+                    unsigned bq[4];
+                    tt_ldsm(bq, qrow + (size_t)nt * 8 * TT_SR + ks * 16);
+                    tt_mma(tt[nt], av[ks], bq[0], bq[1]);
+                    tt_mma(tt[nt + 1], av[ks], bq[2], bq[3]);
                 }
 #if TT_CAUSAL
+            if (j > i0 || kc + 15 > i0)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int k = kc + tt_acc_row(lane, e), i = i0 + nt * 8 + tt_acc_col(lane, e);
-                    if (j > i || k > i) tt[nt][e] = 0.f;
-                }
+                for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int k = kc + tt_acc_row(lane, e), i = i0 + nt * 8 + tt_acc_col(lane, e);
+                        if (j > i || k > i) tt[nt][e] = 0.f;
+                    }
 #endif
-            }
+            // (rows past N keep vc0, but meet dY's zero rows there in stage 2)
             // stage 2: acc (keys x features) += T_j^T (keys x rows) dY (rows x features)
 #pragma unroll
             for (int ks2 = 0; ks2 < 2; ks2++) {
@@ -542,7 +598,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 //   dQ += dT (V[kc..] g K_j)                           in registers across the whole walk
 //   F   (keys x ranks)  = dT^T Q                       dT through shared memory, transposed
 //   dV[kc..] += F g K_j                                in registers across j; written per chunk
-//   dK~[j] += sum over keys of V F                     summed over lanes into shared memory
+//   dK~[j] += sum over keys of V F                     column sums by a product with ones, into shared memory
 // and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The part's sums of dQ, dV, dg go to
 // the partials (templates/mla_parts.cuh, TT_TI = 16), which mla_bwd_reduce and
 // mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
@@ -560,10 +616,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const size_t warp_bytes = (size_t)16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
+    const size_t warp_bytes = (size_t)2 * 16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
     unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
     float *s_dk = reinterpret_cast<float *>(mine);
-    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(mine + (size_t)16 * TT_RK * 16 * 4);
+    float *s_gk = s_dk + 16 * TT_RK * 16; // g K_j of the part's j, zero past R
+    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_gk + 16 * TT_RK * 16);
     tt_bf16 *s_dt = s_vc + 16 * TT_SR;
     (void)p, (void)u, (void)v, (void)dqkv;
 
@@ -604,8 +661,13 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             bq[nt][h] = tt_pack_bf16(qa, qb);
         }
     }
-    for (int e = lane; e < 16 * TT_RK * 16; e += 32) s_dk[e] = 0.f;
+    for (int e = lane; e < 16 * TT_RK * 16; e += 32) {
+        const int jl = e / (TT_RK * 16), r = e % (TT_RK * 16);
+        s_dk[e] = 0.f;
+        s_gk[e] = live && jl < nj && r < TT_R ? g[r] * tt_float(seq[(size_t)(j0 + jl) * 3 * TT_R + TT_R + r]) : 0.f;
+    }
 
+    const unsigned ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u}; // bf16 1.0 pairs
     float dq[TT_RN][4];
 #pragma unroll
     for (int nt = 0; nt < TT_RN; nt++)
@@ -618,7 +680,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     // slabs: the next pair's is in flight while this pair's is used.
     const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
     tt_bf16 *slab[2] = {s_w, s_w + (size_t)TT_DK * 16 * TT_SD};
-    tt_load_wo_slab(slab[0], TT_SD, wo, 0, TT_DK * 16, (size_t)j0 * TT_N, 16, TT_N);
+    tt_load_wo_slab<16>(slab[0], TT_SD, wo, 0, TT_DK * 16, (size_t)j0 * TT_N, 16, TT_N);
     tt_cp_commit();
     unsigned vp[TT_RN][2];
     float dv[TT_RN][4];
@@ -648,14 +710,14 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         }
         if (pi + 1 < npairs) {
             const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
-            tt_load_wo_slab(slab[(pi + 1) & 1], TT_SD, wo, 0, TT_DK * 16, (size_t)j1 * TT_N + kn1, 16,
+            tt_load_wo_slab<16>(slab[(pi + 1) & 1], TT_SD, wo, 0, TT_DK * 16, (size_t)j1 * TT_N + kn1, 16,
                             TT_N - kn1);
         }
         tt_cp_commit();
         tt_cp_wait<1>();
         __syncthreads(); // this pair's slab is in shared memory
         const tt_bf16 *cur = slab[pi & 1];
-        const TT_T *kj = seq + (size_t)j * 3 * TT_R + TT_R;
+        const float *gk = s_gk + (size_t)(j - j0) * TT_RK * 16; // g K_j, by rank
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
         // four chains of products are in flight instead of two
         float dt[2][4], dt2[2][4];
@@ -676,21 +738,21 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
             for (int e = 0; e < 4; e++) dt[nt][e] += dt2[nt][e];
 #if TT_CAUSAL
+        if (j > i0 || kc + 15 > i0) // some (row, j, key) of the tile is masked
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++)
+            for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = i0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
-                if (j > i || k > i) dt[nt][e] = 0.f;
-            }
+                for (int e = 0; e < 4; e++) {
+                    const int i = i0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
+                    if (j > i || k > i) dt[nt][e] = 0.f;
+                }
 #endif
         // dQ += dT (V g K_j)
         unsigned ta[4];
         tt_acc_to_a(ta, dt);
 #pragma unroll
         for (int nt = 0; nt < TT_RN; nt++) {
-            const int r = nt * 8 + gi;
-            const float c = r < TT_R ? g[r] * tt_float(kj[r]) : 0.f;
+            const float c = gk[nt * 8 + gi];
             const unsigned lo = vp[nt][0], hi = vp[nt][1];
             tt_mma(dq[nt], ta, tt_pack_bf16(__uint_as_float(lo << 16) * c, __uint_as_float(lo & 0xffff0000u) * c),
                    tt_pack_bf16(__uint_as_float(hi << 16) * c, __uint_as_float(hi & 0xffff0000u) * c));
@@ -711,23 +773,22 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             tt_mma(f, at, bq[nt][0], bq[nt][1]);
             // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
             const int r0 = nt * 8 + tq * 2;
-            const float c0 = r0 < TT_R ? g[r0] * tt_float(kj[r0]) : 0.f;
-            const float c1 = r0 + 1 < TT_R ? g[r0 + 1] * tt_float(kj[r0 + 1]) : 0.f;
+            const float c0 = gk[r0], c1 = gk[r0 + 1];
             dv[nt][0] += f[0] * c0;
             dv[nt][1] += f[1] * c1;
             dv[nt][2] += f[2] * c0;
             dv[nt][3] += f[3] * c1;
+            // dK~[j, r] += sum over the chunk's keys of V F: the products as bf16, transposed
+            // (movmatrix) into the B operand of a product with a matrix of ones, whose every
+            // row is then the column sums
             const unsigned vlo = tt_lds32(s_vc + gi * TT_SR + r0), vhi = tt_lds32(s_vc + (gi + 8) * TT_SR + r0);
-            float s0 = f[0] * __uint_as_float(vlo << 16) + f[2] * __uint_as_float(vhi << 16);
-            float s1 = f[1] * __uint_as_float(vlo & 0xffff0000u) + f[3] * __uint_as_float(vhi & 0xffff0000u);
-#pragma unroll
-            for (int o = 4; o < 32; o *= 2) {
-                s0 += __shfl_xor_sync(0xffffffffu, s0, o);
-                s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-            }
+            const unsigned x0 = tt_pack_bf16(f[0] * __uint_as_float(vlo << 16), f[1] * __uint_as_float(vlo & 0xffff0000u));
+            const unsigned x8 = tt_pack_bf16(f[2] * __uint_as_float(vhi << 16), f[3] * __uint_as_float(vhi & 0xffff0000u));
+            float cs[4] = {0.f, 0.f, 0.f, 0.f};
+            tt_mma(cs, ones, tt_movm_t(x0), tt_movm_t(x8));
             if (gi == 0) {
-                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0] += s0;
-                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0 + 1] += s1;
+                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0] += cs[0];
+                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0 + 1] += cs[1];
             }
         }
         __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
