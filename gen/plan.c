@@ -479,12 +479,12 @@ static long mla_smem(long ti, long td, long tk, long r, int pos_key)
 
 static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 
-/* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles of g
- * sequences and two Wo slabs of td rows. */
+/* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles and
+ * 16 K rows of g sequences, and two Wo slabs of td rows. */
 static long mla_tc_fwd_smem(long n, long r, long g, long td)
 {
     const long npad = ceil_div(n, 16) * 16, sr = ceil_div(r, 16) * 16 + 8;
-    return 2 * (g * npad * sr + 2 * td * (npad + 8)); /* two slabs: one in flight */
+    return 2 * (g * (npad + 16) * sr + 2 * td * (npad + 8)); /* two slabs: one in flight */
 }
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q: 16 rows and up to 16

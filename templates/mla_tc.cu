@@ -143,17 +143,47 @@ __device__ __forceinline__ void tt_make_aj(unsigned (&a)[TT_RK][4], const float 
     }
 }
 
-// A sequence's V [N, R] into a shared tile [NPAD][SR], zero-padded, by the threads of one warp.
-__device__ __forceinline__ void tt_load_v_tile(tt_bf16 *sv, const tt_bf16 *seq, bool live)
+// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+):
+// the copy lands by the next tt_cp_wait that covers its group. full false: 16 zero bytes (src
+// is not read, but must be a valid address).
+__device__ __forceinline__ void tt_cp16(void *dst, const void *src, bool full)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0));
+}
+__device__ __forceinline__ void tt_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most n of this thread's groups are in flight.
+template <int n> __device__ __forceinline__ void tt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
+
+// Rows row0 .. row0+NROWS-1 of one of a sequence's Q, K, V (column offset off in qkv's rows of
+// 3R) into a shared tile [NROWS][SR] by the threads of one warp, zero past N and from R to the
+// k-steps' end (the columns ldmatrix reads). With R a multiple of 8 (rows of qkv 16-byte
+// aligned), asynchronously: the caller commits and waits.
+// Rows from upto on are left alone (nobody reads them).
+template <int NROWS>
+__device__ __forceinline__ void tt_load_rows(tt_bf16 *dst, const tt_bf16 *seq, int row0, int upto,
+                                             int off, bool live)
 {
     const int lane = threadIdx.x % 32;
-    for (int e = lane; e < TT_NPAD * TT_SR; e += 32) {
-        const int k = e / TT_SR, r = e % TT_SR;
+#if TT_R % 8 == 0
+    constexpr int CH = TT_RK * 2; // 16-byte chunks of a row up to the k-steps' end
+#pragma unroll
+    for (int e = lane; e < NROWS * CH; e += 32) {
+        const int row = e / CH, c = e % CH, k = row0 + row;
+        if (row >= upto) break;
+        const bool in = live && k < TT_N && c * 8 < TT_R;
+        tt_cp16(dst + (size_t)row * TT_SR + c * 8, in ? seq + (size_t)k * 3 * TT_R + off + c * 8 : seq, in);
+    }
+#else
+    for (int e = lane; e < NROWS * TT_RK * 16; e += 32) {
+        const int row = e / (TT_RK * 16), r = e % (TT_RK * 16), k = row0 + row;
+        if (row >= upto) break;
         tt_bf16 x;
         x.bits = 0;
-        if (live && k < TT_N && r < TT_R) x = seq[(size_t)k * 3 * TT_R + 2 * TT_R + r];
-        sv[e] = x;
+        if (live && k < TT_N && r < TT_R) x = seq[(size_t)k * 3 * TT_R + off + r];
+        dst[(size_t)row * TT_SR + r] = x;
     }
+#endif
 }
 
 // Stage 1 for 16 keys kc..kc+15: t (two m16n8 tiles) = A_j V[kc..]^T, masked by (row, j, key)
@@ -200,36 +230,35 @@ __device__ __forceinline__ void tt_acc_to_a(unsigned (&a)[4], const float (&t)[2
     a[3] = tt_pack_bf16(t[1][2], t[1][3]);
 }
 
-// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+):
-// the copy lands by the next tt_cp_wait that covers its group. full false: 16 zero bytes (src
-// is not read, but must be a valid address).
-__device__ __forceinline__ void tt_cp16(void *dst, const void *src, bool full)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0));
-}
-__device__ __forceinline__ void tt_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most n of this thread's groups are in flight.
-template <int n> __device__ __forceinline__ void tt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
-
-// kn (<= KMAX) columns of rows d0 .. d0+rows-1 of Wo [D, N*N], starting at column col
-// (= j*N + k0), into sw [rows][pitch]; zero past D and past the kvalid columns that still
+// kn (<= KMAX) columns of rows d0 .. d0+ROWS-1 of Wo [D, N*N], starting at column col
+// (= j*N + k0), into sw [ROWS][pitch]; zero past D and past the kvalid columns that still
 // belong to j (N - k0). By the whole block. When N keeps rows of Wo 16-byte aligned,
-// asynchronously (cp.async: the caller commits and waits); else with plain loads.
-template <int KMAX>
+// asynchronously (cp.async: the caller commits and waits), each thread at fixed rows and
+// chunks (pairs of threads share a row's 32-byte sectors), so that the addresses are a base
+// and constants; else with plain loads.
+template <int ROWS, int KMAX>
 __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt_bf16 *wo, int d0,
-                                                int rows, size_t col, int kn, int kvalid)
+                                                size_t col, int kn, int kvalid)
 {
 #if TT_N % 8 == 0
-    constexpr int per_row = KMAX / 8; // a compile-time divisor: no division in the loop
-    for (int e = threadIdx.x; e < rows * per_row; e += TT_THREADS) {
-        const int dd = e / per_row, k = (e % per_row) * 8;
-        if (k >= kn) continue;
-        const bool in = d0 + dd < TT_D && k < kvalid;
-        tt_cp16(sw + (size_t)dd * pitch + k, in ? wo + (size_t)(d0 + dd) * TT_N * TT_N + col + k : wo, in);
+    constexpr int CH = KMAX / 8, PAIR = CH % 2 == 0 ? 2 : 1, RPP = TT_THREADS / PAIR;
+    const int half = threadIdx.x % PAIR, rt = threadIdx.x / PAIR;
+#pragma unroll
+    for (int pass = 0; pass < (ROWS + RPP - 1) / RPP; pass++) {
+        const int row = rt + pass * RPP;
+        if (ROWS % RPP != 0 && row >= ROWS) break;
+        const bool rin = d0 + row < TT_D;
+        const tt_bf16 *src = wo + (size_t)(rin ? d0 + row : 0) * TT_N * TT_N + col;
+        tt_bf16 *dst = sw + (size_t)row * pitch;
+#pragma unroll
+        for (int c = half; c < CH; c += PAIR)
+            if (c * 8 < kn) {
+                const bool in = rin && c * 8 < kvalid;
+                tt_cp16(dst + c * 8, in ? src + c * 8 : wo, in);
+            }
     }
 #else
-    for (int e = threadIdx.x; e < rows * KMAX; e += TT_THREADS) {
+    for (int e = threadIdx.x; e < ROWS * KMAX; e += TT_THREADS) {
         const int dd = e / KMAX, k = e % KMAX;
         if (k >= kn) continue;
         tt_bf16 x;
@@ -260,22 +289,23 @@ static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
 // With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
-// up in order; with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], then
-// two Wo slabs [TD][SW] (j's, and j + 1's on its way).
+// up in order; with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], the
+// part's K rows [G][16][SR], then two Wo slabs [TD][SW] (j's, and j + 1's on its way).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ ypart)
 {
     extern __shared__ __align__(16) tt_bf16 smem[];
-    tt_bf16 *sv_all = smem, *sw = smem + (size_t)TT_G * TT_NPAD * TT_SR;
+    tt_bf16 *sv_all = smem, *sk_all = smem + (size_t)TT_G * TT_NPAD * TT_SR;
+    tt_bf16 *sw = sk_all + (size_t)TT_G * 16 * TT_SR;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     int it, jp;
     tt_task_of(blockIdx.x, it, jp);
     const int i0 = it * 16, d0 = blockIdx.z * TT_TD, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const tt_bf16 *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
-    tt_bf16 *sv = sv_all + (size_t)warp * TT_NPAD * TT_SR;
+    tt_bf16 *sv = sv_all + (size_t)warp * TT_NPAD * TT_SR, *sk = sk_all + (size_t)warp * 16 * TT_SR;
 
     float gq[TT_RK][8], gqv[TT_RK][8];
 #if TT_POS_KEY
@@ -285,7 +315,10 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     (void)p, (void)u, (void)v;
     tt_load_gq(gq, seq, i0, live, g, nullptr);
 #endif
-    tt_load_v_tile(sv, seq, live);
+    const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
+    const int kn = (jend + 15) / 16 * 16;
+    tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, live); // the sequence's V up to the last key
+    tt_load_rows<16>(sk, seq, jp * 16, 16, TT_R, live);    // and K rows of the part's j
 
     float acc[TT_TD / 8][4];
 #pragma unroll
@@ -293,22 +326,20 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
 
-    const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
-    const int kn = (jend + 15) / 16 * 16;
-    const int j0 = jp * 16, j1 = min(j0 + 16, jend);        // this part's j
+    const int j0 = jp * 16, j1 = min(j0 + 16, jend); // this part's j
     // Two slabs: j + 1's is in flight while j's is used.
-    tt_load_wo_slab<TT_NPAD>(sw, TT_SW, wo, d0, TT_TD, (size_t)j0 * TT_N, kn, TT_N);
+    tt_load_wo_slab<TT_TD, TT_NPAD>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
     for (int j = j0; j < j1; j++) {
         const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * TT_TD * TT_SW;
         if (j + 1 < j1)
-            tt_load_wo_slab<TT_NPAD>(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0, TT_TD,
-                            (size_t)(j + 1) * TT_N, kn, TT_N);
+            tt_load_wo_slab<TT_TD, TT_NPAD>(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0,
+                                            (size_t)(j + 1) * TT_N, kn, TT_N);
         tt_cp_commit();
         unsigned a[TT_RK][4];
-        tt_make_aj(a, gq, gqv, seq + (size_t)j * 3 * TT_R + TT_R, TT_POS_KEY ? p + (size_t)j * TT_R : p);
         tt_cp_wait<1>();
-        __syncthreads(); // j's slab (and at j = 0 the V tiles) are in shared memory
+        __syncthreads(); // j's slab (and at the first j the V and K tiles) are in shared memory
+        tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
         for (int kc = 0; kc < kn; kc += 16) {
             float t[2][4];
             tt_t_chunk(t, a, sv, kc, i0, j);
@@ -680,7 +711,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     // slabs: the next pair's is in flight while this pair's is used.
     const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
     tt_bf16 *slab[2] = {s_w, s_w + (size_t)TT_DK * 16 * TT_SD};
-    tt_load_wo_slab<16>(slab[0], TT_SD, wo, 0, TT_DK * 16, (size_t)j0 * TT_N, 16, TT_N);
+    tt_load_wo_slab<TT_DK * 16, 16>(slab[0], TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
     tt_cp_commit();
     unsigned vp[TT_RN][2];
     float dv[TT_RN][4];
@@ -710,8 +741,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         }
         if (pi + 1 < npairs) {
             const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
-            tt_load_wo_slab<16>(slab[(pi + 1) & 1], TT_SD, wo, 0, TT_DK * 16, (size_t)j1 * TT_N + kn1, 16,
-                            TT_N - kn1);
+            tt_load_wo_slab<TT_DK * 16, 16>(slab[(pi + 1) & 1], TT_SD, wo, 0, (size_t)j1 * TT_N + kn1, 16,
+                                            TT_N - kn1);
         }
         tt_cp_commit();
         tt_cp_wait<1>();
