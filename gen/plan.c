@@ -42,6 +42,8 @@ long tt_kernel_const(const tt_kernel *k, const char *key, long fallback)
     return fallback;
 }
 
+long tt_row_pitch(long cols) { return (cols + 7) / 8 * 8; }
+
 /* The symbol: op, then KEYvalue for each constant, then the dtype. Constants that are flags
  * print as their key in lower case when set and are left out when not. */
 static void name_kernel(tt_kernel *k, const char *const *flags)
@@ -305,15 +307,17 @@ static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
 static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const int f = s->model.d_inner;
-    const long rows = (long)s->train.batch * s->model.seq_len;
+    const long rows = (long)s->train.batch * s->model.seq_len, ld = tt_row_pitch(f);
     const int bf16 = strcmp(dtype, "bf16") == 0;
     long vec = 1;
-    while (vec < (bf16 ? 8 : 4) && f % (vec * 2) == 0) vec *= 2; /* up to 16-byte accesses */
+    /* up to 16-byte accesses; a power of two up to 8 that divides F also divides ld */
+    while (vec < (bf16 ? 8 : 4) && f % (vec * 2) == 0) vec *= 2;
     const long nv = f / vec, threads = 256;
     const char *const flags[] = {NULL};
 
     tt_kernel *k = add_kernel(plan, "ffn_act_fwd", "ffn_act.cu", dtype);
     set_const(k, "F", f);
+    set_const(k, "LD", ld);
     set_const(k, "VEC", vec);
     name_kernel(k, flags);
     set_const(k, "THREADS", threads);
@@ -321,8 +325,8 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     k->block[0] = (unsigned)threads;
     k->grid[0] = ceil_div(rows * nv, threads);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads);
-    whyf(k, "thread per %ld features: bias, ReLU and dropout in one pass over z, h and hd written",
-         vec);
+    whyf(k, "thread per %ld features: bias, ReLU and dropout in one pass over z, h and hd written; "
+            "rows %ld apart, whole 16-byte groups for cuBLAS", vec, ld);
 
     long tx = (nv + 31) / 32 * 32;
     const long tx_max = 256 / vec > 32 ? 256 / vec : 32;
@@ -332,6 +336,7 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     if (parts > (long)ceil_div(rows, ty)) parts = ceil_div(rows, ty);
     tt_kernel *b = add_kernel(plan, "ffn_act_bwd", "ffn_act.cu", dtype);
     set_const(b, "F", f);
+    set_const(b, "LD", ld);
     set_const(b, "VEC", vec);
     set_const(b, "TX", tx);
     set_const(b, "TY", ty);

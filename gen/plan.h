@@ -53,4 +53,10 @@ void tt_plan_write(const tt_plan *plan, FILE *f);
 /* The value of constant key in k, or fallback when k has none. */
 long tt_kernel_const(const tt_kernel *k, const char *key, long fallback);
 
+/* Elements from one row to the next of a [rows, cols] matrix the GPU keeps with padding (the
+ * FFN's activations, the logits): cols rounded up to a multiple of 8, whole 16-byte groups at bf16
+ * (32 at fp32). cuBLAS's tensor-core kernels need 16-byte aligned leading dimensions; an odd one,
+ * such as the paper's F = 2100 at bf16 (4200 bytes), sends a product to a slow SIMT kernel. */
+long tt_row_pitch(long cols);
+
 #endif

@@ -3,7 +3,47 @@
  * A = w (in x out, transposed), B = x (in x rows). */
 #include "gemm.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "util.h"
+
+/* Distinct cuBLASLt products whose descriptors and algorithm are kept: the FFN's two and the
+ * output layer's two per cluster, times the padded row counts of the tail clusters, which change
+ * from batch to batch (the least recently used is replaced). */
+#define TT_LT_PLANS 64
+
+/* Everything cuBLASLt's choice of algorithm depends on. Zeroed before it is filled, so that it
+ * compares with memcmp. */
+typedef struct {
+    int32_t ta, tb, epi, dt;
+    int64_t ar, ac, lda, br, bc, ldb, m, n, ldd;
+    uint32_t align_a, align_b, align_d, align_bias;
+} lt_key;
+
+typedef struct {
+    lt_key key;
+    cublasLtMatmulDesc_t op; /* NULL: a free slot */
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+    unsigned long long used;
+} lt_plan;
+
+struct tt_lt_cache {
+    lt_plan plan[TT_LT_PLANS];
+    unsigned long long clock;
+};
+
+static void plan_destroy(lt_plan *p)
+{
+    if (!p->op) return;
+    cublasLtMatrixLayoutDestroy(p->la);
+    cublasLtMatrixLayoutDestroy(p->lb);
+    cublasLtMatrixLayoutDestroy(p->ld);
+    cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
 
 void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
 {
@@ -14,114 +54,191 @@ void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
     g->ws_bytes = 0;
     g->act = precision == TT_PREC_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     g->compute = precision == TT_PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    g->lt_cache = tt_xcalloc(1, sizeof *g->lt_cache);
+}
+
+static void forget_plans(tt_gemm *g)
+{
+    if (!g->lt_cache) return;
+    for (int i = 0; i < TT_LT_PLANS; i++) plan_destroy(&g->lt_cache->plan[i]);
 }
 
 void tt_gemm_free(tt_gemm *g)
 {
+    forget_plans(g);
+    free(g->lt_cache);
+    g->lt_cache = NULL;
     if (g->lt) cublasLtDestroy(g->lt);
     g->lt = NULL;
 }
 
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes)
 {
+    forget_plans(g); /* their algorithms were chosen for the last workspace's size */
     g->ws = ws;
     g->ws_bytes = bytes;
 }
 
-/* D = op(A) op(B) + beta C (C = D) with an epilogue, in cuBLASLt's column-major terms: A is
- * [ar, ac] and B [br, bc] as stored, D [m, n] with n's leading dimension ldd; the bias (or
- * bias gradient) pointer of the epilogue. No algorithm for it: a broken invariant (cuBLASLt has
- * these epilogues for every type and shape the models use). */
-static void lt_matmul(const tt_gemm *g, cublasOperation_t ta, cublasOperation_t tb, const void *a,
-                      int ar, int ac, const void *b, int br, int bc, void *d, cudaDataType_t dt,
-                      int m, int n, float beta, cublasLtEpilogue_t epi, void *bias)
+/* The alignment cuBLASLt may count on for an operand: the largest power of two, up to 256, that
+ * divides its address and the bytes of its leading dimension. Unless told, cuBLASLt's heuristic
+ * assumes 256 for A, B, C and D; a weight inside the parameters, or rows whose width is not a
+ * multiple of 16 bytes (an adaptive tail's narrow projection), have less. */
+static uint32_t alignment(const void *p, size_t ld_bytes)
 {
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t la, lb, ld;
-    TT_CUBLAS(cublasLtMatmulDescCreate(&op, g->compute, CUDA_R_32F));
-    TT_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    TT_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    TT_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    TT_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    TT_CUBLAS(cublasLtMatrixLayoutCreate(&la, g->act, (uint64_t)ar, (uint64_t)ac, ar));
-    TT_CUBLAS(cublasLtMatrixLayoutCreate(&lb, g->act, (uint64_t)br, (uint64_t)bc, br));
-    TT_CUBLAS(cublasLtMatrixLayoutCreate(&ld, dt, (uint64_t)m, (uint64_t)n, m));
+    const uintptr_t v = (uintptr_t)p | (uintptr_t)ld_bytes | 256;
+    return (uint32_t)(v & (~v + 1));
+}
+
+static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
+
+/* The descriptors and heuristic's algorithm for key, made on first use (bias: the pointer the
+ * heuristic sees, of the alignment in key). */
+static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const void *bias)
+{
+    tt_lt_cache *c = g->lt_cache;
+    lt_plan *slot = NULL;
+    for (int i = 0; i < TT_LT_PLANS; i++) {
+        lt_plan *p = &c->plan[i];
+        if (p->op && !memcmp(&p->key, key, sizeof *key)) {
+            p->used = ++c->clock;
+            return p;
+        }
+        if (!slot || (slot->op && (!p->op || p->used < slot->used))) slot = p;
+    }
+    plan_destroy(slot);
+    lt_plan *p = slot;
+    p->key = *key;
+    const cublasOperation_t ta = (cublasOperation_t)key->ta, tb = (cublasOperation_t)key->tb;
+    const cublasLtEpilogue_t epi = (cublasLtEpilogue_t)key->epi;
+    const cudaDataType_t dt = (cudaDataType_t)key->dt;
+    TT_CUBLAS(cublasLtMatmulDescCreate(&p->op, g->compute, CUDA_R_32F));
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                             sizeof epi));
+    /* the bias (or its gradient) of D's type, as cuBLASLt's default: said, not assumed */
+    const int32_t bias_type = key->dt;
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                             sizeof bias_type));
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias));
+    TT_CUBLAS(cublasLtMatrixLayoutCreate(&p->la, g->act, (uint64_t)key->ar, (uint64_t)key->ac,
+                                         key->lda));
+    TT_CUBLAS(cublasLtMatrixLayoutCreate(&p->lb, g->act, (uint64_t)key->br, (uint64_t)key->bc,
+                                         key->ldb));
+    TT_CUBLAS(cublasLtMatrixLayoutCreate(&p->ld, dt, (uint64_t)key->m, (uint64_t)key->n, key->ldd));
     cublasLtMatmulPreference_t pref;
     TT_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     TT_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                    &g->ws_bytes, sizeof g->ws_bytes));
+    const struct { cublasLtMatmulPreferenceAttributes_t attr; uint32_t bytes; } align[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->align_d}};
+    for (size_t i = 0; i < sizeof align / sizeof *align; i++)
+        TT_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, align[i].attr, &align[i].bytes,
+                                                       sizeof align[i].bytes));
     cublasLtMatmulHeuristicResult_t heur;
     int found = 0;
-    TT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, op, la, lb, ld, ld, pref, 1, &heur, &found));
-    if (found < 1)
-        tt_panic(__FILE__, __LINE__, "cuBLASLt has no algorithm for a %dx%dx%d product with epilogue %d",
-                 m, n, ta == CUBLAS_OP_N ? ac : ar, (int)epi);
-    const float one = 1.f;
-    TT_CUBLAS(cublasLtMatmul(g->lt, op, &one, a, la, b, lb, &beta, d, ld, d, ld, &heur.algo, g->ws,
-                             g->ws_bytes, g->stream));
+    TT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->ld, p->ld, pref, 1,
+                                             &heur, &found));
     cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatmulDescDestroy(op);
+    if (found < 1)
+        tt_panic(__FILE__, __LINE__, "cuBLASLt has no algorithm for a %lldx%lldx%lld product with "
+                 "epilogue %d, D of type %d (ld %lld), A ld %lld, B ld %lld, alignments A %u B %u "
+                 "D %u bias %u", (long long)key->m, (long long)key->n,
+                 (long long)(ta == CUBLAS_OP_N ? key->ac : key->ar), key->epi, key->dt,
+                 (long long)key->ldd, (long long)key->lda, (long long)key->ldb, key->align_a,
+                 key->align_b, key->align_d, key->align_bias);
+    p->algo = heur.algo;
+    p->used = ++c->clock;
+    return p;
 }
 
-void tt_gemm_fwd_bias(const tt_gemm *g, void *y, const void *x, const void *w, const void *b,
-                      int rows, int in, int out)
+/* D = op(A) op(B) + beta C (C = D) with an epilogue, in cuBLASLt's column-major terms: A is
+ * [ar, ac] and B [br, bc] as stored (of the activation type), lda and ldb apart, D [m, n] of type
+ * dt, ldd apart; the bias (or bias gradient) of the epilogue, of D's type. No algorithm for it:
+ * a broken invariant (cuBLASLt has these epilogues for the types the models use). */
+static void lt_matmul(const tt_gemm *g, cublasOperation_t ta, cublasOperation_t tb, const void *a,
+                      int ar, int ac, int lda, const void *b, int br, int bc, int ldb, void *d,
+                      cudaDataType_t dt, int m, int n, int ldd, float beta, cublasLtEpilogue_t epi,
+                      void *bias)
+{
+    const size_t es = type_bytes(g->act);
+    lt_key key;
+    memset(&key, 0, sizeof key);
+    key.ta = ta, key.tb = tb, key.epi = (int32_t)epi, key.dt = dt;
+    key.ar = ar, key.ac = ac, key.lda = lda, key.br = br, key.bc = bc, key.ldb = ldb;
+    key.m = m, key.n = n, key.ldd = ldd;
+    key.align_a = alignment(a, (size_t)lda * es);
+    key.align_b = alignment(b, (size_t)ldb * es);
+    key.align_d = alignment(d, (size_t)ldd * type_bytes(dt));
+    key.align_bias = alignment(bias, 0);
+    const lt_plan *p = plan_for(g, &key, bias);
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias));
+    const float one = 1.f;
+    TT_CUBLAS(cublasLtMatmul(g->lt, p->op, &one, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld,
+                             &p->algo, g->ws, g->ws_bytes, g->stream));
+}
+
+void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
+                      const void *w, int ldw, const void *b, int rows, int in, int out)
 {
     /* y^T [out, rows] = w (stored [in, out], transposed) x^T [in, rows] + b broadcast */
-    lt_matmul(g, CUBLAS_OP_T, CUBLAS_OP_N, w, in, out, x, in, rows, y, g->act, out, rows, 0.f,
-              CUBLASLT_EPILOGUE_BIAS, (void *)b);
+    lt_matmul(g, CUBLAS_OP_T, CUBLAS_OP_N, w, in, out, ldw, x, in, rows, ldx, y,
+              y_f32 ? CUDA_R_32F : g->act, out, rows, ldy, 0.f, CUBLASLT_EPILOGUE_BIAS, (void *)b);
 }
 
-void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, const void *x,
-                        int rows, int in, int out)
+void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, int ldy,
+                        const void *x, int ldx, int rows, int in, int out)
 {
     /* dw^T [in, out] += x^T [in, rows] dy [rows, out] (dy stored [out, rows], transposed); the
      * bias gradient of B: a sum over the product's k (rows) per column of D (out) */
-    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, dy, out, rows, dw, CUDA_R_32F, in, out, 1.f,
-              CUBLASLT_EPILOGUE_BGRADB, db);
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F,
+              in, out, in, 1.f, CUBLASLT_EPILOGUE_BGRADB, db);
 }
 
-void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ld, const void *x, const void *w,
-                    int rows, int in, int out, float beta)
+void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
+                    const void *w, int ldw, int rows, int in, int out, float beta)
 {
     const float one = 1.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, g->act, in, x,
-                           g->act, in, &beta, y, y_f32 ? CUDA_R_32F : g->act, ld, g->compute,
+    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, g->act, ldw, x,
+                           g->act, ldx, &beta, y, y_f32 ? CUDA_R_32F : g->act, ldy, g->compute,
                            CUBLAS_GEMM_DEFAULT));
 }
 
-void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, const void *dy, int ld, const void *w, int rows,
-                      int in, int out, float beta)
+void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int ldy, const void *w,
+                      int ldw, int rows, int in, int out, float beta)
 {
     const float one = 1.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, g->act, in, dy,
-                           g->act, ld, &beta, dx, g->act, in, g->compute, CUBLAS_GEMM_DEFAULT));
+    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, g->act, ldw, dy,
+                           g->act, ldy, &beta, dx, g->act, ldx, g->compute, CUBLAS_GEMM_DEFAULT));
 }
 
-void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ld, const void *x, int rows,
-                      int in, int out)
+void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
+                      int rows, int in, int out)
 {
     const float one = 1.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, g->act, in, dy,
-                           g->act, ld, &one, dw, CUDA_R_32F, in, g->compute, CUBLAS_GEMM_DEFAULT));
+    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, g->act, ldx, dy,
+                           g->act, ldy, &one, dw, CUDA_R_32F, in, g->compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,
                  int in, int out, float beta)
 {
-    tt_gemm_fwd_ld(g, y, y_f32, out, x, w, rows, in, out, beta);
+    tt_gemm_fwd_ld(g, y, y_f32, out, x, in, w, in, rows, in, out, beta);
 }
 
 void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, int rows, int in,
                    int out, float beta)
 {
-    tt_gemm_bwd_x_ld(g, dx, dy, out, w, rows, in, out, beta);
+    tt_gemm_bwd_x_ld(g, dx, in, dy, out, w, in, rows, in, out, beta);
 }
 
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
                    int out)
 {
-    tt_gemm_bwd_w_ld(g, dw, dy, out, x, rows, in, out);
+    tt_gemm_bwd_w_ld(g, dw, dy, out, x, in, rows, in, out);
 }

@@ -13,6 +13,8 @@
 
 #include <cublasLt.h>
 
+typedef struct tt_lt_cache tt_lt_cache;
+
 typedef struct {
     cublasHandle_t h;
     cublasLtHandle_t lt;      /* the products with a fused epilogue */
@@ -21,22 +23,28 @@ typedef struct {
     size_t ws_bytes;
     cudaDataType_t act;       /* CUDA_R_32F or CUDA_R_16BF */
     cublasComputeType_t compute;
+    tt_lt_cache *lt_cache;    /* cuBLASLt's descriptors and algorithm per distinct product */
 } tt_gemm;
 
 void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision);
 void tt_gemm_free(tt_gemm *g);
 /* Device memory cuBLASLt may use: without it, it gets none (it allocates nothing itself, so that
- * a product can be captured in a CUDA graph). */
+ * a product can be captured in a CUDA graph). Forgets the algorithms chosen for the last one. */
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
 
-/* y[rows, out] = x[rows, in] w[out, in]^T + 1 b^T, the bias added in cuBLASLt's epilogue (b of
- * the activation type, [out]); y of the activation type. */
-void tt_gemm_fwd_bias(const tt_gemm *g, void *y, const void *x, const void *w, const void *b,
-                      int rows, int in, int out);
-/* dw[out, in] += dy[rows, out]^T x[rows, in] and db[out] = sum over rows of dy (written), in one
- * cuBLASLt product (its BGRADB epilogue); dw, db fp32. */
-void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, const void *x,
-                        int rows, int in, int out);
+/* A leading dimension (ld) is the number of elements from one row of a row-major operand to the
+ * next, at least its width: the adaptive softmax's head is one row of logits per token, its
+ * shortlist's and its clusters' columns side by side, and the FFN's activations and its W2 copy
+ * have rows padded to whole 16-byte groups (tt_row_pitch). */
+
+/* y[rows, out] = x[rows, in] w[out, in]^T + 1 b^T, the bias added in cuBLASLt's epilogue. y_f32:
+ * y and b are fp32 (the logits, with the fp32 master bias); else both of the activation type. */
+void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
+                      const void *w, int ldw, const void *b, int rows, int in, int out);
+/* dw[out, in] += dy[rows, out]^T x[rows, in] and db[out] = sum over rows of dy (written, not
+ * added), in one cuBLASLt product (its BGRADB epilogue); dw (packed) and db fp32. */
+void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, int ldy,
+                        const void *x, int ldx, int rows, int in, int out);
 
 /* y[rows, out] = x[rows, in] w[out, in]^T + beta y  (w of the activation type: the bf16 copy on
  * bf16); y is fp32 when y_f32 (logits), else of the activation type. */
@@ -49,14 +57,12 @@ void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, in
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
                    int out);
 
-/* The same three with the [rows, out] operand (y, or dy) a block of columns of a wider matrix:
- * ld (>= out) elements from one of its rows to the next. The adaptive softmax's head is one row
- * of logits per token, its shortlist's and its clusters' columns side by side. */
-void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ld, const void *x, const void *w,
-                    int rows, int in, int out, float beta);
-void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, const void *dy, int ld, const void *w, int rows,
-                      int in, int out, float beta);
-void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ld, const void *x, int rows,
-                      int in, int out);
+/* The same three with each operand's leading dimension (dw stays packed). */
+void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
+                    const void *w, int ldw, int rows, int in, int out, float beta);
+void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int ldy, const void *w,
+                      int ldw, int rows, int in, int out, float beta);
+void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
+                      int rows, int in, int out);
 
 #endif

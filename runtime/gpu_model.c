@@ -12,9 +12,10 @@
 #include "util.h"
 
 typedef struct {
-    void *qkv, *y, *s1, *x1, *h, *hd, *f, *s2, *x2; /* activations of the storage type */
-    void *p;                                         /* P = Wr pe [N, R], storage type */
-    float *g;                                        /* the core [R] */
+    void *qkv, *y, *s1, *x1, *f, *s2, *x2; /* activations of the storage type, [rows, 3R or D] */
+    void *h, *hd;                          /* [rows, F] of the storage type, fp apart */
+    void *p;                               /* P = Wr pe [N, R], storage type */
+    float *g;                              /* the core [R] */
     float *mean1, *rstd1, *mean2, *rstd2;
 } layer_acts;
 
@@ -56,10 +57,14 @@ struct tt_gpu_lm {
     int batch, rows;
     int pad;   /* rows rounded up to TT_ADAPTIVE_BUCKET: the longest list of a cluster */
     size_t es; /* bytes per activation element */
+    int fp;    /* elements from one row of the FFN's [rows, F] activations to the next: F padded to
+                * whole 16-byte groups (tt_row_pitch), for cuBLAS's tensor-core kernels */
     char *arena;
     size_t bytes;
     float *w, *g, *m, *v;
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
+    void *w2; /* [layers][D, fp] each layer's W2 from wc, its rows padded with zeros for the FFN's
+               * products (refresh_w2 keeps it equal to wc's) */
     tt_view wv, gv;
     int32_t *tokens;
     float *weight;
@@ -77,7 +82,8 @@ struct tt_gpu_lm {
     void *emb_e[TT_MAX_CLUSTERS]; /* div_val > 1: [pad, dim c] cluster c's gathered table rows */
     float *emb_y;                 /* [pad, D] their projection */
     void *emb_dy, *emb_de;        /* [pad, D] d of the projection, [pad, D] d of the rows */
-    void *dx, *dres, *dy, *dqkv, *dff;
+    void *dx, *dres, *dy, *dqkv;
+    void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
     void *dlog_c, *dp_c; /* bf16: dlogits and dP rounded for the bf16 products */
     uint64_t *keys;
@@ -136,10 +142,9 @@ static size_t route_at(route *rt, char *base, const tt_layout *l, size_t rows, s
     return at;
 }
 
-/* The row stride of a block of logits `cols` wide: whole 16-byte groups of both the fp32 logits
- * and their bf16 copy, so that cuBLAS keeps its tensor-core kernels (an odd stride, such as the
- * head's 20003 columns, sends it to a slow generic one). */
-static int logit_ld(long cols) { return (int)((cols + 7) / 8 * 8); }
+/* The row stride of a block of logits `cols` wide (the head's 20003 columns of wt103, say): whole
+ * 16-byte groups of both the fp32 logits and their bf16 copy. */
+static int logit_ld(long cols) { return (int)tt_row_pitch(cols); }
 
 /* Logits at once: the head's for every row, or one tail's for as many rows as it may list. */
 static size_t logit_floats(const tt_gpu_lm *lm)
@@ -156,7 +161,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
 {
     const tt_layout *l = lm->l;
     const tt_model_spec *m = &l->m;
-    const size_t rows = (size_t)lm->rows, d = m->d_model, f = m->d_inner, r = m->rank;
+    const size_t rows = (size_t)lm->rows, d = m->d_model, fp = (size_t)lm->fp, r = m->rank;
     const size_t n = m->seq_len, es = lm->es, nf = l->n_floats, pad = (size_t)lm->pad;
     const size_t nc = (size_t)l->n_clusters - 1;
     lm->w = take(b, nf * 4);
@@ -164,6 +169,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->m = take(b, nf * 4);
     lm->v = take(b, nf * 4);
     lm->wc = es == 4 ? lm->w : take(b, nf * es);
+    lm->w2 = take(b, (size_t)m->layers * d * fp * es);
     lm->tokens = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
     route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
@@ -178,8 +184,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
         a->y = take(b, rows * d * es);
         a->s1 = take(b, rows * d * es);
         a->x1 = take(b, rows * d * es);
-        a->h = take(b, rows * f * es);
-        a->hd = take(b, rows * f * es);
+        a->h = take(b, rows * fp * es);
+        a->hd = take(b, rows * fp * es);
         a->f = take(b, rows * d * es);
         a->s2 = take(b, rows * d * es);
         a->x2 = take(b, rows * d * es);
@@ -208,7 +214,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->dres = take(b, rows * d * es);
     lm->dy = take(b, rows * d * es);
     lm->dqkv = take(b, rows * 3 * r * es);
-    lm->dff = take(b, rows * f * es);
+    lm->dff = take(b, rows * fp * es);
     lm->dg = take(b, r * 4);
     lm->dp = take(b, n * r * 4);
     lm->dln = take(b, 2 * d * 4);
@@ -250,6 +256,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->rows = batch * m->seq_len;
     lm->pad = (lm->rows + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
     lm->es = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
+    lm->fp = (int)tt_row_pitch(m->d_inner);
     if (batch > spec->train.batch) {
         free(lm);
         return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
@@ -288,6 +295,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     if (lm->max_graphs < 1 || lm->max_graphs > TT_MAX_GRAPHS) lm->max_graphs = TT_MAX_GRAPHS;
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
+    /* W2's padding columns: zero once; refresh_w2 writes the others */
+    TT_CUDA(cudaMemset(lm->w2, 0, (size_t)m->layers * m->d_model * lm->fp * lm->es));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
@@ -326,10 +335,35 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
 
 float *tt_gpu_lm_weights(tt_gpu_lm *lm) { return lm->w; }
 
+/* The storage-type copy of a parameter that the products and mla kernels read. */
+static const void *wcp(const tt_gpu_lm *lm, const float *master)
+{
+    return (const char *)lm->wc + (size_t)(master - lm->w) * lm->es;
+}
+
+/* Layer k's padded copy of W2 [D, fp]. */
+static void *w2_of(const tt_gpu_lm *lm, int k)
+{
+    return (char *)lm->w2 + (size_t)k * lm->l->m.d_model * lm->fp * lm->es;
+}
+
+/* Each layer's W2 [D, F] from wc (F apart) into its padded copy (fp apart), on the stream: after
+ * every write of wc (the host's weights cast, each Adam step), so that the products never read a
+ * stale W2. A memory copy node in a captured step. */
+static void refresh_w2(tt_gpu_lm *lm)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const size_t es = lm->es;
+    for (int k = 0; k < m->layers; k++)
+        TT_CUDA(cudaMemcpy2DAsync(w2_of(lm, k), (size_t)lm->fp * es, wcp(lm, lm->wv.layer[k].ff2_w),
+                                  (size_t)m->d_inner * es, (size_t)m->d_inner * es,
+                                  (size_t)m->d_model, cudaMemcpyDeviceToDevice, lm->gpu->stream));
+}
+
 void tt_gpu_lm_weights_changed(tt_gpu_lm *lm)
 {
-    if (lm->es == 4) return;
-    tt_cast(&lm->prog, lm->gpu->stream, lm->wc, lm->w, (long)lm->l->n_floats);
+    if (lm->es != 4) tt_cast(&lm->prog, lm->gpu->stream, lm->wc, lm->w, (long)lm->l->n_floats);
+    refresh_w2(lm);
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 }
 float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
@@ -339,18 +373,6 @@ size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
 static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uint32_t site)
 {
     return (tt_dropout){o->train ? p : 0.f, o->seed, lm->step, site};
-}
-
-/* The storage-type copy of a parameter that the products and mla kernels read. */
-static const void *wcp(const tt_gpu_lm *lm, const float *master)
-{
-    return (const char *)lm->wc + (size_t)(master - lm->w) * lm->es;
-}
-
-/* y[rows, out] (ld apart) += 1 b^T: a bias as a rank-1 product (the storage type's ones) */
-static void add_bias(tt_gpu_lm *lm, void *y, bool y_f32, int ld, const float *b, int rows, int out)
-{
-    tt_gemm_fwd_ld(&lm->gemm, y, y_f32, ld, lm->ones, wcp(lm, b), rows, 1, out, 1.f);
 }
 
 /* Pads a list of m rows (and, for a tail, their targets and weights) with -1 (and 0) up to the
@@ -461,21 +483,45 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     }
 }
 
-/* logits y [rows, out] (fp32, ld apart) = x [rows, in] w^T + 1 b^T */
+/* logits y [rows, out] (fp32, ld apart, from the start of a row) = x [rows, in] w^T + 1 b^T, the
+ * fp32 master bias added in cuBLASLt's epilogue. */
 static void logits_fwd(tt_gpu_lm *lm, float *y, int ld, const void *x, const float *w,
                        const float *b, int rows, int in, int out)
 {
-    tt_gemm_fwd_ld(&lm->gemm, y, true, ld, x, wcp(lm, w), rows, in, out, 0.f);
-    add_bias(lm, y, true, ld, b, rows, out);
+    tt_gemm_fwd_bias(&lm->gemm, y, true, ld, x, in, wcp(lm, w), in, b, rows, in, out);
 }
 
-/* Its backward from dy (the storage type, ld apart): dw, db added into; dx = dy w + beta dx. */
+/* Its backward from dy (the storage type, ld apart): dw added into, db written by the product's
+ * BGRADB epilogue (each output bias has this one writer in a step, which zeroed it first);
+ * dx = dy w + beta dx. */
 static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
                        const float *w, float *dw, float *db, int rows, int in, int out)
 {
-    tt_gemm_bwd_w_ld(&lm->gemm, dw, dy, ld, x, rows, in, out);
-    tt_gemm_bwd_w_ld(&lm->gemm, db, dy, ld, lm->ones, rows, 1, out);
-    tt_gemm_bwd_x_ld(&lm->gemm, dx, dy, ld, wcp(lm, w), rows, in, out, beta);
+    tt_gemm_bwd_w_bias(&lm->gemm, dw, db, dy, ld, x, in, rows, in, out);
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, in, dy, ld, wcp(lm, w), in, rows, in, out, beta);
+}
+
+/* The head's cluster logits, one column per tail cluster after the shortlist's c0 columns: their
+ * block starts c0 columns into a row, an address of any alignment (4 bytes for the bf16 dlogits
+ * when c0 = 50), for which cuBLASLt's epilogues are not documented to have an algorithm. So the
+ * bias is a rank-1 product with ones (the storage type's, and the bias's storage-type copy), and
+ * so is its gradient, added into; at most 8 columns, a small cost either way. */
+static void cluster_logits_fwd(tt_gpu_lm *lm, float *y, int ld, const void *x, int rows)
+{
+    const tt_layout *l = lm->l;
+    const int d = l->m.d_model, nc = l->n_clusters - 1;
+    tt_gemm_fwd_ld(&lm->gemm, y, true, ld, x, d, wcp(lm, lm->wv.cluster_w), d, rows, d, nc, 0.f);
+    tt_gemm_fwd_ld(&lm->gemm, y, true, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
+                   1.f);
+}
+static void cluster_logits_bwd(tt_gpu_lm *lm, void *dx, const void *dy, int ld, const void *x,
+                               int rows)
+{
+    const tt_layout *l = lm->l;
+    const int d = l->m.d_model, nc = l->n_clusters - 1;
+    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_w, dy, ld, x, d, rows, d, nc);
+    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, dy, ld, lm->ones, 1, rows, 1, nc);
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, d, dy, ld, wcp(lm, lm->wv.cluster_w), d, rows, d, nc, 1.f);
 }
 
 /* h = x P (P [D, dc]: a cluster's projection, div_val > 1; cpu_model.c's cluster_input), and its
@@ -519,7 +565,7 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
         h0 = lm->tail_h;
     }
     logits_fwd(lm, lm->logits, ldh, h0, w->out_w[0], w->out_b[0], rows, d, c0);
-    if (nc) logits_fwd(lm, lm->logits + c0, ldh, h0, w->cluster_w, w->cluster_b, rows, d, nc);
+    if (nc) cluster_logits_fwd(lm, lm->logits + c0, ldh, h0, rows);
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
     tt_xent(p, st, lm->loss, lm->nll, lm->logits, lm->dlog_c, rt->head,
             o->weight ? lm->weight : NULL, rows, cols, ldh, o->label_smoothing, scale, grads);
@@ -527,9 +573,7 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
         const void *dlog = product_dlogits(lm);
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
         logits_bwd(lm, dh0, 0.f, dlog, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
-        if (nc)
-            logits_bwd(lm, dh0, 1.f, (const char *)dlog + (size_t)c0 * lm->es, ldh, h0,
-                       w->cluster_w, g->cluster_w, g->cluster_b, rows, d, nc);
+        if (nc) cluster_logits_bwd(lm, dh0, (const char *)dlog + (size_t)c0 * lm->es, ldh, h0, rows);
         if (l->proj) proj_bwd(lm, lm->dx, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
     }
     int scored = rows; /* per-row losses so far: the head's, then each tail's list */
@@ -566,8 +610,8 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     const tt_model_spec *m = &lm->l->m;
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
-    const int rows = lm->rows, d = m->d_model, f = m->d_inner, r = m->rank, n = m->seq_len;
-    const int key = m->position == TT_POS_KEY;
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner, fp = lm->fp, r = m->rank;
+    const int n = m->seq_len, key = m->position == TT_POS_KEY;
     const float drop = (float)m->dropout;
     const tt_view *w = &lm->wv, *g = &lm->gv;
     const tt_gemm *gm = &lm->gemm;
@@ -588,9 +632,13 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                    lm->mla_part, lm->batch, n, r, d);
         tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
                            rows, d, drop_at(lm, o, drop, 1 + 3 * k));
-        tt_gemm_fwd(gm, a->h, false, a->x1, wcp(lm, lw->ff1_w), rows, d, f, 0.f);
-        tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, drop_at(lm, o, drop, 2 + 3 * k));
-        tt_gemm_fwd_bias(gm, a->f, a->hd, wcp(lm, lw->ff2_w), wcp(lm, lw->ff2_b), rows, f, d);
+        /* the FFN's [rows, F] activations are fp apart, and each product's F columns stop short
+         * of the padding: it is never read, and never written */
+        tt_gemm_fwd_ld(gm, a->h, false, fp, a->x1, d, wcp(lm, lw->ff1_w), d, rows, d, f, 0.f);
+        tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
+                       drop_at(lm, o, drop, 2 + 3 * k));
+        tt_gemm_fwd_bias(gm, a->f, false, d, a->hd, fp, w2_of(lm, k), fp, wcp(lm, lw->ff2_b), rows,
+                         f, d);
         tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
                            lw->ln2_b, rows, d, drop_at(lm, o, drop, 3 + 3 * k));
         x = a->x2;
@@ -608,12 +656,13 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                                drop_at(lm, o, drop, 3 + 3 * k));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            tt_gemm_bwd_w_bias(gm, lg->ff2_w, lg->ff2_b, lm->dy, a->hd, rows, f, d);
-            tt_gemm_bwd_x(gm, lm->dff, lm->dy, wcp(lm, lw->ff2_w), rows, f, d, 0.f);
-            tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f,
+            tt_gemm_bwd_w_bias(gm, lg->ff2_w, lg->ff2_b, lm->dy, d, a->hd, fp, rows, f, d);
+            tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dy, d, w2_of(lm, k), fp, rows, f, d, 0.f);
+            tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
                            drop_at(lm, o, drop, 2 + 3 * k));
-            tt_gemm_bwd_w(gm, lg->ff1_w, lm->dff, a->x1, rows, d, f);
-            tt_gemm_bwd_x(gm, lm->dres, lm->dff, wcp(lm, lw->ff1_w), rows, d, f, 1.f); /* d x1 in full */
+            tt_gemm_bwd_w_ld(gm, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
+            tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, wcp(lm, lw->ff1_w), d, rows, d, f,
+                             1.f); /* d x1 in full */
             /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
             tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres,
                                a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d,
@@ -675,6 +724,7 @@ static void enqueue_adam(tt_gpu_lm *lm)
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
             lm->l->n_floats, t);
+    refresh_w2(lm);
 }
 
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)

@@ -26,7 +26,8 @@ void tt_gpu_lm_close(tt_gpu_lm *lm);
 
 /* Device copies of the parameters, their gradients and Adam's moments (layout->n_floats). */
 float *tt_gpu_lm_weights(tt_gpu_lm *lm);
-/* After the host wrote the weights: refresh the storage-type copy the bf16 path computes with. */
+/* After the host wrote the weights: refresh the copies the products read (on bf16 the
+ * storage-type copy of every weight; at every precision each layer's W2 with padded rows). */
 void tt_gpu_lm_weights_changed(tt_gpu_lm *lm);
 float *tt_gpu_lm_grads(tt_gpu_lm *lm);
 float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which); /* 0: exp_avg, 1: exp_avg_sq */

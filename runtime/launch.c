@@ -233,10 +233,11 @@ void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx,
 }
 
 void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
-                    const float *b1, int rows, int f, tt_dropout drop)
+                    const float *b1, int rows, int f, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_fwd");
     expect(k, "F", f);
+    expect(k, "LD", ld);
     expect_aligned(k, h, 0);
     expect_aligned(k, hd, 0);
     expect_aligned(k, z, 0);
@@ -251,11 +252,12 @@ size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)
 }
 
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *h, int rows, int f, tt_dropout drop)
+                    const void *dhd, const void *h, int rows, int f, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_bwd");
     const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "bias_colsum");
     expect(k, "F", f);
+    expect(k, "LD", ld);
     expect(c, "D", f);
     expect(c, "SETS", 1);
     expect_aligned(k, dz, 0);

@@ -89,14 +89,16 @@ void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx,
                              const int32_t *idx, int count, int d);
 
 /* h = relu(z + b1), hd = dropout(h) (templates/ffn_act.cu): h, hd, z [rows, f] of the storage
- * type (h may be z); b1 [f]. */
+ * type, ld = tt_row_pitch(f) elements from one row to the next (h may be z); b1 [f]. The ld - f
+ * columns of padding are neither read nor written. */
 void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
-                    const float *b1, int rows, int f, tt_dropout drop);
+                    const float *b1, int rows, int f, int ld, tt_dropout drop);
 /* Floats of scratch tt_ffn_act_bwd needs. */
 size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p);
-/* dz = dropout_bwd(dhd) * (h > 0) [rows, f] (dz may be dhd); db1 [f] written (not added). */
+/* dz = dropout_bwd(dhd) * (h > 0) [rows, f], ld apart as the forward's (dz may be dhd); db1 [f]
+ * written (not added). */
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *h, int rows, int f, tt_dropout drop);
+                    const void *dhd, const void *h, int rows, int f, int ld, tt_dropout drop);
 
 /* The core g [r] = (1/h) sum_c softmax(theta_c), theta [h, r] (templates/core.cu); the backward
  * adds into dtheta [h, r]. */

@@ -2,13 +2,19 @@
 // the first GEMM and the FFN's inner dropout fused in:
 //   forward   h = relu(z + b1), hd = dropout(h)       (h kept: its sign is the ReLU's mask)
 //   backward  dz = dropout_bwd(dhd) * (h > 0), and db1 = sum over rows of dz as partials
-// Element index row * F + col, as cpu_dropout_fwd numbers them.
-// Constants: TT_F features, TT_VEC features per thread (divides TT_F), TT_THREADS per block;
+// The activations are stored TT_LD elements from one row to the next (TT_F rounded up to whole
+// 16-byte groups, so that cuBLAS keeps its tensor-core kernels for the products on either side);
+// the TT_LD - TT_F columns of padding are never read or written. The dropout mask's element index
+// is row * TT_F + col whatever the pitch, as cpu_dropout_fwd numbers them.
+// Constants: TT_F features, TT_LD the row pitch, TT_VEC features per thread (divides TT_F and
+// TT_LD), TT_THREADS per block;
 // backward: the block is TT_TX threads across columns by TT_TY rows, and blockIdx.y of TT_PARTS
 // row groups, each of which writes its own partial sums of db1 (the bias_colsum kernel adds the
 // TT_PARTS rows of partials in a fixed order: deterministic, no atomics).
 
 #define TT_NV (TT_F / TT_VEC) // vectors per row
+static_assert(TT_F % TT_VEC == 0 && TT_LD % TT_VEC == 0 && TT_LD >= TT_F,
+              "whole vectors per row, each row's start aligned to one");
 
 #ifdef TT_OP_FFN_ACT_FWD
 // h may be z itself (in place): each thread reads its z before it writes the same h.
@@ -19,8 +25,10 @@ TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict
 {
     const long long vi = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     if (vi >= (long long)rows * TT_NV) return;
+    const long long row = vi / TT_NV;
     const int col = (int)(vi % TT_NV) * TT_VEC;
-    const size_t base = (size_t)vi * TT_VEC;
+    const size_t base = (size_t)row * TT_LD + col; // in storage
+    const uint64_t elem = (uint64_t)vi * TT_VEC;    // row * TT_F + col: the mask's numbering
     const float inv_keep = 1.f / (1.f - p);
     const uint64_t stream = tt_dropout_stream(*step, site);
     float a[TT_VEC], d[TT_VEC];
@@ -28,7 +36,7 @@ TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict
 #pragma unroll
     for (int j = 0; j < TT_VEC; j++) {
         a[j] = fmaxf(a[j] + b1[col + j], 0.f);
-        d[j] = tt_dropout_keep(seed, stream, base + j, p) ? a[j] * inv_keep : 0.f;
+        d[j] = tt_dropout_keep(seed, stream, elem + j, p) ? a[j] * inv_keep : 0.f;
     }
     tt_store<TT_VEC>(h + base, a);
     tt_store<TT_VEC>(hd + base, d);
@@ -52,14 +60,15 @@ TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__res
     for (int j = 0; j < TT_VEC; j++) db[j] = 0.f;
     if (col < TT_F) {
         for (int row = blockIdx.y * TT_TY + ty; row < rows; row += TT_PARTS * TT_TY) {
-            const size_t base = (size_t)row * TT_F + col;
+            const size_t base = (size_t)row * TT_LD + col;
+            const uint64_t elem = (uint64_t)row * TT_F + col;
             float g[TT_VEC], a[TT_VEC];
             tt_load<TT_VEC>(g, dhd + base);
             tt_load<TT_VEC>(a, h + base);
 #pragma unroll
             for (int j = 0; j < TT_VEC; j++) {
                 // cpu_dropout_bwd, then cpu_relu_bwd
-                const float d = tt_dropout_keep(seed, stream, base + j, p) ? g[j] * inv_keep : 0.f;
+                const float d = tt_dropout_keep(seed, stream, elem + j, p) ? g[j] * inv_keep : 0.f;
                 g[j] = a[j] > 0.f ? d : 0.f;
                 db[j] += g[j];
             }

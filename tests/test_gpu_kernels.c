@@ -108,6 +108,38 @@ static float *download(const void *d, size_t n, int bf16)
     return x;
 }
 
+/* A [rows, cols] matrix into device memory with its rows ld apart, as the GPU keeps the FFN's
+ * activations and the logits: the ld - cols padding elements of a row are NaN, so that a kernel or
+ * product that reads them fails. */
+static void *upload_pitched(const float *x, int rows, int cols, int ld, int bf16)
+{
+    float *p = tt_xmalloc((size_t)rows * ld * sizeof *p);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < ld; c++)
+            p[(size_t)r * ld + c] = c < cols ? x[(size_t)r * cols + c] : NAN;
+    void *d = upload(p, (size_t)rows * ld, bf16);
+    free(p);
+    return d;
+}
+
+/* The [rows, cols] values of a device matrix whose rows are ld apart and whose padding was NaN:
+ * fails where a padding element is not NaN any more (written where nothing may be). */
+static float *download_pitched(const void *d, int rows, int cols, int ld, int bf16, const char *what)
+{
+    float *all = download(d, (size_t)rows * ld, bf16), *x = tt_xmalloc((size_t)rows * cols * 4);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < ld; c++) {
+            const float v = all[(size_t)r * ld + c];
+            if (c < cols)
+                x[(size_t)r * cols + c] = v;
+            else if (!isnan(v))
+                fail_msg("%s: padding element (%d, %d) of a row %d wide, %d apart, was written: %g",
+                         what, r, c, cols, ld, v);
+        }
+    free(all);
+    return x;
+}
+
 /* Relative L2 error; NaN anywhere (an unwritten or broken element) fails. */
 static void compare(const char *what, const config *c, const float *got, const float *want,
                     size_t n, double tol)
@@ -714,16 +746,18 @@ static void test_residual_ln(void **state)
 
 /* The FFN activation at widths with 16-, 8- and 4-byte vectors (2100, 64) and none (37), in place
  * (h = z, dz = dhd) for bf16: cpu_relu_fwd/bwd, cpu_dropout_fwd/bwd, and the bias gradient of
- * cpu_linear_bwd. */
+ * cpu_linear_bwd. Rows are tt_row_pitch(F) apart, as the model keeps them: wider than F for 2100
+ * (2104) and 37 (40), the padding NaN in every input and output, so that reading it fails, and
+ * still NaN after (never written). The dropout mask is the CPU's, numbered row * F + col. */
 static void test_ffn_act(void **state)
 {
     (void)state;
     static const int widths[] = {2100, 64, 37};
     for (size_t ci = 0; ci < 2; ci++)
         for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
-            const int f = widths[wi], inplace = configs[ci].bf16;
+            const int f = widths[wi], inplace = configs[ci].bf16, ld = (int)tt_row_pitch(f);
             char name[32];
-            snprintf(name, sizeof name, "ffn F=%d%s", f, inplace ? " inpl" : "");
+            snprintf(name, sizeof name, "ffn F=%d LD=%d%s", f, ld, inplace ? " inpl" : "");
             config cc = configs[ci];
             cc.name = name;
             const config *c = &cc;
@@ -731,8 +765,8 @@ static void test_ffn_act(void **state)
             tt_spec s;
             tt_gpu_program p;
             load_lm_program(c, f, 2, "", &s, &p);
-            const int rows = c->batch * c->n + 3;
-            const size_t nf = (size_t)rows * f, es = c->bf16 ? 2 : 4;
+            const int rows = c->batch * c->n + 3, bf = c->bf16;
+            const size_t nf = (size_t)rows * f, np = (size_t)rows * ld, es = bf ? 2 : 4;
             float *z = tt_xmalloc(nf * 4), *b1 = tt_xmalloc(f * 4), *dhd = tt_xmalloc(nf * 4);
             randn(z, nf, 1.f);
             randn(b1, f, 0.5f);
@@ -752,19 +786,21 @@ static void test_ffn_act(void **state)
             cpu_relu_bwd(dz, dz, h, (long)nf);
             cpu_linear_bwd(NULL, NULL, db1, dz, NULL, NULL, rows, 1, f);
             /* GPU */
-            void *d_z = upload(z, nf, c->bf16), *d_hd = poisoned(nf, es);
-            void *d_h = inplace ? d_z : poisoned(nf, es);
+            void *d_z = upload_pitched(z, rows, f, ld, bf), *d_hd = poisoned(np, es);
+            void *d_h = inplace ? d_z : poisoned(np, es);
             float *d_b1 = upload(b1, f, 0);
-            tt_ffn_act_fwd(&p, gpu.stream, d_h, d_hd, d_z, d_b1, rows, f, dr);
-            const double tol = c->bf16 ? 1e-2 : 1e-5;
-            float *g_h = download(d_h, nf, c->bf16), *g_hd = download(d_hd, nf, c->bf16);
+            tt_ffn_act_fwd(&p, gpu.stream, d_h, d_hd, d_z, d_b1, rows, f, ld, dr);
+            const double tol = bf ? 1e-2 : 1e-5;
+            float *g_h = download_pitched(d_h, rows, f, ld, bf, "ffn_act_fwd h");
+            float *g_hd = download_pitched(d_hd, rows, f, ld, bf, "ffn_act_fwd hd");
             compare("ffn_act_fwd h", c, g_h, h, nf, tol);
             compare("  hd", c, g_hd, hd, nf, tol);
-            void *d_hc = upload(h, nf, c->bf16), *d_dhd = upload(dhd, nf, c->bf16);
-            void *d_dz = inplace ? d_dhd : poisoned(nf, es);
+            void *d_hc = upload_pitched(h, rows, f, ld, bf), *d_dhd = upload_pitched(dhd, rows, f, ld, bf);
+            void *d_dz = inplace ? d_dhd : poisoned(np, es);
             float *d_db1 = poisoned(f, 4), *part = poisoned(tt_ffn_act_bwd_part_floats(&p), 4);
-            tt_ffn_act_bwd(&p, gpu.stream, d_dz, d_db1, part, d_dhd, d_hc, rows, f, dr);
-            float *g_dz = download(d_dz, nf, c->bf16), *g_db1 = download(d_db1, f, 0);
+            tt_ffn_act_bwd(&p, gpu.stream, d_dz, d_db1, part, d_dhd, d_hc, rows, f, ld, dr);
+            float *g_dz = download_pitched(d_dz, rows, f, ld, bf, "ffn_act_bwd dz");
+            float *g_db1 = download(d_db1, f, 0);
             compare("ffn_act_bwd dz", c, g_dz, dz, nf, tol);
             compare("  db1", c, g_db1, db1, f, 1e-5);
             cudaFree(d_z), cudaFree(d_hd), cudaFree(d_b1), cudaFree(d_hc), cudaFree(d_dhd);
@@ -1047,9 +1083,10 @@ static void test_gemm(void **state)
             /* cuBLASLt with the bias in its epilogue (forward), and the bias gradient in the
              * weight gradient's (BGRADB), on a workspace of our own */
             float *bias = tt_xmalloc((size_t)out * 4), *db = tt_xcalloc((size_t)out, 4);
+            float *yb = tt_xmalloc(ny * 4);
             randn(bias, (size_t)out, 1.f);
             round_storage(bias, (size_t)out, bf);
-            cpu_linear_fwd(y, x, w, bias, rows, in, out);
+            cpu_linear_fwd(yb, x, w, bias, rows, in, out);
             memcpy(dw, dw0, nw * 4);
             cpu_linear_bwd(NULL, dw, db, dy, x, w, rows, in, out);
             void *ws = NULL;
@@ -1058,15 +1095,54 @@ static void test_gemm(void **state)
             void *d_b = upload(bias, (size_t)out, bf);
             float *d_db = poisoned((size_t)out, 4);
             TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
-            tt_gemm_fwd_bias(&gm, d_y, d_x, d_w, d_b, rows, in, out);
-            tt_gemm_bwd_w_bias(&gm, d_dw, d_db, d_dy, d_x, rows, in, out);
+            tt_gemm_fwd_bias(&gm, d_y, false, out, d_x, in, d_w, in, d_b, rows, in, out);
+            tt_gemm_bwd_w_bias(&gm, d_dw, d_db, d_dy, out, d_x, in, rows, in, out);
             float *gyb = download(d_y, ny, bf), *gdwb = download(d_dw, nw, 0);
             float *gdb = download(d_db, (size_t)out, 0);
-            compare("  lt y + b", &c, gyb, y, ny, precs[pi].tol);
+            compare("  lt y + b", &c, gyb, yb, ny, precs[pi].tol);
             compare("  lt dw", &c, gdwb, dw, nw, bf ? 1e-5 : precs[pi].tol);
             compare("  lt db", &c, gdb, db, (size_t)out, bf ? 1e-5 : precs[pi].tol);
+            free(gyb), free(gdwb), free(gdb);
+
+            /* Each operand's rows wider apart than the operand, its padding NaN (reading it
+             * fails) and the outputs' checked still NaN after: as the FFN's activations and its
+             * W2 copy are kept, and the logits, into fp32 with the fp32 bias (the bf16 path's
+             * logits). The cached cuBLASLt plans serve a second round of the same products. */
+            const int ldi = (int)tt_row_pitch(in + 1), ldo = (int)tt_row_pitch(out + 1);
+            const size_t es = bf ? 2 : 4;
+            void *p_x = upload_pitched(x, rows, in, ldi, bf), *p_w = upload_pitched(w, out, in, ldi, bf);
+            void *p_dy = upload_pitched(dy, rows, out, ldo, bf);
+            void *p_y = poisoned((size_t)rows * ldo, es), *p_dx = poisoned((size_t)rows * ldi, es);
+            void *p_yf = poisoned((size_t)rows * ldo, 4);
+            float *d_bf = upload(bias, (size_t)out, 0);
+            for (int round = 0; round < 2; round++) {
+                TT_CUDA(cudaMemset(d_db, 0xff, (size_t)out * 4));
+                TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
+                tt_gemm_fwd_bias(&gm, p_yf, true, ldo, p_x, ldi, p_w, ldi, d_bf, rows, in, out);
+                tt_gemm_bwd_w_bias(&gm, d_dw, d_db, p_dy, ldo, p_x, ldi, rows, in, out);
+                float *g1 = download_pitched(p_yf, rows, out, ldo, 0, "lt y + b, ld");
+                float *g2 = download(d_dw, nw, 0), *g3 = download(d_db, (size_t)out, 0);
+                compare(round ? "  again" : "  lt ld y + b", &c, g1, yb, ny, precs[pi].tol);
+                compare("  lt ld dw", &c, g2, dw, nw, bf ? 1e-5 : precs[pi].tol);
+                compare("  lt ld db", &c, g3, db, (size_t)out, bf ? 1e-5 : precs[pi].tol);
+                free(g1), free(g2), free(g3);
+            }
+            TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
+            tt_gemm_fwd_ld(&gm, p_y, false, ldo, p_x, ldi, p_w, ldi, rows, in, out, 0.f);
+            tt_gemm_bwd_x_ld(&gm, p_dx, ldi, p_dy, ldo, p_w, ldi, rows, in, out, 0.f);
+            tt_gemm_bwd_w_ld(&gm, d_dw, p_dy, ldo, p_x, ldi, rows, in, out);
+            float *g1 = download_pitched(p_y, rows, out, ldo, bf, "gemm y, ld");
+            float *g2 = download_pitched(p_dx, rows, in, ldi, bf, "gemm dx, ld");
+            float *g3 = download(d_dw, nw, 0);
+            compare("  ld y", &c, g1, y, ny, precs[pi].tol);
+            compare("  ld dx", &c, g2, dx, nx, precs[pi].tol);
+            compare("  ld dw", &c, g3, dw, nw, bf ? 1e-5 : precs[pi].tol);
+            free(g1), free(g2), free(g3);
+            cudaFree(p_x), cudaFree(p_w), cudaFree(p_dy), cudaFree(p_y), cudaFree(p_dx);
+            cudaFree(p_yf), cudaFree(d_bf);
+            tt_gemm_set_workspace(&gm, NULL, 0);
             cudaFree(ws), cudaFree(d_b), cudaFree(d_db);
-            free(bias), free(db), free(gyb), free(gdwb), free(gdb);
+            free(bias), free(db), free(yb);
             tt_gemm_free(&gm);
 
             cudaFree(d_x), cudaFree(d_w), cudaFree(d_dy), cudaFree(d_dw), cudaFree(d_y), cudaFree(d_dx);

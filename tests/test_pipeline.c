@@ -210,6 +210,15 @@ static void test_names_carry_constants(void **state)
                 snprintf(part, sizeof part, "_F%ld_", fk);
                 expect_in_name(kn, part, 1, s.path);
                 assert_int_equal(fk, m->d_inner);
+                /* the FFN's activations' row pitch, the runtime's: F padded to whole 16-byte
+                 * groups of bf16, whole vectors of the kernel */
+                const long ldk = tt_kernel_const(kn, "LD", -1), vec = tt_kernel_const(kn, "VEC", -1);
+                snprintf(part, sizeof part, "_LD%ld_", ldk);
+                expect_in_name(kn, part, 1, s.path);
+                assert_int_equal(ldk, tt_row_pitch(m->d_inner));
+                if (ldk < fk || ldk - fk >= 8 || ldk * 2 % 16 != 0 || vec < 1 || ldk % vec != 0)
+                    fail_msg("%s: %s: row pitch %ld for F %ld and VEC %ld", s.path, kn->name, ldk,
+                             fk, vec);
             }
             /* adam and cast walk flat arrays of any length: they have no width to name */
             if (dk < 0 && fk < 0 && dek < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
