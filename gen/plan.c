@@ -723,9 +723,9 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, d = m->d_model;
-    /* four j per block share its tiles (two when N is short); the batch splits below make
-     * the blocks */
-    const long w = n >= 64 ? 4 : 2, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
+    /* eight j per block share its tiles (fewer when N is short: blocks); the batch splits
+     * below make the blocks */
+    const long w = n >= 64 ? 8 : n >= 32 ? 4 : 2, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
     /* Splits of the batch, each summed into its own copy of dWo: so that no block walks more
      * than about 32 tiles of 32 rows (the walk is the kernel's critical path), and so that there
      * are MLA_MIN_BLOCKS blocks without narrowing the tiles; at most 8, and each split at least

@@ -402,8 +402,10 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
     const int b = (int)(e / TT_PART_NR);
     const size_t jr = e % TT_PART_NR;
     float sk = 0.f, sv = 0.f;
+#pragma unroll // (compile-time bounds: the loads are in flight together)
     for (int it = 0; it < TT_IT; it++) {
         sk += TT_PART_K(b, it)[jr];
+#pragma unroll
         for (int jp = 0; jp < TT_NPARTS(it); jp++) sv += TT_PART_V(b, it, jp)[jr];
     }
     const size_t row = (size_t)b * TT_N + jr / TT_R;
@@ -412,6 +414,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
 #if TT_QP
     const int i = (int)(jr / TT_R), it = i / TT_TI;
     float sq = 0.f;
+#pragma unroll 4
     for (int jp = 0; jp < TT_NPARTS(it); jp++) sq += TT_PART_Q(b, it, jp)[(size_t)(i % TT_TI) * TT_R + jr % TT_R];
     dqkv[row * 3 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sq);
 #endif
@@ -432,6 +435,7 @@ TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du
     if (e < (int)TT_PART_NR) {
         float s = 0.f;
         for (int b = lane; b < batch; b += 32)
+#pragma unroll
             for (int it = 0; it < TT_IT; it++) s += TT_PART_P(b, it)[e];
         s = tt_group_sum<32>(s);
         if (lane == 0) dp[e] = s;
@@ -444,7 +448,10 @@ TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du
     if (e >= 3 * TT_R) return;
     float s = 0.f;
     for (int b = lane; b < batch; b += 32)
+        // (tiles and parts have compile-time bounds: unrolled, the loads are all in flight at once)
+#pragma unroll
         for (int it = 0; it < TT_IT; it++)
+#pragma unroll
             for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
     s = tt_group_sum<32>(s);
     if (lane != 0) return;

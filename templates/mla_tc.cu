@@ -247,15 +247,17 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
     for (int pass = 0; pass < (ROWS + RPP - 1) / RPP; pass++) {
         const int row = rt + pass * RPP;
         if (ROWS % RPP != 0 && row >= ROWS) break;
-        const bool rin = d0 + row < TT_D;
-        const tt_bf16 *src = wo + (size_t)(rin ? d0 + row : 0) * TT_N * TT_N + col;
         tt_bf16 *dst = sw + (size_t)row * pitch;
+        if (TT_D % ROWS == 0 || d0 + row < TT_D) { // a row of Wo: one base, constant offsets
+            const tt_bf16 *src = wo + (size_t)(d0 + row) * TT_N * TT_N + col;
 #pragma unroll
-        for (int c = half; c < CH; c += PAIR)
-            if (c * 8 < kn) {
-                const bool in = rin && c * 8 < kvalid;
-                tt_cp16(dst + c * 8, in ? src + c * 8 : wo, in);
-            }
+            for (int c = half; c < CH; c += PAIR)
+                if (c * 8 < kn) tt_cp16(dst + c * 8, c * 8 < kvalid ? src + c * 8 : wo, c * 8 < kvalid);
+        } else {
+#pragma unroll
+            for (int c = half; c < CH; c += PAIR)
+                if (c * 8 < kn) tt_cp16(dst + c * 8, wo, false);
+        }
     }
 #else
     for (int e = threadIdx.x; e < ROWS * KMAX; e += TT_THREADS) {
@@ -425,10 +427,17 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
         const bool in = pos < TT_N;
         tt_cp16(dst + c, in ? qkv + ((size_t)b * TT_N + pos) * 3 * TT_R + off + c : qkv, in);
     }
-    for (int e = threadIdx.x; e < 32 * (TT_TD / 8); e += TT_THREADS) {
-        const int i = e / (TT_TD / 8), c = (e % (TT_TD / 8)) * 8;
-        const bool in = i0 + i < TT_N && d0 + c < TT_D;
-        tt_cp16(&sdy[i][c], in ? dy + ((size_t)b * TT_N + i0 + i) * TT_D + d0 + c : dy, in);
+    // dY: a thread at one chunk of features and rows RSTEP apart: a base address and constants
+    constexpr int CPR = TT_TD / 8, RSTEP = TT_THREADS / CPR;
+    static_assert(TT_THREADS % CPR == 0 && 32 % RSTEP == 0, "dY tile: whole rows per pass");
+    const int c = threadIdx.x % CPR * 8, ir = threadIdx.x / CPR;
+    const bool cin = TT_D % TT_TD == 0 || d0 + c < TT_D;
+    const tt_bf16 *src = dy + ((size_t)b * TT_N + i0 + ir) * TT_D + d0 + c;
+#pragma unroll
+    for (int m = 0; m < 32 / RSTEP; m++) {
+        const int i = ir + m * RSTEP;
+        const bool in = cin && i0 + i < TT_N;
+        tt_cp16(&sdy[i][c], in ? src + (size_t)m * RSTEP * TT_D : dy, in);
     }
 #else
     for (int e = threadIdx.x; e < (32 + 16 + TT_W) * TT_R; e += TT_THREADS) {
@@ -451,7 +460,8 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
+// (at most 128 registers: 512 threads of these blocks per SM)
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 512 / TT_THREADS)
 TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ wpart)
@@ -742,7 +752,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         if (pi + 1 < npairs) {
             const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
             tt_load_wo_slab<TT_DK * 16, 16>(slab[(pi + 1) & 1], TT_SD, wo, 0, (size_t)j1 * TT_N + kn1, 16,
-                                            TT_N - kn1);
+                                            TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
         }
         tt_cp_commit();
         tt_cp_wait<1>();
