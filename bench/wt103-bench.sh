@@ -51,9 +51,14 @@ tail -n 5 "$out/ours-check-train.log"
 rate=$(steady_rate "$out/ours-check-train.log")
 [ -n "$rate" ] || { echo "wt103-bench: tt-train failed (see $out/ours-check-train.log)"; exit 1; }
 
-# 2. The check: the same weights must give the same perplexity in tt-eval and in the peer.
+# 2. The check: the same weights must give the same perplexity in tt-eval and in the peer, both
+# in fp32 (the peer's check runs without autocast or TF32); our bf16 evaluation is printed beside
+# it, with how far bf16 activations move the perplexity.
 build-gpu/tt-eval specs/wt103-bench-check.yaml --checkpoint "$ck" --split valid 2>&1 |
     tee "$out/ours-eval.log"
+sed -e 's/precision: bf16/precision: fp32/' specs/wt103-bench-check.yaml > specs/wt103-bench-check32.yaml
+build-gpu/tt-eval specs/wt103-bench-check32.yaml --checkpoint "$ck" --split valid 2>&1 |
+    tee "$out/ours-eval-fp32.log"
 python3 bench/torch_tt.py check "$values" "$ck/$(cat "$ck/latest")" "$data/valid.txt" 2>&1 |
     tee "$out/peer-check.log"
 rm -rf "$ck"
@@ -67,7 +72,7 @@ rm -rf "$ck"
 build-gpu/tt-train specs/wt103-bench-time.yaml --checkpoint-dir "$ck" --log-every $((steps / 10)) \
     > "$out/ours-train.log" 2>&1
 tail -n 6 "$out/ours-train.log"
-rm -rf "$ck" specs/wt103-bench-check.yaml specs/wt103-bench-time.yaml
+rm -rf "$ck" specs/wt103-bench-check.yaml specs/wt103-bench-check32.yaml specs/wt103-bench-time.yaml
 
 # 4. The peer at the same shapes, batches of windows of the same training text.
 : > "$out/peer-time.log"
@@ -111,13 +116,16 @@ ours=$(steady_rate "$out/ours-train.log")
                 printf "%-64s %10.0f %7s %11s %8.2fx\n", name, tps, m, pm, ours / tps
             }
         }' "$out/ours-train.log" "$out/peer-time.log"
-    ppl_ours=$(awk '/perplexity/ { print $3; exit }' "$out/ours-eval.log")
+    ppl_bf16=$(awk '/perplexity/ { print $3; exit }' "$out/ours-eval.log")
+    ppl_ours=$(awk '/perplexity/ { print $3; exit }' "$out/ours-eval-fp32.log")
     ppl_peer=$(awk '/^peer perplexity/ { print $3; exit }' "$out/peer-check.log")
     verdict=$(awk -v a="$ppl_ours" -v b="$ppl_peer" 'BEGIN {
         if (a == "" || b == "") { print "MISSING"; exit }
         d = (a - b) / a; d = d < 0 ? -d : d
         if (a == b) print "same"
         else printf d < 1e-5 ? "same to %.1e relative (the last digit)\n" : "DIFFERENT (%.1e relative)\n", d }')
-    echo "same weights (ours after 200 steps), valid perplexity: tt-eval ${ppl_ours:-none}, peer" \
-        "${ppl_peer:-none}: $verdict"
+    echo "same weights (ours after 200 steps), valid perplexity in fp32: tt-eval ${ppl_ours:-none}," \
+        "peer ${ppl_peer:-none}: $verdict"
+    awk -v a="$ppl_bf16" -v b="$ppl_ours" 'BEGIN { if (a != "" && b != "")
+        printf "  (tt-eval at the spec'"'"'s bf16: %s, %.1e from fp32)\n", a, (a > b ? a - b : b - a) / b }'
 } | tee "$out/table.txt"

@@ -395,8 +395,17 @@ static void plan_xent(tt_plan *plan, const tt_spec *s)
 {
     const long rows = (long)s->train.batch * s->model.seq_len, threads = 512, sthreads = 256;
     const char *const flags[] = {NULL};
+    /* the head's row (the whole vocabulary without cutoffs) kept in registers between the two
+     * passes, up to 7 float4 a thread (the most that fits two blocks an SM without spilling);
+     * the rest is read again */
+    const tt_model_spec *m = &s->model;
+    const long head = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : m->vocab;
+    long cache = ceil_div(ceil_div(head, 4), threads);
+    if (cache > 7) cache = 7;
+    if (cache < 1) cache = 1; /* (a vocabulary the plan does not know yet) */
     tt_kernel *k = add_kernel(plan, "xent", "xent.cu", "f32");
     set_const(k, "THREADS", threads);
+    set_const(k, "CACHE", cache);
     name_kernel(k, flags);
     set_const(k, "OP_XENT", 1);
     k->block[0] = (unsigned)threads;
@@ -404,7 +413,8 @@ static void plan_xent(tt_plan *plan, const tt_spec *s)
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = rows");
     k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
-            "logits in place (two reads, one write)");
+            "logits in place; the first %ld float4 of a thread kept in registers (one read of a "
+            "row up to %ld logits, one write)", cache, cache * 4 * threads);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", "xent.cu", "f32");
     set_const(t, "THREADS", sthreads);

@@ -192,12 +192,13 @@ void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void
 }
 
 void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, int ldy,
-                        const void *x, int ldx, int rows, int in, int out)
+                        const void *x, int ldx, const void *ones, int rows, int in, int out)
 {
-    /* dw^T [in, out] += x^T [in, rows] dy [rows, out] (dy stored [out, rows], transposed); the
-     * bias gradient of B: a sum over the product's k (rows) per column of D (out) */
-    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F,
-              in, out, in, 1.f, CUBLASLT_EPILOGUE_BGRADB, db);
+    tt_gemm_bwd_w_ld(g, dw, dy, ldy, x, ldx, rows, in, out);
+    /* db^T [1, out] = ones^T [1, rows] dy [rows, out] (dy stored [out, rows], transposed) */
+    const float one = 1.f, zero = 0.f;
+    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_T, 1, out, rows, &one, ones, g->act, 1, dy,
+                           g->act, ldy, &zero, db, CUDA_R_32F, 1, g->compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,

@@ -491,13 +491,12 @@ static void logits_fwd(tt_gpu_lm *lm, float *y, int ld, const void *x, const flo
     tt_gemm_fwd_bias(&lm->gemm, y, true, ld, x, in, wcp(lm, w), in, b, rows, in, out);
 }
 
-/* Its backward from dy (the storage type, ld apart): dw added into, db written by the product's
- * BGRADB epilogue (each output bias has this one writer in a step, which zeroed it first);
- * dx = dy w + beta dx. */
+/* Its backward from dy (the storage type, ld apart): dw added into, db written (each output bias
+ * has this one writer in a step); dx = dy w + beta dx. */
 static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
                        const float *w, float *dw, float *db, int rows, int in, int out)
 {
-    tt_gemm_bwd_w_bias(&lm->gemm, dw, db, dy, ld, x, in, rows, in, out);
+    tt_gemm_bwd_w_bias(&lm->gemm, dw, db, dy, ld, x, in, lm->ones, rows, in, out);
     tt_gemm_bwd_x_ld(&lm->gemm, dx, in, dy, ld, wcp(lm, w), in, rows, in, out, beta);
 }
 
@@ -656,7 +655,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                                drop_at(lm, o, drop, 3 + 3 * k));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            tt_gemm_bwd_w_bias(gm, lg->ff2_w, lg->ff2_b, lm->dy, d, a->hd, fp, rows, f, d);
+            tt_gemm_bwd_w_bias(gm, lg->ff2_w, lg->ff2_b, lm->dy, d, a->hd, fp, lm->ones, rows, f, d);
             tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dy, d, w2_of(lm, k), fp, rows, f, d, 0.f);
             tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
                            drop_at(lm, o, drop, 2 + 3 * k));

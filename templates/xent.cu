@@ -44,22 +44,39 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
             }
         return;
     }
-    // 16-byte accesses when every row starts 16-byte aligned (a slice of a buffer may not)
-    const bool vec4 = v % 4 == 0 && ld % 4 == 0 && ((unsigned long long)logits & 15) == 0;
+    // 16-byte accesses when every row starts 16-byte aligned (a slice of a buffer may not): the
+    // row's first v / 4 * 4 logits as float4, the last v % 4 by threads 0 .. v % 4 - 1
+    const bool vec4 = ld % 4 == 0 && ((unsigned long long)logits & 15) == 0;
+    const int n4 = v / 4, rest = threadIdx.x < v % 4 ? n4 * 4 + threadIdx.x : -1;
     const float xt = (t >= 0 && t < v) ? x[t] : __int_as_float(0x7fffffff);
 
     // Pass 1: each thread's running (max, sum of exp) and plain sum, then the block's.
     float m = TT_NEG_INF, s = 0.f, sum = 0.f;
+    float4 keep[TT_CACHE]; // the thread's first TT_CACHE vectors, for pass 2
     if (vec4) {
         const float4 *x4 = reinterpret_cast<const float4 *>(x);
-#pragma unroll 2
-        for (int i = threadIdx.x; i < v / 4; i += TT_THREADS) {
-            const float4 q = x4[i];
+        auto add = [&](const float4 q) {
             const float mq = fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
             const float mx = fmaxf(m, mq);
             s = s * expf(m - mx) + expf(q.x - mx) + expf(q.y - mx) + expf(q.z - mx) + expf(q.w - mx);
             m = mx;
             sum += (q.x + q.y) + (q.z + q.w);
+        };
+#pragma unroll
+        for (int c = 0; c < TT_CACHE; c++) { // all loads first: in flight together
+            const int i = threadIdx.x + c * TT_THREADS;
+            if (i < n4) keep[c] = x4[i];
+        }
+#pragma unroll
+        for (int c = 0; c < TT_CACHE; c++)
+            if (threadIdx.x + c * TT_THREADS < n4) add(keep[c]);
+#pragma unroll 2
+        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) add(x4[i]);
+        if (rest >= 0) {
+            const float xi = x[rest], mx = fmaxf(m, xi);
+            s = s * expf(m - mx) + expf(xi - mx);
+            m = mx;
+            sum += xi;
         }
     } else {
         for (int i = threadIdx.x; i < v; i += TT_THREADS) {
@@ -98,8 +115,7 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
     const float c = scale * w, smooth = eps / v;
     if (vec4) {
         float4 *x4 = reinterpret_cast<float4 *>(x);
-        for (int i = threadIdx.x; i < v / 4; i += TT_THREADS) {
-            float4 q = x4[i];
+        auto grad4 = [&](const int i, float4 q) {
             q.x = c * (expf(q.x - lse) - smooth);
             q.y = c * (expf(q.y - lse) - smooth);
             q.z = c * (expf(q.z - lse) - smooth);
@@ -117,6 +133,18 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
             } else {
                 x4[i] = q;
             }
+        };
+#pragma unroll
+        for (int cc = 0; cc < TT_CACHE; cc++) { // from registers
+            const int i = threadIdx.x + cc * TT_THREADS;
+            if (i < n4) grad4(i, keep[cc]);
+        }
+        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) grad4(i, x4[i]);
+        if (rest >= 0) {
+            float d = c * (expf(x[rest] - lse) - smooth);
+            if (rest == t) d -= c * (1.f - eps);
+            if (xb) xb[rest] = tt_store_as<tt_bf16>(d);
+            else x[rest] = d;
         }
     } else {
         for (int i = threadIdx.x; i < v; i += TT_THREADS) {

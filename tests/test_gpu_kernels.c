@@ -852,27 +852,32 @@ static void test_core(void **state)
     }
 }
 
-/* Cross-entropy over rows of 10000 (16-byte path), 30001 and 517 logits, with and without label
- * smoothing, rows of weight 0, 0.5 and 1: cpu_cross_entropy row by row, scaled by the weight as
- * cpu_model.c's output layer does. Without grad the logits must stay as they were. */
+/* Cross-entropy over rows of 10000 (16-byte path), 30001 and 517 logits, and of 30003 logits in
+ * rows 30008 apart (as the adaptive head's: the 16-byte path with a remainder, the padding NaN:
+ * reading it fails), with and without label smoothing, rows of weight 0, 0.5 and 1:
+ * cpu_cross_entropy row by row, scaled by the weight as cpu_model.c's output layer does. Without
+ * grad the logits must stay as they were. */
 static void test_xent(void **state)
 {
     (void)state;
-    static const int vocabs[] = {10000, 30001, 517};
-    static const float epss[] = {0.f, 0.1f, 0.1f};
+    static const int vocabs[] = {10000, 30001, 517, 30003}, lds[] = {10000, 30001, 517, 30008};
+    static const float epss[] = {0.f, 0.1f, 0.1f, 0.1f};
     tt_spec s;
     tt_gpu_program p;
     load_program(&configs[0], &s, &p);
     for (size_t vi = 0; vi < sizeof vocabs / sizeof *vocabs; vi++) {
-        const int v = vocabs[vi], rows = 37;
+        const int v = vocabs[vi], ld = lds[vi], rows = 37;
         const float eps = epss[vi];
-        char name[32];
-        snprintf(name, sizeof name, "xent V=%d e=%.1f", v, eps);
+        char name[48];
+        snprintf(name, sizeof name, "xent V=%d ld=%d e=%.1f", v, ld, eps);
         const config cc = {name, 0, 0, 0, 0, 0, 0, 0}, *c = &cc;
-        const size_t nl = (size_t)rows * v;
+        const size_t nl = (size_t)rows * v, np = (size_t)rows * ld;
         float *logits = tt_xmalloc(nl * 4), *weight = tt_xmalloc(rows * 4);
         int32_t *tgt = tt_xmalloc((size_t)rows * sizeof *tgt);
         randn(logits, nl, 2.f);
+        float *pitched = tt_xmalloc(np * 4); /* rows ld apart, NaN between */
+        for (size_t e = 0; e < np; e++) pitched[e] = NAN;
+        for (int r = 0; r < rows; r++) memcpy(pitched + (size_t)r * ld, logits + (size_t)r * v, (size_t)v * 4);
         double wsum = 0;
         for (int r = 0; r < rows; r++) {
             tgt[r] = (int32_t)(tt_uniform(seed, draws, (uint64_t)r) * v);
@@ -898,24 +903,33 @@ static void test_xent(void **state)
             nll_sum += weight[r] * n1;
         }
         /* GPU: the loss only, then with the gradient */
-        float *d_logits = upload(logits, nl, 0), *d_w = upload(weight, rows, 0);
+        float *d_logits = upload(pitched, np, 0), *d_w = upload(weight, rows, 0);
         int32_t *d_t = upload_bytes(tgt, (size_t)rows * sizeof *tgt);
         float *d_loss = poisoned(rows, 4), *d_nll = poisoned(rows, 4);
         double *d_sums = poisoned(2, 8);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, v, eps, scale, false);
-        float *g_same = download(d_logits, nl, 0);
-        if (memcmp(g_same, logits, nl * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, ld, eps, scale, false);
+        float *g_same = download(d_logits, np, 0);
+        if (memcmp(g_same, pitched, np * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
         TT_CUDA(cudaMemset(d_loss, 0xff, rows * 4));
         TT_CUDA(cudaMemset(d_nll, 0xff, rows * 4));
         /* first the bf16 gradient (the logits stay), then in place */
-        void *d_gb = poisoned(nl, 2);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_gb, d_t, d_w, rows, v, v, eps, scale, true);
-        float *g_gb = download(d_gb, nl, 1), *g_kept = download(d_logits, nl, 0);
-        if (memcmp(g_kept, logits, nl * 4) != 0) fail_msg("xent %s: logits changed with a bf16 gradient", name);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, v, eps, scale, true);
+        void *d_gb = poisoned(np, 2);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_gb, d_t, d_w, rows, v, ld, eps, scale, true);
+        float *g_gbp = download(d_gb, np, 1), *g_kept = download(d_logits, np, 0);
+        if (memcmp(g_kept, pitched, np * 4) != 0) fail_msg("xent %s: logits changed with a bf16 gradient", name);
+        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, ld, eps, scale, true);
         tt_xent_sum(&p, gpu.stream, d_sums, d_loss, d_nll, rows);
-        float *g_dl = download(d_logits, nl, 0), *g_loss = download(d_loss, rows, 0),
+        float *g_dlp = download(d_logits, np, 0), *g_loss = download(d_loss, rows, 0),
               *g_nll = download(d_nll, rows, 0);
+        /* the rows' v values; the padding must have stayed NaN (never written) */
+        float *g_dl = tt_xmalloc(nl * 4), *g_gb = tt_xmalloc(nl * 4);
+        for (int r = 0; r < rows; r++) {
+            memcpy(g_dl + (size_t)r * v, g_dlp + (size_t)r * ld, (size_t)v * 4);
+            memcpy(g_gb + (size_t)r * v, g_gbp + (size_t)r * ld, (size_t)v * 4);
+            for (int i = v; i < ld; i++)
+                if (!isnan(g_dlp[(size_t)r * ld + i]))
+                    fail_msg("xent %s: row %d's padding written", name, r);
+        }
         double sums[2];
         TT_CUDA(cudaMemcpy(sums, d_sums, sizeof sums, cudaMemcpyDeviceToHost));
         compare("xent loss", c, g_loss, loss, rows, 1e-5);
@@ -929,7 +943,7 @@ static void test_xent(void **state)
         compare("  sums", c, got, want, 2, 1e-6);
         cudaFree(d_logits), cudaFree(d_w), cudaFree(d_t), cudaFree(d_loss), cudaFree(d_nll);
         cudaFree(d_sums), cudaFree(d_gb);
-        free(g_gb), free(g_kept);
+        free(g_gb), free(g_gbp), free(g_kept), free(pitched), free(g_dlp);
         free(logits), free(weight), free(tgt), free(dl), free(loss), free(nll), free(g_same);
         free(g_dl), free(g_loss), free(g_nll);
     }
@@ -1080,8 +1094,8 @@ static void test_gemm(void **state)
             /* dw is fp32, but its products are of the precision's inputs */
             compare("  dw", &c, gdw, dw, nw, bf ? 1e-5 : precs[pi].tol);
 
-            /* cuBLASLt with the bias in its epilogue (forward), and the bias gradient in the
-             * weight gradient's (BGRADB), on a workspace of our own */
+            /* cuBLASLt with the bias in its epilogue (forward), and the bias gradient beside the
+             * weight gradient (a product with ones), on a workspace of our own */
             float *bias = tt_xmalloc((size_t)out * 4), *db = tt_xcalloc((size_t)out, 4);
             float *yb = tt_xmalloc(ny * 4);
             randn(bias, (size_t)out, 1.f);
@@ -1093,10 +1107,14 @@ static void test_gemm(void **state)
             TT_CUDA(cudaMalloc(&ws, (size_t)32 << 20));
             tt_gemm_set_workspace(&gm, ws, (size_t)32 << 20);
             void *d_b = upload(bias, (size_t)out, bf);
+            float *ones = tt_xmalloc((size_t)rows * 4);
+            for (int i = 0; i < rows; i++) ones[i] = 1.f;
+            void *d_ones = upload(ones, (size_t)rows, bf);
+            free(ones);
             float *d_db = poisoned((size_t)out, 4);
             TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
             tt_gemm_fwd_bias(&gm, d_y, false, out, d_x, in, d_w, in, d_b, rows, in, out);
-            tt_gemm_bwd_w_bias(&gm, d_dw, d_db, d_dy, out, d_x, in, rows, in, out);
+            tt_gemm_bwd_w_bias(&gm, d_dw, d_db, d_dy, out, d_x, in, d_ones, rows, in, out);
             float *gyb = download(d_y, ny, bf), *gdwb = download(d_dw, nw, 0);
             float *gdb = download(d_db, (size_t)out, 0);
             compare("  lt y + b", &c, gyb, yb, ny, precs[pi].tol);
@@ -1119,7 +1137,7 @@ static void test_gemm(void **state)
                 TT_CUDA(cudaMemset(d_db, 0xff, (size_t)out * 4));
                 TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
                 tt_gemm_fwd_bias(&gm, p_yf, true, ldo, p_x, ldi, p_w, ldi, d_bf, rows, in, out);
-                tt_gemm_bwd_w_bias(&gm, d_dw, d_db, p_dy, ldo, p_x, ldi, rows, in, out);
+                tt_gemm_bwd_w_bias(&gm, d_dw, d_db, p_dy, ldo, p_x, ldi, d_ones, rows, in, out);
                 float *g1 = download_pitched(p_yf, rows, out, ldo, 0, "lt y + b, ld");
                 float *g2 = download(d_dw, nw, 0), *g3 = download(d_db, (size_t)out, 0);
                 compare(round ? "  again" : "  lt ld y + b", &c, g1, yb, ny, precs[pi].tol);
@@ -1141,7 +1159,7 @@ static void test_gemm(void **state)
             cudaFree(p_x), cudaFree(p_w), cudaFree(p_dy), cudaFree(p_y), cudaFree(p_dx);
             cudaFree(p_yf), cudaFree(d_bf);
             tt_gemm_set_workspace(&gm, NULL, 0);
-            cudaFree(ws), cudaFree(d_b), cudaFree(d_db);
+            cudaFree(ws), cudaFree(d_b), cudaFree(d_db), cudaFree(d_ones);
             free(bias), free(db), free(yb);
             tt_gemm_free(&gm);
 
