@@ -6,6 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1 which=${2:-ptb}
+mkdir -p "$out"
 . bench/gpu-env.sh
 spec=specs/$which-profile.yaml
 if [ "$which" = wt103 ]; then
