@@ -12,6 +12,8 @@
 /* Blocks of the grid-stride kernels over a flat array (cast, the attention's sums of parts):
  * four per SM of a 132-SM H100 or H200 (runtime/launch.c launches the same 528). */
 #define GRID_STRIDE_BLOCKS (4 * 132)
+/* Threads of a colsum block (templates/colsum.cu): 32 columns by 8 warps over the partials. */
+#define COLSUM_THREADS 256
 
 static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
@@ -135,18 +137,17 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
 
     /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta). */
     tt_kernel *c = add_kernel(plan, "colsum", "colsum.cu", "f32");
-    const long threads = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
     set_const(c, "D", d);
     set_const(c, "SETS", 2);
     set_const(c, "ACCUMULATE", 0);
-    set_const(c, "THREADS", threads);
+    set_const(c, "THREADS", COLSUM_THREADS);
     name_kernel(c, flags);
-    c->block[0] = (unsigned)threads;
-    c->grid[0] = ceil_div(d, threads);
+    c->block[0] = COLSUM_THREADS;
+    c->grid[0] = ceil_div(d, 32);
     c->grid[1] = 2;
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / %ld), y = sets", d, threads);
-    whyf(c, "thread per column over %u partials, four load chains, fixed order: deterministic",
-         blocks);
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = sets", d);
+    whyf(c, "32 columns a block, %d warps over %u partials, fixed order: deterministic",
+         COLSUM_THREADS / 32, blocks);
 }
 
 /* Kernels whose partial sums a second, fixed-order pass adds up: two blocks per SM of an H100. */
@@ -351,17 +352,17 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     b->smem_bytes = (unsigned)(ty * tx * vec * 4);
     whyf(b, "dz = dropout_bwd(dhd) * (h > 0); db1 partials of %ld row groups, no atomics", parts);
 
-    const long cthreads = f >= 128 ? 128 : (f + 31) / 32 * 32;
     tt_kernel *c = add_kernel(plan, "bias_colsum", "colsum.cu", "f32");
     set_const(c, "D", f);
     set_const(c, "SETS", 1);
     set_const(c, "ACCUMULATE", 0);
-    set_const(c, "THREADS", cthreads);
+    set_const(c, "THREADS", COLSUM_THREADS);
     name_kernel(c, flags);
-    c->block[0] = (unsigned)cthreads;
-    c->grid[0] = ceil_div(f, cthreads);
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / %ld)", f, cthreads);
-    whyf(c, "db1: thread per column over %ld partials in a fixed order: deterministic", parts);
+    c->block[0] = COLSUM_THREADS;
+    c->grid[0] = ceil_div(f, 32);
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32)", f);
+    whyf(c, "db1: 32 columns a block, %d warps over %ld partials, fixed order: deterministic",
+         COLSUM_THREADS / 32, parts);
 }
 
 /* The core g = mean of h softmaxes of rank R: one small block, a warp per core. */

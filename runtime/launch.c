@@ -66,7 +66,7 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
     expect(c, "SETS", 2);
     TT_ASSERT(dbeta == dgamma + d);
     void *cargs[] = {&dgamma, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(d, need(c, "THREADS")), 2, 1}, cargs, s);
+    tt_gpu_launch(c, (dim3){ceil_div(d, 32), 2, 1}, cargs, s); /* 32 columns a block */
 }
 
 void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
@@ -98,7 +98,7 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     expect(c, "SETS", 2);
     TT_ASSERT(dbeta == dgamma + d);
     void *cargs[] = {&dgamma, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(d, need(c, "THREADS")), 2, 1}, cargs, st);
+    tt_gpu_launch(c, (dim3){ceil_div(d, 32), 2, 1}, cargs, st); /* 32 columns a block */
 }
 
 /* A kernel over `count` rows of `width` features, a thread per VEC of them (plan.c's row_kernel). */
@@ -268,7 +268,7 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     int parts = (int)need(k, "PARTS");
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
     void *cargs[] = {&db1, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(f, need(c, "THREADS")), 1, 1}, cargs, st);
+    tt_gpu_launch(c, (dim3){ceil_div(f, 32), 1, 1}, cargs, st); /* 32 columns a block */
 }
 
 void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,

@@ -1,26 +1,38 @@
 // Column sums of a [parts x TT_D] fp32 matrix in a fixed order: the second stage of every
 // deterministic reduction over rows (LayerNorm's dgamma/dbeta, biases). Each of TT_SETS
 // consecutive [parts x TT_D] blocks of `in` is summed into its own TT_D-slice of `out`.
-// out = sum (ACCUMULATE 0) or out += sum (ACCUMULATE 1). Constants: TT_D, TT_SETS, TT_THREADS.
+// out = sum (ACCUMULATE 0) or out += sum (ACCUMULATE 1). Constants: TT_D, TT_SETS, TT_THREADS
+// (a multiple of 32). The grid: ceil(TT_D / 32) x TT_SETS.
 
+// A block: 32 columns, and TT_THREADS / 32 warps over the parts (warp w adds parts w, w + W, ...,
+// in four chains), then the warps' sums in warp order: a fixed order, and enough blocks and loads
+// in flight for a few hundred partials (one thread per column walking them all was 16 us for
+// LayerNorm's 264).
+#define TT_PW (TT_THREADS / 32)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ out, const float *__restrict__ in, int parts)
 {
-    const int col = blockIdx.x * TT_THREADS + threadIdx.x;
-    const int set = blockIdx.y;
-    if (col >= TT_D) return;
+    __shared__ float red[TT_PW][32];
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+    const int col = blockIdx.x * 32 + lane, set = blockIdx.y;
     const float *p = in + (size_t)set * parts * TT_D + col;
-    // Four independent chains keep several loads in flight; their order is fixed.
     float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
-    int g = 0;
-    for (; g + 4 <= parts; g += 4) {
-        s0 += p[(size_t)g * TT_D];
-        s1 += p[(size_t)(g + 1) * TT_D];
-        s2 += p[(size_t)(g + 2) * TT_D];
-        s3 += p[(size_t)(g + 3) * TT_D];
+    if (col < TT_D) {
+        int g = w;
+        for (; g + 3 * TT_PW < parts; g += 4 * TT_PW) {
+            s0 += p[(size_t)g * TT_D];
+            s1 += p[(size_t)(g + TT_PW) * TT_D];
+            s2 += p[(size_t)(g + 2 * TT_PW) * TT_D];
+            s3 += p[(size_t)(g + 3 * TT_PW) * TT_D];
+        }
+        for (; g < parts; g += TT_PW) s0 += p[(size_t)g * TT_D];
     }
-    for (; g < parts; g++) s0 += p[(size_t)g * TT_D];
-    const float s = (s0 + s1) + (s2 + s3);
+    red[w][lane] = (s0 + s1) + (s2 + s3);
+    __syncthreads();
+    if (w != 0 || col >= TT_D) return;
+    float s = red[0][lane];
+#pragma unroll
+    for (int k = 1; k < TT_PW; k++) s += red[k][lane];
 #if TT_ACCUMULATE
     out[(size_t)set * TT_D + col] += s;
 #else
