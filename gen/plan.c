@@ -333,7 +333,9 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     const long tx_max = 256 / vec > 32 ? 256 / vec : 32;
     if (tx > tx_max) tx = tx_max;
     const long ty = threads / tx, gx = ceil_div(nv, tx);
-    long parts = ceil_div(PARTIAL_BLOCKS, gx);
+    /* eight blocks an SM: a streaming kernel needs every warp it can get (two an SM ran at a
+     * third of the card's bandwidth); the partials stay small (parts x F floats) */
+    long parts = ceil_div(4 * PARTIAL_BLOCKS, gx);
     if (parts > (long)ceil_div(rows, ty)) parts = ceil_div(rows, ty);
     tt_kernel *b = add_kernel(plan, "ffn_act_bwd", "ffn_act.cu", dtype);
     set_const(b, "F", f);
@@ -416,6 +418,20 @@ static void plan_xent(tt_plan *plan, const tt_spec *s)
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
             "logits in place; the first %ld float4 of a thread kept in registers (one read of a "
             "row up to %ld logits, one write)", cache, cache * 4 * threads);
+    /* Rows longer than that (an adaptive softmax's tails): the same kernel keeping one float4,
+     * with fewer registers, more blocks an SM (the few hundred long rows of a tail are a few
+     * waves: the last one is shorter with more in flight) */
+    tt_kernel *lk = add_kernel(plan, "xent_long", "xent.cu", "f32");
+    set_const(lk, "THREADS", threads);
+    set_const(lk, "CACHE", 1);
+    name_kernel(lk, flags);
+    set_const(lk, "OP_XENT", 1);
+    lk->block[0] = (unsigned)threads;
+    lk->grid[0] = (unsigned)rows;
+    snprintf(lk->grid_rule, sizeof lk->grid_rule, "x = rows");
+    lk->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
+    whyf(lk, "xent for rows over %ld logits: one float4 a thread kept, the rest read twice",
+         cache * 4 * threads);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", "xent.cu", "f32");
     set_const(t, "THREADS", sthreads);
