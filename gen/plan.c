@@ -394,6 +394,22 @@ static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 
 /* Softmax cross-entropy over full rows of logits (the vocabulary, or an adaptive softmax's
  * head), and the fixed-order sum of its per-row losses. */
+/* One instance of xent: block per row of `threads`, `cache` float4 a thread kept in registers. */
+static tt_kernel *xent_kernel(tt_plan *plan, const char *op, long rows, long threads, long cache)
+{
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, op, "xent.cu", "f32");
+    set_const(k, "THREADS", threads);
+    set_const(k, "CACHE", cache);
+    name_kernel(k, flags);
+    set_const(k, "OP_XENT", 1);
+    k->block[0] = (unsigned)threads;
+    k->grid[0] = (unsigned)rows;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = rows");
+    k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
+    return k;
+}
+
 static void plan_xent(tt_plan *plan, const tt_spec *s)
 {
     const long rows = (long)s->train.batch * s->model.seq_len, threads = 512, sthreads = 256;
@@ -406,31 +422,15 @@ static void plan_xent(tt_plan *plan, const tt_spec *s)
     long cache = ceil_div(ceil_div(head, 4), threads);
     if (cache > 7) cache = 7;
     if (cache < 1) cache = 1; /* (a vocabulary the plan does not know yet) */
-    tt_kernel *k = add_kernel(plan, "xent", "xent.cu", "f32");
-    set_const(k, "THREADS", threads);
-    set_const(k, "CACHE", cache);
-    name_kernel(k, flags);
-    set_const(k, "OP_XENT", 1);
-    k->block[0] = (unsigned)threads;
-    k->grid[0] = (unsigned)rows;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = rows");
-    k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
+    tt_kernel *k = xent_kernel(plan, "xent", rows, threads, cache);
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
             "logits in place; the first %ld float4 of a thread kept in registers (one read of a "
             "row up to %ld logits, one write)", cache, cache * 4 * threads);
     /* Rows longer than that (an adaptive softmax's tails): the same kernel keeping one float4,
      * with fewer registers, more blocks an SM (the few hundred long rows of a tail are a few
      * waves: the last one is shorter with more in flight) */
-    tt_kernel *lk = add_kernel(plan, "xent_long", "xent.cu", "f32");
-    set_const(lk, "THREADS", threads);
-    set_const(lk, "CACHE", 1);
-    name_kernel(lk, flags);
-    set_const(lk, "OP_XENT", 1);
-    lk->block[0] = (unsigned)threads;
-    lk->grid[0] = (unsigned)rows;
-    snprintf(lk->grid_rule, sizeof lk->grid_rule, "x = rows");
-    lk->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
-    whyf(lk, "xent for rows over %ld logits: one float4 a thread kept, the rest read twice",
+    k = xent_kernel(plan, "xent_long", rows, threads, 1);
+    whyf(k, "xent for rows over %ld logits: one float4 a thread kept, the rest read twice",
          cache * 4 * threads);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", "xent.cu", "f32");
