@@ -55,6 +55,7 @@ typedef struct {
     bool flo_open, fhi_open;  /* bound excluded */
     const char *const *names; /* V_ENUM, NULL-terminated */
     const section *sub;       /* V_MAP */
+    const char *alias;        /* another name for the key, answered with "did you mean" */
 } key_desc;
 
 struct section {
@@ -80,6 +81,7 @@ static const char *const optimizer_names[] = {"adam", NULL};
 
 static int model_check(ctx *c);
 static int train_check(ctx *c);
+static int root_check(ctx *c);
 
 static const key_desc adaptive_keys[] = {
     {K("cutoffs", V_CUTOFFS, model.cutoffs), .required = true, .ilo = 1, .ihi = MAX_CUTOFF},
@@ -162,13 +164,24 @@ static const key_desc kernels_keys[] = {
 };
 static const section kernels_sec = {"kernels", kernels_keys, COUNT(kernels_keys), NULL};
 
+/* The same ranges as the model's seq_len, mem_len and clamp_len. */
+static const key_desc eval_keys[] = {
+    {K("tgt_len", V_INT, eval.tgt_len), .ilo = 1, .ihi = 8192, .alias = "seq_len"},
+    {K("mem_len", V_INT, eval.mem_len), .scope = ONLY_TXL, .ilo = 0, .ihi = 8192},
+    {K("clamp_len", V_INT, eval.clamp_len), .scope = ONLY_TXL, .ilo = 0, .ihi = 1000000},
+};
+static const section eval_sec = {"eval", eval_keys, COUNT(eval_keys), NULL};
+
+/* model is read first: which keys eval may hold, and train's check against model.adaptive, depend
+ * on it wherever it stands in the file. */
 static const key_desc root_keys[] = {
-    {K("model", V_MAP, path), .required = true, .sub = &model_sec},
+    {K("model", V_MAP, path), .required = true, .first = true, .sub = &model_sec},
     {K("train", V_MAP, path), .sub = &train_sec},
+    {K("eval", V_MAP, path), .sub = &eval_sec},
     {K("data", V_MAP, path), .sub = &data_sec},
     {K("kernels", V_MAP, path), .sub = &kernels_sec},
 };
-static const section root_sec = {"", root_keys, COUNT(root_keys), NULL};
+static const section root_sec = {"", root_keys, COUNT(root_keys), root_check};
 
 static void set_defaults(tt_spec *s)
 {
@@ -198,6 +211,8 @@ static void set_defaults(tt_spec *s)
     t->precision = TT_PREC_FP32;
     t->eval_interval = 1000;
     t->checkpoint_interval = 0;
+    /* -1: not given, root_check takes the model's value once every section has been read */
+    s->eval.tgt_len = s->eval.mem_len = s->eval.clamp_len = -1;
     strcpy(s->kernels.arch, "auto");
     s->kernels.tune = false;
 }
@@ -711,9 +726,12 @@ static int unknown_key(ctx *c, const section *sec, const yaml_node_t *k)
     shown(scalar(k), scalar_len(k), text, sizeof text);
     if (sec->path[0] == '\0')
         return fail(c, &k->start_mark,
-                    "unknown section '%s' (expected model, train, data, kernels)", text);
+                    "unknown section '%s' (expected model, train, eval, data, kernels)", text);
     const char *best = NULL;
     size_t best_d = 3;
+    for (int i = 0; i < sec->n; i++)
+        if (sec->keys[i].alias && scalar_is(k, sec->keys[i].alias))
+            best = sec->keys[i].name, best_d = 0;
     for (int i = 0; i < sec->n; i++) {
         size_t dist = edit_distance(scalar(k), scalar_len(k), sec->keys[i].name);
         if (dist < best_d && dist < scalar_len(k)) /* a one-letter key is no hint */
@@ -893,6 +911,25 @@ static int train_check(ctx *c)
     return 0;
 }
 
+/* Checks across sections, once the whole document has been read. */
+static int root_check(ctx *c)
+{
+    const tt_model_spec *m = &c->spec->model;
+    tt_eval_spec *e = &c->spec->eval;
+    if (e->tgt_len < 0)
+        e->tgt_len = m->seq_len;
+    if (e->mem_len < 0)
+        e->mem_len = m->mem_len;
+    if (e->clamp_len < 0)
+        e->clamp_len = m->clamp_len;
+    if (m->kind == TT_KIND_TENSORIZED && e->tgt_len != m->seq_len)
+        return fail(c, mark_of(c, "eval.tgt_len"),
+                    "eval.tgt_len: %d is not model.seq_len %d (a tensorized model's Wo is tied to "
+                    "N); for other evaluation strides use tt-eval's --stride",
+                    e->tgt_len, m->seq_len);
+    return 0;
+}
+
 /* ---- public -------------------------------------------------------------------------------- */
 
 /* libyaml reader errors carry a byte offset, not a mark. */
@@ -937,7 +974,7 @@ static int check_document(ctx *c, const yaml_node_t *root)
         return -1;
     if (root->type != YAML_MAPPING_NODE)
         return fail(c, &root->start_mark,
-                    "a spec is a mapping with sections model, train, data, kernels");
+                    "a spec is a mapping with sections model, train, eval, data, kernels");
     return parse_mapping(c, &root_sec, root);
 }
 
@@ -1074,6 +1111,8 @@ static bool key_written(const tt_spec *s, const key_desc *d)
         return s->model.n_cutoffs > 0;
     if (d->sub == &checkpoint_sec)
         return s->train.checkpoint_dir != NULL;
+    if (d->sub == &eval_sec) /* a tensorized model's would only repeat model.seq_len */
+        return s->model.kind == TT_KIND_TXL;
     return true;
 }
 

@@ -60,6 +60,16 @@ typedef struct {
     long checkpoint_interval; /* 0: only at the end (and on SIGINT/SIGTERM) */
 } tt_train_spec;
 
+/* Evaluation's segment, memory and clamp lengths: kimiyoung's eval.py runs with other values than
+ * training (WT103 base: tgt_len 64, mem_len 640, clamp_len 400 against 150, 150, 0). After a
+ * successful parse every field is filled; a key left out takes the model's value (seq_len,
+ * mem_len, clamp_len). For kind: tensorized, tgt_len is always model.seq_len and the others 0. */
+typedef struct {
+    int tgt_len;            /* N at evaluation */
+    int mem_len;            /* M at evaluation */
+    int clamp_len;          /* 0: no clamping */
+} tt_eval_spec;
+
 typedef struct {
     char *train, *valid, *test; /* resolved against the spec's folder; NULL when absent */
 } tt_data_spec;
@@ -76,6 +86,7 @@ typedef struct {
     size_t text_len;
     tt_model_spec model;
     tt_train_spec train;
+    tt_eval_spec eval;
     tt_data_spec data;
     tt_kernels_spec kernels;
 } tt_spec;

@@ -1,6 +1,6 @@
 /* Tests of the spec parser: every diagnostic in tests/specs-invalid/ (one file each, the expected
- * line in its first comment), every spec in specs/, the defaults, the write/parse round trip,
- * relative paths and the vocabulary check. */
+ * line in its first comment), every spec in specs/, the defaults, the eval section, the write/parse
+ * round trip, relative paths and the vocabulary check. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* open_memstream, mkdtemp */
 #endif
@@ -34,6 +34,10 @@ static const char tensorized_min[] = "model:\n"
                                      "  seq_len: 32\n"
                                      "  d_inner: 2100\n"
                                      "  rank: 40\n";
+
+/* tensorized_min on one line (seq_len 32), for messages that point at the next one. */
+#define MODEL_TZ                                                                                   \
+    "model: {kind: tensorized, d_model: 256, layers: 3, seq_len: 32, d_inner: 2100, rank: 40}\n"
 
 static const char txl_min[] = "model:\n"
                               "  kind: transformer-xl\n"
@@ -116,6 +120,7 @@ static const char txl_full[] = "model:\n"
                                "  precision: tf32\n"
                                "  eval_interval: 4000\n"
                                "  checkpoint: {dir: /ckpt, interval: 0}\n"
+                               "eval: {tgt_len: 128, mem_len: 1600, clamp_len: 999}\n"
                                "data: {train: t.txt}\n"
                                "kernels: {arch: sm_120, tune: false}\n";
 
@@ -228,6 +233,10 @@ static void assert_same_spec(const tt_spec *a, const tt_spec *b)
     assert_int_equal(t->eval_interval, u->eval_interval);
     assert_same_string(t->checkpoint_dir, u->checkpoint_dir);
     assert_int_equal(t->checkpoint_interval, u->checkpoint_interval);
+
+    assert_int_equal(a->eval.tgt_len, b->eval.tgt_len);
+    assert_int_equal(a->eval.mem_len, b->eval.mem_len);
+    assert_int_equal(a->eval.clamp_len, b->eval.clamp_len);
 
     assert_same_string(a->data.train, b->data.train);
     assert_same_string(a->data.valid, b->data.valid);
@@ -361,6 +370,10 @@ static void test_defaults_tensorized(void **state)
     assert_null(t->checkpoint_dir);
     assert_int_equal(t->checkpoint_interval, 0);
 
+    assert_int_equal(s.eval.tgt_len, 32); /* the model's */
+    assert_int_equal(s.eval.mem_len, 0);
+    assert_int_equal(s.eval.clamp_len, 0);
+
     assert_null(s.data.train);
     assert_null(s.data.valid);
     assert_null(s.data.test);
@@ -394,6 +407,9 @@ static void test_defaults_txl(void **state)
     assert_int_equal(m->div_val, 1);
     assert_int_equal(m->rank, 0);
     assert_int_equal(s.train.batch, 32);
+    assert_int_equal(s.eval.tgt_len, 150); /* the model's */
+    assert_int_equal(s.eval.mem_len, 0);
+    assert_int_equal(s.eval.clamp_len, 0);
     assert_string_equal(s.kernels.arch, "auto");
     assert_round_trip(&s);
     tt_spec_free(&s);
@@ -440,8 +456,82 @@ static void test_full_specs(void **state)
     assert_int_equal(s.train.precision, TT_PREC_TF32);
     assert_string_equal(s.train.checkpoint_dir, "/ckpt");
     assert_string_equal(s.kernels.arch, "sm_120");
+    assert_int_equal(s.eval.tgt_len, 128);
+    assert_int_equal(s.eval.mem_len, 1600);
+    assert_int_equal(s.eval.clamp_len, 999);
     assert_round_trip(&s);
     tt_spec_free(&s);
+}
+
+/* eval: each key left out takes the model's value, whatever the order of the sections; the written
+ * spec of a transformer-xl always has the section, a tensorized one's never (it could only repeat
+ * model.seq_len). */
+static void test_eval(void **state)
+{
+    (void)state;
+#define TXL "model: {kind: transformer-xl, d_model: 410, layers: 16, seq_len: 150, d_inner: 2100, " \
+            "n_head: 10, d_head: 41, mem_len: 150, clamp_len: 1000}\n"
+    static const struct {
+        const char *text;
+        int tgt_len, mem_len, clamp_len;
+    } cases[] = {
+        {TXL, 150, 150, 1000},
+        {TXL "eval: {}\n", 150, 150, 1000},
+        {TXL "eval: {tgt_len: 64, mem_len: 640, clamp_len: 400}\n", 64, 640, 400},
+        {TXL "eval: {mem_len: 640}\n", 150, 640, 1000},
+        {TXL "eval: {tgt_len: 64}\n", 64, 150, 1000},
+        {TXL "eval: {clamp_len: 0, mem_len: 0, tgt_len: 1}\n", 1, 0, 0},
+        {"eval: {mem_len: 8192}\n" TXL, 150, 8192, 1000},
+        {"eval:\n  clamp_len: 400\n" TXL "train: {batch: 4}\n", 150, 150, 400},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tt_spec s;
+        parse_ok(cases[i].text, ".", &s);
+        assert_int_equal(s.eval.tgt_len, cases[i].tgt_len);
+        assert_int_equal(s.eval.mem_len, cases[i].mem_len);
+        assert_int_equal(s.eval.clamp_len, cases[i].clamp_len);
+        assert_int_equal(s.model.seq_len, 150);
+        assert_int_equal(s.model.mem_len, 150);
+        assert_int_equal(s.model.clamp_len, 1000);
+        char *out = tt_spec_text(&s);
+        char want[128];
+        snprintf(want, sizeof want, "\neval:\n  tgt_len: %d\n  mem_len: %d\n  clamp_len: %d\n",
+                 cases[i].tgt_len, cases[i].mem_len, cases[i].clamp_len);
+        if (strstr(out, want) == NULL)
+            fail_msg("case %zu: the written spec lacks%s\n%s", i, want, out);
+        free(out);
+        assert_round_trip(&s);
+        tt_spec_free(&s);
+    }
+#undef TXL
+
+    /* tensorized: tgt_len may be given if it is seq_len; nothing is written. */
+    tt_spec s;
+    char text[sizeof tensorized_min + 32];
+    snprintf(text, sizeof text, "%seval: {tgt_len: 32}\n", tensorized_min);
+    parse_ok(text, ".", &s);
+    assert_int_equal(s.eval.tgt_len, 32);
+    assert_int_equal(s.eval.mem_len, 0);
+    assert_int_equal(s.eval.clamp_len, 0);
+    char *out = tt_spec_text(&s);
+    assert_null(strstr(out, "\neval:"));
+    free(out);
+    assert_round_trip(&s);
+    tt_spec_free(&s);
+
+    /* The diagnostics without a file of their own. */
+    expect_error("eval: 64\n" MODEL_TZ, "t.yaml:1:7: eval: expected a mapping, got '64'");
+    expect_error(MODEL_TZ "eval: {tgt_len: 64}\neval: {}\n", "t.yaml:3:1: duplicate section 'eval'");
+    expect_error(MODEL_TZ "eval: {tgt_len: 31}\n",
+                 "t.yaml:2:17: eval.tgt_len: 31 is not model.seq_len 32 (a tensorized model's Wo is "
+                 "tied to N); for other evaluation strides use tt-eval's --stride");
+    expect_error(MODEL_TZ "eval: {seq_len: 32}\n",
+                 "t.yaml:2:8: unknown key 'seq_len' in eval (did you mean 'tgt_len'?)");
+    expect_error(MODEL_TZ "eval: {mem_len: 0}\n",
+                 "t.yaml:2:8: eval.mem_len: applies only to kind: transformer-xl");
+    expect_error(MODEL_TZ "evaluation: {}\n",
+                 "t.yaml:2:1: unknown section 'evaluation' (expected model, train, eval, data, "
+                 "kernels)");
 }
 
 /* Spellings that are valid YAML for the same spec: flow style, quoted keys and enums, anchors, kind
@@ -651,7 +741,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invalid_specs),       cmocka_unit_test(test_project_specs),
         cmocka_unit_test(test_defaults_tensorized), cmocka_unit_test(test_defaults_txl),
-        cmocka_unit_test(test_full_specs),          cmocka_unit_test(test_accepted_forms),
+        cmocka_unit_test(test_full_specs),          cmocka_unit_test(test_eval),
+        cmocka_unit_test(test_accepted_forms),
         cmocka_unit_test(test_inline_errors),       cmocka_unit_test(test_paths),
         cmocka_unit_test(test_check_vocab),         cmocka_unit_test(test_names),
         cmocka_unit_test(test_free_zeroed),
