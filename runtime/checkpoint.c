@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +203,64 @@ static int compare_specs(const char *file, const tt_spec *ck, const tt_spec *spe
     return 0;
 }
 
+/* With tied weights kimiyoung's output layer holds the embedding's tensors under its own names
+ * too (crit.out_layers.i.weight, and crit.out_projs.i with projections): the other name of a
+ * layout tensor, or NULL. */
+static bool tied_alias(const tt_layout *l, const char *name, char *alias, size_t n)
+{
+    int i;
+    char rest;
+    if (!l->m.tie_weights) return false;
+    if (sscanf(name, "word_emb.emb_layers.%d.weight%c", &i, &rest) == 1)
+        return snprintf(alias, n, "crit.out_layers.%d.weight", i) < (int)n;
+    if (l->proj && sscanf(name, "word_emb.emb_projs.%d%c", &i, &rest) == 1)
+        return snprintf(alias, n, "crit.out_projs.%d", i) < (int)n;
+    return false;
+}
+
+/* A state_dict that PyTorch saved with the safetensors package (no tt metadata): every tensor of
+ * the layout by its name (or, tied, by the output layer's name), any dtype the reader converts;
+ * besides them only the tied copies (equal to the embedding's, value for value) and
+ * Transformer-XL's buffer pos_emb.inv_freq (equal to MODEL.md's frequencies). */
+static int load_state_dict(tt_st_file *f, const char *file, const tt_layout *l, float *w,
+                           char *err, size_t errlen)
+{
+    char alias[128];
+    for (int i = 0; i < l->n_params; i++) {
+        const tt_param *p = &l->params[i];
+        const char *name = p->name;
+        if (!tt_st_find(f, name) && tied_alias(l, name, alias, sizeof alias) && tt_st_find(f, alias))
+            name = alias;
+        if (!tt_st_find(f, name))
+            return tt_errf(err, errlen, "%s: tensor '%s' is missing", file, p->name);
+        if (tt_st_read_f32(f, name, p->ndim, p->shape, w + p->offset, err, errlen) != 0) return -1;
+    }
+    for (int i = 0; i < tt_st_count(f); i++) {
+        const char *n = tt_st_get(f, i)->name;
+        if (tt_layout_find(l, n)) continue;
+        const tt_param *tied = NULL;
+        for (int k = 0; k < l->n_params && !tied; k++)
+            if (tied_alias(l, l->params[k].name, alias, sizeof alias) && !strcmp(alias, n))
+                tied = &l->params[k];
+        const bool inv_freq = l->m.kind == TT_KIND_TXL && !strcmp(n, "pos_emb.inv_freq");
+        if (!tied && !inv_freq)
+            return tt_errf(err, errlen, "%s: tensor '%s' is not part of this model", file, n);
+        const int64_t half = l->m.d_model / 2;
+        float *x = tt_xmalloc((tied ? tied->numel : (size_t)half) * sizeof *x);
+        int rc = tt_st_read_f32(f, n, tied ? tied->ndim : 1, tied ? tied->shape : &half, x, err, errlen);
+        for (size_t k = 0; rc == 0 && k < (tied ? tied->numel : (size_t)half); k++) {
+            const double want = tied ? w[tied->offset + k] : pow(10000.0, -2.0 * (double)k / l->m.d_model);
+            if (tied ? x[k] != want : fabs(x[k] - want) > 1e-6 * want)
+                rc = tt_errf(err, errlen, "%s: '%s'[%zu] is %.9g, not %.9g (%s)", file, n, k,
+                             (double)x[k], want, tied ? "the tensor it is tied to" :
+                             "10000^(-2k/d_model), MODEL.md section 3");
+        }
+        free(x);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_layout *l,
                        const tt_vocab *vocab, float *w, long *step, char *err, size_t errlen)
 {
@@ -208,6 +268,12 @@ int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_lay
     if (tt_st_open(model_file, &f, err, errlen) != 0) return -1;
     int rc = -1;
     tt_spec ck = {0};
+    if (tt_st_meta_count(f) == 0) { /* no tt metadata: a PyTorch state_dict */
+        *step = 0;
+        rc = load_state_dict(f, model_file, l, w, err, errlen);
+        tt_st_close(f);
+        return rc;
+    }
     const char *format = tt_st_meta(f, "format"), *text = tt_st_meta(f, "spec");
     const char *hash = tt_st_meta(f, "vocab_sha256"), *st = tt_st_meta(f, "step");
     if (!format || strcmp(format, FORMAT) != 0 || !text || !hash || !st) {

@@ -31,7 +31,11 @@ char *tt_checkpoint_model_file(const char *path, char *err, size_t errlen);
 /* Loads the weights of model_file into w after checking that its spec's model section matches
  * spec's (dropout and vocab aside), that every tensor of the layout is there with its shape and
  * nothing else is, and, when vocab is not NULL, that the vocabulary's hash matches. The first
- * mismatch is the error. *step gets the checkpoint's step. */
+ * mismatch is the error. *step gets the checkpoint's step.
+ * A file without tt's metadata is a state_dict PyTorch saved (MODEL.md section 4's names): its
+ * tensors are checked by name and shape against spec's layout (any float dtype; with tied weights
+ * the output layer's copies may stand for, or repeat, the embedding's; Transformer-XL's buffer
+ * pos_emb.inv_freq may be there), its vocabulary cannot be checked, and *step is 0. */
 int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_layout *layout,
                        const tt_vocab *vocab, float *w, long *step, char *err, size_t errlen);
 

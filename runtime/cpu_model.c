@@ -36,7 +36,6 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
 {
     memset(lm, 0, sizeof *lm);
     const tt_model_spec *m = &l->m;
-    /* callers check tt_model_runs; the tests drive Transformer-XL directly */
     TT_ASSERT(m->kind == TT_KIND_TENSORIZED || m->kind == TT_KIND_TXL);
     const bool txl = m->kind == TT_KIND_TXL;
     const size_t rows = (size_t)batch * m->seq_len, d = m->d_model, f = m->d_inner, r = m->rank;

@@ -20,6 +20,10 @@ struct tt_engine {
     tt_gpu gpu;
     tt_cache cache;
     tt_gpu_lm *glm;
+    /* Transformer-XL's training memories [L, batch, mlen, D]: those step mem_step left */
+    tt_real *mem;
+    int mlen;
+    long mem_step;
 };
 
 int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, const tt_layout *l,
@@ -27,14 +31,21 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
 {
     if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
         return tt_errf(err, errlen, "--device is cpu, cuda or auto, not '%s'", device);
-    if (tt_model_runs(&spec->model, spec->path, err, errlen) != 0) return -1;
     tt_engine *e = tt_xcalloc(1, sizeof *e);
     e->spec = spec;
     e->l = l;
     e->batch = batch;
     for (int i = 0; i < 3; i++) e->host[i] = tt_xcalloc(l->n_floats, sizeof(float));
     char why[512] = "";
-    if (strcmp(device, "cpu") != 0) {
+    const bool txl = spec->model.kind == TT_KIND_TXL;
+    if (txl && !strcmp(device, "auto")) /* the GPU does not run it yet: the CPU, saying why */
+        snprintf(why, sizeof why, "kind: %s has no GPU kernels yet", tt_kind_name(spec->model.kind));
+    else if (strcmp(device, "cpu") != 0) {
+        if (txl) {
+            tt_model_runs_on_gpu(&spec->model, spec->path, err, errlen);
+            tt_engine_close(e);
+            return -1;
+        }
         if (tt_gpu_open(&e->gpu, 0, why, sizeof why) == 0) {
             e->on_gpu = true;
         } else if (!strcmp(device, "cuda")) {
@@ -53,6 +64,10 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
     } else {
         e->grad = tt_xcalloc(l->n_floats, sizeof(float));
         tt_cpu_lm_init(&e->cpu, l, batch);
+        if (txl)
+            e->mem = tt_xmalloc(((size_t)l->m.layers * batch * l->m.mem_len * l->m.d_model + 1) *
+                                sizeof *e->mem);
+        e->mem_step = -1;
         snprintf(desc, desclen, "the cpu%s%s%s", *why ? " (" : "", why, *why ? ")" : "");
     }
     *out = e;
@@ -68,6 +83,7 @@ void tt_engine_close(tt_engine *e)
     tt_cpu_lm_free(&e->cpu);
     for (int i = 0; i < 3; i++) free(e->host[i]);
     free(e->grad);
+    free(e->mem);
     free(e);
 }
 
@@ -96,14 +112,21 @@ void tt_engine_download(tt_engine *e)
 }
 
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
-                            const tt_lm_opts *o, long s, tt_lm_result *res)
+                            const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
 {
     if (e->on_gpu) {
         return tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
     }
     const size_t nf = e->l->n_floats;
     memset(e->grad, 0, nf * sizeof *e->grad);
-    tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
+    if (e->mem) { /* Transformer-XL: the memories of step s - 1 when this batch continues it */
+        const int mlen = continues && e->mem_step == s - 1 ? e->mlen : 0;
+        e->mlen = tt_cpu_txl_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets,
+                                    mlen ? e->mem : NULL, mlen, e->mem, o, res);
+        e->mem_step = s;
+    } else {
+        tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
+    }
     const double norm = tt_clip_grad_norm(e->grad, nf, e->spec->train.clip);
     tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
                  tt_lr_at(&e->spec->train, s), s);
@@ -120,6 +143,13 @@ static void run_gpu(void *ctx, const int32_t *inputs, const int32_t *targets, co
 int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long max_tokens,
                        tt_eval_result *res, char *err, size_t errlen)
 {
+    if (e->mem) { /* Transformer-XL: the spec's eval segment, memory and clamp lengths */
+        tt_layout l = *e->l;
+        l.m.seq_len = e->spec->eval.tgt_len;
+        l.m.mem_len = e->spec->eval.mem_len;
+        l.m.clamp_len = e->spec->eval.clamp_len;
+        return tt_evaluate_txl_cpu(&l, e->batch, e->host[0], tokens, max_tokens, res, err, errlen);
+    }
     if (e->on_gpu)
         return tt_evaluate(run_gpu, e->glm, e->batch, e->l->m.seq_len, tokens, stride, max_tokens,
                            res, err, errlen);

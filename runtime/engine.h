@@ -28,10 +28,15 @@ void tt_engine_upload(tt_engine *e);
 void tt_engine_download(tt_engine *e);
 
 /* Forward, backward and one Adam step (1-based s) on a training batch; returns the gradient
- * norm before clipping. */
+ * norm before clipping. continues: each row of the batch is the segment right after the same
+ * row of step s - 1's, so Transformer-XL attends to the memories that step left (when the
+ * engine ran it: after a resume the first step starts without); else it starts without. */
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
-                            const tt_lm_opts *o, long s, tt_lm_result *res);
+                            const tt_lm_opts *o, long s, bool continues, tt_lm_result *res);
 
+/* Perplexity over tokens: the tensorized model in windows of seq_len advancing by stride
+ * (tt_evaluate); Transformer-XL in streams with memory at the spec's eval lengths
+ * (tt_evaluate_txl_cpu; stride does not apply). */
 int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long max_tokens,
                        tt_eval_result *res, char *err, size_t errlen);
 

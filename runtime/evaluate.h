@@ -27,4 +27,15 @@ int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *to
 int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride, long max_tokens,
                     tt_eval_result *res, char *err, size_t errlen);
 
+/* Transformer-XL (MODEL.md section 3) on the CPU reference, with l's seq_len (tgt_len), mem_len
+ * and clamp_len: the predictions of tokens 1 .. total-1 in `batch` contiguous streams (of equal
+ * length, to a token), each read in order in segments of tgt_len that attend to the memories its
+ * previous segments left, every token but the first scored exactly once (a stream's last segment
+ * may be short: the positions past its end have weight 0 and come last, so the causal mask keeps
+ * them out). A stream's first tokens see only what came before them in that stream (batch 1:
+ * every token has its whole past, up to mem_len + tgt_len tokens). res->windows counts the
+ * segments. -1 with a message when the split has fewer than 2 tokens. */
+int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_tokens *tokens,
+                        long max_tokens, tt_eval_result *res, char *err, size_t errlen);
+
 #endif

@@ -247,7 +247,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
     const tt_model_spec *m = &layout->m;
-    if (tt_model_runs(m, spec->path, err, errlen) != 0) return -1;
+    if (tt_model_runs_on_gpu(m, spec->path, err, errlen) != 0) return -1;
     tt_gpu_lm *lm = tt_xcalloc(1, sizeof *lm);
     lm->gpu = gpu;
     lm->spec = spec;

@@ -131,11 +131,11 @@ int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err,
     return 0;
 }
 
-int tt_model_runs(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen)
+int tt_model_runs_on_gpu(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen)
 {
     if (m->kind == TT_KIND_TENSORIZED) return 0;
-    return tt_errf(err, errlen, "%s: model.kind: %s: its layout and attention exist, but its "
-                   "language model does not train or evaluate here yet; use kind: tensorized",
+    return tt_errf(err, errlen, "%s: model.kind: %s trains and evaluates on the CPU reference; "
+                   "its GPU kernels do not exist yet: use --device cpu",
                    spec_path ? spec_path : "the spec", tt_kind_name(m->kind));
 }
 

@@ -47,9 +47,9 @@ void tt_layout_free(tt_layout *layout);
 
 const tt_param *tt_layout_find(const tt_layout *layout, const char *name);
 
-/* 0 when the LMs of this runtime (tt_cpu_lm, tt_gpu_lm) run m's kind; else -1 with one line naming
- * spec_path. Transformer-XL has a layout and an attention op but no LM yet. */
-int tt_model_runs(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen);
+/* 0 when the GPU runs the spec's model, else -1 with one line in err (Transformer-XL runs on
+ * the CPU reference only, for now). */
+int tt_model_runs_on_gpu(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen);
 
 /* Fills w (layout->n_floats) with the initial weights of MODEL.md section 2, from seed alone. */
 void tt_layout_init(const tt_layout *layout, tt_real *w, uint64_t seed);

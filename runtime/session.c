@@ -11,8 +11,6 @@ int tt_session_open(tt_session *s, const char *spec_path, char *err, size_t errl
 {
     memset(s, 0, sizeof *s);
     if (tt_spec_load(spec_path, &s->spec, err, errlen) != 0) return -1;
-    /* Before the training data is read: a Transformer-XL spec is refused at once. */
-    if (tt_model_runs(&s->spec.model, spec_path, err, errlen) != 0) goto fail;
     if (!s->spec.data.train) {
         tt_errf(err, errlen, "%s: data.train is not set: the vocabulary comes from the training data",
                 spec_path);

@@ -21,8 +21,9 @@ static void usage(FILE *f)
             "                      latest)\n"
             "  --split S           valid (default) or test\n"
             "  --stride S          windows of seq_len tokens advance by S and score their last S\n"
-            "                      (default: seq_len, the paper's protocol)\n"
-            "  --batch B           windows per forward pass (default: train.batch)\n"
+            "                      (default: seq_len, the paper's protocol; kind: tensorized)\n"
+            "  --batch B           windows per forward pass (default: train.batch); Transformer-XL:\n"
+            "                      streams read side by side, each with its own memory\n"
             "  --device D          cpu, cuda, or auto (default: the GPU when there is one)\n"
             "  --json              one JSON object\n"
             "  -h, --help\n");
@@ -93,6 +94,12 @@ int main(int argc, char **argv)
         tt_session_tokens(&s, split, &tokens, err, sizeof err))
         goto fail;
     tt_engine_upload(eng);
+    const bool txl = m->kind == TT_KIND_TXL;
+    if (txl && stride) {
+        tt_errf(err, sizeof err, "tt-eval: --stride is for kind: tensorized; Transformer-XL reads "
+                "the split in segments with memory (the spec's eval: tgt_len, mem_len, clamp_len)");
+        goto fail;
+    }
     if (!stride) stride = m->seq_len;
     if (stride > m->seq_len) {
         tt_errf(err, sizeof err, "tt-eval: --stride %ld is more than seq_len %d", stride, m->seq_len);
@@ -104,7 +111,18 @@ int main(int argc, char **argv)
     const double secs = tt_now_seconds() - t0, ppl = exp(r.nll / r.scored);
     const char *note = "causal: false: every position sees later tokens of its window, so this "
                        "perplexity is not a causal language-model score";
-    if (json)
+    const tt_eval_spec *ev = &s.spec.eval;
+    if (txl && json)
+        printf("{\"split\":\"%s\",\"perplexity\":%.6f,\"nll\":%.17g,\"tokens\":%ld,\"segments\":%ld,"
+               "\"tgt_len\":%d,\"mem_len\":%d,\"clamp_len\":%d,\"step\":%ld,\"seconds\":%.3f}\n",
+               split, ppl, r.nll / r.scored, r.scored, r.windows, ev->tgt_len, ev->mem_len,
+               ev->clamp_len, step, secs);
+    else if (txl)
+        printf("%s perplexity %.3f over %ld tokens (tgt_len %d, mem_len %d, clamp_len %d, %ld "
+               "segments; checkpoint step %ld) in %.1f s on %s\n",
+               split, ppl, r.scored, ev->tgt_len, ev->mem_len, ev->clamp_len, r.windows, step, secs,
+               where_runs);
+    else if (json)
         printf("{\"split\":\"%s\",\"perplexity\":%.6f,\"nll\":%.17g,\"tokens\":%ld,\"windows\":%ld,"
                "\"seq_len\":%d,\"stride\":%ld,\"step\":%ld,\"causal\":%s,\"seconds\":%.3f%s%s%s}\n",
                split, ppl, r.nll / r.scored, r.scored, r.windows, m->seq_len, stride, step,

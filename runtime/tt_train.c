@@ -114,8 +114,9 @@ static void fmt_time(double s, char *out, size_t n)
 }
 
 /* B contiguous streams of the token sequence; step s (1-based) reads segment (s-1) mod segments
- * of each: a function of the step alone, so a resumed run reads what the first would have. */
-static void make_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg)
+ * of each: a function of the step alone, so a resumed run reads what the first would have.
+ * Returns whether each row continues the same row of step s - 1 (Transformer-XL's memory). */
+static bool make_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg)
 {
     const long len = t->n / batch, segments = (len - 1) / n;
     const long seg = (step - 1) % segments;
@@ -125,6 +126,7 @@ static void make_batch(const tt_tokens *t, int batch, int n, long step, int32_t 
             in[b * n + i] = t->ids[at];
             tg[b * n + i] = t->ids[at + 1];
         }
+    return seg != 0;
 }
 
 /* Model-FLOPs utilization of a GPU run: tokens/s times the training FLOPs per token that ttgen's
@@ -239,11 +241,11 @@ int main(int argc, char **argv)
     const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
     while (step < last && !g_stop_signal) {
         step++;
-        make_batch(&train, batch, n, step, in, tg);
+        const bool continues = make_batch(&train, batch, n, step, in, tg);
         tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
                          .label_smoothing = (float)ts->label_smoothing};
         tt_lm_result r;
-        const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, &r);
+        const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
         const double loss = r.loss_sum / r.scored;
         if (!isfinite(loss)) {
             tt_errf(err, sizeof err, "step %ld: the loss is %f; stopping (lower train.optimizer.lr?)",

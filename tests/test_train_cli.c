@@ -660,26 +660,54 @@ static void test_eval_other_model(void **state)
     free(a), free(ckpt), free(spec), free(model);
 }
 
-/* Until the Transformer-XL LM exists, both binaries refuse kind: transformer-xl in one line that
- * names the spec, before reading any data (the spec's training file is not there). */
-static void test_txl_refused(void **state)
+/* kind: transformer-xl trains and evaluates on the CPU reference (--device auto picks it and says
+ * why): it learns the corpus, tt-eval scores its checkpoint to the perplexity tt-train's final
+ * validation printed (the spec's eval lengths, here other than training's), the checkpoint holds
+ * kimiyoung's names, and --device cuda is refused in one line. */
+static void test_txl_trains(void **state)
 {
     fixture *f = *state;
-    char *missing = in_root(f, "no-such-corpus.txt"), *spec = in_root(f, "txl.yaml");
-    char *text = tt_xasprintf("model:\n  kind: transformer-xl\n  d_model: 32\n  layers: 2\n"
-                              "  n_head: 2\n  d_head: 16\n  seq_len: 16\n  mem_len: 16\n"
-                              "  d_inner: 64\ntrain:\n  batch: 8\n  steps: 2\n"
-                              "data:\n  train: %s\n", missing);
+    char *corpus = write_words(f, "txl.txt", "t", 60), *spec = in_root(f, "txl.yaml");
+    char *ckpt = in_root(f, "txl-ckpt");
+    char *text = tt_xasprintf("model:\n  kind: transformer-xl\n  vocab: data\n  d_model: 32\n"
+                              "  layers: 2\n  n_head: 2\n  d_head: 16\n  seq_len: 8\n  mem_len: 8\n"
+                              "  d_inner: 64\n  dropout: 0.1\n"
+                              "train:\n  batch: 4\n  steps: 60\n  optimizer: {lr: 5.0e-3}\n"
+                              "  schedule: {kind: cosine, warmup: 5}\n  eval_interval: 0\n"
+                              "eval:\n  tgt_len: 6\n  mem_len: 12\n  clamp_len: 10\n"
+                              "data:\n  train: %s\n  valid: %s\n", corpus, corpus);
     tu_write_text(spec, text);
-    char *want = tt_xasprintf("%s: model.kind: transformer-xl: ", spec);
     tu_proc p;
-    RUN(f, &p, TT_TRAIN_BIN, spec);
-    expect_error(&p, "tt-train on transformer-xl", want, "use kind: tensorized");
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--log-every", "20");
+    tu_expect_exit(&p, 0, "tt-train on transformer-xl");
+    if (!strstr(p.out, "on the cpu (kind: transformer-xl has no GPU kernels yet)"))
+        fail_msg("tt-train does not say where it runs and why:\n%s", p.out);
+    const double trained = last_number_after(p.out, "valid ppl ");
+    print_message("  valid ppl %.3f after 60 steps (20 words)\n", trained);
+    if (!(trained < 6)) fail_msg("valid ppl %.3f after 60 steps on a corpus of 20 words", trained);
     tu_proc_free(&p);
-    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", f->root);
-    expect_error(&p, "tt-eval on transformer-xl", want, "use kind: tensorized");
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt);
+    tu_expect_exit(&p, 0, "tt-eval on transformer-xl");
+    const double evaluated = last_number_after(p.out, "valid perplexity ");
+    if (fabs(evaluated - trained) > 0.0015)
+        fail_msg("tt-eval: %.3f, tt-train's final validation: %.3f\n%s", evaluated, trained, p.out);
+    if (!strstr(p.out, "tgt_len 6, mem_len 12, clamp_len 10"))
+        fail_msg("tt-eval does not print the eval lengths it used:\n%s", p.out);
     tu_proc_free(&p);
-    free(missing), free(spec), free(text), free(want);
+    char *model = tt_xasprintf("%s/step-00000060/model.safetensors", ckpt);
+    size_t len;
+    char *bytes = tu_read_file(model, &len);
+    const char *names[] = {"\"r_w_bias\"", "\"r_r_bias\"", "\"layers.1.dec_attn.qkv_net.weight\"",
+                           "\"layers.1.dec_attn.r_net.weight\"", "\"layers.0.pos_ff.CoreNet.3.bias\"",
+                           "\"word_emb.emb_layers.0.weight\""};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!memmem(bytes, len, names[i], strlen(names[i])))
+            fail_msg("%s has no tensor %s", model, names[i]);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--device", "cuda");
+    char *want = tt_xasprintf("%s: model.kind: transformer-xl trains and evaluates on the CPU", spec);
+    expect_error(&p, "tt-train --device cuda", want, "--device cpu");
+    tu_proc_free(&p);
+    free(corpus), free(spec), free(ckpt), free(text), free(model), free(bytes), free(want);
 }
 
 /* A checkpoint that is not there, a truncated one, nothing to resume, and bad options. */
@@ -782,7 +810,7 @@ int main(void)
         IN_OWN_FOLDER(test_eval_other_vocabulary),
         IN_OWN_FOLDER(test_eval_other_model),
         IN_OWN_FOLDER(test_checkpoint_and_usage_errors),
-        IN_OWN_FOLDER(test_txl_refused),
+        IN_OWN_FOLDER(test_txl_trains),
         IN_OWN_FOLDER(test_causal_false_note),
         IN_OWN_FOLDER(test_learns_context),
         IN_OWN_FOLDER(test_resume_is_exact),

@@ -1,8 +1,8 @@
 /* Transformer-XL's parameter layout (runtime/model.c) against kimiyoung's MemTransformerLM
  * state_dict (MODEL.md section 4) for specs/txl-ptb.yaml and specs/txl-wt103-base.yaml: every kind
  * of tensor by name and shape, the total against gen/report.c's count, tied and untied output
- * layers, the views, the initial values, a checkpoint round trip, and the one-line refusal of the
- * engine while the Transformer-XL LM does not exist. */
+ * layers, the views, the initial values, a checkpoint round trip, the engine's devices, and
+ * evaluation with memory against one long segment. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,8 +17,10 @@
 
 #include "checkpoint.h"
 #include "engine.h"
+#include "evaluate.h"
 #include "model.h"
 #include "report.h"
+#include "safetensors.h"
 #include "spec.h"
 #include "testutil.h"
 #include "util.h"
@@ -310,23 +312,224 @@ static void test_checkpoint_round_trip(void **state)
     tu_rm_rf(root);
 }
 
-/* Until the Transformer-XL LM exists, the engine (CPU and GPU alike) refuses the spec in one line
- * that names it. */
-static void test_engine_refuses(void **state)
+/* The engine runs Transformer-XL on the CPU reference: --device cpu opens, auto opens on the CPU
+ * and says why, cuda is refused in one line that names the spec (its GPU kernels do not exist
+ * yet). */
+static void test_engine_devices(void **state)
 {
     (void)state;
     tt_spec s;
     load_spec("txl-ptb.yaml", &s);
     tt_layout l;
     build(&s, &l);
-    char err[512] = "", desc[64];
+    char err[512] = "", desc[160];
     tt_engine *e = NULL;
-    assert_int_equal(tt_engine_open(&e, "cpu", &s, &l, 2, desc, sizeof desc, err, sizeof err), -1);
+    if (tt_engine_open(&e, "cpu", &s, &l, 2, desc, sizeof desc, err, sizeof err) != 0)
+        fail_msg("--device cpu: %s", err);
+    assert_string_equal(desc, "the cpu");
+    tt_engine_close(e);
+    e = NULL;
+    if (tt_engine_open(&e, "auto", &s, &l, 2, desc, sizeof desc, err, sizeof err) != 0)
+        fail_msg("--device auto: %s", err);
+    if (strncmp(desc, "the cpu (", 9) != 0 || !strstr(desc, "no GPU kernels"))
+        fail_msg("--device auto says it runs on '%s'", desc);
+    tt_engine_close(e);
+    e = NULL;
+    assert_int_equal(tt_engine_open(&e, "cuda", &s, &l, 2, desc, sizeof desc, err, sizeof err), -1);
     assert_null(e);
-    char *want = tt_xasprintf("%s: model.kind: transformer-xl: ", s.path);
-    if (strncmp(err, want, strlen(want)) != 0 || strchr(err, '\n'))
-        fail_msg("engine's refusal: '%s', want one line starting '%s'", err, want);
+    char *want = tt_xasprintf("%s: model.kind: transformer-xl trains and evaluates on the CPU", s.path);
+    if (strncmp(err, want, strlen(want)) != 0 || strchr(err, '\n') || !strstr(err, "--device cpu"))
+        fail_msg("--device cuda's refusal: '%s', want one line starting '%s'", err, want);
     free(want);
+    tt_layout_free(&l);
+    tt_spec_free(&s);
+}
+
+/* A small Transformer-XL (vocab 23, D 16, 2 layers) with its initial weights, for evaluation. */
+static void small_txl(tt_spec *s, tt_layout *l, tt_real **w)
+{
+    char err[512];
+    const char *text = "model:\n  kind: transformer-xl\n  vocab: 23\n  d_model: 16\n  layers: 2\n"
+                       "  n_head: 2\n  d_head: 8\n  seq_len: 4\n  mem_len: 4\n  d_inner: 32\n"
+                       "train:\n  batch: 2\n  steps: 1\n";
+    if (tt_spec_parse(text, strlen(text), "txl-eval.yaml", ".", s, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    build(s, l);
+    *w = tt_xmalloc(l->n_floats * sizeof **w);
+    tt_layout_init(l, *w, 11);
+    /* larger weights than the initial N(0, 0.02): the attention's choices then matter */
+    for (size_t i = 0; i < l->n_floats; i++) (*w)[i] *= 10;
+}
+
+static double txl_eval(const tt_layout *base, int tgt_len, int mem_len, int clamp_len, int batch,
+                       tt_real *w, const tt_tokens *t, long *scored)
+{
+    tt_layout l = *base;
+    l.m.seq_len = tgt_len, l.m.mem_len = mem_len, l.m.clamp_len = clamp_len;
+    tt_eval_result r;
+    char err[256];
+    if (tt_evaluate_txl_cpu(&l, batch, w, t, 0, &r, err, sizeof err) != 0) fail_msg("%s", err);
+    *scored = r.scored;
+    return r.nll;
+}
+
+/* MODEL.md section 3's memory: reading a split in segments of 4 that attend to a memory holding
+ * every earlier position gives what one segment over the whole split gives (the same visibility,
+ * the same relative distances), to rounding; without the memory it does not. Every token but the
+ * first is scored exactly once however the split is cut into streams and segments. */
+static void test_eval_memory(void **state)
+{
+    (void)state;
+    tt_spec s;
+    tt_layout l;
+    tt_real *w;
+    small_txl(&s, &l, &w);
+    tt_tokens t = {tt_xmalloc(31 * sizeof(int32_t)), 31};
+    for (long i = 0; i < t.n; i++) t.ids[i] = (int32_t)((i * 7 + i * i) % 23);
+    long scored;
+    const double whole = txl_eval(&l, 30, 0, 0, 1, w, &t, &scored);
+    assert_int_equal(scored, 30);
+    const double seg = txl_eval(&l, 4, 32, 0, 1, w, &t, &scored);
+    assert_int_equal(scored, 30);
+    const double nomem = txl_eval(&l, 4, 0, 0, 1, w, &t, &scored);
+    print_message("  nll: one segment %.9g, segments of 4 with memory %.9g, without %.9g\n", whole,
+                  seg, nomem);
+    if (fabs(seg - whole) > 1e-5 * fabs(whole))
+        fail_msg("segments with memory: nll %.9g, one segment %.9g", seg, whole);
+    if (fabs(nomem - whole) < 1e-3 * fabs(whole))
+        fail_msg("without memory the nll (%.9g) should differ from one segment's (%.9g)", nomem, whole);
+    /* a memory shorter than the past, clamping, streams: each token still scored once */
+    for (int b = 1; b <= 7; b++) {
+        txl_eval(&l, 4, 3, 2, b, w, &t, &scored);
+        assert_int_equal(scored, 30);
+    }
+    free(t.ids), free(w);
+    tt_layout_free(&l);
+    tt_spec_free(&s);
+}
+
+/* Training carries the memory of step s - 1 into step s when the batch continues it, and only
+ * then: step 2's loss after step 1 depends on whether it continues step 1, and a step that
+ * claims to continue a step this engine did not run (a resumed run's first) starts without. */
+static double step2_loss(const tt_spec *s, const tt_layout *l, const tt_real *w, bool run_step1,
+                         bool continues)
+{
+    const int b = 2, n = s->model.seq_len;
+    int32_t in[2][8], tg[2][8];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < b * n; i++)
+            in[k][i] = (k * 5 + i * 3) % 23, tg[k][i] = (k * 5 + i * 3 + 1) % 23;
+    char err[512], desc[128];
+    tt_engine *e;
+    if (tt_engine_open(&e, "cpu", s, l, b, desc, sizeof desc, err, sizeof err) != 0) fail_msg("%s", err);
+    memcpy(tt_engine_host(e, 0), w, l->n_floats * sizeof *w);
+    tt_lm_opts o = {.train = true, .seed = 1, .step = 1};
+    tt_lm_result r;
+    if (run_step1) tt_engine_train_step(e, in[0], tg[0], &o, 1, false, &r);
+    o.step = 2;
+    tt_engine_train_step(e, in[1], tg[1], &o, 2, continues, &r);
+    tt_engine_close(e);
+    return r.loss_sum / r.scored;
+}
+
+static void test_train_memory(void **state)
+{
+    (void)state;
+    tt_spec s;
+    tt_layout l;
+    tt_real *w;
+    small_txl(&s, &l, &w);
+    const double with = step2_loss(&s, &l, w, true, true), without = step2_loss(&s, &l, w, true, false);
+    const double claimed = step2_loss(&s, &l, w, false, true), alone = step2_loss(&s, &l, w, false, false);
+    print_message("  step 2's loss after step 1: with its memory %.9g, without %.9g; step 2 first: "
+                  "claiming to continue %.9g, not %.9g\n", with, without, claimed, alone);
+    if (with == without) fail_msg("step 2's loss does not depend on step 1's memory");
+    if (claimed != alone) fail_msg("a first step that claims to continue used a memory");
+    free(w);
+    tt_layout_free(&l);
+    tt_spec_free(&s);
+}
+
+/* Writes w's tensors as a PyTorch user's safetensors.torch.save_file would: no tt metadata;
+ * `rename` names the embedding table as the tied output layer does; `extra` tensors follow. */
+static void write_state_dict(const char *path, const tt_layout *l, const float *w, bool rename,
+                             const tt_st_tensor *extra, int n_extra)
+{
+    tt_st_tensor *t = tt_xcalloc((size_t)l->n_params + n_extra, sizeof *t);
+    for (int i = 0; i < l->n_params; i++) {
+        const tt_param *p = &l->params[i];
+        const bool emb = rename && !strcmp(p->name, "word_emb.emb_layers.0.weight");
+        t[i] = (tt_st_tensor){emb ? "crit.out_layers.0.weight" : p->name, TT_ST_F32, p->ndim,
+                              {p->shape[0], p->shape[1]}, w + p->offset};
+    }
+    for (int i = 0; i < n_extra; i++) t[l->n_params + i] = extra[i];
+    char err[512];
+    if (tt_st_write(path, t, l->n_params + n_extra, NULL, NULL, 0, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    free(t);
+}
+
+static int load_state(const char *path, const tt_spec *s, const tt_layout *l, float *w, char *err,
+                      size_t errlen)
+{
+    long step = -1;
+    const int rc = tt_checkpoint_load(path, s, l, NULL, w, &step, err, errlen);
+    if (rc == 0) assert_int_equal(step, 0);
+    return rc;
+}
+
+/* MODEL.md section 4: a state_dict saved from PyTorch with the safetensors package loads as it
+ * is: tied weights under either name (or both, if equal), pos_emb.inv_freq checked against the
+ * frequencies; another tensor, a tied copy that differs or other frequencies are refused. */
+static void test_state_dict(void **state)
+{
+    (void)state;
+    tt_spec s;
+    tt_layout l;
+    tt_real *w;
+    small_txl(&s, &l, &w);
+    assert_true(s.model.tie_weights);
+    char root[64], err[512];
+    tu_temp_dir("txl-state-dict", root, sizeof root);
+    char *path = tt_xasprintf("%s/model.safetensors", root);
+    float *got = tt_xmalloc(l.n_floats * sizeof *got);
+    const int half = s.model.d_model / 2;
+    float *freq = tt_xmalloc(half * sizeof *freq);
+    for (int k = 0; k < half; k++) freq[k] = (float)pow(10000.0, -2.0 * k / s.model.d_model);
+    const tt_param *emb = tt_layout_find(&l, "word_emb.emb_layers.0.weight");
+    const tt_st_tensor inv = {"pos_emb.inv_freq", TT_ST_F32, 1, {half}, freq};
+    const tt_st_tensor copy = {"crit.out_layers.0.weight", TT_ST_F32, 2,
+                               {emb->shape[0], emb->shape[1]}, w + emb->offset};
+    for (int rename = 0; rename < 2; rename++) {
+        write_state_dict(path, &l, w, rename, &inv, 1);
+        memset(got, 0, l.n_floats * sizeof *got);
+        if (load_state(path, &s, &l, got, err, sizeof err) != 0) fail_msg("%s", err);
+        if (memcmp(got, w, l.n_floats * sizeof *got) != 0) fail_msg("the weights changed on the way");
+    }
+    const tt_st_tensor both[] = {inv, copy};
+    write_state_dict(path, &l, w, false, both, 2);
+    if (load_state(path, &s, &l, got, err, sizeof err) != 0) fail_msg("both names: %s", err);
+    /* refusals */
+    float *other = tt_xmalloc(emb->numel * sizeof *other);
+    memcpy(other, w + emb->offset, emb->numel * sizeof *other);
+    other[3] += 1;
+    const tt_st_tensor bad_copy = {copy.name, TT_ST_F32, 2, {emb->shape[0], emb->shape[1]}, other};
+    freq[1] *= 1.01f;
+    const tt_st_tensor unknown = {"pos_emb.unknown", TT_ST_F32, 1, {half}, freq};
+    const struct {
+        tt_st_tensor t;
+        const char *want;
+    } cases[] = {{bad_copy, "the tensor it is tied to"}, {inv, "MODEL.md section 3"},
+                 {unknown, "is not part of this model"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        write_state_dict(path, &l, w, false, &cases[c].t, 1);
+        assert_int_equal(load_state(path, &s, &l, got, err, sizeof err), -1);
+        if (!strstr(err, cases[c].want) || !strstr(err, cases[c].t.name))
+            fail_msg("refusal of %s: '%s', want '%s'", cases[c].t.name, err, cases[c].want);
+        print_message("  %s\n", err);
+    }
+    tu_rm_rf(root);
+    free(path), free(got), free(freq), free(other), free(w);
     tt_layout_free(&l);
     tt_spec_free(&s);
 }
@@ -337,7 +540,10 @@ int main(void)
         cmocka_unit_test(test_spec_files),
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_checkpoint_round_trip),
-        cmocka_unit_test(test_engine_refuses),
+        cmocka_unit_test(test_engine_devices),
+        cmocka_unit_test(test_eval_memory),
+        cmocka_unit_test(test_train_memory),
+        cmocka_unit_test(test_state_dict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
