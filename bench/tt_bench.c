@@ -1,0 +1,497 @@
+/* tt-bench: what a spec'd model costs against Transformer-XL, side by side with ratios: parameters
+ * by component, FLOPs per token (forward and training step) and the training batch's memory, all
+ * from gen/report.c (the counting code of ttgen's report), plus the paper's row where the spec is
+ * one of its models. Measuring (tokens/s, step time, peak memory, MFU) needs a GPU and is not
+ * written yet: each model has fields for it, printed "-" while unset.
+ * Exit codes: 0 done, 2 bad usage, a bad spec or a vocabulary that cannot be read. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corpus.h"
+#include "gpu.h"
+#include "report.h"
+#include "spec.h"
+#include "util.h"
+
+typedef enum { OUT_TEXT, OUT_JSON, OUT_CSV } out_format;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tt-bench SPEC [--vs TXL_SPEC] [--json | --csv]\n"
+            "What SPEC costs against a Transformer-XL: parameters, FLOPs per token, memory, with\n"
+            "ratios (SPEC / counterpart), and the paper's figures where SPEC is one of its models.\n\n"
+            "  --vs TXL_SPEC  the counterpart (kind: transformer-xl); default: the Transformer-XL of\n"
+            "                 SPEC's width, layers, d_inner, segment, vocabulary and softmax, with\n"
+            "                 mem_len = seq_len and d_head the largest divisor of d_model up to 64\n"
+            "  --json         one JSON object\n"
+            "  --csv          model,kind,section,quantity,value,unit (see the README)\n"
+            "  -h, --help\n");
+}
+
+typedef struct {
+    const char *spec, *vs;
+    out_format format;
+} options;
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    enum { VS = 256, JSON, CSV };
+    static const struct option longs[] = {{"vs", required_argument, 0, VS},
+                                          {"json", no_argument, 0, JSON},
+                                          {"csv", no_argument, 0, CSV},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    opterr = 0;
+    int c, formats = 0;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        if (c == VS) {
+            o->vs = optarg;
+        } else if (c == JSON || c == CSV) {
+            o->format = c == JSON ? OUT_JSON : OUT_CSV;
+            formats++;
+        } else if (c == 'h') {
+            usage(stdout);
+            exit(0);
+        } else {
+            fprintf(stderr, "tt-bench: unknown option '%s' (see tt-bench --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (formats > 1) {
+        fprintf(stderr, "tt-bench: --json and --csv exclude each other\n");
+        return 2;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "tt-bench: expected one spec (usage: tt-bench SPEC [--vs TXL_SPEC] [--json|--csv])\n");
+        return 2;
+    }
+    o->spec = argv[optind];
+    return 0;
+}
+
+/* One model of the comparison: its spec, what the cost model says, and what a GPU measured. The
+ * measured fields are NAN until the measuring part exists (issue 6; it needs a GPU). */
+typedef struct {
+    const char *role; /* "ours" or "counterpart" */
+    const tt_spec *spec;
+    tt_costs costs;
+    double train_tok_s, eval_tok_s, step_ms, peak_bytes, mfu;
+} model;
+
+static void model_init(model *m, const char *role, const tt_spec *spec, long vocab)
+{
+    m->role = role;
+    m->spec = spec;
+    tt_costs_compute(spec, vocab, &m->costs);
+    m->train_tok_s = m->eval_tok_s = m->step_ms = m->peak_bytes = m->mfu = NAN;
+}
+
+/* The measured quantities, in the order of every output. */
+#define N_MEASURED 5
+static const char *const measured_name[N_MEASURED] = {
+    "train_tokens_per_s", "eval_tokens_per_s", "step_ms", "peak_memory_bytes", "mfu_percent"};
+static const char *const measured_unit[N_MEASURED] = {"tokens/s", "tokens/s", "ms", "bytes", "%"};
+static double measured(const model *m, int i)
+{
+    const double v[N_MEASURED] = {m->train_tok_s, m->eval_tok_s, m->step_ms, m->peak_bytes, m->mfu};
+    return v[i];
+}
+
+/* The vocabulary size: model.vocab, else counted from data.train as ttgen and tt-train do. */
+static int resolve_vocab(const tt_spec *spec, long *vocab)
+{
+    char err[4096];
+    *vocab = spec->model.vocab;
+    if (*vocab) return 0;
+    if (!spec->data.train) {
+        fprintf(stderr, "%s: model.vocab is 'data' but the spec names no data.train file\n", spec->path);
+        return 2;
+    }
+    if (tt_corpus_count_vocab(spec->data.train, vocab, err, sizeof err) != 0 ||
+        tt_spec_check_vocab(spec, *vocab, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: cannot take the vocabulary from data.train: %s\n", spec->path, err);
+        return 2;
+    }
+    return 0;
+}
+
+/* The default counterpart's d_head: the largest divisor of d_model up to 64 (64 for a multiple of
+ * 64; d_model 410 gives kimiyoung's 10 heads of 41), so that n_head x d_head = d_model. */
+static int default_d_head(int d_model)
+{
+    int dh = d_model < 64 ? d_model : 64;
+    while (d_model % dh) dh--;
+    return dh;
+}
+
+/* The Transformer-XL of ours's shape: everything but the attention taken as it is (vocabulary,
+ * softmax, tying, dropout, training batch and precision), memory as long as the segment. Shares
+ * ours's strings: not to be freed. */
+static int default_counterpart(const tt_spec *ours, tt_spec *txl)
+{
+    if (ours->model.d_model % 2) {
+        fprintf(stderr, "%s: no default Transformer-XL counterpart: d_model %d is odd (its sinusoids "
+                        "need an even width); give one with --vs\n", ours->path, ours->model.d_model);
+        return 2;
+    }
+    *txl = *ours;
+    tt_model_spec *m = &txl->model;
+    m->kind = TT_KIND_TXL;
+    m->d_head = default_d_head(m->d_model);
+    m->n_head = m->d_model / m->d_head;
+    m->mem_len = m->seq_len;
+    m->clamp_len = 0;
+    m->dropatt = 0;
+    m->rank = m->cores = 0;
+    m->causal = true;
+    m->position = TT_POS_NONE;
+    txl->eval = (tt_eval_spec){m->seq_len, m->mem_len, 0};
+    return 0;
+}
+
+static void describe(const model *m, char *out, size_t n)
+{
+    const tt_model_spec *s = &m->spec->model;
+    if (s->kind == TT_KIND_TENSORIZED)
+        snprintf(out, n, "tensorized, %d layers, D %d, R %d, %d core%s, N %d, F %d, vocab %ld%s%s",
+                 s->layers, s->d_model, s->rank, s->cores, s->cores == 1 ? "" : "s", s->seq_len,
+                 s->d_inner, m->costs.vocab, s->causal ? ", causal" : ", NOT causal",
+                 s->position == TT_POS_KEY ? ", position: key" : "");
+    else
+        snprintf(out, n, "transformer-xl, %d layers, D %d, %d heads x %d, N %d, M %d, F %d, vocab %ld",
+                 s->layers, s->d_model, s->n_head, s->d_head, s->seq_len, s->mem_len, s->d_inner,
+                 m->costs.vocab);
+}
+
+/* --- the paper's rows (MODEL.md section 5), labelled as the paper's ----------------------------- */
+
+typedef struct {
+    const char *name;
+    int layers, d_model, rank, seq_len, alt_seq_len, d_inner;
+    long vocab;
+    const char *params;      /* as the paper's FLOPs table gives it; NULL: not given */
+    double ppl[2];           /* test perplexity, core-1 and core-2 (unmasked attention) */
+    const char *flops_txl, *flops_ours; /* the paper's FLOPs claims (no definition given) */
+} paper_row;
+
+static const paper_row paper_rows[] = {
+    {"PTB", 3, 256, 40, 32, 30, 2100, 10000, "12M", {57.9, 49.8}, "4.5B", "0.75B"},
+    {"WikiText-103", 6, 256, 40, 80, 80, 2100, 267735, "85.5M", {20.9, 18.9}, "22.0B", "17.3B"},
+    {"One-Billion", 8, 1024, 40, 80, 80, 2100, 793471, NULL, {20.5, 19.5}, NULL, NULL},
+};
+
+/* The paper's row of a tensorized model with 1 or 2 cores and the row's L, D, R, N, F and V. */
+static const paper_row *paper_match(const model *m)
+{
+    const tt_model_spec *s = &m->spec->model;
+    if (s->kind != TT_KIND_TENSORIZED || s->cores < 1 || s->cores > 2) return NULL;
+    for (size_t i = 0; i < sizeof paper_rows / sizeof paper_rows[0]; i++) {
+        const paper_row *p = &paper_rows[i];
+        if (s->layers == p->layers && s->d_model == p->d_model && s->rank == p->rank &&
+            (s->seq_len == p->seq_len || s->seq_len == p->alt_seq_len) && s->d_inner == p->d_inner &&
+            m->costs.vocab == p->vocab)
+            return p;
+    }
+    return NULL;
+}
+
+/* The paper's figures as (quantity, value, unit) rows; a figure it does not give is left out. */
+typedef struct {
+    const char *quantity, *text, *unit;
+    double value;
+} paper_fig;
+
+static int paper_figures(const paper_row *p, int cores, paper_fig *f)
+{
+    static const double scale[] = {1e6, 1e9};
+    int n = 0;
+    if (p->params) f[n++] = (paper_fig){"parameters", p->params, "count", atof(p->params) * scale[0]};
+    f[n++] = (paper_fig){cores == 1 ? "test_ppl_core1" : "test_ppl_core2", NULL, "ppl", p->ppl[cores - 1]};
+    if (p->flops_txl) {
+        f[n++] = (paper_fig){"flops_transformer_xl", p->flops_txl, "FLOP", atof(p->flops_txl) * scale[1]};
+        f[n++] = (paper_fig){"flops_tensorized", p->flops_ours, "FLOP", atof(p->flops_ours) * scale[1]};
+    }
+    return n;
+}
+
+/* --- output -------------------------------------------------------------------------------------- */
+
+/* A row of the comparison: a quantity of section for every model. */
+typedef struct {
+    const char *section, *quantity, *unit;
+    double v[2];
+} row;
+
+/* Every analytic quantity of the models, in the order of all three outputs. */
+static int analytic_rows(const model *m, int nm, row *r)
+{
+    int n = 0;
+    for (int i = 0; i <= TT_C_COUNT; i++, n++) {
+        r[n] = (row){"parameters", i < TT_C_COUNT ? tt_component_name(i) : "total", "count", {0, 0}};
+        for (int k = 0; k < nm; k++)
+            r[n].v[k] = i < TT_C_COUNT ? m[k].costs.params[i] : m[k].costs.params_total;
+    }
+    for (int i = 0; i < TT_F_COUNT + 2; i++, n++) {
+        const char *q = i < TT_F_COUNT ? tt_flop_part_name(i) : i == TT_F_COUNT ? "forward" : "train_step";
+        r[n] = (row){"flops_per_token", q, "FLOP/token", {0, 0}};
+        for (int k = 0; k < nm; k++)
+            r[n].v[k] = i < TT_F_COUNT    ? m[k].costs.fwd[i]
+                        : i == TT_F_COUNT ? m[k].costs.fwd_total
+                                          : m[k].costs.train_total;
+    }
+    for (int i = 0; i < 2; i++, n++) {
+        r[n] = (row){"memory_bytes", i ? "state" : "activations", "bytes", {0, 0}};
+        for (int k = 0; k < nm; k++) r[n].v[k] = i ? m[k].costs.state_bytes : m[k].costs.act_bytes;
+    }
+    return n;
+}
+#define MAX_ROWS (TT_C_COUNT + TT_F_COUNT + 8)
+
+static void human(double v, const char *unit, char *out, size_t n)
+{
+    if (isnan(v)) {
+        snprintf(out, n, "-");
+    } else if (!strcmp(unit, "count")) {
+        snprintf(out, n, "%.0f", v);
+    } else if (!strcmp(unit, "bytes")) {
+        snprintf(out, n, "%.1f MiB", v / (1024.0 * 1024.0));
+    } else {
+        const char *u[] = {"", "K", "M", "G", "T", "P"};
+        int i = 0;
+        while (fabs(v) >= 1000 && i < 5) v /= 1000, i++;
+        snprintf(out, n, i ? "%.2f%s" : "%.0f%s", v, u[i]);
+    }
+}
+
+static void print_text(const model *m, int nm, int default_vs, const paper_row *paper)
+{
+    char d[256], a[64], b[64];
+    describe(&m[0], d, sizeof d);
+    printf("ours:        %s\n", d);
+    if (nm > 1) {
+        describe(&m[1], d, sizeof d);
+        printf("counterpart: %s%s\n", d,
+               default_vs ? " (default: n_head x d_head = D, mem_len = N)" : "");
+    }
+    for (int k = 0; k < nm; k++) {
+        const tt_train_spec *t = &m[k].spec->train;
+        if (k == 0 || t->batch != m[0].spec->train.batch || t->precision != m[0].spec->train.precision)
+            printf("memory of %s: training batch %d at %s\n", k ? "the counterpart" : "ours", t->batch,
+                   tt_precision_name(t->precision));
+    }
+    row r[MAX_ROWS];
+    const int n = analytic_rows(m, nm, r);
+    const char *section = "";
+    static const char *titles[][2] = {{"parameters", "parameters"},
+                                      {"flops_per_token", "FLOPs per token (useful: 2 per multiply-add)"},
+                                      {"memory_bytes", "memory for the training batch"}};
+    printf("\n%-30s %16s", "", "ours");
+    if (nm > 1) printf(" %16s %8s", "transformer-xl", "ratio");
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        if (strcmp(section, r[i].section)) {
+            section = r[i].section;
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(titles[k][0], section)) printf("%s%s\n", i ? "\n" : "", titles[k][1]);
+        }
+        if (r[i].v[0] == 0 && (nm == 1 || r[i].v[1] == 0)) continue;
+        human(r[i].v[0], r[i].unit, a, sizeof a);
+        printf("  %-28s %16s", r[i].quantity, a);
+        if (nm > 1) {
+            human(r[i].v[1], r[i].unit, b, sizeof b);
+            printf(" %16s", b);
+            if (r[i].v[1] != 0) printf(" %8.3f", r[i].v[0] / r[i].v[1]);
+            else printf(" %8s", "-");
+        }
+        printf("\n");
+    }
+    printf("\nmeasured (needs a GPU)\n");
+    for (int i = 0; i < N_MEASURED; i++) {
+        human(measured(&m[0], i), measured_unit[i], a, sizeof a);
+        printf("  %-28s %16s", measured_name[i], a);
+        if (nm > 1) {
+            human(measured(&m[1], i), measured_unit[i], b, sizeof b);
+            printf(" %16s", b);
+        }
+        printf("\n");
+    }
+    if (paper) {
+        const int cores = m[0].spec->model.cores;
+        paper_fig f[4];
+        const int nf = paper_figures(paper, cores, f);
+        printf("\nthe paper's numbers (Ma et al. 2019, %s row, core-%d; MODEL.md section 5), not ours:\n",
+               paper->name, cores);
+        for (int i = 0; i < nf; i++) {
+            if (f[i].text) printf("  %-28s %16s", f[i].quantity, f[i].text);
+            else printf("  %-28s %16.1f", f[i].quantity, f[i].value);
+            if (!strcmp(f[i].quantity, "parameters"))
+                printf("   (ours %.2fM)", m[0].costs.params_total / 1e6);
+            else if (!strncmp(f[i].quantity, "test_ppl", 8))
+                printf("   (unmasked attention, not a causal LM score)");
+            else if (!strcmp(f[i].quantity, "flops_tensorized")) {
+                human(m[0].costs.fwd_total, "FLOP/token", a, sizeof a);
+                printf("   (undefined in the paper; ours: %s forward FLOPs per token)", a);
+            }
+            printf("\n");
+        }
+    }
+}
+
+static void json_number(double v, FILE *f)
+{
+    if (isnan(v) || isinf(v)) fputs("null", f);
+    else fprintf(f, "%.17g", v);
+}
+
+static void print_json(const model *m, int nm, int default_vs, const paper_row *paper, const char *gpu)
+{
+    printf("{\"tt_bench\":\"%s\",\"models\":[", TT_VERSION);
+    for (int k = 0; k < nm; k++) {
+        const tt_model_spec *s = &m[k].spec->model;
+        printf("%s{\"role\":\"%s\",\"shape\":{\"layers\":%d,\"d_model\":%d,\"d_inner\":%d,"
+               "\"seq_len\":%d,\"vocab\":%ld",
+               k ? "," : "", m[k].role, s->layers, s->d_model, s->d_inner, s->seq_len, m[k].costs.vocab);
+        if (s->kind == TT_KIND_TENSORIZED)
+            printf(",\"rank\":%d,\"cores\":%d,\"causal\":%s", s->rank, s->cores, s->causal ? "true" : "false");
+        else
+            printf(",\"n_head\":%d,\"d_head\":%d,\"mem_len\":%d", s->n_head, s->d_head, s->mem_len);
+        printf("},\"default_counterpart\":%s,\"costs\":", k == 1 && default_vs ? "true" : "false");
+        tt_report_json(m[k].spec, &m[k].costs, stdout);
+        printf(",\"measured\":{");
+        for (int i = 0; i < N_MEASURED; i++) {
+            printf("%s\"%s\":", i ? "," : "", measured_name[i]);
+            json_number(measured(&m[k], i), stdout);
+        }
+        printf("}}");
+    }
+    printf("],\"ratio\":");
+    if (nm > 1) {
+        row r[MAX_ROWS];
+        const int n = analytic_rows(m, nm, r);
+        printf("{");
+        for (int i = 0; i < n; i++) {
+            printf("%s\"%s.%s\":", i ? "," : "", r[i].section, r[i].quantity);
+            json_number(r[i].v[1] != 0 ? r[i].v[0] / r[i].v[1] : NAN, stdout);
+        }
+        printf("}");
+    } else {
+        printf("null");
+    }
+    printf(",\"paper\":");
+    if (paper) {
+        paper_fig f[4];
+        const int nf = paper_figures(paper, m[0].spec->model.cores, f);
+        printf("{\"row\":\"%s\",\"cores\":%d", paper->name, m[0].spec->model.cores);
+        for (int i = 0; i < nf; i++) printf(",\"%s\":%.17g", f[i].quantity, f[i].value);
+        printf("}");
+    } else {
+        printf("null");
+    }
+    /* why nothing was measured; the driver's words, with any quote or backslash made a ' */
+    printf(",\"measurement\":\"");
+    for (const char *c = gpu; *c; c++) putchar(*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ? '\'' : *c);
+    printf("\"}\n");
+}
+
+static void print_csv(const model *m, int nm, const paper_row *paper)
+{
+    printf("model,kind,section,quantity,value,unit\n");
+    row r[MAX_ROWS];
+    const int n = analytic_rows(m, nm, r);
+    for (int k = 0; k < nm; k++) {
+        const char *kind = tt_kind_name(m[k].spec->model.kind);
+        for (int i = 0; i < n; i++)
+            printf("%s,%s,%s,%s,%.17g,%s\n", m[k].role, kind, r[i].section, r[i].quantity, r[i].v[k],
+                   r[i].unit);
+        for (int i = 0; i < N_MEASURED; i++) {
+            printf("%s,%s,measured,%s,", m[k].role, kind, measured_name[i]);
+            if (!isnan(measured(&m[k], i))) printf("%.17g", measured(&m[k], i));
+            printf(",%s\n", measured_unit[i]);
+        }
+    }
+    if (paper) {
+        paper_fig f[4];
+        const int nf = paper_figures(paper, m[0].spec->model.cores, f);
+        for (int i = 0; i < nf; i++)
+            printf("paper,tensorized,paper,%s,%.17g,%s\n", f[i].quantity, f[i].value, f[i].unit);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    char err[4096];
+    tt_spec ours, vs, txl;
+    if (tt_spec_load(o.spec, &ours, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    long vocab, vs_vocab = 0;
+    if ((rc = resolve_vocab(&ours, &vocab))) {
+        tt_spec_free(&ours);
+        return rc;
+    }
+    int nm = 1, loaded_vs = 0;
+    const int default_vs = !o.vs && ours.model.kind == TT_KIND_TENSORIZED;
+    if (o.vs) {
+        if (tt_spec_load(o.vs, &vs, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            tt_spec_free(&ours);
+            return 2;
+        }
+        loaded_vs = 1;
+        if (vs.model.kind != TT_KIND_TXL) {
+            fprintf(stderr, "tt-bench: --vs %s: kind is %s; the counterpart must be kind: transformer-xl\n",
+                    o.vs, tt_kind_name(vs.model.kind));
+            rc = 2;
+        } else {
+            rc = resolve_vocab(&vs, &vs_vocab);
+        }
+        nm = 2;
+    } else if (default_vs) {
+        rc = default_counterpart(&ours, &txl);
+        vs_vocab = vocab;
+        nm = 2;
+    }
+    if (rc) {
+        if (loaded_vs) tt_spec_free(&vs);
+        tt_spec_free(&ours);
+        return rc;
+    }
+
+    model m[2];
+    model_init(&m[0], "ours", &ours, vocab);
+    if (nm > 1) model_init(&m[1], "counterpart", o.vs ? &vs : &txl, vs_vocab);
+    const paper_row *paper = paper_match(&m[0]);
+
+    /* Measuring needs a GPU; the driver is opened lazily, so this says why there is none. */
+    char gpu[4400];
+    tt_gpu g;
+    if (tt_gpu_open(&g, 0, err, sizeof err) == 0) {
+        snprintf(gpu, sizeof gpu, "measured throughput, step time, memory and MFU are not implemented yet "
+                                  "(issue 6); analytic figures only (%s)", g.name);
+        tt_gpu_close(&g);
+    } else {
+        snprintf(gpu, sizeof gpu, "measured throughput, step time, memory and MFU need a GPU (%s)", err);
+    }
+
+    if (o.format == OUT_JSON) {
+        print_json(m, nm, default_vs, paper, gpu);
+        fprintf(stderr, "tt-bench: %s\n", gpu);
+    } else if (o.format == OUT_CSV) {
+        print_csv(m, nm, paper);
+        fprintf(stderr, "tt-bench: %s\n", gpu);
+    } else {
+        print_text(m, nm, default_vs, paper);
+        printf("\n%s\n", gpu);
+    }
+    if (loaded_vs) tt_spec_free(&vs);
+    tt_spec_free(&ours);
+    return 0;
+}
