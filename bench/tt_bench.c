@@ -386,7 +386,7 @@ static void print_json(const model *m, int nm, int default_vs, const paper_row *
         paper_fig f[4];
         const int nf = paper_figures(paper, m[0].spec->model.cores, f);
         printf("{\"row\":\"%s\",\"cores\":%d", paper->name, m[0].spec->model.cores);
-        for (int i = 0; i < nf; i++) printf(",\"%s\":%.17g", f[i].quantity, f[i].value);
+        for (int i = 0; i < nf; i++) printf(",\"%s\":%.15g", f[i].quantity, f[i].value);
         printf("}");
     } else {
         printf("null");
@@ -417,7 +417,7 @@ static void print_csv(const model *m, int nm, const paper_row *paper)
         paper_fig f[4];
         const int nf = paper_figures(paper, m[0].spec->model.cores, f);
         for (int i = 0; i < nf; i++)
-            printf("paper,tensorized,paper,%s,%.17g,%s\n", f[i].quantity, f[i].value, f[i].unit);
+            printf("paper,tensorized,paper,%s,%.15g,%s\n", f[i].quantity, f[i].value, f[i].unit);
     }
 }
 

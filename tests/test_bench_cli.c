@@ -1,0 +1,401 @@
+/* tt-bench as a user runs it (the analytic part; CI has no GPU). Parameter totals and forward
+ * FLOPs per token of two specs of each kind, worked out here by hand from the README's "Cost
+ * model" (not through tt_costs_compute), against --json; the default counterpart's shape; the
+ * CSV schema; the refusals; and the line that says measuring needs a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "testutil.h"
+#include "util.h"
+
+#define PTB TT_SOURCE_DIR "/specs/ptb.yaml"
+#define TXL_PTB TT_SOURCE_DIR "/specs/txl-ptb.yaml"
+#define TIMEOUT 60
+
+/* A small tensorized spec that takes every other branch of the count: several cores, no mask,
+ * the positional key term, untied output layer. */
+static const char SMALL_TT[] = "model:\n"
+                               "  kind: tensorized\n"
+                               "  vocab: 500\n"
+                               "  d_model: 32\n"
+                               "  layers: 2\n"
+                               "  rank: 4\n"
+                               "  cores: 3\n"
+                               "  seq_len: 6\n"
+                               "  d_inner: 48\n"
+                               "  causal: false\n"
+                               "  position: key\n"
+                               "  tie_weights: false\n"
+                               "train: {batch: 4}\n";
+
+/* A small Transformer-XL: heads x d_head below d_model, memory longer than the segment, and an
+ * adaptive softmax with projections (div_val 2). */
+static const char SMALL_TXL[] = "model:\n"
+                                "  kind: transformer-xl\n"
+                                "  vocab: 300\n"
+                                "  d_model: 24\n"
+                                "  layers: 2\n"
+                                "  n_head: 2\n"
+                                "  d_head: 10\n"
+                                "  seq_len: 4\n"
+                                "  mem_len: 5\n"
+                                "  d_inner: 40\n"
+                                "  adaptive: {cutoffs: [50, 150], div_val: 2}\n"
+                                "train: {batch: 3}\n";
+
+/* --- fixture: a folder per test for its inline specs ------------------------------------------- */
+
+typedef struct {
+    char root[64];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = tt_xcalloc(1, sizeof *f);
+    tu_temp_dir("bench", f->root, sizeof f->root);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tu_rm_rf(f->root);
+    free(f);
+    return 0;
+}
+
+static char *write_spec(const fixture *f, const char *name, const char *text)
+{
+    char *path = tt_xasprintf("%s/%s", f->root, name);
+    tu_write_text(path, text);
+    return path;
+}
+
+#define RUN(p, ...)                                                                                \
+    do {                                                                                           \
+        tu_proc_start((p), (const char *const[]){TT_BENCH_BIN, __VA_ARGS__, NULL}, NULL);          \
+        tu_proc_wait((p), TIMEOUT);                                                                \
+    } while (0)
+
+/* tt-bench TEXT --json, the spec written to the fixture's folder as name; exit 0 expected. */
+static void run_inline_json(const fixture *f, const char *name, const char *text, tu_proc *p)
+{
+    char *spec = write_spec(f, name, text);
+    RUN(p, spec, "--json");
+    tu_expect_exit(p, 0, name);
+    free(spec);
+}
+
+/* --- --json, read just enough ------------------------------------------------------------------ */
+
+/* The number at "key": inside the object "section":{...} of the model whose role is role. */
+static double json_at(const char *json, const char *role, const char *section, const char *key)
+{
+    char *needle = tt_xasprintf("\"role\":\"%s\"", role);
+    const char *p = strstr(json, needle);
+    if (!p) fail_msg("no model with %s in:\n%s", needle, json);
+    free(needle);
+    needle = tt_xasprintf("\"%s\":{", section);
+    p = strstr(p, needle);
+    if (!p) fail_msg("no %s for %s in:\n%s", needle, role, json);
+    free(needle);
+    const char *end = strchr(p, '}');
+    needle = tt_xasprintf("\"%s\":", key);
+    const char *k = strstr(p, needle);
+    if (!k || k > end) fail_msg("no %s in %s of %s:\n%s", needle, section, role, json);
+    k += strlen(needle);
+    free(needle);
+    char *stop;
+    const double v = strtod(k, &stop);
+    if (stop == k) fail_msg("%s.%s of %s is not a number:\n%s", section, key, role, json);
+    return v;
+}
+
+static void expect_close(double got, double want, const char *what)
+{
+    if (fabs(got - want) > 1e-12 * fabs(want))
+        fail_msg("%s: tt-bench says %.17g, by hand %.17g", what, got, want);
+}
+
+/* The parameter total, forward and training FLOPs per token of role in json, against by hand. */
+static void expect_costs(const char *json, const char *role, double params, double fwd)
+{
+    expect_close(json_at(json, role, "parameters", "total"), params, "parameters");
+    expect_close(json_at(json, role, "flops_per_token", "forward"), fwd, "forward FLOPs per token");
+    expect_close(json_at(json, role, "flops_per_token", "train_step"), 3 * fwd, "training FLOPs per token");
+}
+
+/* The line measuring's absence leaves: "need a GPU" without a device (CI), else "not implemented". */
+static void expect_measuring_line(const char *text)
+{
+    tt_device_info info;
+    char why[512];
+    const char *want = tt_device_query(0, &info, why, sizeof why) != 0
+                           ? "measured throughput, step time, memory and MFU need a GPU (no CUDA device"
+                           : "measured throughput, step time, memory and MFU are not implemented yet";
+    if (!strstr(text, want)) fail_msg("no '%s' in:\n%s", want, text);
+}
+
+/* --- the counts by hand (README, "Cost model") ------------------------------------------------- */
+
+/* Transformer-XL's per-token attention FLOPs and its attention parameters. */
+static double txl_attn_flops(double l, double d, double a, double n, double m, double b)
+{
+    const double visible = n * m + n * (n + 1) / 2; /* query i sees the memory and keys 0..i */
+    const double proj = 2 * d * a + 2 * 2 * d * a * (m + n) / n + 2 * (m + n) * d * a / (b * n);
+    const double score = 2 * 2 * a * visible / n, mix = 2 * a * visible / n + 2 * a * d;
+    return l * (proj + score + mix);
+}
+
+static double txl_attn_params(double l, double d, double a)
+{
+    return l * 3 * d * a /* qkv */ + l * a * d + 2 * a /* r_net, u, v */ + l * a * d /* o_net */;
+}
+
+/* FFN and LayerNorm parameters, and FFN FLOPs per token. */
+static double ffn_ln_params(double l, double d, double f) { return l * (2 * d * f + f + d) + l * 2 * 2 * d; }
+static double ffn_flops(double l, double d, double f) { return l * 2 * 2 * d * f; }
+
+static double harmonic(int k)
+{
+    double h = 0;
+    for (int r = 1; r <= k; r++) h += 1.0 / r;
+    return h;
+}
+
+/* --- tests ------------------------------------------------------------------------------------- */
+
+/* specs/ptb.yaml: V 10000, D 256, L 3, R 40, h 2, N 32, F 2100, causal, tied, full softmax; and
+ * its default counterpart, 4 heads of 64 with mem_len 32. */
+static void test_ptb_counts(void **state)
+{
+    (void)state;
+    tu_proc p;
+    RUN(&p, PTB, "--json");
+    tu_expect_exit(&p, 0, "tt-bench ptb --json");
+    const double v = 10000, d = 256, l = 3, r = 40, h = 2, n = 32, f = 2100;
+    const double pairs = n * (n + 1) / 2, triples = n * (n + 1) * (2 * n + 1) / 6; /* causal */
+    const double params = v * d /* embedding */ + l * 3 * d * r /* Wq Wk Wv */ + l * h * r /* cores */
+                          + l * n * n * d /* Wo */ + ffn_ln_params(l, d, f) + v /* softmax bias */;
+    assert_true(params == 6684572); /* as the README's worked example */
+    const double fwd = l * 2 * 3 * d * r + l * (2 * r * pairs + 2 * r * triples) / n
+                       + l * 2 * d * triples / n + ffn_flops(l, d, f) + 2 * d * v;
+    expect_costs(p.out, "ours", params, fwd);
+
+    const double a = 256, m = 32, b = 32;
+    const double txl_params = v * d + txl_attn_params(l, d, a) + ffn_ln_params(l, d, f) + v;
+    const double txl_fwd = txl_attn_flops(l, d, a, n, m, b) + ffn_flops(l, d, f) + 2 * d * v;
+    expect_costs(p.out, "counterpart", txl_params, txl_fwd);
+    const char *shape = "\"role\":\"counterpart\",\"shape\":{\"layers\":3,\"d_model\":256,"
+                        "\"d_inner\":2100,\"seq_len\":32,\"vocab\":10000,\"n_head\":4,\"d_head\":64,"
+                        "\"mem_len\":32},\"default_counterpart\":true";
+    if (!strstr(p.out, shape)) fail_msg("no '%s' in:\n%s", shape, p.out);
+    char *ratio = tt_xasprintf("\"parameters.total\":%.17g", params / txl_params);
+    if (!strstr(p.out, ratio)) fail_msg("no '%s' in:\n%s", ratio, p.out);
+    free(ratio);
+    /* the paper's PTB row, core-2 */
+    if (!strstr(p.out, "\"paper\":{\"row\":\"PTB\",\"cores\":2,\"parameters\":12000000,"
+                       "\"test_ppl_core2\":49.8,"))
+        fail_msg("no paper row in:\n%s", p.out);
+    expect_measuring_line(p.err);
+    tu_proc_free(&p);
+}
+
+static void test_small_tensorized_counts(void **state)
+{
+    tu_proc p;
+    run_inline_json(*state, "small-tt.yaml", SMALL_TT, &p);
+    const double v = 500, d = 32, l = 2, r = 4, h = 3, n = 6, f = 48, b = 4;
+    const double params = v * d + l * 3 * d * r + l * h * r + (l * r * d + 2 * r) /* Wr, u, v */
+                          + l * n * n * d + ffn_ln_params(l, d, f) + (v + v * d) /* untied */;
+    /* causal: false: N^2 pairs, N^3 triples; position: key doubles the pairs' work and adds
+     * P = Wr pe, 2NDR once per batch of B sequences */
+    const double fwd = l * (2 * 3 * d * r + 2 * n * d * r / (b * n)) + l * 2 * r * (2 * n * n + n * n * n) / n
+                       + l * 2 * d * n * n * n / n + ffn_flops(l, d, f) + 2 * d * v;
+    expect_costs(p.out, "ours", params, fwd);
+    /* d_model 32: one head of 32, memory 6 */
+    if (!strstr(p.out, "\"n_head\":1,\"d_head\":32,\"mem_len\":6}")) fail_msg("counterpart:\n%s", p.out);
+    const double txl_params = v * d + txl_attn_params(l, d, d) + ffn_ln_params(l, d, f) + v + v * d;
+    expect_costs(p.out, "counterpart", txl_params,
+                 txl_attn_flops(l, d, d, n, n, b) + ffn_flops(l, d, f) + 2 * d * v);
+    if (!strstr(p.out, "\"paper\":null")) fail_msg("a paper row for a small spec:\n%s", p.out);
+    tu_proc_free(&p);
+}
+
+/* specs/txl-ptb.yaml alone (a Transformer-XL without --vs is printed by itself), and as --vs. */
+static void test_txl_ptb_counts(void **state)
+{
+    (void)state;
+    const double v = 10000, d = 256, l = 3, a = 8 * 32, n = 32, m = 32, f = 2100, b = 32;
+    const double params = v * d + txl_attn_params(l, d, a) + ffn_ln_params(l, d, f) + v;
+    const double fwd = txl_attn_flops(l, d, a, n, m, b) + ffn_flops(l, d, f) + 2 * d * v;
+    tu_proc p;
+    RUN(&p, TXL_PTB, "--json");
+    tu_expect_exit(&p, 0, "tt-bench txl-ptb --json");
+    expect_costs(p.out, "ours", params, fwd);
+    if (strstr(p.out, "\"role\":\"counterpart\"") || !strstr(p.out, "\"ratio\":null"))
+        fail_msg("a counterpart for a Transformer-XL spec:\n%s", p.out);
+    tu_proc_free(&p);
+
+    RUN(&p, PTB, "--vs", TXL_PTB, "--json");
+    tu_expect_exit(&p, 0, "tt-bench ptb --vs txl-ptb --json");
+    expect_costs(p.out, "counterpart", params, fwd);
+    if (!strstr(p.out, "\"n_head\":8,\"d_head\":32,\"mem_len\":32},\"default_counterpart\":false"))
+        fail_msg("--vs counterpart:\n%s", p.out);
+    tu_proc_free(&p);
+}
+
+static void test_small_txl_counts(void **state)
+{
+    tu_proc p;
+    run_inline_json(*state, "small-txl.yaml", SMALL_TXL, &p);
+    const double v = 300, d = 24, l = 2, a = 2 * 10, n = 4, m = 5, f = 40, b = 3;
+    /* clusters [0,50) at 24, [50,150) at 12, [150,300) at 6, each with a D x d_i projection */
+    const double vi[3] = {50, 100, 150}, di[3] = {24, 12, 6};
+    double emb = 0;
+    for (int i = 0; i < 3; i++) emb += vi[i] * di[i] + d * di[i];
+    const double softmax = v /* biases */ + 2 * (d + 1) /* cluster weights and biases; tied */;
+    const double params = emb + txl_attn_params(l, d, a) + ffn_ln_params(l, d, f) + softmax;
+    /* Zipf's shares of the clusters, (H_b - H_a) / H_V */
+    const double hv = harmonic(300);
+    const double share[3] = {harmonic(50) / hv, (harmonic(150) - harmonic(50)) / hv,
+                             (harmonic(300) - harmonic(150)) / hv};
+    double emb_flops = 0, out_flops = 2 * di[0] * (vi[0] + 2) + 2 * d * di[0]; /* head, every token */
+    for (int i = 0; i < 3; i++) emb_flops += share[i] * 2 * d * di[i];
+    for (int i = 1; i < 3; i++) out_flops += share[i] * (2 * di[i] * vi[i] + 2 * d * di[i]);
+    const double fwd = emb_flops + txl_attn_flops(l, d, a, n, m, b) + ffn_flops(l, d, f) + out_flops;
+    expect_costs(p.out, "ours", params, fwd);
+    tu_proc_free(&p);
+}
+
+/* The CSV: the documented header, six fields on every row, numbers that parse (a value is empty
+ * only for what was not measured), and the roles and sections the README lists. */
+static void test_csv_schema(void **state)
+{
+    (void)state;
+    tu_proc p;
+    RUN(&p, PTB, "--csv");
+    tu_expect_exit(&p, 0, "tt-bench ptb --csv");
+    const char *header = "model,kind,section,quantity,value,unit\n";
+    if (strncmp(p.out, header, strlen(header))) fail_msg("header:\n%s", p.out);
+    int rows = 0, paper = 0, measured = 0;
+    char *text = tt_xstrdup(p.out + strlen(header)), *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), rows++) {
+        char *field[6], *s = line;
+        int nf = 0;
+        for (char *c; nf < 6; s = c + 1) {
+            field[nf++] = s;
+            if (!(c = strchr(s, ','))) break;
+            *c = '\0';
+        }
+        if (nf != 6 || strchr(field[5], ',')) fail_msg("row %d has not 6 fields: %s", rows + 1, line);
+        if (strcmp(field[0], "ours") && strcmp(field[0], "counterpart") && strcmp(field[0], "paper"))
+            fail_msg("row %d: model '%s'", rows + 1, field[0]);
+        if (strcmp(field[1], "tensorized") && strcmp(field[1], "transformer-xl"))
+            fail_msg("row %d: kind '%s'", rows + 1, field[1]);
+        const char *sections[] = {"parameters", "flops_per_token", "memory_bytes", "measured", "paper"};
+        int known = 0;
+        for (int i = 0; i < 5; i++) known |= !strcmp(field[2], sections[i]);
+        if (!known) fail_msg("row %d: section '%s'", rows + 1, field[2]);
+        paper += !strcmp(field[0], "paper");
+        if (field[4][0] == '\0') {
+            if (strcmp(field[2], "measured")) fail_msg("row %d: an empty value outside measured", rows + 1);
+            measured++;
+            continue;
+        }
+        char *end;
+        strtod(field[4], &end);
+        if (*end) fail_msg("row %d: value '%s' is not a number", rows + 1, field[4]);
+    }
+    free(text);
+    /* per model: 8 components + total, 6 parts + forward + training, 2 memory, 5 measured */
+    assert_int_equal(rows, 2 * (9 + 8 + 2 + 5) + paper);
+    assert_int_equal(paper, 4); /* PTB: parameters, test PPL, two FLOPs claims */
+    assert_int_equal(measured, 2 * 5); /* no GPU measures anything yet */
+    if (!strstr(p.out, "\nours,tensorized,parameters,total,6684572,count\n") ||
+        !strstr(p.out, "\ncounterpart,transformer-xl,flops_per_token,forward,"))
+        fail_msg("rows missing:\n%s", p.out);
+    expect_measuring_line(p.err);
+    tu_proc_free(&p);
+}
+
+/* The table: both models, ratios, the paper's row labelled as the paper's, the measuring line. */
+static void test_text(void **state)
+{
+    (void)state;
+    tu_proc p;
+    RUN(&p, PTB);
+    tu_expect_exit(&p, 0, "tt-bench ptb");
+    const char *want[] = {"ours:        tensorized, 3 layers, D 256, R 40, 2 cores, N 32",
+                          "counterpart: transformer-xl, 3 layers, D 256, 4 heads x 64, N 32, M 32",
+                          "  total                                 6684572          6789292    0.985\n",
+                          "the paper's numbers (Ma et al. 2019, PTB row, core-2",
+                          "  test_ppl_core2                           49.8"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(p.out, want[i])) fail_msg("no '%s' in:\n%s", want[i], p.out);
+    expect_measuring_line(p.out);
+    tu_proc_free(&p);
+}
+
+/* Refusals: one line on stderr, exit 2, nothing on stdout. */
+static void expect_refusal(const tu_proc *p, const char *what, const char *part)
+{
+    tu_expect_exit(p, 2, what);
+    if (tu_count_lines(p->err) != 1 || !strstr(p->err, part))
+        fail_msg("%s: stderr is not one line with '%s':\n%s", what, part, p->err);
+    if (p->out[0]) fail_msg("%s: stdout is not empty:\n%s", what, p->out);
+}
+
+static void test_refusals(void **state)
+{
+    fixture *fx = *state;
+    tu_proc p;
+    RUN(&p, PTB, "--vs", TT_SOURCE_DIR "/specs/wt103.yaml");
+    expect_refusal(&p, "--vs a tensorized spec", "the counterpart must be kind: transformer-xl");
+    tu_proc_free(&p);
+    char *odd = write_spec(fx, "odd.yaml",
+                           "model: {kind: tensorized, vocab: 50, d_model: 33, layers: 1, rank: 2,\n"
+                           "        seq_len: 4, d_inner: 8}\n");
+    RUN(&p, odd);
+    expect_refusal(&p, "odd d_model without --vs", "d_model 33 is odd");
+    tu_proc_free(&p);
+    char *no_data = write_spec(fx, "no-data.yaml",
+                               "model: {kind: tensorized, d_model: 32, layers: 1, rank: 2,\n"
+                               "        seq_len: 4, d_inner: 8}\n"
+                               "data: {train: missing.txt}\n");
+    RUN(&p, no_data);
+    expect_refusal(&p, "vocab: data from a missing file", "cannot take the vocabulary from data.train");
+    tu_proc_free(&p);
+    RUN(&p, PTB, "--json", "--csv");
+    expect_refusal(&p, "--json --csv", "exclude each other");
+    tu_proc_free(&p);
+    free(odd);
+    free(no_data);
+}
+
+#define IN_OWN_FOLDER(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ptb_counts),
+        IN_OWN_FOLDER(test_small_tensorized_counts),
+        cmocka_unit_test(test_txl_ptb_counts),
+        IN_OWN_FOLDER(test_small_txl_counts),
+        cmocka_unit_test(test_csv_schema),
+        cmocka_unit_test(test_text),
+        IN_OWN_FOLDER(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
