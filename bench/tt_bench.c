@@ -470,7 +470,9 @@ int main(int argc, char **argv)
     if (nm > 1) model_init(&m[1], "counterpart", o.vs ? &vs : &txl, vs_vocab);
     const paper_row *paper = paper_match(&m[0]);
 
-    /* Measuring needs a GPU; the driver is opened lazily, so this says why there is none. */
+    /* Measuring needs a GPU; the driver is opened lazily, so this says why there is none. The
+     * measuring part (issue 6) goes where the device opened: it fills each model's measured
+     * fields, which every output prints as they are ("-", null or empty while NAN). */
     char gpu[4400];
     tt_gpu g;
     if (tt_gpu_open(&g, 0, err, sizeof err) == 0) {
