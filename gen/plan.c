@@ -891,6 +891,36 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     return 0;
 }
 
+/* Transformer-XL's attention probabilities (templates/txl_softmax.cu): the relative shift, the
+ * mask, the softmax and dropatt between its products, forward and backward; a warp per row of
+ * keys, which it holds in registers: as many as training's or evaluation's memory and segment
+ * need. */
+static void plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    const long train_k = (long)m->mem_len + m->seq_len, eval_k = (long)s->eval.mem_len + s->eval.tgt_len;
+    const long kk = train_k > eval_k ? train_k : eval_k, kmax = (kk + 31) / 32 * 32, threads = 128;
+    const long rows = (long)s->train.batch * m->n_head * m->seq_len;
+    const char *const flags[] = {NULL};
+    static const char *const ops[2][2] = {{"txl_softmax_fwd", "OP_TXL_SOFTMAX_FWD"},
+                                          {"txl_softmax_bwd", "OP_TXL_SOFTMAX_BWD"}};
+    for (int b = 0; b < 2; b++) {
+        tt_kernel *k = add_kernel(plan, ops[b][0], "txl_softmax.cu", dtype);
+        set_const(k, "KMAX", kmax);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", threads);
+        set_const(k, ops[b][1], 1);
+        k->block[0] = (unsigned)threads;
+        k->grid[0] = ceil_div(rows, threads / 32);
+        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(batch * heads * rows / %ld)",
+                 threads / 32);
+        whyf(k, b ? "warp per row: dropatt and softmax backward, the relative shift undone into "
+                    "dAC and dBD (no atomics: each element one writer)"
+                  : "warp per row of up to %ld keys in registers: relative shift, mask over memory "
+                    "and segment, softmax, dropatt, in one pass", kmax);
+    }
+}
+
 int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen)
 {
     memset(plan, 0, sizeof *plan);
@@ -915,6 +945,8 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
         plan_adaptive(plan, spec, dtype);
         plan_adam(plan, dtype);
         if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
+    } else {
+        plan_txl_softmax(plan, spec, dtype);
     }
     return 0;
 }

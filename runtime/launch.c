@@ -305,6 +305,32 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
     tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
 }
 
+static void txl_softmax(const char *op, const tt_gpu_program *p, cudaStream_t st, void *a, void *b,
+                        const void *c, const void *d, int rows, int n, int m, float scale,
+                        tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, op);
+    TT_ASSERT(rows % n == 0 && m >= 0 && m + n <= need(k, "KMAX"));
+    if (rows == 0) return;
+    void *args[] = {&a, &b, &c, &d, &rows, &n, &m, &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
+    const long per_block = need(k, "THREADS") / 32;
+    tt_gpu_launch(k, (dim3){ceil_div(rows, per_block), 1, 1}, args, st);
+}
+
+void tt_txl_softmax_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop,
+                        const float *ac, const float *bd, int rows, int n, int m, float scale,
+                        tt_dropout drop)
+{
+    txl_softmax("txl_softmax_fwd", p, st, prob, pdrop, ac, bd, rows, n, m, scale, drop);
+}
+
+void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, float *dac, float *dbd,
+                        const float *dpdrop, const void *prob, int rows, int n, int m, float scale,
+                        tt_dropout drop)
+{
+    txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, rows, n, m, scale, drop);
+}
+
 void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,
                  const float *nll, int rows)
 {

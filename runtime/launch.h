@@ -115,6 +115,17 @@ void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const 
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
              void *gbf16, const int32_t *targets, const float *weight, int rows, int v, int ld,
              float eps, float scale, bool grad);
+/* Transformer-XL's attention probabilities (templates/txl_softmax.cu) for rows = batch x heads x
+ * n queries of m + n keys each: prob and pdrop (after dropatt) [rows, m+n] of the storage type
+ * from AC and the unshifted BD (fp32, [rows, m+n]); and the backward from dpdrop (fp32) into dac
+ * and dbd. scale = 1 / sqrt(d_head); drop.p is dropatt. */
+void tt_txl_softmax_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop,
+                        const float *ac, const float *bd, int rows, int n, int m, float scale,
+                        tt_dropout drop);
+void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, float *dac, float *dbd,
+                        const float *dpdrop, const void *prob, int rows, int n, int m, float scale,
+                        tt_dropout drop);
+
 /* out[0] = sum of loss, out[1] = sum of nll over rows, in double, in a fixed order. */
 void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,
                  const float *nll, int rows);

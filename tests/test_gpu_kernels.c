@@ -951,6 +951,85 @@ static void test_xent(void **state)
     tt_spec_free(&s);
 }
 
+/* Transformer-XL's fused relative shift, mask, softmax and dropatt (templates/txl_softmax.cu)
+ * against the formulas of MODEL.md section 3 written out here (as runtime/cpu_txl.c computes
+ * them), at fp32 and bf16, with and without memory, dropatt 0.2, outputs poisoned first: prob,
+ * pdrop (the same mask as cpu_dropout_fwd draws) and the backward's dAC and dBD (every element,
+ * the unread columns of dBD zero). */
+static void test_txl_softmax(void **state)
+{
+    (void)state;
+    static const struct {
+        int batch, heads, n, m, bf16;
+    } cases[] = {{2, 3, 8, 0, 0}, {2, 3, 8, 8, 0}, {1, 2, 37, 70, 0}, {2, 3, 8, 8, 1}, {1, 2, 37, 70, 1}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const int b = cases[ci].batch, h = cases[ci].heads, n = cases[ci].n, m = cases[ci].m;
+        const int bf = cases[ci].bf16, k = m + n, rows = b * h * n;
+        char text[512], err[4096], name[64];
+        snprintf(text, sizeof text,
+                 "model: {kind: transformer-xl, vocab: 50, d_model: 16, layers: 1, n_head: %d, "
+                 "d_head: 8, seq_len: %d, mem_len: %d, d_inner: 32}\n"
+                 "train: {batch: %d, precision: %s}\n", h, n, m > 0 ? m : 1, b, bf ? "bf16" : "fp32");
+        snprintf(name, sizeof name, "txl B%d H%d N%d M%d", b, h, n, m);
+        const config cc = {name, 0, 0, 0, 0, 0, 0, bf}, *c = &cc;
+        tt_spec sp;
+        tt_gpu_program p;
+        if (tt_spec_parse(text, strlen(text), "test", ".", &sp, err, sizeof err) != 0) fail_msg("%s", err);
+        if (tt_gpu_program_load(&p, &sp, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+        const size_t ne = (size_t)rows * k;
+        float *ac = tt_xmalloc(ne * 4), *bd = tt_xmalloc(ne * 4), *dpd = tt_xmalloc(ne * 4);
+        randn(ac, ne, 2.f), randn(bd, ne, 2.f), randn(dpd, ne, 1.f);
+        const float scale = 0.35355339f;
+        const tt_dropout dr = test_dropout(0.2f);
+        /* CPU twin */
+        float *prob = tt_xcalloc(ne, 4), *pdrop = tt_xmalloc(ne * 4), *dac = tt_xcalloc(ne, 4);
+        float *dbd = tt_xcalloc(ne, 4), *dprob = tt_xmalloc(ne * 4);
+        uint8_t *mask = tt_xmalloc(ne);
+        for (int r = 0; r < rows; r++) {
+            const int i = r % n, end = m + i + 1;
+            double mx = -INFINITY, z = 0, sc[256];
+            for (int j = 0; j < end; j++) {
+                sc[j] = ((double)ac[(size_t)r * k + j] + bd[(size_t)r * k + n - 1 - i + j]) * scale;
+                mx = sc[j] > mx ? sc[j] : mx;
+            }
+            for (int j = 0; j < end; j++) z += sc[j] = exp(sc[j] - mx);
+            for (int j = 0; j < end; j++) prob[(size_t)r * k + j] = (float)(sc[j] / z);
+        }
+        round_storage(prob, ne, bf); /* the backward reads the stored prob */
+        cpu_dropout(pdrop, mask, prob, (long)ne, dr);
+        for (size_t e = 0; e < ne; e++) dprob[e] = mask[e] ? dpd[e] / (1.f - dr.p) : 0.f;
+        for (int r = 0; r < rows; r++) {
+            const int i = r % n, end = m + i + 1;
+            double dot = 0;
+            for (int j = 0; j < end; j++) dot += (double)prob[(size_t)r * k + j] * dprob[(size_t)r * k + j];
+            for (int j = 0; j < end; j++) {
+                const float ds = (float)(prob[(size_t)r * k + j] * (dprob[(size_t)r * k + j] - dot) * scale);
+                dac[(size_t)r * k + j] = ds;
+                dbd[(size_t)r * k + n - 1 - i + j] = ds;
+            }
+        }
+        /* GPU */
+        float *d_ac = upload(ac, ne, 0), *d_bd = upload(bd, ne, 0), *d_dpd = upload(dpd, ne, 0);
+        void *d_prob = poisoned(ne, bf ? 2 : 4), *d_pdrop = poisoned(ne, bf ? 2 : 4);
+        float *d_dac = poisoned(ne, 4), *d_dbd = poisoned(ne, 4);
+        tt_txl_softmax_fwd(&p, gpu.stream, d_prob, d_pdrop, d_ac, d_bd, rows, n, m, scale, dr);
+        tt_txl_softmax_bwd(&p, gpu.stream, d_dac, d_dbd, d_dpd, d_prob, rows, n, m, scale, dr);
+        float *g_prob = download(d_prob, ne, bf), *g_pdrop = download(d_pdrop, ne, bf);
+        float *g_dac = download(d_dac, ne, 0), *g_dbd = download(d_dbd, ne, 0);
+        const double tol = bf ? 1e-2 : 1e-5;
+        compare("txl prob", c, g_prob, prob, ne, tol);
+        compare("  pdrop", c, g_pdrop, pdrop, ne, tol);
+        compare("  dAC", c, g_dac, dac, ne, tol);
+        compare("  dBD", c, g_dbd, dbd, ne, tol);
+        cudaFree(d_ac), cudaFree(d_bd), cudaFree(d_dpd), cudaFree(d_prob), cudaFree(d_pdrop);
+        cudaFree(d_dac), cudaFree(d_dbd);
+        free(ac), free(bd), free(dpd), free(prob), free(pdrop), free(dac), free(dbd), free(dprob);
+        free(mask), free(g_prob), free(g_pdrop), free(g_dac), free(g_dbd);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&sp);
+    }
+}
+
 /* The largest distance in units in the last place between two float arrays (0: the same bits). */
 static long max_ulps(const float *a, const float *b, size_t n, size_t *differ)
 {
@@ -1184,6 +1263,7 @@ int main(void)
         cmocka_unit_test(test_ffn_act),
         cmocka_unit_test(test_core),
         cmocka_unit_test(test_xent),
+        cmocka_unit_test(test_txl_softmax),
         cmocka_unit_test(test_adam),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);

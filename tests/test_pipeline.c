@@ -220,8 +220,17 @@ static void test_names_carry_constants(void **state)
                     fail_msg("%s: %s: row pitch %ld for F %ld and VEC %ld", s.path, kn->name, ldk,
                              fk, vec);
             }
+            /* Transformer-XL's softmax rows: KMAX keys, enough for training's memory and
+             * segment and evaluation's, in whole warps */
+            const long kk = tt_kernel_const(kn, "KMAX", -1);
+            if (kk >= 0) {
+                snprintf(part, sizeof part, "_KMAX%ld_", kk);
+                expect_in_name(kn, part, 1, s.path);
+                if (kk % 32 || kk < m->mem_len + m->seq_len || kk < s.eval.mem_len + s.eval.tgt_len)
+                    fail_msg("%s: %s: KMAX %ld", s.path, kn->name, kk);
+            }
             /* adam and cast walk flat arrays of any length: they have no width to name */
-            if (dk < 0 && fk < 0 && dek < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
+            if (dk < 0 && fk < 0 && dek < 0 && kk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
                 strcmp(kn->op, "cast") != 0)
                 fail_msg("%s: kernel %s of the storage type names no width", s.path, kn->name);
             for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++)
