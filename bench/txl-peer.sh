@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 5's check that bench/torch_txl.py (MODEL.md section 3 in PyTorch) computes what our
 # Transformer-XL computes: a 20-step run of specs/txl-ptb.yaml on the CPU reference (the GPU does
-# not run Transformer-XL yet), then the same checkpoint's perplexity on the first 4000 lines of
+# not run Transformer-XL yet), then the same checkpoint's perplexity on the first 400 lines of
 # PTB's valid split in tt-eval and in the peer, at the spec's eval lengths and with a longer
 # memory and clamping (both read the split as B streams in segments with memory).
 #   bench/txl-peer.sh OUTDIR     (after build-gpu/ is built, or TT_BIN=DIR; corpus from .data/ptb;
