@@ -423,15 +423,16 @@ static void plan_xent(tt_plan *plan, const tt_spec *s)
     if (cache > 7) cache = 7;
     if (cache < 1) cache = 1; /* (a vocabulary the plan does not know yet) */
     tt_kernel *k = xent_kernel(plan, "xent", rows, threads, cache);
+    set_const(k, "HEAD", head); /* the launcher's choice: rows up to the head's length here */
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
             "logits in place; the first %ld float4 of a thread kept in registers (one read of a "
             "row up to %ld logits, one write)", cache, cache * 4 * threads);
-    /* Rows longer than that (an adaptive softmax's tails): the same kernel keeping one float4,
-     * with fewer registers, more blocks an SM (the few hundred long rows of a tail are a few
-     * waves: the last one is shorter with more in flight) */
+    /* Rows longer than the head's (an adaptive softmax's tails): the same kernel keeping one
+     * float4, with fewer registers, more blocks an SM (the few hundred long rows of a tail are a
+     * few waves: the last one is shorter with more in flight) */
     k = xent_kernel(plan, "xent_long", rows, threads, 1);
-    whyf(k, "xent for rows over %ld logits: one float4 a thread kept, the rest read twice",
-         cache * 4 * threads);
+    whyf(k, "xent for rows over the head's %ld logits: one float4 a thread kept, the rest read "
+            "twice", head);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", "xent.cu", "f32");
     set_const(t, "THREADS", sthreads);

@@ -41,8 +41,7 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
     if (txl && !strcmp(device, "auto")) /* the GPU does not run it yet: the CPU, saying why */
         snprintf(why, sizeof why, "kind: %s has no GPU kernels yet", tt_kind_name(spec->model.kind));
     else if (strcmp(device, "cpu") != 0) {
-        if (txl) {
-            tt_model_runs_on_gpu(&spec->model, spec->path, err, errlen);
+        if (tt_model_runs_on_gpu(&spec->model, spec->path, err, errlen) != 0) {
             tt_engine_close(e);
             return -1;
         }

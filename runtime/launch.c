@@ -296,8 +296,8 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
              float eps, float scale, bool grad)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent");
-    /* rows longer than the registers xent keeps go to xent_long (fewer registers, more blocks) */
-    if (v > 4 * need(k, "THREADS") * need(k, "CACHE")) k = tt_gpu_kernel_of(p, "xent_long");
+    /* rows longer than the head's (the tails) go to xent_long (fewer registers, more blocks) */
+    if (v > need(k, "HEAD")) k = tt_gpu_kernel_of(p, "xent_long");
     TT_ASSERT(v > 0 && ld >= v);
     if (rows == 0) return;
     int g = grad;

@@ -427,17 +427,24 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
         const bool in = pos < TT_N;
         tt_cp16(dst + c, in ? qkv + ((size_t)b * TT_N + pos) * 3 * TT_R + off + c : qkv, in);
     }
-    // dY: a thread at one chunk of features and rows RSTEP apart: a base address and constants
     constexpr int CPR = TT_TD / 8, RSTEP = TT_THREADS / CPR;
-    static_assert(TT_THREADS % CPR == 0 && 32 % RSTEP == 0, "dY tile: whole rows per pass");
-    const int c = threadIdx.x % CPR * 8, ir = threadIdx.x / CPR;
-    const bool cin = TT_D % TT_TD == 0 || d0 + c < TT_D;
-    const tt_bf16 *src = dy + ((size_t)b * TT_N + i0 + ir) * TT_D + d0 + c;
+    if constexpr (TT_THREADS % CPR == 0 && RSTEP <= 32 && 32 % RSTEP == 0) {
+        // dY: a thread at one chunk of features and rows RSTEP apart: a base and constants
+        const int c = threadIdx.x % CPR * 8, ir = threadIdx.x / CPR;
+        const bool cin = TT_D % TT_TD == 0 || d0 + c < TT_D;
+        const tt_bf16 *src = dy + ((size_t)b * TT_N + i0 + ir) * TT_D + d0 + c;
 #pragma unroll
-    for (int m = 0; m < 32 / RSTEP; m++) {
-        const int i = ir + m * RSTEP;
-        const bool in = cin && i0 + i < TT_N;
-        tt_cp16(&sdy[i][c], in ? src + (size_t)m * RSTEP * TT_D : dy, in);
+        for (int m = 0; m < 32 / RSTEP; m++) {
+            const int i = ir + m * RSTEP;
+            const bool in = cin && i0 + i < TT_N;
+            tt_cp16(&sdy[i][c], in ? src + (size_t)m * RSTEP * TT_D : dy, in);
+        }
+    } else { // (threads and feature chunks that do not tile 32 rows evenly)
+        for (int e = threadIdx.x; e < 32 * CPR; e += TT_THREADS) {
+            const int i = e / CPR, c = (e % CPR) * 8;
+            const bool in = i0 + i < TT_N && d0 + c < TT_D;
+            tt_cp16(&sdy[i][c], in ? dy + ((size_t)b * TT_N + i0 + i) * TT_D + d0 + c : dy, in);
+        }
     }
 #else
     for (int e = threadIdx.x; e < (32 + 16 + TT_W) * TT_R; e += TT_THREADS) {

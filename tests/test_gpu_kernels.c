@@ -41,6 +41,7 @@ static const config configs[] = {
     {"wt103", 256, 80, 40, 3, 1, 0, 0},    {"wt103", 256, 80, 40, 3, 1, 0, 1},
     {"odd-key", 100, 13, 7, 2, 0, 1, 0},   {"odd-key", 100, 13, 7, 2, 0, 1, 1},
     {"odd-causal-key", 72, 37, 12, 2, 1, 1, 1},
+    {"d96", 96, 32, 16, 2, 1, 0, 1}, /* mla_bwd_wo's dY tile by the loop for uneven chunks */
     {"wide", 1536, 8, 16, 2, 1, 0, 0},     {"wide", 1536, 8, 16, 2, 1, 0, 1},
     {"tiny", 32, 16, 8, 4, 1, 0, 1},       {"nocausal", 64, 40, 24, 3, 0, 0, 1},
 };
@@ -852,19 +853,27 @@ static void test_core(void **state)
     }
 }
 
-/* Cross-entropy over rows of 10000 (16-byte path), 30001 and 517 logits, and of 30003 logits in
- * rows 30008 apart (as the adaptive head's: the 16-byte path with a remainder, the padding NaN:
- * reading it fails), with and without label smoothing, rows of weight 0, 0.5 and 1:
+/* Cross-entropy over rows of 10000 (16-byte path), 30001 and 517 logits, and of 30003 and 20003
+ * logits in rows 30008 and 20008 apart (as the adaptive head's: the 16-byte path with a
+ * remainder, the padding NaN: reading it fails), with and without label smoothing, rows of weight 0, 0.5 and 1:
  * cpu_cross_entropy row by row, scaled by the weight as cpu_model.c's output layer does. Without
  * grad the logits must stay as they were. */
 static void test_xent(void **state)
 {
     (void)state;
-    static const int vocabs[] = {10000, 30001, 517, 30003}, lds[] = {10000, 30001, 517, 30008};
-    static const float epss[] = {0.f, 0.1f, 0.1f, 0.1f};
+    static const int vocabs[] = {10000, 30001, 517, 30003, 20003},
+                     lds[] = {10000, 30001, 517, 30008, 20008};
+    static const float epss[] = {0.f, 0.1f, 0.1f, 0.1f, 0.f};
+    /* a vocabulary of 20003: rows up to it take xent (7 float4 a thread kept: all of 10000 and
+     * 517, part of 20003), longer ones xent_long */
     tt_spec s;
     tt_gpu_program p;
-    load_program(&configs[0], &s, &p);
+    char text[256], err[4096];
+    snprintf(text, sizeof text, "model: {kind: tensorized, vocab: 20003, d_model: 32, layers: 1, "
+             "rank: 8, cores: 2, seq_len: 16, d_inner: 32}\ntrain: {batch: 4}\n");
+    if (tt_spec_parse(text, strlen(text), "test", ".", &s, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_gpu_program_load(&p, &s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(tt_kernel_const(tt_gpu_kernel_of(&p, "xent")->k, "HEAD", -1), 20003);
     for (size_t vi = 0; vi < sizeof vocabs / sizeof *vocabs; vi++) {
         const int v = vocabs[vi], ld = lds[vi], rows = 37;
         const float eps = epss[vi];

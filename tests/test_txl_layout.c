@@ -451,10 +451,13 @@ static void test_train_memory(void **state)
 }
 
 /* Writes w's tensors as a PyTorch user's safetensors.torch.save_file would: no tt metadata;
- * `rename` names the embedding table as the tied output layer does; `extra` tensors follow. */
+ * `rename` names the embedding table as the tied output layer does and adds save_model's
+ * metadata {"format": "pt"}; `extra` tensors follow. */
 static void write_state_dict(const char *path, const tt_layout *l, const float *w, bool rename,
                              const tt_st_tensor *extra, int n_extra)
 {
+    /* save_model (and save_pretrained) add {"format": "pt"}: with the renamed table, so */
+    const char *key = "format", *value = "pt";
     tt_st_tensor *t = tt_xcalloc((size_t)l->n_params + n_extra, sizeof *t);
     for (int i = 0; i < l->n_params; i++) {
         const tt_param *p = &l->params[i];
@@ -464,7 +467,7 @@ static void write_state_dict(const char *path, const tt_layout *l, const float *
     }
     for (int i = 0; i < n_extra; i++) t[l->n_params + i] = extra[i];
     char err[512];
-    if (tt_st_write(path, t, l->n_params + n_extra, NULL, NULL, 0, err, sizeof err) != 0)
+    if (tt_st_write(path, t, l->n_params + n_extra, &key, &value, rename ? 1 : 0, err, sizeof err) != 0)
         fail_msg("%s", err);
     free(t);
 }
