@@ -124,13 +124,25 @@ def embed(p, c, tok):
     return x.view(*tok.shape, D) * math.sqrt(D)
 
 
+def layer_tail(p, l, x, y, D, drop, train):
+    """A layer's end (MODEL.md sections 2 and 3 alike): x = LN(x + drop(y)), then the FFN with
+    its residual and LayerNorm."""
+    a, f = f"layers.{l}.dec_attn.", f"layers.{l}.pos_ff."
+    x = F.layer_norm(x + F.dropout(y, drop, train), (D,), p[a + "layer_norm.weight"],
+                     p[a + "layer_norm.bias"])
+    h1 = F.relu(F.linear(x, p[f + "CoreNet.0.weight"], p[f + "CoreNet.0.bias"]))
+    y = F.linear(F.dropout(h1, drop, train), p[f + "CoreNet.3.weight"], p[f + "CoreNet.3.bias"])
+    return F.layer_norm(x + F.dropout(y, drop, train), (D,), p[f + "layer_norm.weight"],
+                        p[f + "layer_norm.bias"])
+
+
 def hidden(p, c, tok, train, mask):
     """x_L of MODEL.md section 2: [B, N, D]."""
     D, R, N, H, B = c["D"], c["R"], c["N"], c["H"], tok.shape[0]
     drop = c["dropout"] if train else 0.0
     x = F.dropout(embed(p, c, tok), drop, train)
     for l in range(c["L"]):
-        a, f = f"layers.{l}.dec_attn.", f"layers.{l}.pos_ff."
+        a = f"layers.{l}.dec_attn."
         q, k, v = (x @ p[a + "qkv_net.weight"].t()).split(R, dim=-1)
         g = torch.softmax(p[a + "core_value"], dim=-1)
         # one einsum per core, as the released code; the cores' mean
@@ -138,12 +150,7 @@ def hidden(p, c, tok, train, mask):
         if mask is not None:
             t = t * mask
         y = t.reshape(B, N, N * N) @ p[a + "o_net.weight"].t()
-        x = F.layer_norm(x + F.dropout(y, drop, train), (D,), p[a + "layer_norm.weight"],
-                         p[a + "layer_norm.bias"])
-        h1 = F.relu(F.linear(x, p[f + "CoreNet.0.weight"], p[f + "CoreNet.0.bias"]))
-        y = F.linear(F.dropout(h1, drop, train), p[f + "CoreNet.3.weight"], p[f + "CoreNet.3.bias"])
-        x = F.layer_norm(x + F.dropout(y, drop, train), (D,), p[f + "layer_norm.weight"],
-                         p[f + "layer_norm.bias"])
+        x = layer_tail(p, l, x, y, D, drop, train)
     return x
 
 
@@ -214,20 +221,26 @@ def to_ids(words, vocab):
     return [eos if w is None else ids.get(w, unk) for w in words]
 
 
-def check(values, ckpt_dir, split_path):
+def load_checkpoint(ckpt_dir, shapes, values, split_path, who):
+    """Our checkpoint's weights (every tensor of `shapes`, name -> (shape, std), and nothing
+    else), and the split's ids in its vocabulary; on the GPU when there is one."""
     from safetensors.torch import load_file
-    c = parse_values(values)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     p = {k: v.to(dev) for k, v in load_file(f"{ckpt_dir}/model.safetensors").items()}
-    want = {k: s for k, (s, _) in param_shapes(c).items()}
+    want = {k: tuple(s) for k, (s, _) in shapes.items()}
     got = {k: tuple(v.shape) for k, v in p.items()}
     if want != got:
         diff = sorted(set(want.items()) ^ set(got.items()))[:4]
-        sys.exit(f"torch_tt.py: {ckpt_dir}/model.safetensors does not hold the model of "
+        sys.exit(f"{who}: {ckpt_dir}/model.safetensors does not hold the model of "
                  f"'{values}' (first differences, name and shape: {diff})")
     with open(f"{ckpt_dir}/vocab.txt", "rb") as f:
         vocab = [w for w in f.read().split(b"\n") if w]
-    ids = torch.tensor(to_ids(read_words(split_path), vocab), device=dev)
+    return p, torch.tensor(to_ids(read_words(split_path), vocab), device=dev), dev
+
+
+def check(values, ckpt_dir, split_path):
+    c = parse_values(values)
+    p, ids, dev = load_checkpoint(ckpt_dir, param_shapes(c), values, split_path, "torch_tt.py")
     N = c["N"]
     mask = causal_mask(N, dev) if c["causal"] else None
     # windows of N with stride N; the last moved back to end at the split's end, scoring what is left

@@ -87,7 +87,7 @@ def hidden(p, c, tok, mems, train, clamp):
     ridx = (klen - 1 - (mlen + i - j)).clamp(min=0)
     new = []
     for l in range(c["L"]):
-        a, f = f"layers.{l}.dec_attn.", f"layers.{l}.pos_ff."
+        a = f"layers.{l}.dec_attn."
         cat = x if mems is None else torch.cat([mems[l], x], dim=1)
         new.append(cat[:, -M:].detach() if M > 0 else None)
         q, k, v = (cat @ p[a + "qkv_net.weight"].t()).split(H * DH, dim=-1)
@@ -101,29 +101,13 @@ def hidden(p, c, tok, mems, train, clamp):
         prob = F.dropout(torch.softmax(score.float(), dim=-1).to(v.dtype),
                          c["dropatt"] if train else 0.0, train)
         y = torch.einsum("bhij,bjhd->bihd", prob, v).reshape(B, N, H * DH) @ p[a + "o_net.weight"].t()
-        x = F.layer_norm(x + F.dropout(y, drop, train), (D,), p[a + "layer_norm.weight"],
-                         p[a + "layer_norm.bias"])
-        h1 = F.relu(F.linear(x, p[f + "CoreNet.0.weight"], p[f + "CoreNet.0.bias"]))
-        y = F.linear(F.dropout(h1, drop, train), p[f + "CoreNet.3.weight"], p[f + "CoreNet.3.bias"])
-        x = F.layer_norm(x + F.dropout(y, drop, train), (D,), p[f + "layer_norm.weight"],
-                         p[f + "layer_norm.bias"])
+        x = tt.layer_tail(p, l, x, y, D, drop, train)
     return x, (new if M > 0 else None)
 
 
 def check(values, ckpt_dir, split_path):
-    from safetensors.torch import load_file
     c = parse_values(values)
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
-    p = {k: v.to(dev) for k, v in load_file(f"{ckpt_dir}/model.safetensors").items()}
-    want = {k: tuple(s) for k, (s, _) in param_shapes(c).items()}
-    got = {k: tuple(v.shape) for k, v in p.items()}
-    if want != got:
-        diff = sorted(set(want.items()) ^ set(got.items()))[:4]
-        sys.exit(f"torch_txl.py: {ckpt_dir}/model.safetensors does not hold the model of "
-                 f"'{values}' (first differences, name and shape: {diff})")
-    with open(f"{ckpt_dir}/vocab.txt", "rb") as f:
-        vocab = [w for w in f.read().split(b"\n") if w]
-    ids = torch.tensor(tt.to_ids(tt.read_words(split_path), vocab), device=dev)
+    p, ids, dev = tt.load_checkpoint(ckpt_dir, param_shapes(c), values, split_path, "torch_txl.py")
     # runtime/evaluate.c's tt_evaluate_txl_cpu: predictions 0 .. P-1 in B streams of equal length
     # (to one), each in segments of the eval tgt_len with the memory its segments leave
     P, N = len(ids) - 1, c["eval_n"]

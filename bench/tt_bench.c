@@ -260,10 +260,7 @@ static void human(double v, const char *unit, char *out, size_t n)
     } else if (!strcmp(unit, "bytes")) {
         snprintf(out, n, "%.1f MiB", v / (1024.0 * 1024.0));
     } else {
-        const char *u[] = {"", "K", "M", "G", "T", "P"};
-        int i = 0;
-        while (fabs(v) >= 1000 && i < 5) v /= 1000, i++;
-        snprintf(out, n, i ? "%.2f%s" : "%.0f%s", v, u[i]);
+        tt_report_number(v, out, n);
     }
 }
 

@@ -141,7 +141,7 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
     c->state_bytes = c->params_total * (4 * 4 + (bytes == 2 ? 2 : 0));
 }
 
-static void human(double v, char *out, size_t n)
+void tt_report_number(double v, char *out, size_t n)
 {
     const char *u[] = {"", "K", "M", "G", "T", "P"};
     int i = 0;
@@ -174,10 +174,10 @@ void tt_report_text(const tt_spec *spec, const tt_costs *c, FILE *f)
                 100 * c->params[i] / c->params_total);
     }
     fprintf(f, "  %-20s %14.0f\n", "total", c->params_total);
-    human(c->attn_layer, a, sizeof a);
-    human(c->attn_layer_no_o, b, sizeof b);
+    tt_report_number(c->attn_layer, a, sizeof a);
+    tt_report_number(c->attn_layer_no_o, b, sizeof b);
     fprintf(f, "\nattention, one layer: %s parameters (%s without Wo)", a, b);
-    human(c->mha_layer, a, sizeof a);
+    tt_report_number(c->mha_layer, a, sizeof a);
     fprintf(f, "; multi-head attention of width %d: %s\n", m->d_model, a);
     if (m->kind == TT_KIND_TENSORIZED)
         fprintf(f, "  paper's compression ratio 3hDd/(3Dd+Rh), d = R: %.2f (leaves out Wo); "
@@ -186,11 +186,11 @@ void tt_report_text(const tt_spec *spec, const tt_costs *c, FILE *f)
     fprintf(f, "\nFLOPs per token (useful: 2 per multiply-add, masked products not counted)\n");
     for (int i = 0; i < TT_F_COUNT; i++) {
         if (c->fwd[i] == 0) continue;
-        human(c->fwd[i], a, sizeof a);
+        tt_report_number(c->fwd[i], a, sizeof a);
         fprintf(f, "  %-20s %10s\n", tt_flop_part_name(i), a);
     }
-    human(c->fwd_total, a, sizeof a);
-    human(c->train_total, b, sizeof b);
+    tt_report_number(c->fwd_total, a, sizeof a);
+    tt_report_number(c->train_total, b, sizeof b);
     fprintf(f, "  %-20s %10s\n  %-20s %10s  (3 x forward)\n", "forward", a, "training step", b);
     if (m->n_cutoffs)
         fprintf(f, "  adaptive softmax tails counted for %.1f%% of tokens (Zipf's law)\n",

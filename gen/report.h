@@ -54,6 +54,9 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c);
 const char *tt_component_name(tt_component c);
 const char *tt_flop_part_name(tt_flop_part p);
 
+/* v with an SI suffix as the report prints counts: "12.39M", "240" (3 significant digits). */
+void tt_report_number(double v, char *out, size_t n);
+
 void tt_report_text(const tt_spec *spec, const tt_costs *c, FILE *f);
 /* The same as one JSON object (no trailing newline), for --json. */
 void tt_report_json(const tt_spec *spec, const tt_costs *c, FILE *f);
