@@ -663,7 +663,7 @@ static void test_eval_other_model(void **state)
 /* kind: transformer-xl trains and evaluates on the CPU reference (--device auto picks it and says
  * why): it learns the corpus, tt-eval scores its checkpoint to the perplexity tt-train's final
  * validation printed (the spec's eval lengths, here other than training's), the checkpoint holds
- * kimiyoung's names, and --device cuda is refused in one line. */
+ * kimiyoung's names, and --stride (tt-eval) and --device cuda are refused in one line. */
 static void test_txl_trains(void **state)
 {
     fixture *f = *state;
@@ -703,6 +703,10 @@ static void test_txl_trains(void **state)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!memmem(bytes, len, names[i], strlen(names[i])))
             fail_msg("%s has no tensor %s", model, names[i]);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--stride", "4");
+    expect_error(&p, "tt-eval --stride on txl", "tt-eval: --stride is for kind: tensorized",
+                 "eval: tgt_len, mem_len, clamp_len");
+    tu_proc_free(&p);
     RUN(f, &p, TT_TRAIN_BIN, spec, "--device", "cuda");
     char *want = tt_xasprintf("%s: model.kind: transformer-xl trains and evaluates on the CPU", spec);
     expect_error(&p, "tt-train --device cuda", want, "--device cpu");
