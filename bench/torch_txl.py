@@ -80,11 +80,11 @@ def hidden(p, c, tok, mems, train, clamp):
     x = F.dropout(tt.embed(p, c, tok), drop, train)
     r = F.dropout(pos_emb(klen, D, clamp, tok.device), drop, train)
     # query i (at mlen + i) sees key j when j <= mlen + i; its distance mlen + i - j is r's row
-    # klen - 1 - (mlen + i - j)
+    # klen - 1 - (mlen + i - j); the masked keys' rows are clamped into range (gather checks them)
     i = torch.arange(N, device=tok.device)[:, None]
     j = torch.arange(klen, device=tok.device)[None, :]
     visible = j <= i + mlen
-    ridx = (klen - 1 - (mlen + i - j)).clamp(min=0)
+    ridx = (klen - 1 - (mlen + i - j)).clamp(0, klen - 1)
     new = []
     for l in range(c["L"]):
         a = f"layers.{l}.dec_attn."
