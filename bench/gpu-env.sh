@@ -20,3 +20,28 @@ tt_local_spec() {
     [ -d .data ] && data=.data
     sed -e "s|../../shared/data|../$data|" "$@" "$src" > "$dst"
 }
+
+# The wt103 shapes on bench/zipf_corpus.py's synthetic corpus (WikiText-103 is not here): a corpus
+# with Zipf word frequencies and exactly wt103's vocabulary, written once.
+tt_wt103_data=/tmp/wt103-zipf
+tt_wt103_corpus() {
+    python3 bench/zipf_corpus.py "$tt_wt103_data" --vocab 267735 --cutoffs 20000,40000,200000
+}
+# tt_wt103_spec DST STEPS: specs/wt103.yaml on that corpus, STEPS steps, validation only at the
+# end (a checkpoint is written at the end whatever the spec says: --checkpoint-dir says where)
+tt_wt103_spec() {
+    local data=$tt_wt103_data
+    tt_local_spec specs/wt103.yaml "$1" -e "s/steps: 200000/steps: $2/" \
+        -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $data/train.txt|" \
+        -e "s|^  valid: .*|  valid: $data/valid.txt|" -e "s|^  test: .*|  test: $data/test.txt|"
+    if ! grep -q "^  steps: $2\$" "$1" || ! grep -q "^  train: $data/train.txt\$" "$1"; then
+        echo "tt_wt103_spec: specs/wt103.yaml changed: the edits of $1 did not apply"
+        exit 1
+    fi
+}
+# tt_steady_rate LOG: tt-train's tokens/s over its progress lines after the first (which holds
+# the start-up), each window the same number of steps, so the harmonic mean of their rates
+tt_steady_rate() {
+    grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") r[++n] = $(i - 1) }
+        END { for (i = 2; i <= n; i++) s += 1 / r[i]; if (n > 1) printf "%.0f", (n - 1) / s }'
+}

@@ -10,11 +10,8 @@ mkdir -p "$out"
 . bench/gpu-env.sh
 spec=specs/$which-profile.yaml
 if [ "$which" = wt103 ]; then
-    data=/tmp/wt103-zipf
-    [ -f $data/train.txt ] || python3 bench/zipf_corpus.py $data --vocab 267735 --cutoffs 20000,40000,200000 > /dev/null
-    tt_local_spec specs/wt103.yaml "$spec" -e "s/eval_interval: 4000/eval_interval: 0/" \
-        -e "s|^  train: .*|  train: $data/train.txt|" -e "s|^  valid: .*|  valid: $data/valid.txt|" \
-        -e "s|^  test: .*|  test: $data/test.txt|"
+    [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > /dev/null
+    tt_wt103_spec "$spec" 200000
 else
     tt_local_spec specs/ptb.yaml "$spec" -e "s/eval_interval: 1000/eval_interval: 0/"
 fi

@@ -15,40 +15,22 @@ cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: bench/wt103-bench.sh OUTDIR}
 mkdir -p "$out"
 . bench/gpu-env.sh
-target=${TARGET_S:-45} peer_steps=${PEER_STEPS:-50} data=/tmp/wt103-zipf
+target=${TARGET_S:-45} peer_steps=${PEER_STEPS:-50} data=$tt_wt103_data
 IFS='|' read -r -a modes <<< "${PEER_MODES:---bf16|--compile --bf16|--compile}"
 values=267735,256,6,40,2,80,2100,60,0.1,true,0,20000:40000:200000,1,true # V,D,L,R,H,N,F,B,dropout,causal,eps,cutoffs,div_val,tie
 tokens_per_step=$((60 * 80))
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-python3 bench/zipf_corpus.py "$data" --vocab 267735 --cutoffs 20000,40000,200000 | tee "$out/corpus.txt"
-
-# wt103_spec DST STEPS: specs/wt103.yaml on the synthetic corpus, STEPS steps, validation only at
-# the end (a checkpoint is written at the end whatever the spec says: --checkpoint-dir says where)
-wt103_spec() {
-    tt_local_spec specs/wt103.yaml "$1" -e "s/steps: 200000/steps: $2/" \
-        -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $data/train.txt|" \
-        -e "s|^  valid: .*|  valid: $data/valid.txt|" -e "s|^  test: .*|  test: $data/test.txt|"
-    if ! grep -q "^  steps: $2\$" "$1" || ! grep -q "^  train: $data/train.txt\$" "$1"; then
-        echo "wt103-bench: specs/wt103.yaml changed: the edits of $1 did not apply"
-        exit 1
-    fi
-}
-# steady_rate LOG: tokens/s over the progress lines after the first (which holds the start-up),
-# each window the same number of steps, so the harmonic mean of their rates
-steady_rate() {
-    grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") r[++n] = $(i - 1) }
-        END { for (i = 2; i <= n; i++) s += 1 / r[i]; if (n > 1) printf "%.0f", (n - 1) / s }'
-}
+tt_wt103_corpus | tee "$out/corpus.txt"
 
 # 1. Ours for 200 steps: the checkpoint of the check, and the rate that sizes the timed run.
-wt103_spec specs/wt103-bench-check.yaml 200
+tt_wt103_spec specs/wt103-bench-check.yaml 200
 ck=/tmp/ck-wt103-check
 rm -rf "$ck"
 build-gpu/tt-train specs/wt103-bench-check.yaml --checkpoint-dir "$ck" --log-every 50 \
     > "$out/ours-check-train.log" 2>&1
 tail -n 5 "$out/ours-check-train.log"
-rate=$(steady_rate "$out/ours-check-train.log")
+rate=$(tt_steady_rate "$out/ours-check-train.log")
 [ -n "$rate" ] || { echo "wt103-bench: tt-train failed (see $out/ours-check-train.log)"; exit 1; }
 
 # 2. The check: the same weights must give the same perplexity in tt-eval and in the peer, both
@@ -66,7 +48,7 @@ rm -rf "$ck"
 # 3. Ours, timed: about TARGET_S seconds at the rate of the first run.
 steps=$(awk -v r="$rate" -v t="$target" -v k="$tokens_per_step" \
     'BEGIN { s = int(r * t / k / 100 + 0.5) * 100; print s < 500 ? 500 : s }')
-wt103_spec specs/wt103-bench-time.yaml "$steps"
+tt_wt103_spec specs/wt103-bench-time.yaml "$steps"
 ck=/tmp/ck-wt103-time
 rm -rf "$ck"
 build-gpu/tt-train specs/wt103-bench-time.yaml --checkpoint-dir "$ck" --log-every $((steps / 10)) \
@@ -88,7 +70,7 @@ done
 
 # 5. One table: tokens/s, MFU at the card's bf16 peak (bf16 rows; tt-train's FLOPs per token),
 # memory (ours: the one device allocation; the peer: torch.cuda.max_memory_allocated), ratios.
-ours=$(steady_rate "$out/ours-train.log")
+ours=$(tt_steady_rate "$out/ours-train.log")
 {
     echo
     echo "== wt103 shapes on $(tail -1 "$out/gpu.txt" | cut -d, -f1): batch 60 x 80, vocab 267735," \

@@ -3,7 +3,9 @@
  * A = w (in x out, transposed), B = x (in x rows). */
 #include "gemm.h"
 
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,13 @@
  * from batch to batch (the least recently used is replaced). */
 #define TT_LT_PLANS 64
 
+/* How many of cuBLASLt's heuristic candidates tt_gemm_tune times for a new product by default
+ * (TT_GEMM_TUNE=K: K, 0 to keep the heuristic's first), and the runs each is timed over after
+ * one warm-up run. */
+#define TT_LT_TUNE_DEFAULT 8
+#define TT_LT_TUNE_MAX 32
+#define TT_LT_TUNE_REPS 5
+
 /* Everything cuBLASLt's choice of algorithm depends on. Zeroed before it is filled, so that it
  * compares with memcmp. */
 typedef struct {
@@ -22,18 +31,34 @@ typedef struct {
     uint32_t align_a, align_b, align_d, align_bias;
 } lt_key;
 
+/* The operands of the call that made a plan: what tt_gemm_tune times it on. */
+typedef struct {
+    const void *a, *b, *bias;
+    void *d;
+    float beta;
+} lt_operands;
+
 typedef struct {
     lt_key key;
     cublasLtMatmulDesc_t op; /* NULL: a free slot */
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;
     unsigned long long used;
+    bool gemmex;             /* cuBLASLt has no algorithm: cublasGemmEx's own choice (no epilogue) */
+    int n_cand;              /* the heuristic's candidates, best first; 0 once tuned */
+    cublasLtMatmulAlgo_t cand[TT_LT_TUNE_MAX];
+    lt_operands at;
 } lt_plan;
 
 struct tt_lt_cache {
     lt_plan plan[TT_LT_PLANS];
     unsigned long long clock;
+    int tune;             /* candidates timed per new product (TT_GEMM_TUNE; 0: the heuristic's) */
+    bool log;             /* TT_GEMM_LOG=1: a line per product tuned, on stderr */
+    cudaEvent_t ev[2];    /* created on the first tuning */
 };
+
+
 
 static void plan_destroy(lt_plan *p)
 {
@@ -55,6 +80,11 @@ void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
     g->act = precision == TT_PREC_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     g->compute = precision == TT_PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     g->lt_cache = tt_xcalloc(1, sizeof *g->lt_cache);
+    const char *tune = getenv("TT_GEMM_TUNE"), *log = getenv("TT_GEMM_LOG");
+    g->lt_cache->tune = tune ? atoi(tune) : TT_LT_TUNE_DEFAULT;
+    if (g->lt_cache->tune < 0) g->lt_cache->tune = 0;
+    if (g->lt_cache->tune > TT_LT_TUNE_MAX) g->lt_cache->tune = TT_LT_TUNE_MAX;
+    g->lt_cache->log = log && !strcmp(log, "1");
 }
 
 static void forget_plans(tt_gemm *g)
@@ -66,6 +96,10 @@ static void forget_plans(tt_gemm *g)
 void tt_gemm_free(tt_gemm *g)
 {
     forget_plans(g);
+    if (g->lt_cache && g->lt_cache->ev[0]) {
+        cudaEventDestroy(g->lt_cache->ev[0]);
+        cudaEventDestroy(g->lt_cache->ev[1]);
+    }
     free(g->lt_cache);
     g->lt_cache = NULL;
     if (g->lt) cublasLtDestroy(g->lt);
@@ -91,10 +125,12 @@ static uint32_t alignment(const void *p, size_t ld_bytes)
 
 static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
 
-/* The descriptors and heuristic's algorithm for key, made on first use (bias: the pointer the
- * heuristic sees, of the alignment in key). */
-static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const void *bias)
+/* The descriptors and heuristic's algorithm for key, made on first use with the heuristic's
+ * candidates for tt_gemm_tune and the operands at (at->bias: the pointer the heuristic sees, of
+ * the alignment in key). */
+static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const lt_operands *at)
 {
+    const void *bias = at->bias;
     tt_lt_cache *c = g->lt_cache;
     lt_plan *slot = NULL;
     for (int i = 0; i < TT_LT_PLANS; i++) {
@@ -139,19 +175,27 @@ static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const void *
     for (size_t i = 0; i < sizeof align / sizeof *align; i++)
         TT_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, align[i].attr, &align[i].bytes,
                                                        sizeof align[i].bytes));
-    cublasLtMatmulHeuristicResult_t heur;
+    cublasLtMatmulHeuristicResult_t heur[TT_LT_TUNE_MAX];
     int found = 0;
-    TT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->ld, p->ld, pref, 1,
-                                             &heur, &found));
+    const int want = c->tune > 1 ? c->tune : 1;
+    TT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->ld, p->ld, pref, want,
+                                             heur, &found));
     cublasLtMatmulPreferenceDestroy(pref);
-    if (found < 1)
+    p->gemmex = found < 1 && epi == CUBLASLT_EPILOGUE_DEFAULT;
+    if (found < 1 && !p->gemmex)
         tt_panic(__FILE__, __LINE__, "cuBLASLt has no algorithm for a %lldx%lldx%lld product with "
                  "epilogue %d, D of type %d (ld %lld), A ld %lld, B ld %lld, alignments A %u B %u "
                  "D %u bias %u", (long long)key->m, (long long)key->n,
                  (long long)(ta == CUBLAS_OP_N ? key->ac : key->ar), key->epi, key->dt,
                  (long long)key->ldd, (long long)key->lda, (long long)key->ldb, key->align_a,
                  key->align_b, key->align_d, key->align_bias);
-    p->algo = heur.algo;
+    p->algo = heur[0].algo;
+    p->n_cand = 0;
+    found = p->gemmex ? 0 : found;
+    for (int i = 0; i < found && c->tune > 1; i++)
+        if (heur[i].state == CUBLAS_STATUS_SUCCESS) p->cand[p->n_cand++] = heur[i].algo;
+    if (p->n_cand < 2) p->n_cand = 0; /* nothing to choose from */
+    p->at = *at;
     p->used = ++c->clock;
     return p;
 }
@@ -175,12 +219,87 @@ static void lt_matmul(const tt_gemm *g, cublasOperation_t ta, cublasOperation_t 
     key.align_b = alignment(b, (size_t)ldb * es);
     key.align_d = alignment(d, (size_t)ldd * type_bytes(dt));
     key.align_bias = alignment(bias, 0);
-    const lt_plan *p = plan_for(g, &key, bias);
+    const lt_operands at = {.a = a, .b = b, .bias = bias, .d = d, .beta = beta};
+    const lt_plan *p = plan_for(g, &key, &at);
+    const float one = 1.f;
+    if (p->gemmex) {
+        TT_CUBLAS(cublasGemmEx(g->h, ta, tb, m, n, ta == CUBLAS_OP_N ? ac : ar, &one, a, g->act, lda,
+                               b, g->act, ldb, &beta, d, dt, ldd, g->compute, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
     TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                              sizeof bias));
-    const float one = 1.f;
     TT_CUBLAS(cublasLtMatmul(g->lt, p->op, &one, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld,
                              &p->algo, g->ws, g->ws_bytes, g->stream));
+}
+
+/* One candidate's mean time in ms over TT_LT_TUNE_REPS runs after a warm-up run, on the operands
+ * that made the plan; INFINITY if cuBLASLt refuses it. */
+static float time_algo(const tt_gemm *g, const lt_plan *p, const cublasLtMatmulAlgo_t *algo)
+{
+    const tt_lt_cache *c = g->lt_cache;
+    const lt_operands *o = &p->at;
+    const float one = 1.f;
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &o->bias,
+                                             sizeof o->bias));
+    for (int r = 0; r <= TT_LT_TUNE_REPS; r++) {
+        if (r == 1) TT_CUDA(cudaEventRecord(c->ev[0], g->stream));
+        if (cublasLtMatmul(g->lt, p->op, &one, o->a, p->la, o->b, p->lb, &o->beta, o->d, p->ld,
+                           o->d, p->ld, algo, g->ws, g->ws_bytes, g->stream) !=
+            CUBLAS_STATUS_SUCCESS) {
+            TT_CUDA(cudaStreamSynchronize(g->stream));
+            return INFINITY;
+        }
+    }
+    TT_CUDA(cudaEventRecord(c->ev[1], g->stream));
+    TT_CUDA(cudaEventSynchronize(c->ev[1]));
+    float ms = 0.f;
+    TT_CUDA(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]));
+    return ms / TT_LT_TUNE_REPS;
+}
+
+int tt_gemm_tune(tt_gemm *g, int *timed)
+{
+    *timed = 0;
+    tt_lt_cache *c = g->lt_cache;
+    if (!c || c->tune < 2) return 0;
+    enum cudaStreamCaptureStatus capturing;
+    TT_CUDA(cudaStreamIsCapturing(g->stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) return 0;
+    int changed = 0;
+    for (int i = 0; i < TT_LT_PLANS; i++) {
+        lt_plan *p = &c->plan[i];
+        if (!p->op || p->n_cand == 0) continue;
+        if (!c->ev[0]) {
+            TT_CUDA(cudaEventCreate(&c->ev[0]));
+            TT_CUDA(cudaEventCreate(&c->ev[1]));
+        }
+        TT_CUDA(cudaStreamSynchronize(g->stream));
+        float t[TT_LT_TUNE_MAX];
+        int best = 0;
+        for (int k = 0; k < p->n_cand; k++) {
+            t[k] = time_algo(g, p, &p->cand[k]);
+            if (t[k] < t[best]) best = k;
+        }
+        ++*timed;
+        if (isfinite(t[best])) {
+            if (memcmp(&p->algo, &p->cand[best], sizeof p->algo)) changed++;
+            p->algo = p->cand[best];
+        }
+        if (c->log) {
+            const lt_key *k = &p->key;
+            fprintf(stderr, "gemm tune: m %lld n %lld k %lld (%c%c, D %s, ld %lld/%lld/%lld, epilogue "
+                    "%d): heuristic's first %.2f us, candidate %d of %d %.2f us (%.2fx)\n",
+                    (long long)k->m, (long long)k->n,
+                    (long long)(k->ta == CUBLAS_OP_N ? k->ac : k->ar), k->ta == CUBLAS_OP_N ? 'N' : 'T',
+                    k->tb == CUBLAS_OP_N ? 'N' : 'T', k->dt == CUDA_R_32F ? "fp32" : "bf16",
+                    (long long)k->lda, (long long)k->ldb, (long long)k->ldd, k->epi,
+                    1e3 * (double)t[0], best + 1, p->n_cand, 1e3 * (double)t[best],
+                    (double)(t[0] / t[best]));
+        }
+        p->n_cand = 0;
+    }
+    return changed;
 }
 
 void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
@@ -195,35 +314,33 @@ void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, 
                         const void *x, int ldx, const void *ones, int rows, int in, int out)
 {
     tt_gemm_bwd_w_ld(g, dw, dy, ldy, x, ldx, rows, in, out);
-    /* db^T [1, out] = ones^T [1, rows] dy [rows, out] (dy stored [out, rows], transposed) */
-    const float one = 1.f, zero = 0.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_T, 1, out, rows, &one, ones, g->act, 1, dy,
-                           g->act, ldy, &zero, db, CUDA_R_32F, 1, g->compute, CUBLAS_GEMM_DEFAULT));
+    /* db [out, 1] = dy^T [out, rows] ones [rows, 1] (dy stored [rows, out]: [out, rows] here) */
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, dy, out, rows, ldy, ones, rows, 1, rows, db, CUDA_R_32F,
+              out, 1, out, 0.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
 void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                     const void *w, int ldw, int rows, int in, int out, float beta)
 {
-    const float one = 1.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one, w, g->act, ldw, x,
-                           g->act, ldx, &beta, y, y_f32 ? CUDA_R_32F : g->act, ldy, g->compute,
-                           CUBLAS_GEMM_DEFAULT));
+    /* y^T [out, rows] = w (stored [in, out], transposed) x^T [in, rows] + beta y^T */
+    lt_matmul(g, CUBLAS_OP_T, CUBLAS_OP_N, w, in, out, ldw, x, in, rows, ldx, y,
+              y_f32 ? CUDA_R_32F : g->act, out, rows, ldy, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
 void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int ldy, const void *w,
                       int ldw, int rows, int in, int out, float beta)
 {
-    const float one = 1.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w, g->act, ldw, dy,
-                           g->act, ldy, &beta, dx, g->act, ldx, g->compute, CUBLAS_GEMM_DEFAULT));
+    /* dx^T [in, rows] = w [in, out] dy^T [out, rows] + beta dx^T */
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, w, in, out, ldw, dy, out, rows, ldy, dx, g->act, in, rows,
+              ldx, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
 void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
                       int rows, int in, int out)
 {
-    const float one = 1.f;
-    TT_CUBLAS(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, g->act, ldx, dy,
-                           g->act, ldy, &one, dw, CUDA_R_32F, in, g->compute, CUBLAS_GEMM_DEFAULT));
+    /* dw^T [in, out] += x^T [in, rows] (dy^T [out, rows], transposed) */
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F, in,
+              out, in, 1.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
 void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,

@@ -32,6 +32,16 @@ void tt_gemm_free(tt_gemm *g);
  * a product can be captured in a CUDA graph). Forgets the algorithms chosen for the last one. */
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
 
+/* Times cuBLASLt's candidate algorithms (up to TT_GEMM_TUNE of the heuristic's, default 8) for
+ * each product made since the last call, on the operands of the call that made it, and keeps the
+ * fastest; returns how many algorithms changed and sets *timed to the products timed. Runs on
+ * g's stream and waits for it (nothing if the stream is being captured). The caller's promise:
+ * every product's output (and C, for beta != 0) holds nothing that is still needed, as between
+ * two training steps, whose products rewrite their outputs and the gradients they add to are
+ * zeroed first. TT_GEMM_LOG=1 prints each product's times on stderr. Which algorithm wins
+ * depends on the timings, so two runs may differ in the last bits of their products. */
+int tt_gemm_tune(tt_gemm *g, int *timed);
+
 /* A leading dimension (ld) is the number of elements from one row of a row-major operand to the
  * next, at least its width: the adaptive softmax's head is one row of logits per token, its
  * shortlist's and its clusters' columns side by side, and the FFN's activations and its W2 copy

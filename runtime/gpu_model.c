@@ -97,6 +97,7 @@ struct tt_gpu_lm {
     int max_graphs;          /* TT_CUDA_GRAPHS=K keeps K (1 to 64; to test the eviction) */
     unsigned long long clock;
     long captured, replayed;
+    long tuned;              /* products whose algorithm tt_gemm_tune timed */
     bool graphs;             /* TT_CUDA_GRAPH=0 turns them off (to compare, or to debug) */
 };
 
@@ -699,9 +700,26 @@ static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
     res->scored = weights;
 }
 
+/* Between two runs, the products made in the last ones get their fastest algorithm (every
+ * product's output is rewritten by the next run, and the gradients zeroed first, so the timing
+ * runs may write them); a changed algorithm drops the captured steps, which are then captured
+ * again with it. */
+static void tune_products(tt_gpu_lm *lm)
+{
+    int timed;
+    if (tt_gemm_tune(&lm->gemm, &timed) > 0)
+        for (int i = 0; i < TT_MAX_GRAPHS; i++)
+            if (lm->graph[i].exec) {
+                TT_CUDA(cudaGraphExecDestroy(lm->graph[i].exec));
+                lm->graph[i].exec = NULL;
+            }
+    lm->tuned += timed;
+}
+
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res)
 {
+    tune_products(lm);
     const double weights = upload_inputs(lm, inputs, targets, o);
     enqueue_run(lm, o, grads, weights);
     download_sums(lm, weights, res);
@@ -767,6 +785,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
                             const tt_lm_opts *o, long s, tt_lm_result *res)
 {
     const cudaStream_t st = lm->gpu->stream;
+    tune_products(lm);
     const double weights = upload_inputs(lm, inputs, targets, o);
     tt_adam_scalars host;
     upload_adam_scalars(lm, &host, s);
@@ -805,3 +824,5 @@ void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed)
     *captured = lm->captured;
     *replayed = lm->replayed;
 }
+
+long tt_gpu_lm_tuned(const tt_gpu_lm *lm) { return lm->tuned; }

@@ -55,6 +55,9 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
                             const tt_lm_opts *o, long s, tt_lm_result *res);
 /* Training steps captured into a graph so far, and steps that replayed one. */
 void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed);
+/* Matrix products whose cuBLASLt algorithm was chosen by timing so far (see tt_gemm_tune: each
+ * new product is timed before the next step or run; TT_GEMM_TUNE=0 keeps the heuristic's). */
+long tt_gpu_lm_tuned(const tt_gpu_lm *lm);
 
 /* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);
