@@ -50,9 +50,20 @@ typedef struct {
     lt_operands at;
 } lt_plan;
 
+/* An algorithm tt_gemm_tune chose, kept for the plan's key beyond the plan itself (the tail
+ * clusters' row counts make more keys than plans are kept). */
+typedef struct {
+    lt_key key;
+    cublasLtMatmulAlgo_t algo;
+} lt_choice;
+
+#define TT_LT_CHOICES 1024
+
 struct tt_lt_cache {
     lt_plan plan[TT_LT_PLANS];
     unsigned long long clock;
+    lt_choice chosen[TT_LT_CHOICES];
+    int n_chosen;
     int tune;             /* candidates timed per new product (TT_GEMM_TUNE; 0: the heuristic's) */
     bool log;             /* TT_GEMM_LOG=1: a line per product tuned, on stderr */
     cudaEvent_t ev[2];    /* created on the first tuning */
@@ -109,6 +120,7 @@ void tt_gemm_free(tt_gemm *g)
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes)
 {
     forget_plans(g); /* their algorithms were chosen for the last workspace's size */
+    if (g->lt_cache) g->lt_cache->n_chosen = 0;
     g->ws = ws;
     g->ws_bytes = bytes;
 }
@@ -195,6 +207,11 @@ static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const lt_ope
     for (int i = 0; i < found && c->tune > 1; i++)
         if (heur[i].state == CUBLAS_STATUS_SUCCESS) p->cand[p->n_cand++] = heur[i].algo;
     if (p->n_cand < 2) p->n_cand = 0; /* nothing to choose from */
+    for (int i = 0; i < c->n_chosen && p->n_cand; i++)
+        if (!memcmp(&c->chosen[i].key, key, sizeof *key)) { /* timed before */
+            p->algo = c->chosen[i].algo;
+            p->n_cand = 0;
+        }
     p->at = *at;
     p->used = ++c->clock;
     return p;
@@ -285,6 +302,8 @@ int tt_gemm_tune(tt_gemm *g, int *timed)
         if (isfinite(t[best])) {
             if (memcmp(&p->algo, &p->cand[best], sizeof p->algo)) changed++;
             p->algo = p->cand[best];
+            if (c->n_chosen < TT_LT_CHOICES)
+                c->chosen[c->n_chosen++] = (lt_choice){.key = p->key, .algo = p->algo};
         }
         if (c->log) {
             const lt_key *k = &p->key;

@@ -34,7 +34,8 @@ void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
 
 /* Times cuBLASLt's candidate algorithms (up to TT_GEMM_TUNE of the heuristic's, default 8) for
  * each product made since the last call, on the operands of the call that made it, and keeps the
- * fastest; returns how many algorithms changed and sets *timed to the products timed. Runs on
+ * fastest (for the product's key, once per tt_gemm and workspace: a plan made again later for a
+ * key timed before takes that algorithm without timing); returns how many algorithms changed and sets *timed to the products timed. Runs on
  * g's stream and waits for it (nothing if the stream is being captured). The caller's promise:
  * every product's output (and C, for beta != 0) holds nothing that is still needed, as between
  * two training steps, whose products rewrite their outputs and the gradients they add to are
