@@ -25,6 +25,6 @@ rm -rf /tmp/ck-tune specs/wt103-tune.yaml
 grep '^gemm tune' "$out/train-tune${TT_GEMM_TUNE:-8}.log" | sort | uniq -c | sort -k1,1nr | head -40
 echo "products timed: $(grep -c '^gemm tune' "$out/train-tune${TT_GEMM_TUNE:-8}.log")"
 awk -v a="${rate[0]}" -v b="${rate[${TT_GEMM_TUNE:-8}]}" -v g="$(cat "$out/gpu.txt")" 'BEGIN {
-    printf "wt103 bf16 on %s: heuristic %s tok/s, tuned %s tok/s (%.3fx)\n", g, a, b, a > 0 ? b / a : 0 }' |
+    printf "wt103 bf16 on %s: heuristic %s tok/s, tuned %s tok/s (%.3fx)\n", g, a, b, (a > 0 ? b / a : 0) }' |
     tee "$out/table.txt"
 exit $status

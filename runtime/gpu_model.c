@@ -64,7 +64,8 @@ struct tt_gpu_lm {
     float *w, *g, *m, *v;
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
     void *w2; /* [layers][D, fp] each layer's W2 from wc, its rows padded with zeros for the FFN's
-               * products (refresh_w2 keeps it equal to wc's) */
+               * products (refresh_ffn keeps it equal to wc's) */
+    void *w1; /* [layers][fp, D] each layer's W1 from wc and fp - F rows of zeros after it */
     tt_view wv, gv;
     int32_t *tokens;
     float *weight;
@@ -171,6 +172,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->v = take(b, nf * 4);
     lm->wc = es == 4 ? lm->w : take(b, nf * es);
     lm->w2 = take(b, (size_t)m->layers * d * fp * es);
+    lm->w1 = take(b, (size_t)m->layers * fp * d * es);
     lm->tokens = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
     route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
@@ -296,8 +298,16 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     if (lm->max_graphs < 1 || lm->max_graphs > TT_MAX_GRAPHS) lm->max_graphs = TT_MAX_GRAPHS;
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
-    /* W2's padding columns: zero once; refresh_w2 writes the others */
+    /* the padding of W2's columns and W1's rows: zero once; refresh_ffn writes the others. And
+     * the padding of each layer's hd, which the FFN's second product reads (times W2's zero
+     * columns) and nothing writes. */
     TT_CUDA(cudaMemset(lm->w2, 0, (size_t)m->layers * m->d_model * lm->fp * lm->es));
+    TT_CUDA(cudaMemset(lm->w1, 0, (size_t)m->layers * m->d_model * lm->fp * lm->es));
+    if (lm->fp > m->d_inner)
+        for (int k = 0; k < m->layers; k++)
+            TT_CUDA(cudaMemset2D((char *)lm->acts[k].hd + (size_t)m->d_inner * lm->es,
+                                 (size_t)lm->fp * lm->es, 0, (size_t)(lm->fp - m->d_inner) * lm->es,
+                                 (size_t)lm->rows));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
@@ -348,23 +358,34 @@ static void *w2_of(const tt_gpu_lm *lm, int k)
     return (char *)lm->w2 + (size_t)k * lm->l->m.d_model * lm->fp * lm->es;
 }
 
-/* Each layer's W2 [D, F] from wc (F apart) into its padded copy (fp apart), on the stream: after
- * every write of wc (the host's weights cast, each Adam step), so that the products never read a
- * stale W2. A memory copy node in a captured step. */
-static void refresh_w2(tt_gpu_lm *lm)
+/* Layer k's padded copy of W1 [fp, D]. */
+static void *w1_of(const tt_gpu_lm *lm, int k)
+{
+    return (char *)lm->w1 + (size_t)k * lm->fp * lm->l->m.d_model * lm->es;
+}
+
+/* Each layer's W2 [D, F] from wc (F apart) into its padded copy (fp apart), and W1 [F, D] into
+ * the first F rows of its copy, on the stream: after every write of wc (the host's weights cast,
+ * each Adam step), so that the products never read a stale one. Memory copy nodes in a captured
+ * step. */
+static void refresh_ffn(tt_gpu_lm *lm)
 {
     const tt_model_spec *m = &lm->l->m;
     const size_t es = lm->es;
-    for (int k = 0; k < m->layers; k++)
+    for (int k = 0; k < m->layers; k++) {
         TT_CUDA(cudaMemcpy2DAsync(w2_of(lm, k), (size_t)lm->fp * es, wcp(lm, lm->wv.layer[k].ff2_w),
                                   (size_t)m->d_inner * es, (size_t)m->d_inner * es,
                                   (size_t)m->d_model, cudaMemcpyDeviceToDevice, lm->gpu->stream));
+        TT_CUDA(cudaMemcpyAsync(w1_of(lm, k), wcp(lm, lm->wv.layer[k].ff1_w),
+                                (size_t)m->d_inner * m->d_model * es, cudaMemcpyDeviceToDevice,
+                                lm->gpu->stream));
+    }
 }
 
 void tt_gpu_lm_weights_changed(tt_gpu_lm *lm)
 {
     if (lm->es != 4) tt_cast(&lm->prog, lm->gpu->stream, lm->wc, lm->w, (long)lm->l->n_floats);
-    refresh_w2(lm);
+    refresh_ffn(lm);
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 }
 float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
@@ -632,13 +653,16 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                    lm->mla_part, lm->batch, n, r, d);
         tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
                            rows, d, drop_at(lm, o, drop, 1 + 3 * k));
-        /* the FFN's [rows, F] activations are fp apart, and each product's F columns stop short
-         * of the padding: it is never read, and never written */
-        tt_gemm_fwd_ld(gm, a->h, false, fp, a->x1, d, wcp(lm, lw->ff1_w), d, rows, d, f, 0.f);
+        /* the FFN's [rows, F] activations are fp apart, and its products run over all fp
+         * columns (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding
+         * is W1's zero rows and W2's zero columns in their copies, so h's and dff's padding is
+         * written with zeros and hd's (zero since tt_gpu_lm_open) adds nothing. The kernels
+         * between them leave the padding alone. */
+        tt_gemm_fwd_ld(gm, a->h, false, fp, a->x1, d, w1_of(lm, k), d, rows, d, fp, 0.f);
         tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
                        drop_at(lm, o, drop, 2 + 3 * k));
         tt_gemm_fwd_bias(gm, a->f, false, d, a->hd, fp, w2_of(lm, k), fp, wcp(lm, lw->ff2_b), rows,
-                         f, d);
+                         fp, d);
         tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
                            lw->ln2_b, rows, d, drop_at(lm, o, drop, 3 + 3 * k));
         x = a->x2;
@@ -657,11 +681,11 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             tt_gemm_bwd_w_bias(gm, lg->ff2_w, lg->ff2_b, lm->dy, d, a->hd, fp, lm->ones, rows, f, d);
-            tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dy, d, w2_of(lm, k), fp, rows, f, d, 0.f);
+            tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dy, d, w2_of(lm, k), fp, rows, fp, d, 0.f);
             tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
                            drop_at(lm, o, drop, 2 + 3 * k));
             tt_gemm_bwd_w_ld(gm, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
-            tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, wcp(lm, lw->ff1_w), d, rows, d, f,
+            tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, w1_of(lm, k), d, rows, d, fp,
                              1.f); /* d x1 in full */
             /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
             tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres,
@@ -741,7 +765,7 @@ static void enqueue_adam(tt_gpu_lm *lm)
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
             lm->l->n_floats, t);
-    refresh_w2(lm);
+    refresh_ffn(lm);
 }
 
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
