@@ -394,11 +394,13 @@ static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 
 /* Softmax cross-entropy over full rows of logits (the vocabulary, or an adaptive softmax's
  * head), and the fixed-order sum of its per-row losses. */
-/* One instance of xent: block per row of `threads`, `cache` float4 a thread kept in registers. */
-static tt_kernel *xent_kernel(tt_plan *plan, const char *op, long rows, long threads, long cache)
+/* One instance of xent over logits of dtype: block per row of `threads`, `cache` float4 a
+ * thread kept in registers. */
+static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, long rows,
+                              long threads, long cache)
 {
     const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, op, "xent.cu", "f32");
+    tt_kernel *k = add_kernel(plan, op, "xent.cu", dtype);
     set_const(k, "THREADS", threads);
     set_const(k, "CACHE", cache);
     name_kernel(k, flags);
@@ -410,7 +412,7 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, long rows, long thr
     return k;
 }
 
-static void plan_xent(tt_plan *plan, const tt_spec *s)
+static void plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const long rows = (long)s->train.batch * s->model.seq_len, threads = 512, sthreads = 256;
     const char *const flags[] = {NULL};
@@ -422,15 +424,16 @@ static void plan_xent(tt_plan *plan, const tt_spec *s)
     long cache = ceil_div(ceil_div(head, 4), threads);
     if (cache > 7) cache = 7;
     if (cache < 1) cache = 1; /* (a vocabulary the plan does not know yet) */
-    tt_kernel *k = xent_kernel(plan, "xent", rows, threads, cache);
+    tt_kernel *k = xent_kernel(plan, "xent", dtype, rows, threads, cache);
     set_const(k, "HEAD", head); /* the launcher's choice: rows up to the head's length here */
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
-            "logits in place; the first %ld float4 of a thread kept in registers (one read of a "
-            "row up to %ld logits, one write)", cache, cache * 4 * threads);
+            "logits in place, in the storage type the products read; a thread's first %ld groups "
+            "of 4 logits kept in registers (one read of a row up to %ld logits, one write)",
+         cache, cache * 4 * threads);
     /* Rows longer than the head's (an adaptive softmax's tails): the same kernel keeping one
      * float4, with fewer registers, more blocks an SM (the few hundred long rows of a tail are a
      * few waves: the last one is shorter with more in flight) */
-    k = xent_kernel(plan, "xent_long", rows, threads, 1);
+    k = xent_kernel(plan, "xent_long", dtype, rows, threads, 1);
     whyf(k, "xent for rows over the head's %ld logits: one float4 a thread kept, the rest read "
             "twice", head);
 
@@ -942,7 +945,7 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
             tt_plan_free(plan);
             return -1;
         }
-        plan_xent(plan, spec);
+        plan_xent(plan, spec, dtype);
         plan_adaptive(plan, spec, dtype);
         plan_adam(plan, dtype);
         if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);

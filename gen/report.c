@@ -129,9 +129,10 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
         act += l * batch * mem * d * bytes; /* the memory itself */
     }
     c->mha_layer = 4 * d * d;
-    /* softmax: fp32 logits of the head for every row, tails for their tokens only */
+    /* softmax: logits of the storage type (their gradient overwrites them) of the head for every
+     * row, tails for their tokens only */
     const long head = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : vocab;
-    act += rows * 4 * ((double)head + c->tail_fraction * (double)(vocab - head + m->n_cutoffs));
+    act += rows * bytes * ((double)head + c->tail_fraction * (double)(vocab - head + m->n_cutoffs));
     c->act_bytes = act;
 
     for (int i = 0; i < TT_C_COUNT; i++) c->params_total += c->params[i];

@@ -66,6 +66,7 @@ struct tt_lt_cache {
     int n_chosen;
     int tune;             /* candidates timed per new product (TT_GEMM_TUNE; 0: the heuristic's) */
     bool log;             /* TT_GEMM_LOG=1: a line per product tuned, on stderr */
+    bool gemmex;          /* TT_GEMM_LT=0: cublasGemmEx for every product without an epilogue */
     cudaEvent_t ev[2];    /* created on the first tuning */
 };
 
@@ -96,6 +97,8 @@ void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
     if (g->lt_cache->tune < 0) g->lt_cache->tune = 0;
     if (g->lt_cache->tune > TT_LT_TUNE_MAX) g->lt_cache->tune = TT_LT_TUNE_MAX;
     g->lt_cache->log = log && !strcmp(log, "1");
+    const char *lt = getenv("TT_GEMM_LT");
+    g->lt_cache->gemmex = lt && !strcmp(lt, "0");
 }
 
 static void forget_plans(tt_gemm *g)
@@ -193,7 +196,7 @@ static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const lt_ope
     TT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(g->lt, p->op, p->la, p->lb, p->ld, p->ld, pref, want,
                                              heur, &found));
     cublasLtMatmulPreferenceDestroy(pref);
-    p->gemmex = found < 1 && epi == CUBLASLT_EPILOGUE_DEFAULT;
+    p->gemmex = (found < 1 || c->gemmex) && epi == CUBLASLT_EPILOGUE_DEFAULT;
     if (found < 1 && !p->gemmex)
         tt_panic(__FILE__, __LINE__, "cuBLASLt has no algorithm for a %lldx%lldx%lld product with "
                  "epilogue %d, D of type %d (ld %lld), A ld %lld, B ld %lld, alignments A %u B %u "

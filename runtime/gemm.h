@@ -40,7 +40,9 @@ void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
  * every product's output (and C, for beta != 0) holds nothing that is still needed, as between
  * two training steps, whose products rewrite their outputs and the gradients they add to are
  * zeroed first. TT_GEMM_LOG=1 prints each product's times on stderr. Which algorithm wins
- * depends on the timings, so two runs may differ in the last bits of their products. */
+ * depends on the timings, so two runs may differ in the last bits of their products.
+ * TT_GEMM_LT=0 sends every product without an epilogue to cublasGemmEx instead (its own choice,
+ * untimed), to compare with. */
 int tt_gemm_tune(tt_gemm *g, int *timed);
 
 /* A leading dimension (ld) is the number of elements from one row of a row-major operand to the
@@ -49,7 +51,7 @@ int tt_gemm_tune(tt_gemm *g, int *timed);
  * have rows padded to whole 16-byte groups (tt_row_pitch). */
 
 /* y[rows, out] = x[rows, in] w[out, in]^T + 1 b^T, the bias added in cuBLASLt's epilogue. y_f32:
- * y and b are fp32 (the logits, with the fp32 master bias); else both of the activation type. */
+ * y and b are fp32; else both of the activation type (the logits, with the bias's copy). */
 void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                       const void *w, int ldw, const void *b, int rows, int in, int out);
 /* dw[out, in] += dy[rows, out]^T x[rows, in] and db[out] = sum over rows of dy (written, not

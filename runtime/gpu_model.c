@@ -75,7 +75,8 @@ struct tt_gpu_lm {
     route_counts counts;         /* their padded lengths */
     void *x0, *pe, *ones;
     layer_acts *acts;
-    float *logits;      /* the head's [rows, columns], then each tail's [count, its words] */
+    void *logits;       /* the head's [rows, columns], then each tail's [count, its words], of
+                         * the storage type; each part's dlogits overwrite its logits */
     float *loss, *nll;  /* per row of the head, then of each tail's list */
     double *sums;
     void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
@@ -86,7 +87,7 @@ struct tt_gpu_lm {
     void *dx, *dres, *dy, *dqkv;
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
-    void *dlog_c, *dp_c; /* bf16: dlogits and dP rounded for the bf16 products */
+    void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
     double *norm_part;
     tt_adam_scalars *sc;
@@ -145,11 +146,11 @@ static size_t route_at(route *rt, char *base, const tt_layout *l, size_t rows, s
 }
 
 /* The row stride of a block of logits `cols` wide (the head's 20003 columns of wt103, say): whole
- * 16-byte groups of both the fp32 logits and their bf16 copy. */
+ * 16-byte groups of fp32 or bf16 logits. */
 static int logit_ld(long cols) { return (int)tt_row_pitch(cols); }
 
 /* Logits at once: the head's for every row, or one tail's for as many rows as it may list. */
-static size_t logit_floats(const tt_gpu_lm *lm)
+static size_t logit_elements(const tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
     size_t most = (size_t)lm->rows * (size_t)logit_ld(l->hi[0] + l->n_clusters - 1);
@@ -197,7 +198,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         a->mean2 = take(b, rows * 4);
         a->rstd2 = take(b, rows * 4);
     }
-    lm->logits = take(b, logit_floats(lm) * 4);
+    lm->logits = take(b, logit_elements(lm) * es);
     lm->loss = take(b, (rows + nc * pad) * 4);
     lm->nll = take(b, (rows + nc * pad) * 4);
     lm->sums = take(b, 2 * 8);
@@ -229,7 +230,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
-    lm->dlog_c = es == 4 ? NULL : take(b, logit_floats(lm) * es);
     lm->dp_c = es == 4 ? NULL : take(b, n * r * es);
 }
 
@@ -505,12 +505,14 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     }
 }
 
-/* logits y [rows, out] (fp32, ld apart, from the start of a row) = x [rows, in] w^T + 1 b^T, the
- * fp32 master bias added in cuBLASLt's epilogue. */
-static void logits_fwd(tt_gpu_lm *lm, float *y, int ld, const void *x, const float *w,
+/* logits y [rows, out] (the storage type, ld apart, from the start of a row) = x [rows, in] w^T +
+ * 1 b^T, the bias (its storage-type copy) added in cuBLASLt's epilogue. bf16 logits, as PyTorch's
+ * autocast leaves them: half the bytes of fp32 to write and for tt_xent to read (the wt103 step's
+ * tail of 160,000 words, 704 rows: 450 MB in fp32), while tt_xent's sums stay fp32. */
+static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, const float *w,
                        const float *b, int rows, int in, int out)
 {
-    tt_gemm_fwd_bias(&lm->gemm, y, true, ld, x, in, wcp(lm, w), in, b, rows, in, out);
+    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, in, wcp(lm, w), in, wcp(lm, b), rows, in, out);
 }
 
 /* Its backward from dy (the storage type, ld apart): dw added into, db written (each output bias
@@ -523,16 +525,16 @@ static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int 
 }
 
 /* The head's cluster logits, one column per tail cluster after the shortlist's c0 columns: their
- * block starts c0 columns into a row, an address of any alignment (4 bytes for the bf16 dlogits
- * when c0 = 50), for which cuBLASLt's epilogues are not documented to have an algorithm. So the
+ * block starts c0 columns into a row, an address of any alignment (4 bytes for bf16 logits when
+ * c0 = 50), for which cuBLASLt's epilogues are not documented to have an algorithm. So the
  * bias is a rank-1 product with ones (the storage type's, and the bias's storage-type copy), and
  * so is its gradient, added into; at most 8 columns, a small cost either way. */
-static void cluster_logits_fwd(tt_gpu_lm *lm, float *y, int ld, const void *x, int rows)
+static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int rows)
 {
     const tt_layout *l = lm->l;
     const int d = l->m.d_model, nc = l->n_clusters - 1;
-    tt_gemm_fwd_ld(&lm->gemm, y, true, ld, x, d, wcp(lm, lm->wv.cluster_w), d, rows, d, nc, 0.f);
-    tt_gemm_fwd_ld(&lm->gemm, y, true, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
+    tt_gemm_fwd_ld(&lm->gemm, y, false, ld, x, d, wcp(lm, lm->wv.cluster_w), d, rows, d, nc, 0.f);
+    tt_gemm_fwd_ld(&lm->gemm, y, false, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
                    1.f);
 }
 static void cluster_logits_bwd(tt_gpu_lm *lm, void *dx, const void *dy, int ld, const void *x,
@@ -559,12 +561,6 @@ static void proj_bwd(tt_gpu_lm *lm, void *dx, float *dproj, const float *proj, c
     tt_gemm_fwd(&lm->gemm, dx, false, dh, wcp(lm, proj), rows, dc, d, 0.f);
 }
 
-/* Where tt_xent leaves dlogits for the products: on bf16 rounded into dlog_c, else in place. */
-static const void *product_dlogits(const tt_gpu_lm *lm)
-{
-    return lm->dlog_c ? lm->dlog_c : lm->logits;
-}
-
 /* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
  * column per tail cluster; without cutoffs, the whole vocabulary) for every row, then each tail
  * cluster for the rows route_batch listed. With grads, each part's backward comes right after its
@@ -586,12 +582,12 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
         h0 = lm->tail_h;
     }
     logits_fwd(lm, lm->logits, ldh, h0, w->out_w[0], w->out_b[0], rows, d, c0);
-    if (nc) cluster_logits_fwd(lm, lm->logits + c0, ldh, h0, rows);
+    if (nc) cluster_logits_fwd(lm, (char *)lm->logits + (size_t)c0 * lm->es, ldh, h0, rows);
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
-    tt_xent(p, st, lm->loss, lm->nll, lm->logits, lm->dlog_c, rt->head,
-            o->weight ? lm->weight : NULL, rows, cols, ldh, o->label_smoothing, scale, grads);
+    tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
+            cols, ldh, o->label_smoothing, scale, grads);
     if (grads) {
-        const void *dlog = product_dlogits(lm);
+        const void *dlog = lm->logits;
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
         logits_bwd(lm, dh0, 0.f, dlog, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
         if (nc) cluster_logits_bwd(lm, dh0, (const char *)dlog + (size_t)c0 * lm->es, ldh, h0, rows);
@@ -609,11 +605,11 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
             hc = lm->tail_h;
         }
         logits_fwd(lm, lm->logits, ldt, hc, w->out_w[c], w->out_b[c], m, dc, vc);
-        tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, lm->dlog_c, rt->target[c],
+        tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, rt->target[c],
                 rt->weight[c], m, vc, ldt, 0.f, scale, grads);
         scored += m;
         if (!grads) continue;
-        const void *dlog = product_dlogits(lm);
+        const void *dlog = lm->logits;
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
         logits_bwd(lm, dhc, 0.f, dlog, ldt, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc, vc);
         if (l->proj)

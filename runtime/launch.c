@@ -291,9 +291,9 @@ void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const 
     tt_gpu_launch(k, (dim3){1, 1, 1}, args, st);
 }
 
-void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
-             void *gbf16, const int32_t *targets, const float *weight, int rows, int v, int ld,
-             float eps, float scale, bool grad)
+void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,
+             const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
+             float scale, bool grad)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent");
     /* rows longer than the head's (the tails) go to xent_long (fewer registers, more blocks) */
@@ -301,7 +301,7 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
     TT_ASSERT(v > 0 && ld >= v);
     if (rows == 0) return;
     int g = grad;
-    void *args[] = {&loss, &nll, &logits, &gbf16, &targets, &weight, &v, &ld, &eps, &scale, &g};
+    void *args[] = {&loss, &nll, &logits, &targets, &weight, &v, &ld, &eps, &scale, &g};
     tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
 }
 

@@ -107,14 +107,14 @@ void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float
 void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
                  const float *theta, int h, int r);
 
-/* Cross-entropy of fp32 logits [rows, v], rows ld >= v apart, against targets with label
- * smoothing eps (templates/xent.cu): loss, nll [rows], each times its row's weight (weight NULL:
- * all 1). With grad, d(scale * sum weight * loss)/d logits overwrites logits, or goes rounded to
- * bf16 into gbf16 (the same layout; NULL: in place), columns past v untouched. A target outside
- * [0, v) gives a NaN loss. */
-void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, float *logits,
-             void *gbf16, const int32_t *targets, const float *weight, int rows, int v, int ld,
-             float eps, float scale, bool grad);
+/* Cross-entropy of logits [rows, v] of the storage type (bf16 on the bf16 path, as the products
+ * write them; fp32 arithmetic), rows ld >= v apart, against targets with label smoothing eps
+ * (templates/xent.cu): loss, nll [rows] (fp32), each times its row's weight (weight NULL: all
+ * 1). With grad, d(scale * sum weight * loss)/d logits overwrites the logits, rounded to the
+ * storage type, columns past v untouched. A target outside [0, v) gives a NaN loss. */
+void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,
+             const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
+             float scale, bool grad);
 /* Transformer-XL's attention probabilities (templates/txl_softmax.cu) for rows = batch x heads x
  * n queries of m + n keys each: prob and pdrop (after dropatt) [rows, m+n] of the storage type
  * from AC and the unshifted BD (fp32, [rows, m+n]); and the backward from dpdrop (fp32) into dac

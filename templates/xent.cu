@@ -1,12 +1,12 @@
-// Softmax cross-entropy over full rows of fp32 logits [rows, v] (v up to the whole vocabulary),
-// with label smoothing eps and a weight per row, as cpu_cross_entropy defines it:
+// Softmax cross-entropy over full rows of logits [rows, v] of the storage type TT_T (v up to the
+// whole vocabulary), in fp32 arithmetic, with label smoothing eps and a weight per row, as
+// cpu_cross_entropy defines it:
 //   nll_r  = lse - x[target]                       lse = log sum_i exp(x_i)
 //   loss_r = (1 - eps) * nll_r + eps * (lse - mean_i x_i)
 // loss[r] and nll[r] are written multiplied by the row's weight (a plain sum is then the weighted
-// total); with grad, the row is overwritten by its gradient
-//   dlogits = scale * weight * (softmax - (1 - eps) * onehot(target) - eps / v),
-// or, with gbf16, the gradient rounded to bf16 goes there instead (the bf16 products read it: no
-// fp32 copy written, no separate cast) and the logits are left as they are.
+// total); with grad, the row is overwritten by its gradient (rounded to TT_T: what the products
+// read next)
+//   dlogits = scale * weight * (softmax - (1 - eps) * onehot(target) - eps / v).
 // A row of weight 0 (outside an evaluation window) is not read: 0 loss, and a zero gradient. A
 // target outside [0, v) gives a NaN loss.
 // xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
@@ -34,36 +34,37 @@ __device__ __forceinline__ void tt_lse_add(float &m, float &s, float m2, float s
 
 #ifdef TT_OP_XENT
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__ logits,
-          tt_bf16 *__restrict__ gbf16, const int *__restrict__ targets,
-          const float *__restrict__ weight, int v, int ld, float eps, float scale, int grad)
+TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ logits,
+          const int *__restrict__ targets, const float *__restrict__ weight, int v, int ld,
+          float eps, float scale, int grad)
 {
     __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
     const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    float *x = logits + (size_t)row * ld; // rows ld >= v apart (a stride the products can align)
-    tt_bf16 *xb = gbf16 ? gbf16 + (size_t)row * ld : nullptr;
+    TT_T *x = logits + (size_t)row * ld; // rows ld >= v apart (a stride the products can align)
     const float w = weight ? weight[row] : 1.f;
     const int t = targets[row];
     if (w == 0.f) {
         if (threadIdx.x == 0) loss[row] = nll[row] = 0.f;
         if (grad)
-            for (int i = threadIdx.x; i < v; i += TT_THREADS) {
-                if (xb) xb[i] = tt_store_as<tt_bf16>(0.f);
-                else x[i] = 0.f;
-            }
+            for (int i = threadIdx.x; i < v; i += TT_THREADS) x[i] = tt_store_as<TT_T>(0.f);
         return;
     }
-    // 16-byte accesses when every row starts 16-byte aligned (a slice of a buffer may not): the
-    // row's first v / 4 * 4 logits as float4, the last v % 4 by threads 0 .. v % 4 - 1
-    const bool vec4 = ld % 4 == 0 && ((unsigned long long)logits & 15) == 0;
+    // Vector accesses of 4 logits (16 bytes of fp32, 8 of bf16) when every row starts aligned to
+    // them (a slice of a buffer may not): the row's first v / 4 * 4 logits so, the last v % 4 by
+    // threads 0 .. v % 4 - 1
+    const bool vec4 = ld % 4 == 0 && ((unsigned long long)logits % (4 * sizeof(TT_T))) == 0;
     const int n4 = v / 4, rest = threadIdx.x < v % 4 ? n4 * 4 + threadIdx.x : -1;
-    const float xt = (t >= 0 && t < v) ? x[t] : __int_as_float(0x7fffffff);
+    const float xt = (t >= 0 && t < v) ? tt_float(x[t]) : __int_as_float(0x7fffffff);
+    auto load4 = [&](const int i) { // logits 4i .. 4i + 3
+        float q[4];
+        tt_load<4>(q, x + 4 * (size_t)i);
+        return make_float4(q[0], q[1], q[2], q[3]);
+    };
 
     // Pass 1: each thread's running (max, sum of exp) and plain sum, then the block's.
     float m = TT_NEG_INF, s = 0.f, sum = 0.f;
     float4 keep[TT_CACHE]; // the thread's first TT_CACHE vectors, for pass 2
     if (vec4) {
-        const float4 *x4 = reinterpret_cast<const float4 *>(x);
         auto add = [&](const float4 q) {
             const float mq = fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
             const float mx = fmaxf(m, mq);
@@ -74,22 +75,22 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
 #pragma unroll
         for (int c = 0; c < TT_CACHE; c++) { // all loads first: in flight together
             const int i = threadIdx.x + c * TT_THREADS;
-            if (i < n4) keep[c] = x4[i];
+            if (i < n4) keep[c] = load4(i);
         }
 #pragma unroll
         for (int c = 0; c < TT_CACHE; c++)
             if (threadIdx.x + c * TT_THREADS < n4) add(keep[c]);
 #pragma unroll 2
-        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) add(x4[i]);
+        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) add(load4(i));
         if (rest >= 0) {
-            const float xi = x[rest], mx = fmaxf(m, xi);
+            const float xi = tt_float(x[rest]), mx = fmaxf(m, xi);
             s = s * tt_fexp(m - mx) + tt_fexp(xi - mx);
             m = mx;
             sum += xi;
         }
     } else {
         for (int i = threadIdx.x; i < v; i += TT_THREADS) {
-            const float xi = x[i];
+            const float xi = tt_float(x[i]);
             const float mx = fmaxf(m, xi);
             s = s * tt_fexp(m - mx) + tt_fexp(xi - mx);
             m = mx;
@@ -123,7 +124,6 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
     // Pass 2: the gradient, over the logits it replaces (x[t] was read above, before any write).
     const float c = scale * w, smooth = eps / v;
     if (vec4) {
-        float4 *x4 = reinterpret_cast<float4 *>(x);
         auto grad4 = [&](const int i, float4 q) {
             q.x = c * (tt_fexp(q.x - lse) - smooth);
             q.y = c * (tt_fexp(q.y - lse) - smooth);
@@ -136,31 +136,25 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, float *__restrict__
                 if (t % 4 == 2) q.z -= d;
                 if (t % 4 == 3) q.w -= d;
             }
-            if (xb) {
-                const float qs[4] = {q.x, q.y, q.z, q.w};
-                tt_store<4>(xb + 4 * (size_t)i, qs);
-            } else {
-                x4[i] = q;
-            }
+            const float qs[4] = {q.x, q.y, q.z, q.w};
+            tt_store<4>(x + 4 * (size_t)i, qs);
         };
 #pragma unroll
         for (int cc = 0; cc < TT_CACHE; cc++) { // from registers
             const int i = threadIdx.x + cc * TT_THREADS;
             if (i < n4) grad4(i, keep[cc]);
         }
-        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) grad4(i, x4[i]);
+        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) grad4(i, load4(i));
         if (rest >= 0) {
-            float d = c * (tt_fexp(x[rest] - lse) - smooth);
+            float d = c * (tt_fexp(tt_float(x[rest]) - lse) - smooth);
             if (rest == t) d -= c * (1.f - eps);
-            if (xb) xb[rest] = tt_store_as<tt_bf16>(d);
-            else x[rest] = d;
+            x[rest] = tt_store_as<TT_T>(d);
         }
     } else {
         for (int i = threadIdx.x; i < v; i += TT_THREADS) {
-            float d = c * (tt_fexp(x[i] - lse) - smooth);
+            float d = c * (tt_fexp(tt_float(x[i]) - lse) - smooth);
             if (i == t) d -= c * (1.f - eps);
-            if (xb) xb[i] = tt_store_as<tt_bf16>(d);
-            else x[i] = d;
+            x[i] = tt_store_as<TT_T>(d);
         }
     }
 }

@@ -853,37 +853,41 @@ static void test_core(void **state)
     }
 }
 
-/* Cross-entropy over rows of 10000 (16-byte path), 30001 and 517 logits, and of 30003 and 20003
- * logits in rows 30008 and 20008 apart (as the adaptive head's: the 16-byte path with a
- * remainder, the padding NaN: reading it fails), with and without label smoothing, rows of weight 0, 0.5 and 1:
- * cpu_cross_entropy row by row, scaled by the weight as cpu_model.c's output layer does. Without
- * grad the logits must stay as they were. */
+/* Cross-entropy over rows of 10000 (vector path), 30001 and 517 logits, and of 30003 and 20003
+ * logits in rows 30008 and 20008 apart (as the adaptive head's: the vector path with a
+ * remainder, the padding NaN: reading it fails), with and without label smoothing, rows of weight
+ * 0, 0.5 and 1, in the fp32 instance and in the bf16 one (logits and their gradient in bf16, as
+ * the bf16 path's products write and read them). The logits are bf16 values, so both instances
+ * read the same numbers: the fp32 one against cpu_cross_entropy row by row, scaled by the weight
+ * as cpu_model.c's output layer does; the bf16 one's loss the same, and its gradient the fp32
+ * instance's rounded, bit for bit. Without grad the logits must stay as they were. */
 static void test_xent(void **state)
 {
     (void)state;
     static const int vocabs[] = {10000, 30001, 517, 30003, 20003},
                      lds[] = {10000, 30001, 517, 30008, 20008};
     static const float epss[] = {0.f, 0.1f, 0.1f, 0.1f, 0.f};
-    /* a vocabulary of 20003: rows up to it take xent (7 float4 a thread kept: all of 10000 and
-     * 517, part of 20003), longer ones xent_long */
-    tt_spec s;
-    tt_gpu_program p;
-    char text[256], err[4096];
-    snprintf(text, sizeof text, "model: {kind: tensorized, vocab: 20003, d_model: 32, layers: 1, "
-             "rank: 8, cores: 2, seq_len: 16, d_inner: 32}\ntrain: {batch: 4}\n");
-    if (tt_spec_parse(text, strlen(text), "test", ".", &s, err, sizeof err) != 0) fail_msg("%s", err);
-    if (tt_gpu_program_load(&p, &s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
-    assert_int_equal(tt_kernel_const(tt_gpu_kernel_of(&p, "xent")->k, "HEAD", -1), 20003);
+    /* a vocabulary of 20003: rows up to it take xent (7 groups of 4 a thread kept: all of 10000
+     * and 517, part of 20003), longer ones xent_long */
+    tt_spec s[2];
+    tt_gpu_program p[2];
+    for (int bf = 0; bf < 2; bf++) {
+        char text[256], err[4096];
+        snprintf(text, sizeof text, "model: {kind: tensorized, vocab: 20003, d_model: 32, layers: 1, "
+                 "rank: 8, cores: 2, seq_len: 16, d_inner: 32}\ntrain: {batch: 4, precision: %s}\n",
+                 bf ? "bf16" : "fp32");
+        if (tt_spec_parse(text, strlen(text), "test", ".", &s[bf], err, sizeof err) != 0) fail_msg("%s", err);
+        if (tt_gpu_program_load(&p[bf], &s[bf], &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_int_equal(tt_kernel_const(tt_gpu_kernel_of(&p[bf], "xent")->k, "HEAD", -1), 20003);
+    }
     for (size_t vi = 0; vi < sizeof vocabs / sizeof *vocabs; vi++) {
         const int v = vocabs[vi], ld = lds[vi], rows = 37;
         const float eps = epss[vi];
-        char name[48];
-        snprintf(name, sizeof name, "xent V=%d ld=%d e=%.1f", v, ld, eps);
-        const config cc = {name, 0, 0, 0, 0, 0, 0, 0}, *c = &cc;
         const size_t nl = (size_t)rows * v, np = (size_t)rows * ld;
         float *logits = tt_xmalloc(nl * 4), *weight = tt_xmalloc(rows * 4);
         int32_t *tgt = tt_xmalloc((size_t)rows * sizeof *tgt);
         randn(logits, nl, 2.f);
+        round_storage(logits, nl, 1);
         float *pitched = tt_xmalloc(np * 4); /* rows ld apart, NaN between */
         for (size_t e = 0; e < np; e++) pitched[e] = NAN;
         for (int r = 0; r < rows; r++) memcpy(pitched + (size_t)r * ld, logits + (size_t)r * v, (size_t)v * 4);
@@ -911,53 +915,58 @@ static void test_xent(void **state)
             loss_sum += weight[r] * l;
             nll_sum += weight[r] * n1;
         }
-        /* GPU: the loss only, then with the gradient */
-        float *d_logits = upload(pitched, np, 0), *d_w = upload(weight, rows, 0);
-        int32_t *d_t = upload_bytes(tgt, (size_t)rows * sizeof *tgt);
-        float *d_loss = poisoned(rows, 4), *d_nll = poisoned(rows, 4);
-        double *d_sums = poisoned(2, 8);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, ld, eps, scale, false);
-        float *g_same = download(d_logits, np, 0);
-        if (memcmp(g_same, pitched, np * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
-        TT_CUDA(cudaMemset(d_loss, 0xff, rows * 4));
-        TT_CUDA(cudaMemset(d_nll, 0xff, rows * 4));
-        /* first the bf16 gradient (the logits stay), then in place */
-        void *d_gb = poisoned(np, 2);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, d_gb, d_t, d_w, rows, v, ld, eps, scale, true);
-        float *g_gbp = download(d_gb, np, 1), *g_kept = download(d_logits, np, 0);
-        if (memcmp(g_kept, pitched, np * 4) != 0) fail_msg("xent %s: logits changed with a bf16 gradient", name);
-        tt_xent(&p, gpu.stream, d_loss, d_nll, d_logits, NULL, d_t, d_w, rows, v, ld, eps, scale, true);
-        tt_xent_sum(&p, gpu.stream, d_sums, d_loss, d_nll, rows);
-        float *g_dlp = download(d_logits, np, 0), *g_loss = download(d_loss, rows, 0),
-              *g_nll = download(d_nll, rows, 0);
-        /* the rows' v values; the padding must have stayed NaN (never written) */
-        float *g_dl = tt_xmalloc(nl * 4), *g_gb = tt_xmalloc(nl * 4);
-        for (int r = 0; r < rows; r++) {
-            memcpy(g_dl + (size_t)r * v, g_dlp + (size_t)r * ld, (size_t)v * 4);
-            memcpy(g_gb + (size_t)r * v, g_gbp + (size_t)r * ld, (size_t)v * 4);
-            for (int i = v; i < ld; i++)
-                if (!isnan(g_dlp[(size_t)r * ld + i]))
-                    fail_msg("xent %s: row %d's padding written", name, r);
+        float *g_dl = tt_xmalloc(nl * 4), *g32 = tt_xmalloc(nl * 4); /* the fp32 instance's */
+        for (int bf = 0; bf < 2; bf++) {
+            char name[48];
+            snprintf(name, sizeof name, "xent V=%d ld=%d e=%.1f", v, ld, eps);
+            const config cc = {name, 0, 0, 0, 0, 0, 0, bf}, *c = &cc;
+            /* GPU: the loss only, then with the gradient in place */
+            void *d_logits = upload(pitched, np, bf);
+            float *d_w = upload(weight, rows, 0);
+            int32_t *d_t = upload_bytes(tgt, (size_t)rows * sizeof *tgt);
+            float *d_loss = poisoned(rows, 4), *d_nll = poisoned(rows, 4);
+            double *d_sums = poisoned(2, 8);
+            tt_xent(&p[bf], gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, ld, eps, scale, false);
+            float *g_same = download(d_logits, np, bf);
+            if (memcmp(g_same, pitched, np * 4) != 0) fail_msg("xent %s: logits changed without grad", name);
+            TT_CUDA(cudaMemset(d_loss, 0xff, rows * 4));
+            TT_CUDA(cudaMemset(d_nll, 0xff, rows * 4));
+            tt_xent(&p[bf], gpu.stream, d_loss, d_nll, d_logits, d_t, d_w, rows, v, ld, eps, scale, true);
+            tt_xent_sum(&p[bf], gpu.stream, d_sums, d_loss, d_nll, rows);
+            float *g_dlp = download(d_logits, np, bf), *g_loss = download(d_loss, rows, 0),
+                  *g_nll = download(d_nll, rows, 0);
+            /* the rows' v values; the padding must have stayed NaN (never written) */
+            for (int r = 0; r < rows; r++) {
+                memcpy(g_dl + (size_t)r * v, g_dlp + (size_t)r * ld, (size_t)v * 4);
+                for (int i = v; i < ld; i++)
+                    if (!isnan(g_dlp[(size_t)r * ld + i]))
+                        fail_msg("xent %s: row %d's padding written", name, r);
+            }
+            double sums[2];
+            TT_CUDA(cudaMemcpy(sums, d_sums, sizeof sums, cudaMemcpyDeviceToHost));
+            compare("xent loss", c, g_loss, loss, rows, 1e-5);
+            compare("  nll", c, g_nll, nll, rows, 1e-5);
+            if (!bf) {
+                compare("  dlogits", c, g_dl, dl, nl, 1e-5);
+                memcpy(g32, g_dl, nl * 4);
+            } else { /* the fp32 instance's gradient rounded: bit for bit */
+                round_storage(g32, nl, 1);
+                compare("  dlogits", c, g_dl, g32, nl, 0.0);
+            }
+            const float got[2] = {(float)sums[0], (float)sums[1]};
+            const float want[2] = {(float)loss_sum, (float)nll_sum};
+            compare("  sums", c, got, want, 2, 1e-6);
+            cudaFree(d_logits), cudaFree(d_w), cudaFree(d_t), cudaFree(d_loss), cudaFree(d_nll);
+            cudaFree(d_sums);
+            free(g_dlp), free(g_loss), free(g_nll), free(g_same);
         }
-        double sums[2];
-        TT_CUDA(cudaMemcpy(sums, d_sums, sizeof sums, cudaMemcpyDeviceToHost));
-        compare("xent loss", c, g_loss, loss, rows, 1e-5);
-        compare("  nll", c, g_nll, nll, rows, 1e-5);
-        compare("  dlogits", c, g_dl, dl, nl, 1e-5);
-        /* the bf16 gradient is the fp32 one rounded: bit for bit */
-        round_storage(g_dl, nl, 1);
-        compare("  dlogits bf16", c, g_gb, g_dl, nl, 0.0);
-        const float got[2] = {(float)sums[0], (float)sums[1]};
-        const float want[2] = {(float)loss_sum, (float)nll_sum};
-        compare("  sums", c, got, want, 2, 1e-6);
-        cudaFree(d_logits), cudaFree(d_w), cudaFree(d_t), cudaFree(d_loss), cudaFree(d_nll);
-        cudaFree(d_sums), cudaFree(d_gb);
-        free(g_gb), free(g_gbp), free(g_kept), free(pitched), free(g_dlp);
-        free(logits), free(weight), free(tgt), free(dl), free(loss), free(nll), free(g_same);
-        free(g_dl), free(g_loss), free(g_nll);
+        free(pitched), free(logits), free(weight), free(tgt), free(dl), free(loss), free(nll);
+        free(g_dl), free(g32);
     }
-    tt_gpu_program_free(&p);
-    tt_spec_free(&s);
+    for (int bf = 0; bf < 2; bf++) {
+        tt_gpu_program_free(&p[bf]);
+        tt_spec_free(&s[bf]);
+    }
 }
 
 /* Transformer-XL's fused relative shift, mask, softmax and dropatt (templates/txl_softmax.cu)
@@ -1212,8 +1221,8 @@ static void test_gemm(void **state)
 
             /* Each operand's rows wider apart than the operand, its padding NaN (reading it
              * fails) and the outputs' checked still NaN after: as the FFN's activations and its
-             * W2 copy are kept, and the logits, into fp32 with the fp32 bias (the bf16 path's
-             * logits). The cached cuBLASLt plans serve a second round of the same products. */
+             * W2 copy are kept, and the logits (and into fp32 with the fp32 bias, as the logits
+             * were kept before they were bf16 on the bf16 path). The cached cuBLASLt plans serve a second round of the same products. */
             const int ldi = (int)tt_row_pitch(in + 1), ldo = (int)tt_row_pitch(out + 1);
             const size_t es = bf ? 2 : 4;
             void *p_x = upload_pitched(x, rows, in, ldi, bf), *p_w = upload_pitched(w, out, in, ldi, bf);
