@@ -332,10 +332,19 @@ void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void
               y_f32 ? CUDA_R_32F : g->act, out, rows, ldy, 0.f, CUBLASLT_EPILOGUE_BIAS, (void *)b);
 }
 
-void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, int ldy,
-                        const void *x, int ldx, const void *ones, int rows, int in, int out)
+/* dw^T [in, out] = x^T [in, rows] (dy^T [out, rows], transposed) + beta dw^T */
+static void bwd_w(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
+                  int rows, int in, int out, float beta)
 {
-    tt_gemm_bwd_w_ld(g, dw, dy, ldy, x, ldx, rows, in, out);
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F, in,
+              out, in, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+}
+
+void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float beta, float *db, const void *dy,
+                        int ldy, const void *x, int ldx, const void *ones, int rows, int in,
+                        int out)
+{
+    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
     /* db [out, 1] = dy^T [out, rows] ones [rows, 1] (dy stored [rows, out]: [out, rows] here) */
     lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, dy, out, rows, ldy, ones, rows, 1, rows, db, CUDA_R_32F,
               out, 1, out, 0.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
@@ -360,9 +369,7 @@ void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int l
 void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
                       int rows, int in, int out)
 {
-    /* dw^T [in, out] += x^T [in, rows] (dy^T [out, rows], transposed) */
-    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F, in,
-              out, in, 1.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, 1.f);
 }
 
 void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,

@@ -54,13 +54,14 @@ int tt_gemm_tune(tt_gemm *g, int *timed);
  * y and b are fp32; else both of the activation type (the logits, with the bias's copy). */
 void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                       const void *w, int ldw, const void *b, int rows, int in, int out);
-/* dw[out, in] += dy[rows, out]^T x[rows, in] and db[out] = sum over rows of dy (written, not
- * added): dw (packed) and db fp32; ones: rows ones of the activation type. Two products, not
+/* dw[out, in] = dy[rows, out]^T x[rows, in] + beta dw and db[out] = sum over rows of dy (written,
+ * not added): dw (packed) and db fp32; ones: rows ones of the activation type. Two products, not
  * cuBLASLt's BGRADB epilogue: measured on an H200 (wt103, bf16), BGRADB with an fp32 dw ran as
  * magma_sgemmEx_kernel (298 us against 20 us for the plain product), and for the logits as a
  * separate pass (94 us) slower than the product with ones (66 us). */
-void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float *db, const void *dy, int ldy,
-                        const void *x, int ldx, const void *ones, int rows, int in, int out);
+void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float beta, float *db, const void *dy,
+                        int ldy, const void *x, int ldx, const void *ones, int rows, int in,
+                        int out);
 
 /* y[rows, out] = x[rows, in] w[out, in]^T + beta y  (w of the activation type: the bf16 copy on
  * bf16); y is fp32 when y_f32 (logits), else of the activation type. */

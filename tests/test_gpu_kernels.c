@@ -1211,7 +1211,7 @@ static void test_gemm(void **state)
             float *d_db = poisoned((size_t)out, 4);
             TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
             tt_gemm_fwd_bias(&gm, d_y, false, out, d_x, in, d_w, in, d_b, rows, in, out);
-            tt_gemm_bwd_w_bias(&gm, d_dw, d_db, d_dy, out, d_x, in, d_ones, rows, in, out);
+            tt_gemm_bwd_w_bias(&gm, d_dw, 1.f, d_db, d_dy, out, d_x, in, d_ones, rows, in, out);
             float *gyb = download(d_y, ny, bf), *gdwb = download(d_dw, nw, 0);
             float *gdb = download(d_db, (size_t)out, 0);
             compare("  lt y + b", &c, gyb, yb, ny, precs[pi].tol);
@@ -1222,7 +1222,11 @@ static void test_gemm(void **state)
             /* Each operand's rows wider apart than the operand, its padding NaN (reading it
              * fails) and the outputs' checked still NaN after: as the FFN's activations and its
              * W2 copy are kept, and the logits (and into fp32 with the fp32 bias, as the logits
-             * were kept before they were bf16 on the bf16 path). The cached cuBLASLt plans serve a second round of the same products. */
+             * were kept before they were bf16 on the bf16 path). The cached cuBLASLt plans serve a
+             * second round of the same products, whose dw is written, not added (beta 0: the
+             * output layer's, over NaN here: it must not be read). */
+            float *dwz = tt_xcalloc(nw, 4);
+            cpu_linear_bwd(NULL, dwz, NULL, dy, x, w, rows, in, out);
             const int ldi = (int)tt_row_pitch(in + 1), ldo = (int)tt_row_pitch(out + 1);
             const size_t es = bf ? 2 : 4;
             void *p_x = upload_pitched(x, rows, in, ldi, bf), *p_w = upload_pitched(w, out, in, ldi, bf);
@@ -1232,13 +1236,16 @@ static void test_gemm(void **state)
             float *d_bf = upload(bias, (size_t)out, 0);
             for (int round = 0; round < 2; round++) {
                 TT_CUDA(cudaMemset(d_db, 0xff, (size_t)out * 4));
-                TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
+                if (round) TT_CUDA(cudaMemset(d_dw, 0xff, nw * 4));
+                else TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
                 tt_gemm_fwd_bias(&gm, p_yf, true, ldo, p_x, ldi, p_w, ldi, d_bf, rows, in, out);
-                tt_gemm_bwd_w_bias(&gm, d_dw, d_db, p_dy, ldo, p_x, ldi, d_ones, rows, in, out);
+                tt_gemm_bwd_w_bias(&gm, d_dw, round ? 0.f : 1.f, d_db, p_dy, ldo, p_x, ldi, d_ones,
+                                   rows, in, out);
                 float *g1 = download_pitched(p_yf, rows, out, ldo, 0, "lt y + b, ld");
                 float *g2 = download(d_dw, nw, 0), *g3 = download(d_db, (size_t)out, 0);
                 compare(round ? "  again" : "  lt ld y + b", &c, g1, yb, ny, precs[pi].tol);
-                compare("  lt ld dw", &c, g2, dw, nw, bf ? 1e-5 : precs[pi].tol);
+                compare(round ? "  lt ld dw = " : "  lt ld dw", &c, g2, round ? dwz : dw, nw,
+                        bf ? 1e-5 : precs[pi].tol);
                 compare("  lt ld db", &c, g3, db, (size_t)out, bf ? 1e-5 : precs[pi].tol);
                 free(g1), free(g2), free(g3);
             }
@@ -1255,6 +1262,7 @@ static void test_gemm(void **state)
             free(g1), free(g2), free(g3);
             cudaFree(p_x), cudaFree(p_w), cudaFree(p_dy), cudaFree(p_y), cudaFree(p_dx);
             cudaFree(p_yf), cudaFree(d_bf);
+            free(dwz);
             tt_gemm_set_workspace(&gm, NULL, 0);
             cudaFree(ws), cudaFree(d_b), cudaFree(d_db), cudaFree(d_ones);
             free(bias), free(db), free(yb);
