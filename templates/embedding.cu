@@ -156,11 +156,12 @@ __device__ __forceinline__ void tt_bitonic_pass(unsigned long long *a, int first
 
 // keys[0..TT_P) = the pairs (tokens[r] << 32 | r) in ascending order, then all-ones padding.
 // One block: passes of stride >= TT_CHUNK go through keys in global memory (a barrier makes a
-// block's global writes visible to the block), the rest through shared memory a chunk at a time.
+// block's global writes visible to the block), the rest through shared memory a chunk at a time
+// (TT_CHUNK keys of dynamic shared memory: all of them up to 8192, 64 KiB).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 {
-    __shared__ unsigned long long chunk[TT_CHUNK];
+    extern __shared__ unsigned long long chunk[];
     // Stages k <= TT_CHUNK stay within a chunk: sort each one, and fill keys on the way.
     for (int first = 0; first < TT_P; first += TT_CHUNK) {
         for (int i = threadIdx.x; i < TT_CHUNK; i += TT_THREADS) {

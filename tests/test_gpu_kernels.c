@@ -411,11 +411,13 @@ static void cpu_dropout(float *y, uint8_t *mask, const float *x, long n, tt_drop
 static void test_embedding(void **state)
 {
     (void)state;
-    /* and wt103's own batch: 4800 rows, so the sort goes through global memory too */
-    static const config big = {"wt103-b60", 256, 80, 40, 60, 1, 0, 1};
+    /* and wt103's own batch (4800 rows: the sort in shared memory alone), and 10240 rows, for
+     * which the sort goes through global memory too */
+    static const config big[] = {{"wt103-b60", 256, 80, 40, 60, 1, 0, 1},
+                                 {"b128-n80", 64, 80, 8, 128, 1, 0, 0}};
     const size_t nc = sizeof configs / sizeof *configs;
-    for (size_t ci = 0; ci <= nc; ci++) {
-        const config *c = ci < nc ? &configs[ci] : &big;
+    for (size_t ci = 0; ci < nc + 2; ci++) {
+        const config *c = ci < nc ? &configs[ci] : &big[ci - nc];
         if (skip_config(c)) continue;
         tt_spec s;
         tt_gpu_program p;
