@@ -164,6 +164,21 @@ int tt_mkdir_p(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+long tt_env_long(const char *name, long lo, long hi, long fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return fallback;
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "%s=%s: not an integer from %ld to %ld; using %ld\n", name, s, lo, hi,
+                fallback);
+        return fallback;
+    }
+    return v;
+}
+
 double tt_now_seconds(void)
 {
     struct timespec ts;

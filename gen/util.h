@@ -36,6 +36,11 @@ int tt_mkdir_p(const char *path, char *err, size_t errlen);
 
 double tt_now_seconds(void);
 
+/* The integer in environment variable name: fallback when it is unset or empty; when it is not
+ * an integer from lo to hi, one line on stderr says so and fallback is used (a knob for tests
+ * and benchmarks, never worth stopping a run for). */
+long tt_env_long(const char *name, long lo, long hi, long fallback);
+
 /* What write(arg, f) prints, as a malloc'd string: stages that are written to a FILE (a spec,
  * a plan, a report) also become text for a file, a checkpoint's metadata or a comparison. */
 char *tt_capture(void (*write)(const void *arg, FILE *f), const void *arg);

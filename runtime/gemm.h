@@ -35,8 +35,9 @@ void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
 /* Times cuBLASLt's candidate algorithms (up to TT_GEMM_TUNE of the heuristic's, default 8) for
  * each product made since the last call, on the operands of the call that made it, and keeps the
  * fastest (for the product's key, once per tt_gemm and workspace: a plan made again later for a
- * key timed before takes that algorithm without timing); returns how many algorithms changed and sets *timed to the products timed. Runs on
- * g's stream and waits for it (nothing if the stream is being captured). The caller's promise:
+ * key timed before takes that algorithm without timing); returns how many algorithms changed and
+ * sets *timed to the products timed. Runs on g's stream and waits for it (nothing when there is
+ * nothing new to time, or the stream is being captured). The caller's promise:
  * every product's output (and C, for beta != 0) holds nothing that is still needed, as between
  * two training steps, whose products rewrite their outputs and the gradients they add to are
  * zeroed first. TT_GEMM_LOG=1 prints each product's times on stderr. Which algorithm wins
@@ -50,8 +51,9 @@ int tt_gemm_tune(tt_gemm *g, int *timed);
  * shortlist's and its clusters' columns side by side, and the FFN's activations and its W2 copy
  * have rows padded to whole 16-byte groups (tt_row_pitch). */
 
-/* y[rows, out] = x[rows, in] w[out, in]^T + 1 b^T, the bias added in cuBLASLt's epilogue. y_f32:
- * y and b are fp32; else both of the activation type (the logits, with the bias's copy). */
+/* y[rows, out] = x[rows, in] w[out, in]^T + 1 b^T, the bias added in cuBLASLt's epilogue (an out
+ * not a multiple of 8 in two products: the aligned bulk, then the rest). y_f32: y and b are fp32;
+ * else both of the activation type (the logits, with the bias's copy). */
 void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                       const void *w, int ldw, const void *b, int rows, int in, int out);
 /* dw[out, in] = dy[rows, out]^T x[rows, in] + beta dw and db[out] = sum over rows of dy (written,

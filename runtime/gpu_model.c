@@ -292,10 +292,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     carve(lm, &b);
     TT_CUBLAS(cublasSetWorkspace(gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
     tt_gemm_set_workspace(&lm->gemm, lm->blas_ws, TT_BLAS_WORKSPACE);
-    const char *graphs = getenv("TT_CUDA_GRAPH"), *max_graphs = getenv("TT_CUDA_GRAPHS");
+    const char *graphs = getenv("TT_CUDA_GRAPH");
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
-    lm->max_graphs = max_graphs ? atoi(max_graphs) : TT_MAX_GRAPHS;
-    if (lm->max_graphs < 1 || lm->max_graphs > TT_MAX_GRAPHS) lm->max_graphs = TT_MAX_GRAPHS;
+    lm->max_graphs = (int)tt_env_long("TT_CUDA_GRAPHS", 1, TT_MAX_GRAPHS, TT_MAX_GRAPHS);
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
     /* the padding of W2's columns and W1's rows: zero once; refresh_ffn writes the others. And
@@ -325,11 +324,20 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     return 0;
 }
 
+/* Every captured step destroyed (its slot free for the next capture). */
+static void drop_graphs(tt_gpu_lm *lm)
+{
+    for (int i = 0; i < TT_MAX_GRAPHS; i++)
+        if (lm->graph[i].exec) {
+            TT_CUDA(cudaGraphExecDestroy(lm->graph[i].exec));
+            lm->graph[i].exec = NULL;
+        }
+}
+
 void tt_gpu_lm_close(tt_gpu_lm *lm)
 {
     if (!lm) return;
-    for (int i = 0; i < TT_MAX_GRAPHS; i++)
-        if (lm->graph[i].exec) cudaGraphExecDestroy(lm->graph[i].exec);
+    drop_graphs(lm);
     if (lm->arena) {
         TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, NULL, 0)); /* ours goes with the arena */
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
@@ -512,17 +520,7 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
 static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, const float *w,
                        const float *b, int rows, int in, int out)
 {
-    /* A width that is not a whole number of 16-byte groups (wt103's last tail: 67,735 words)
-     * leaves cuBLAS kernels for 2-byte aligned rows, several times slower (121 us for 192 rows
-     * on an H200): the first out / 8 * 8 columns in one product, the rest in another. */
-    const int bulk = out / 8 * 8;
-    if (bulk == 0 || bulk == out) {
-        tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, in, wcp(lm, w), in, wcp(lm, b), rows, in, out);
-        return;
-    }
-    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, in, wcp(lm, w), in, wcp(lm, b), rows, in, bulk);
-    tt_gemm_fwd_bias(&lm->gemm, (char *)y + (size_t)bulk * lm->es, false, ld, x, in,
-                     wcp(lm, w + (size_t)bulk * in), in, wcp(lm, b + bulk), rows, in, out - bulk);
+    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, in, wcp(lm, w), in, wcp(lm, b), rows, in, out);
 }
 
 /* Its backward from dy (the storage type, ld apart): dw and db written, not added (the output
@@ -597,11 +595,13 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
     tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
             cols, ldh, o->label_smoothing, scale, grads);
-    if (grads) {
-        const void *dlog = lm->logits;
+    if (grads) { /* tt_xent left dlogits over the logits */
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
-        logits_bwd(lm, dh0, 0.f, dlog, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows, d, c0);
-        if (nc) cluster_logits_bwd(lm, dh0, (const char *)dlog + (size_t)c0 * lm->es, ldh, h0, rows);
+        logits_bwd(lm, dh0, 0.f, lm->logits, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows,
+                   d, c0);
+        if (nc)
+            cluster_logits_bwd(lm, dh0, (const char *)lm->logits + (size_t)c0 * lm->es, ldh, h0,
+                               rows);
         if (l->proj) proj_bwd(lm, lm->dx, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
     }
     int scored = rows; /* per-row losses so far: the head's, then each tail's list */
@@ -620,9 +620,9 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
                 rt->weight[c], m, vc, ldt, 0.f, scale, grads);
         scored += m;
         if (!grads) continue;
-        const void *dlog = lm->logits;
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
-        logits_bwd(lm, dhc, 0.f, dlog, ldt, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc, vc);
+        logits_bwd(lm, dhc, 0.f, lm->logits, ldt, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc,
+                   vc);
         if (l->proj)
             proj_bwd(lm, lm->tail_dx, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m, dc);
         tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d);
@@ -764,12 +764,7 @@ static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
 static void tune_products(tt_gpu_lm *lm)
 {
     int timed;
-    if (tt_gemm_tune(&lm->gemm, &timed) > 0)
-        for (int i = 0; i < TT_MAX_GRAPHS; i++)
-            if (lm->graph[i].exec) {
-                TT_CUDA(cudaGraphExecDestroy(lm->graph[i].exec));
-                lm->graph[i].exec = NULL;
-            }
+    if (tt_gemm_tune(&lm->gemm, &timed) > 0) drop_graphs(lm);
     lm->tuned += timed;
 }
 

@@ -1157,9 +1157,11 @@ static void test_gemm(void **state)
     }
     static const struct { tt_precision prec; double tol; const char *name; } precs[] = {
         {TT_PREC_FP32, 1e-5, "fp32"}, {TT_PREC_TF32, 1e-3, "tf32"}, {TT_PREC_BF16, 1e-2, "bf16"}};
-    static const int shapes[][3] = {{96, 256, 120}, {37, 100, 2100}, {128, 32, 10000}};
+    /* out 1003: tt_gemm_fwd_bias splits it into 1000 columns and 3 */
+    static const int shapes[][3] = {{96, 256, 120}, {37, 100, 2100}, {128, 32, 10000},
+                                    {40, 64, 1003}};
     for (size_t pi = 0; pi < 3; pi++)
-        for (size_t si = 0; si < 3; si++) {
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             const int rows = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
             const int bf = precs[pi].prec == TT_PREC_BF16;
             const config c = {precs[pi].name, in, rows, out, 1, 0, 0, bf};
