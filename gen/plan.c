@@ -493,7 +493,7 @@ static void plan_cast(tt_plan *plan, const char *dtype)
     k->grid[0] = GRID_STRIDE_BLOCKS;
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = min(ceil(n / %ld), %d), grid-stride", threads,
              GRID_STRIDE_BLOCKS);
-    whyf(k, "bf16 copies of fp32 results (dlogits, dP) for the bf16 GEMMs");
+    whyf(k, "bf16 copies of fp32 results (dP, the master weights) for the bf16 GEMMs");
 }
 
 /* Blocks an attention kernel should launch at least: two per SM of a 132-SM H100 or H200. The

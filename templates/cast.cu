@@ -1,5 +1,5 @@
 // fp32 -> the storage type TT_T, element by element (rounding as tt_store_as: to nearest, ties to
-// even): the bf16 path's conversions of fp32 results (dlogits, dP) and of the master weights.
+// even): the bf16 path's conversions of fp32 results (dP) and of the master weights.
 // Constants: TT_THREADS. Grid-stride, so any grid covers any n.
 
 #ifdef TT_OP_CAST
