@@ -45,6 +45,9 @@ int tt_gpu_open(tt_gpu *gpu, int ordinal, char *why, size_t whylen)
     gpu->total_mem = p.totalGlobalMem;
     snprintf(gpu->arch, sizeof gpu->arch, "sm_%d%d", p.major, p.minor);
     TT_CUDA(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking));
+    TT_CUDA(cudaStreamCreateWithFlags(&gpu->side.stream, cudaStreamNonBlocking));
+    TT_CUDA(cudaEventCreateWithFlags(&gpu->side.forked, cudaEventDisableTiming));
+    TT_CUDA(cudaEventCreateWithFlags(&gpu->side.joined, cudaEventDisableTiming));
     TT_CUBLAS(cublasCreate(&gpu->blas));
     TT_CUBLAS(cublasSetStream(gpu->blas, gpu->stream));
     return 0;
@@ -53,8 +56,23 @@ int tt_gpu_open(tt_gpu *gpu, int ordinal, char *why, size_t whylen)
 void tt_gpu_close(tt_gpu *gpu)
 {
     if (gpu->blas) cublasDestroy(gpu->blas);
+    if (gpu->side.joined) cudaEventDestroy(gpu->side.joined);
+    if (gpu->side.forked) cudaEventDestroy(gpu->side.forked);
+    if (gpu->side.stream) cudaStreamDestroy(gpu->side.stream);
     if (gpu->stream) cudaStreamDestroy(gpu->stream);
     memset(gpu, 0, sizeof *gpu);
+}
+
+void tt_gpu_fork(const tt_gpu_side *side, cudaStream_t s)
+{
+    TT_CUDA(cudaEventRecord(side->forked, s));
+    TT_CUDA(cudaStreamWaitEvent(side->stream, side->forked, 0));
+}
+
+void tt_gpu_join(const tt_gpu_side *side, cudaStream_t s)
+{
+    TT_CUDA(cudaEventRecord(side->joined, side->stream));
+    TT_CUDA(cudaStreamWaitEvent(s, side->joined, 0));
 }
 
 int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gpu,

@@ -18,6 +18,18 @@
 void tt_cuda_check(cudaError_t e, const char *call, const char *file, int line);
 void tt_cublas_check(cublasStatus_t s, const char *call, const char *file, int line);
 
+/* A second stream for work that may run beside the main stream's (kernels that fill the card
+ * only partly, or leave a tail): tt_gpu_fork makes it wait for what s has queued so far,
+ * tt_gpu_join makes s wait for what it has queued since. Under graph capture of s the side
+ * stream joins the capture, and the two become parallel branches of the graph. */
+typedef struct {
+    cudaStream_t stream;
+    cudaEvent_t forked, joined;
+} tt_gpu_side;
+
+void tt_gpu_fork(const tt_gpu_side *side, cudaStream_t s);
+void tt_gpu_join(const tt_gpu_side *side, cudaStream_t s);
+
 typedef struct {
     int ordinal;
     char name[256];
@@ -25,6 +37,7 @@ typedef struct {
     size_t total_mem;
     char arch[16]; /* sm_XY of this device */
     cudaStream_t stream;
+    tt_gpu_side side; /* beside stream: no cuBLAS on it */
     cublasHandle_t blas;
 } tt_gpu;
 

@@ -54,6 +54,7 @@ struct tt_gpu_lm {
     const tt_layout *l;
     tt_gpu_program prog;
     tt_gemm gemm;
+    const tt_gpu_side *side; /* for work beside the main stream's; NULL: all on one stream */
     int batch, rows;
     int pad;   /* rows rounded up to TT_ADAPTIVE_BUCKET: the longest list of a cluster */
     size_t es; /* bytes per activation element */
@@ -295,6 +296,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     const char *graphs = getenv("TT_CUDA_GRAPH");
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
     lm->max_graphs = (int)tt_env_long("TT_CUDA_GRAPHS", 1, TT_MAX_GRAPHS, TT_MAX_GRAPHS);
+    lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
     /* the padding of W2's columns and W1's rows: zero once; refresh_ffn writes the others. And
@@ -727,9 +729,9 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
-            tt_mla_bwd(p, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
-                       key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
-                       key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
+            tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg,
+                       key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
+                       wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
             tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
             if (key) {
                 const void *dp = lm->dp;

@@ -450,10 +450,10 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     tt_gpu_launch(k, grid, args, s);
 }
 
-void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,
-                float *dg, float *du, float *dv, float *part, const void *dy, const void *qkv,
-                const float *g, const void *wo, const void *pos, const float *u, const float *v,
-                int batch, int n, int r, int d)
+void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side, void *dqkv,
+                float *dwo, float *dp, float *dg, float *du, float *dv, float *part, const void *dy,
+                const void *qkv, const float *g, const void *wo, const void *pos, const float *u,
+                const float *v, int batch, int n, int r, int d)
 {
     const tt_gpu_kernel *w = tt_gpu_kernel_of(p, "mla_bwd_wo"), *q = tt_gpu_kernel_of(p, "mla_bwd_q");
     const tt_gpu_kernel *red = tt_gpu_kernel_of(p, "mla_bwd_reduce");
@@ -471,28 +471,13 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     TT_ASSERT(tt_kernel_const(red->k, "JS", 0) == tt_kernel_const(q->k, "JS", 0));
     TT_ASSERT(tt_kernel_const(par->k, "JS", 0) == tt_kernel_const(q->k, "JS", 0));
     TT_ASSERT(tt_kernel_const(par->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
-    /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
-    if (tt_kernel_const(w->k, "MMA", 0)) {
-        /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
-        const long splits = need(w, "S");
-        float *wpart = part + mla_bwd_q_floats(p, batch);
-        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart};
-        tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16),
-                                ceil_div(d, need(w, "TD")) * (unsigned)splits},
-                      targs, s);
-        if (splits > 1) {
-            const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_bwd_wo_sum");
-            expect(sum, "S", splits);
-            void *sargs[] = {&dwo, &wpart};
-            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, s);
-        }
-    } else {
-        void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
-        tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},
-                      wargs, s);
-    }
+    /* dY's path to dqkv, dg (and dp, du, dv) on s; dWo's beside it on side when there is one */
+    const cudaStream_t ws = side ? side->stream : s;
+    if (side) tt_gpu_fork(side, s);
+    const int mma = tt_kernel_const(q->k, "MMA", 0) != 0;
+    TT_ASSERT(mma == (tt_kernel_const(w->k, "MMA", 0) != 0));
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
-    if (tt_kernel_const(q->k, "MMA", 0))
+    if (mma) /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
         tt_gpu_launch(q, (dim3){mla_tasks(q), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
@@ -501,6 +486,26 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo,
     void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};
     const long outputs = (pos ? (long)n * r : 0) + 3L * r; /* a warp each */
     tt_gpu_launch(par, (dim3){ceil_div(32 * outputs, need(par, "THREADS")), 1, 1}, pargs, s);
+    if (mma) {
+        /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
+        const long splits = need(w, "S");
+        float *wpart = part + mla_bwd_q_floats(p, batch);
+        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart};
+        tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16),
+                                ceil_div(d, need(w, "TD")) * (unsigned)splits},
+                      targs, ws);
+        if (splits > 1) {
+            const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_bwd_wo_sum");
+            expect(sum, "S", splits);
+            void *sargs[] = {&dwo, &wpart};
+            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, ws);
+        }
+    } else {
+        void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
+        tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},
+                      wargs, ws);
+    }
+    if (side) tt_gpu_join(side, s);
 }
 
 void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n)

@@ -159,11 +159,13 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
                 const void *wo, const void *pos, const float *u, const float *v, float *scratch,
                 int batch, int n, int r, int d);
 /* Multi-linear attention backward: dqkv [B*N, 3R] written; dwo [D, N*N], dg, du, dv [R] added
- * into (fp32 gradients); dp [N, R] written (position: key; else NULL, as pos, u, v, du, dv). */
-void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dwo, float *dp,
-                float *dg, float *du, float *dv, float *part, const void *dy, const void *qkv,
-                const float *g, const void *wo, const void *pos, const float *u, const float *v,
-                int batch, int n, int r, int d);
+ * into (fp32 gradients); dp [N, R] written (position: key; else NULL, as pos, u, v, du, dv).
+ * With side, dWo's kernels run on it beside the others (neither fills the card alone) and s
+ * waits for them before its next work; NULL: all on s. */
+void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side, void *dqkv,
+                float *dwo, float *dp, float *dg, float *du, float *dv, float *part, const void *dy,
+                const void *qkv, const float *g, const void *wo, const void *pos, const float *u,
+                const float *v, int batch, int n, int r, int d);
 
 /* out [n] (storage type) = in [n] (fp32), rounded to nearest even (bf16 plans only). */
 void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n);

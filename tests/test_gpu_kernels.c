@@ -325,8 +325,10 @@ static void test_mla_bwd(void **state)
         void *d_dqkv = poisoned(nq, c->bf16 ? 2 : 4);
         float *d_dp = key ? poisoned(nr, 4) : NULL;
         float *part = poisoned(tt_mla_scratch_floats(&p, b), 4);
-        tt_mla_bwd(&p, gpu.stream, d_dqkv, d_dwo, d_dp, d_vec, key ? d_vec + r : NULL,
-                   key ? d_vec + 2 * r : NULL, part, d_dy, d_q, d_g, d_wo, d_pos, d_u, d_v, b, n, r, d);
+        /* dWo's kernels on the side stream, as the trainer runs them */
+        tt_mla_bwd(&p, gpu.stream, &gpu.side, d_dqkv, d_dwo, d_dp, d_vec, key ? d_vec + r : NULL,
+                   key ? d_vec + 2 * r : NULL, part, d_dy, d_q, d_g, d_wo, d_pos, d_u, d_v, b, n,
+                   r, d);
         float *g_dqkv = download(d_dqkv, nq, c->bf16), *g_dwo = download(d_dwo, nw, 0);
         float *g_vec = download(d_vec, 3 * (size_t)r, 0);
         /* The fp32 gradients of the tensor-core kernels (templates/mla_tc.cu) are products of
