@@ -474,10 +474,10 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
     /* dY's path to dqkv, dg (and dp, du, dv) on s; dWo's beside it on side when there is one */
     const cudaStream_t ws = side ? side->stream : s;
     if (side) tt_gpu_fork(side, s);
-    const int mma = tt_kernel_const(q->k, "MMA", 0) != 0;
-    TT_ASSERT(mma == (tt_kernel_const(w->k, "MMA", 0) != 0));
+    /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids; the
+     * plan may pair mla_tc.cu's mla_bwd_wo with mla.cu's mla_bwd_q (position: key) */
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
-    if (mma) /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids */
+    if (tt_kernel_const(q->k, "MMA", 0))
         tt_gpu_launch(q, (dim3){mla_tasks(q), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
@@ -486,7 +486,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
     void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};
     const long outputs = (pos ? (long)n * r : 0) + 3L * r; /* a warp each */
     tt_gpu_launch(par, (dim3){ceil_div(32 * outputs, need(par, "THREADS")), 1, 1}, pargs, s);
-    if (mma) {
+    if (tt_kernel_const(w->k, "MMA", 0)) {
         /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
         const long splits = need(w, "S");
         float *wpart = part + mla_bwd_q_floats(p, batch);
