@@ -126,6 +126,16 @@ void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes)
     g->ws_bytes = bytes;
 }
 
+void tt_gemm_beside(tt_gemm *side, const tt_gemm *g, cublasHandle_t h, cudaStream_t stream,
+                    void *ws, size_t ws_bytes)
+{
+    TT_ASSERT(ws_bytes == g->ws_bytes);
+    *side = *g;
+    side->h = h;
+    side->stream = stream;
+    side->ws = ws;
+}
+
 /* The alignment cuBLASLt may count on for an operand: the largest power of two, up to 256, that
  * divides its address and the bytes of its leading dimension. Unless told, cuBLASLt's heuristic
  * assumes 256 for A, B, C and D; a weight inside the parameters, or rows whose width is not a

@@ -32,6 +32,14 @@ void tt_gemm_free(tt_gemm *g);
  * a product can be captured in a CUDA graph). Forgets the algorithms chosen for the last one. */
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
 
+/* side = g's products queued on another stream, with their own workspace (of g's size: the
+ * algorithms are chosen for it) and cuBLAS handle h (for cublasGemmEx; its stream and workspace
+ * set to the same): for products that run beside g's stream. It shares g's plans and chosen
+ * algorithms (tt_gemm_tune on g times those it made too) and lives no longer than g; it is
+ * not freed itself. */
+void tt_gemm_beside(tt_gemm *side, const tt_gemm *g, cublasHandle_t h, cudaStream_t stream,
+                    void *ws, size_t ws_bytes);
+
 /* Times cuBLASLt's candidate algorithms (up to TT_GEMM_TUNE of the heuristic's, default 8) for
  * each product made since the last call, on the operands of the call that made it, and keeps the
  * fastest (for the product's key, once per tt_gemm and workspace: a plan made again later for a

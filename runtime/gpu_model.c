@@ -55,6 +55,8 @@ struct tt_gpu_lm {
     tt_gpu_program prog;
     tt_gemm gemm;
     const tt_gpu_side *side; /* for work beside the main stream's; NULL: all on one stream */
+    tt_gemm gemm_side;       /* gemm's products on side's stream (the weight gradients) */
+    cublasHandle_t side_blas;
     int batch, rows;
     int pad;   /* rows rounded up to TT_ADAPTIVE_BUCKET: the longest list of a cluster */
     size_t es; /* bytes per activation element */
@@ -86,6 +88,7 @@ struct tt_gpu_lm {
     float *emb_y;                 /* [pad, D] their projection */
     void *emb_dy, *emb_de;        /* [pad, D] d of the projection, [pad, D] d of the rows */
     void *dx, *dres, *dy, *dqkv;
+    void *dyf; /* d f of the FFN: its own buffer, read by dW2 on the side stream */
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
     void *dp_c; /* bf16: dP rounded for the bf16 products */
@@ -95,6 +98,7 @@ struct tt_gpu_lm {
     unsigned long long *step; /* the dropout step the kernels read (device) */
     unsigned long long host_step;
     void *blas_ws;           /* cuBLAS's workspace, so that it allocates nothing in a capture */
+    void *side_ws;           /* and gemm_side's */
     /* training steps as CUDA graphs, captured on first use for their options and counts */
     step_graph graph[TT_MAX_GRAPHS];
     int max_graphs;          /* TT_CUDA_GRAPHS=K keeps K (1 to 64; to test the eviction) */
@@ -218,6 +222,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->dx = take(b, rows * d * es);
     lm->dres = take(b, rows * d * es);
     lm->dy = take(b, rows * d * es);
+    lm->dyf = take(b, rows * d * es);
     lm->dqkv = take(b, rows * 3 * r * es);
     lm->dff = take(b, rows * fp * es);
     lm->dg = take(b, r * 4);
@@ -231,6 +236,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
+    lm->side_ws = take(b, TT_BLAS_WORKSPACE);
     lm->dp_c = es == 4 ? NULL : take(b, n * r * es);
 }
 
@@ -297,6 +303,11 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
     lm->max_graphs = (int)tt_env_long("TT_CUDA_GRAPHS", 1, TT_MAX_GRAPHS, TT_MAX_GRAPHS);
     lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
+    TT_CUBLAS(cublasCreate(&lm->side_blas));
+    TT_CUBLAS(cublasSetStream(lm->side_blas, gpu->side.stream));
+    TT_CUBLAS(cublasSetWorkspace(lm->side_blas, lm->side_ws, TT_BLAS_WORKSPACE));
+    tt_gemm_beside(&lm->gemm_side, &lm->gemm, lm->side_blas, gpu->side.stream, lm->side_ws,
+                   TT_BLAS_WORKSPACE);
     TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
     TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
     /* the padding of W2's columns and W1's rows: zero once; refresh_ffn writes the others. And
@@ -342,6 +353,10 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     drop_graphs(lm);
     if (lm->arena) {
         TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, NULL, 0)); /* ours goes with the arena */
+        if (lm->side_blas) {
+            TT_CUBLAS(cublasSetWorkspace(lm->side_blas, NULL, 0));
+            TT_CUBLAS(cublasDestroy(lm->side_blas));
+        }
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
     }
@@ -704,22 +719,29 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     enqueue_output(lm, o, grads, scale, x); /* and its backward: dx = d loss / d x */
 
     if (grads) {
+        /* The weight gradients' products run on the side stream beside the chain to dx (they
+         * are small products that leave most of the card idle). What they read is not written
+         * again before the join ahead of each layer's attention: dW2's dY (dyf, a buffer of its
+         * own) and dW1's dFF, the next layer's; dWqkv's dqkv, that layer's mla_bwd_reduce. */
+        const tt_gemm *gw = lm->side ? &lm->gemm_side : gm;
         for (int k = m->layers - 1; k >= 0; k--) {
             const tt_layer_view *lw = &w->layer[k], *lg = &g->layer[k];
             layer_acts *a = &lm->acts[k];
             const void *xin = k ? lm->acts[k - 1].x2 : lm->x0;
             /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dy = d f */
-            tt_residual_ln_bwd(p, st, lm->dres, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dx,
+            tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lm->dln, lm->dln + d, lm->ln_part, lm->dx,
                                a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d,
                                drop_at(lm, o, drop, 3 + 3 * k));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            tt_gemm_bwd_w_bias(gm, lg->ff2_w, 1.f, lg->ff2_b, lm->dy, d, a->hd, fp, lm->ones, rows,
+            if (lm->side) tt_gpu_fork(lm->side, st);
+            tt_gemm_bwd_w_bias(gw, lg->ff2_w, 1.f, lg->ff2_b, lm->dyf, d, a->hd, fp, lm->ones, rows,
                                f, d);
-            tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dy, d, w2_of(lm, k), fp, rows, fp, d, 0.f);
+            tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, d, w2_of(lm, k), fp, rows, fp, d, 0.f);
             tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
                            drop_at(lm, o, drop, 2 + 3 * k));
-            tt_gemm_bwd_w_ld(gm, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
+            if (lm->side) tt_gpu_fork(lm->side, st);
+            tt_gemm_bwd_w_ld(gw, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
             tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, w1_of(lm, k), d, rows, d, fp,
                              1.f); /* d x1 in full */
             /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
@@ -729,6 +751,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
             TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
+            if (lm->side) tt_gpu_join(lm->side, st);
             tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg,
                        key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
                        wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
@@ -741,10 +764,12 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                 }
                 tt_gemm_bwd_w(gm, lg->r_net, dp, lm->pe, n, d, r);
             }
-            tt_gemm_bwd_w(gm, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
+            if (lm->side) tt_gpu_fork(lm->side, st);
+            tt_gemm_bwd_w(gw, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
             tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
         }
         enqueue_embedding(lm, o, true);
+        if (lm->side) tt_gpu_join(lm->side, st);
     }
 }
 
