@@ -35,6 +35,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 step build bash -c 'cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_BUILD_TESTS=ON && cmake --build build-gpu -j16' || { printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"; finish 1; }
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure -V
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
+# the whole training step too (two streams, cuBLAS's products among our kernels)
+step memcheck-step compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_model
 # racecheck: our kernels only (it reports cuBLAS's split-K kernel), and the small cases (it is slow)
 step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 step ttgen-device-arch bash -c 'build-gpu/ttgen specs/wt103.yaml --cache-dir /tmp/tt-cache-arch | grep -A1 "^kernels for"'
