@@ -386,43 +386,6 @@ static_assert(TT_G == 4 && (TT_TD == 64 || TT_TD == 128), "one warpgroup; wgmma'
 #else
 #define TT_WG_PRODUCT tt_wgmma_n64
 #endif
-// One key position j of mla_fwd's wgmma path, its registers and slab in set BUF (j - j0 even:
-// 0). Slab j was committed by the step before (or the prologue); slab j + 1 is started here.
-template <int BUF>
-__device__ __forceinline__ void tt_fwd_step(float (&acc)[TT_TD / 8][4], unsigned (&ta)[2][TT_NPAD / 16][4],
-                                            const float (&gq)[TT_RK][8], const float (&gqv)[TT_RK][8],
-                                            const tt_bf16 *sk, const tt_bf16 *sv, tt_bf16 *sw,
-                                            const tt_bf16 *p, const tt_bf16 *wo, int j, int j0, int j1,
-                                            int kn, int i0, int d0)
-{
-    constexpr size_t SLAB = (size_t)TT_NPAD * TT_TD;
-    unsigned a[TT_RK][4];
-    tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
-#pragma unroll
-    for (int c = 0; c < TT_NPAD / 16; c++)
-        if (c * 16 < kn) {
-            float t[2][4];
-            tt_t_chunk(t, a, sv, c * 16, i0, j);
-            tt_acc_to_a(ta[BUF][c], t);
-        }
-    tt_wg_wait<0>(); // j - 1's products are done: its registers and slab are free
-#pragma unroll
-    for (int c = 0; c < TT_NPAD / 16; c++) tt_wg_keep(acc, ta[BUF ^ 1][c]);
-    __syncthreads();
-    if (j + 1 < j1)
-        tt_load_wo_slab<TT_TD, TT_NPAD, true>(sw + (BUF ^ 1) * SLAB, TT_SW, wo, d0, (size_t)(j + 1) * TT_N,
-                                              kn, TT_N);
-    tt_cp_commit();
-    tt_cp_wait<1>(); // j's slab has landed (j + 1's may still be on its way)
-    tt_fence_async_smem();
-    __syncthreads();
-    const tt_bf16 *slab = sw + BUF * SLAB;
-    tt_wg_fence();
-#pragma unroll
-    for (int c = 0; c < TT_NPAD / 16; c++)
-        if (c * 16 < kn) TT_WG_PRODUCT(acc, ta[BUF][c], tt_wg_desc(slab + (size_t)c * 16 * TT_TD, 128, 256));
-    tt_wg_commit();
-}
 #endif
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
@@ -437,7 +400,8 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     extern __shared__ __align__(128) tt_bf16 smem[];
 #if TT_WGMMA
     // the slabs first (wgmma's core matrices want 16-byte alignment; they get 128), in chunks
-    tt_bf16 *sw = smem, *sv_all = smem + 2 * (size_t)TT_NPAD * TT_TD;
+    constexpr size_t SLAB = (size_t)TT_NPAD * TT_TD;
+    tt_bf16 *sw = smem, *sv_all = smem + 2 * SLAB;
     tt_bf16 *sk_all = sv_all + (size_t)TT_G * TT_NPAD * TT_SR;
 #else
     constexpr size_t SLAB = (size_t)TT_TD * TT_SW;
@@ -473,38 +437,39 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
         for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
 
     const int j0 = jp * 16, j1 = min(j0 + 16, jend); // this part's j
-#if TT_WGMMA
-    // Per j: stage 1 of every chunk of keys into registers (ta), then stage 2 as one warpgroup
-    // product per chunk (the four warps' rows are its 64), left running while the next j's
-    // stage 1 is computed. Two sets of ta and two slabs: j's while j - 1's products finish.
-    // (j in steps of two, so that the sets are indexed by constants: registers, not memory.)
-    unsigned ta[2][TT_NPAD / 16][4] = {};
-    tt_load_wo_slab<TT_TD, TT_NPAD, true>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
-    tt_cp_commit();
-    tt_cp_wait<0>();
-    tt_fence_async_smem();
-    __syncthreads(); // the V and K tiles and j0's slab are in shared memory
-    for (int j = j0; j < j1; j += 2) {
-        tt_fwd_step<0>(acc, ta, gq, gqv, sk, sv, sw, p, wo, j, j0, j1, kn, i0, d0);
-        if (j + 1 < j1) tt_fwd_step<1>(acc, ta, gq, gqv, sk, sv, sw, p, wo, j + 1, j0, j1, kn, i0, d0);
-    }
-    tt_wg_wait<0>();
-#pragma unroll
-    for (int c = 0; c < TT_NPAD / 16; c++) tt_wg_keep(acc, ta[0][c]), tt_wg_keep(acc, ta[1][c]);
-#else
     // Two slabs: j + 1's is in flight while j's is used.
-    tt_load_wo_slab<TT_TD, TT_NPAD>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
+    tt_load_wo_slab<TT_TD, TT_NPAD, TT_WGMMA>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
     for (int j = j0; j < j1; j++) {
         const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * SLAB;
         if (j + 1 < j1)
-            tt_load_wo_slab<TT_TD, TT_NPAD>(sw + (size_t)((j + 1 - j0) & 1) * SLAB, TT_SW, wo, d0,
-                                            (size_t)(j + 1) * TT_N, kn, TT_N);
+            tt_load_wo_slab<TT_TD, TT_NPAD, TT_WGMMA>(sw + (size_t)((j + 1 - j0) & 1) * SLAB, TT_SW, wo,
+                                                      d0, (size_t)(j + 1) * TT_N, kn, TT_N);
         tt_cp_commit();
         unsigned a[TT_RK][4];
         tt_cp_wait<1>();
+#if TT_WGMMA
+        tt_fence_async_smem(); // the slab is read by wgmma next
+#endif
         __syncthreads(); // j's slab (and at the first j the V and K tiles) are in shared memory
         tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
+#if TT_WGMMA
+        // stage 2 as one warpgroup product per chunk of keys (the four warps' rows are its 64),
+        // stage 1 of the next chunk on the ordinary tensor path while it runs
+        float t[2][4];
+        unsigned ta[4];
+        tt_t_chunk(t, a, sv, 0, i0, j);
+        tt_acc_to_a(ta, t);
+        for (int kc = 0; kc < kn; kc += 16) {
+            tt_wg_fence();
+            TT_WG_PRODUCT(acc, ta, tt_wg_desc(cur + (size_t)kc * TT_TD, 128, 256));
+            tt_wg_commit();
+            if (kc + 16 < kn) tt_t_chunk(t, a, sv, kc + 16, i0, j);
+            tt_wg_wait<0>();
+            tt_wg_keep(acc, ta);
+            tt_acc_to_a(ta, t);
+        }
+#else
         for (int kc = 0; kc < kn; kc += 16) {
             float t[2][4];
             tt_t_chunk(t, a, sv, kc, i0, j);
@@ -520,9 +485,9 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
                 tt_mma(acc[nt + 1], ta, b[2], b[3]);
             }
         }
+#endif
         __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
-#endif
     if (!live) return;
 #pragma unroll
     for (int nt = 0; nt < TT_TD / 8; nt++)
