@@ -62,12 +62,8 @@ int tt_builds_prepare(const tt_plan *plan, const tt_build_opts *o, tt_build **bu
             tt_builds_free(b, plan->n);
             return -1;
         }
-        /* kernels with Hopper's warpgroup products need its arch-specific target */
-        char arch[24];
-        snprintf(arch, sizeof arch, "%s%s", o->arch,
-                 tt_kernel_const(b[i].kernel, "WGMMA", 0) ? "a" : "");
-        b[i].n_options = tt_emit_options(arch, o->extra_options, o->n_extra, b[i].options);
-        compute_key(&b[i], arch);
+        b[i].n_options = tt_emit_options(o->arch, o->extra_options, o->n_extra, b[i].options);
+        compute_key(&b[i], o->arch);
     }
     *builds = b;
     return 0;

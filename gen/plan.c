@@ -519,16 +519,11 @@ static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 
 /* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles and
  * 16 K rows of g sequences, and two Wo slabs of td rows. */
-static long mla_tc_fwd_smem(long n, long r, long g, long td, bool wgmma)
+static long mla_tc_fwd_smem(long n, long r, long g, long td)
 {
     const long npad = ceil_div(n, 16) * 16, sr = ceil_div(r, 16) * 16 + 8;
-    /* two slabs, one in flight: rows padded against bank conflicts, or wgmma's core matrices */
-    return 2 * (g * (npad + 16) * sr + 2 * td * (wgmma ? npad : npad + 8));
+    return 2 * (g * (npad + 16) * sr + 2 * td * (npad + 8)); /* two slabs: one in flight */
 }
-
-/* Hopper's warpgroup products (wgmma) need the sm_90a target, so the plan uses them on sm_90
- * only (ttgen then compiles those kernels for sm_90a). */
-static bool plan_wgmma(const tt_plan *plan) { return strcmp(plan->arch, "sm_90") == 0; }
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q: 16 rows and up to 16
  * key positions j each; under the mask a tile's j stop at its last row. */
@@ -560,21 +555,18 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         else if (td > 64) td = (long)ceil_div(td / 2, 16) * 16;
         else break;
     }
-    while (mla_tc_fwd_smem(n, r, g, td, false) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
+    while (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
         if (g > 1) g /= 2;
         else td = td / 2 < 16 ? 16 : (long)ceil_div(td / 2, 16) * 16;
     }
-    /* stage 2 as one warpgroup product per chunk of keys: four sequences' 16 rows are its 64 */
-    const bool wgmma = plan_wgmma(plan) && g == 4 && (td == 64 || td == 128);
-    if (mla_tc_fwd_smem(n, r, g, td, wgmma) > SMEM_DYN_LIMIT)
+    if (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
                        "shared memory; lower model.seq_len or model.rank", n, r,
                        SMEM_DYN_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_fwd", "mla_tc.cu", "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WGMMA", NULL};
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
-    if (wgmma) set_const(k, "WGMMA", 1);
     set_const(k, "G", g);
     set_const(k, "TD", td);
     set_const(k, "JP", ceil_div(n, 16));
@@ -587,10 +579,9 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     k->grid[2] = ceil_div(d, td);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
              (int)tasks, (int)g, d, (int)td);
-    k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td, wgmma);
-    whyf(k, "bf16 %s, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
-            "%ld seq/block share Wo slabs%s", wgmma ? "mma.sync + wgmma" : "mma.sync", g,
-         m->causal ? "; causal: j, k stop at the tile's end" : "");
+    k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td);
+    whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
+            "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
     if (ceil_div(n, 16) == 1) return 0;
     tt_kernel *c = add_kernel(plan, "mla_fwd_sum", "mla_tc.cu", "bf16");
     mla_shape_consts(c, m);

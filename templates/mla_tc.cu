@@ -13,9 +13,6 @@
 // Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_G (warps per block), TT_TD, TT_THREADS.
 // bf16 only: qkv, wo, p, y are tt_bf16; g, u, v fp32.
 
-#ifndef TT_WGMMA
-#define TT_WGMMA 0 // 1: stage 2 of the forward on Hopper's warpgroup products (sm_90a)
-#endif
 #define TT_RK ((TT_R + 15) / 16)        // k-steps of 16 over the rank
 #define TT_NPAD ((TT_N + 15) / 16 * 16) // keys, in whole chunks of 16
 // Row pitches of the shared tiles, in bf16: 8 more than a multiple of 16, so that the 8 rows a
@@ -56,84 +53,6 @@ __device__ __forceinline__ void tt_mma(float (&d)[4], const unsigned (&a)[4], un
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-#if TT_WGMMA
-// Hopper's warpgroup products (wgmma, sm_90a): a block of four warps is one warpgroup, each warp
-// 16 rows of the 64. A comes from registers (each warp's rows in mma.sync's A layout), B from
-// shared memory in core matrices (8 rows of 16 contiguous bytes, 128 bytes each) that a
-// descriptor describes: lbo bytes from one core matrix to the next along k, sbo along n. D is
-// mma.sync's accumulator layout, n8 tile after n8 tile. The products run asynchronously: a
-// register they read or write is touched again only after tt_wg_wait and tt_wg_keep.
-__device__ __forceinline__ unsigned long long tt_wg_desc(const void *smem, unsigned lbo, unsigned sbo)
-{
-    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
-    return (unsigned long long)((a & 0x3ffffu) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32; // no swizzle, base offset 0
-}
-__device__ __forceinline__ void tt_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void tt_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int n> __device__ __forceinline__ void tt_wg_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
-}
-// Ties registers to this point of the program, so that the compiler neither reads an
-// accumulator before the products that write it are waited for nor reuses an A register early.
-template <int NT> __device__ __forceinline__ void tt_wg_keep(float (&d)[NT][4], unsigned (&a)[4])
-{
-#pragma unroll
-    for (int i = 0; i < NT; i++)
-        asm volatile("" : "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])::"memory");
-    asm volatile("" : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])::"memory");
-}
-// Shared memory written by this thread's generic-proxy stores and copies (cp.async), made
-// visible to the async proxy (wgmma's operand reads) ahead of the barrier that follows.
-__device__ __forceinline__ void tt_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// d (64 x n, fp32) += a (64 x 16, bf16, registers) b (16 x n, bf16, shared memory, k-major).
-__device__ __forceinline__ void tt_wgmma_n128(float (&d)[16][4], const unsigned (&a)[4], unsigned long long desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-                 "{%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-                   "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-                   "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-                   "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-                   "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-                   "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-                   "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-                   "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-                   "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-                   "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-                   "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-                   "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-
-__device__ __forceinline__ void tt_wgmma_n64(float (&d)[8][4], const unsigned (&a)[4], unsigned long long desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
-                 "{%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-                   "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-                   "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-                   "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-                   "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-                   "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-#endif
 
 // Two floats as a bf16 pair, lo in the low half, each rounded to nearest even.
 __device__ __forceinline__ unsigned tt_pack_bf16(float lo, float hi)
@@ -317,14 +236,10 @@ __device__ __forceinline__ void tt_acc_to_a(unsigned (&a)[4], const float (&t)[2
 // asynchronously (cp.async: the caller commits and waits), each thread at fixed rows and
 // chunks (pairs of threads share a row's 32-byte sectors), so that the addresses are a base
 // and constants; else with plain loads.
-template <int ROWS, int KMAX, bool CM = false>
+template <int ROWS, int KMAX>
 __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt_bf16 *wo, int d0,
                                                 size_t col, int kn, int kvalid)
 {
-    // CM: in wgmma's core matrices instead of rows of pitch: keys in chunks of 16 (ROWS * 16
-    // each), in a chunk 8-row groups of 256 bytes, in a group its two halves of 8 keys (128
-    // bytes: 8 rows of 16 bytes)
-    (void)pitch;
 #if TT_N % 8 == 0
     constexpr int CH = KMAX / 8, PAIR = CH % 2 == 0 ? 2 : 1, RPP = TT_THREADS / PAIR;
     const int half = threadIdx.x % PAIR, rt = threadIdx.x / PAIR;
@@ -332,19 +247,16 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
     for (int pass = 0; pass < (ROWS + RPP - 1) / RPP; pass++) {
         const int row = rt + pass * RPP;
         if (ROWS % RPP != 0 && row >= ROWS) break;
-        tt_bf16 *dst = CM ? sw + (size_t)(row / 8) * 128 + (row % 8) * 8 : sw + (size_t)row * pitch;
+        tt_bf16 *dst = sw + (size_t)row * pitch;
         if (TT_D % ROWS == 0 || d0 + row < TT_D) { // a row of Wo: one base, constant offsets
             const tt_bf16 *src = wo + (size_t)(d0 + row) * TT_N * TT_N + col;
 #pragma unroll
             for (int c = half; c < CH; c += PAIR)
-                if (c * 8 < kn)
-                    tt_cp16(dst + (CM ? (size_t)(c / 2) * ROWS * 16 + (c % 2) * 64 : (size_t)c * 8),
-                            c * 8 < kvalid ? src + c * 8 : wo, c * 8 < kvalid);
+                if (c * 8 < kn) tt_cp16(dst + c * 8, c * 8 < kvalid ? src + c * 8 : wo, c * 8 < kvalid);
         } else {
 #pragma unroll
             for (int c = half; c < CH; c += PAIR)
-                if (c * 8 < kn)
-                    tt_cp16(dst + (CM ? (size_t)(c / 2) * ROWS * 16 + (c % 2) * 64 : (size_t)c * 8), wo, false);
+                if (c * 8 < kn) tt_cp16(dst + c * 8, wo, false);
         }
     }
 #else
@@ -354,10 +266,7 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
         tt_bf16 x;
         x.bits = 0;
         if (d0 + dd < TT_D && k < kvalid) x = wo[(size_t)(d0 + dd) * TT_N * TT_N + col + k];
-        if (CM)
-            sw[(size_t)(k / 16) * ROWS * 16 + (dd / 8) * 128 + (k % 16 / 8) * 64 + (dd % 8) * 8 + k % 8] = x;
-        else
-            sw[(size_t)dd * pitch + k] = x;
+        sw[(size_t)dd * pitch + k] = x;
     }
 #endif
 }
@@ -379,14 +288,6 @@ __device__ __forceinline__ void tt_task_of(int x, int &it, int &jp)
 
 #ifdef TT_OP_MLA_FWD
 static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
-#if TT_WGMMA
-static_assert(TT_G == 4 && (TT_TD == 64 || TT_TD == 128), "one warpgroup; wgmma's n 64 or 128");
-#if TT_TD == 128
-#define TT_WG_PRODUCT tt_wgmma_n128
-#else
-#define TT_WG_PRODUCT tt_wgmma_n64
-#endif
-#endif
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
 // With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
@@ -397,19 +298,10 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ ypart)
 {
-    extern __shared__ __align__(128) tt_bf16 smem[];
-#if TT_WGMMA
-    // the slabs first (wgmma's core matrices want 16-byte alignment; they get 128), in chunks
-    constexpr size_t SLAB = (size_t)TT_NPAD * TT_TD;
-    tt_bf16 *sw = smem, *sv_all = smem + 2 * SLAB;
-    tt_bf16 *sk_all = sv_all + (size_t)TT_G * TT_NPAD * TT_SR;
-#else
-    constexpr size_t SLAB = (size_t)TT_TD * TT_SW;
+    extern __shared__ __align__(16) tt_bf16 smem[];
     tt_bf16 *sv_all = smem, *sk_all = smem + (size_t)TT_G * TT_NPAD * TT_SR;
     tt_bf16 *sw = sk_all + (size_t)TT_G * 16 * TT_SR;
-#endif
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    (void)gi, (void)tq;
     int it, jp;
     tt_task_of(blockIdx.x, it, jp);
     const int i0 = it * 16, d0 = blockIdx.z * TT_TD, b = blockIdx.y * TT_G + warp;
@@ -438,38 +330,18 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 
     const int j0 = jp * 16, j1 = min(j0 + 16, jend); // this part's j
     // Two slabs: j + 1's is in flight while j's is used.
-    tt_load_wo_slab<TT_TD, TT_NPAD, TT_WGMMA>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
+    tt_load_wo_slab<TT_TD, TT_NPAD>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
     for (int j = j0; j < j1; j++) {
-        const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * SLAB;
+        const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * TT_TD * TT_SW;
         if (j + 1 < j1)
-            tt_load_wo_slab<TT_TD, TT_NPAD, TT_WGMMA>(sw + (size_t)((j + 1 - j0) & 1) * SLAB, TT_SW, wo,
-                                                      d0, (size_t)(j + 1) * TT_N, kn, TT_N);
+            tt_load_wo_slab<TT_TD, TT_NPAD>(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0,
+                                            (size_t)(j + 1) * TT_N, kn, TT_N);
         tt_cp_commit();
         unsigned a[TT_RK][4];
         tt_cp_wait<1>();
-#if TT_WGMMA
-        tt_fence_async_smem(); // the slab is read by wgmma next
-#endif
         __syncthreads(); // j's slab (and at the first j the V and K tiles) are in shared memory
         tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
-#if TT_WGMMA
-        // stage 2 as one warpgroup product per chunk of keys (the four warps' rows are its 64),
-        // stage 1 of the next chunk on the ordinary tensor path while it runs
-        float t[2][4];
-        unsigned ta[4];
-        tt_t_chunk(t, a, sv, 0, i0, j);
-        tt_acc_to_a(ta, t);
-        for (int kc = 0; kc < kn; kc += 16) {
-            tt_wg_fence();
-            TT_WG_PRODUCT(acc, ta, tt_wg_desc(cur + (size_t)kc * TT_TD, 128, 256));
-            tt_wg_commit();
-            if (kc + 16 < kn) tt_t_chunk(t, a, sv, kc + 16, i0, j);
-            tt_wg_wait<0>();
-            tt_wg_keep(acc, ta);
-            tt_acc_to_a(ta, t);
-        }
-#else
         for (int kc = 0; kc < kn; kc += 16) {
             float t[2][4];
             tt_t_chunk(t, a, sv, kc, i0, j);
@@ -485,7 +357,6 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
                 tt_mma(acc[nt + 1], ta, b[2], b[3]);
             }
         }
-#endif
         __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
     if (!live) return;

@@ -373,9 +373,7 @@ static int check_cubin(const tt_build *b, const char *spec)
                  le16(e + 18));
     assert_non_null(b->log);
     char entry[200];
-    /* kernels with Hopper's warpgroup products are built for the arch-specific target */
-    snprintf(entry, sizeof entry, "entry function '%s' for '%s%s'", name, ARCH,
-             tt_kernel_const(b->kernel, "WGMMA", 0) ? "a" : "");
+    snprintf(entry, sizeof entry, "entry function '%s' for '%s'", name, ARCH);
     if (!strstr(b->log, entry)) fail_msg("%s: %s: ptxas' log lacks \"%s\":\n%s", spec, name, entry, b->log);
     if (b->registers <= 0) fail_msg("%s: %s: registers %d (log:\n%s)", spec, name, b->registers, b->log);
     if (b->spill_bytes < 0) fail_msg("%s: %s: no spill report in the log:\n%s", spec, name, b->log);
