@@ -927,6 +927,45 @@ static void plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype)
     }
 }
 
+/* The rest of Transformer-XL's attention between its products (templates/txl.cu): position
+ * embeddings with dropout, the heads split out of the projections (d_head padded to a multiple
+ * of 8 with zeros, so that the batched products' rows are 16-byte aligned) and merged back, and
+ * their gradients. Grid-stride kernels over what each moves. */
+static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    const long dp = tt_row_pitch(m->d_head), threads = 256;
+    static const struct {
+        const char *op, *define, *why;
+    } ops[] = {
+        {"txl_pe", "OP_TXL_PE", "pos_emb with its dropout drawn in place, the sinusoids read from a table"},
+        {"txl_heads_qkv", "OP_TXL_HEADS_QKV",
+         "q + u, q + v, k, v of memory and segment rows into padded head-major tiles: one pass"},
+        {"txl_heads", "OP_TXL_HEADS", "rows of heads side by side into padded head-major tiles"},
+        {"txl_unheads", "OP_TXL_UNHEADS", "padded head-major tiles back into rows of heads side by side"},
+        {"txl_heads_bwd", "OP_TXL_HEADS_BWD",
+         "d qkv of the segment (dq = the two biased queries' sum) and d kv of the memory: one pass"},
+        {"txl_uv_bwd", "OP_TXL_UV_BWD", "warp per bias element, lanes over rows, a fixed butterfly: deterministic"},
+    };
+    const char *const flags[] = {NULL};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        tt_kernel *k = add_kernel(plan, ops[i].op, "txl.cu", dtype);
+        if (i > 0) {
+            set_const(k, "H", m->n_head);
+            set_const(k, "DH", m->d_head);
+            set_const(k, "DP", dp);
+        }
+        name_kernel(k, flags);
+        set_const(k, "THREADS", threads);
+        set_const(k, ops[i].define, 1);
+        k->block[0] = (unsigned)threads;
+        k->grid[0] = i == 5 ? ceil_div(2L * m->n_head * m->d_head, threads / 32) : GRID_STRIDE_BLOCKS;
+        snprintf(k->grid_rule, sizeof k->grid_rule, "%s",
+                 i == 5 ? "x = ceil(2 H DH / warps a block)" : "grid-stride");
+        whyf(k, "%s", ops[i].why);
+    }
+}
+
 int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen)
 {
     memset(plan, 0, sizeof *plan);
@@ -935,25 +974,24 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
     plan_layernorm(plan, spec, dtype);
     if (spec->model.kind == TT_KIND_TENSORIZED &&
         (plan_mla(plan, spec, dtype, err, errlen) != 0 ||
-         plan_mla_bwd(plan, spec, dtype, err, errlen) != 0)) {
+         plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ||
+         plan_core(plan, spec, err, errlen) != 0)) {
         tt_plan_free(plan);
         return -1;
     }
-    if (spec->model.kind == TT_KIND_TENSORIZED) {
-        plan_embedding(plan, spec, dtype);
-        plan_residual_ln(plan, spec, dtype);
-        plan_ffn_act(plan, spec, dtype);
-        if (plan_core(plan, spec, err, errlen) != 0) {
-            tt_plan_free(plan);
-            return -1;
-        }
-        plan_xent(plan, spec, dtype);
-        plan_adaptive(plan, spec, dtype);
-        plan_adam(plan, dtype);
-        if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
-    } else {
+    if (spec->model.kind == TT_KIND_TXL) {
         plan_txl_softmax(plan, spec, dtype);
+        plan_txl(plan, spec, dtype);
     }
+    /* what both kinds share: the embedding, the layers' residual LayerNorms and FFN, the
+     * adaptive softmax and the loss, the optimizer */
+    plan_embedding(plan, spec, dtype);
+    plan_residual_ln(plan, spec, dtype);
+    plan_ffn_act(plan, spec, dtype);
+    plan_xent(plan, spec, dtype);
+    plan_adaptive(plan, spec, dtype);
+    plan_adam(plan, dtype);
+    if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
     return 0;
 }
 

@@ -36,11 +36,10 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
     e->l = l;
     e->batch = batch;
     for (int i = 0; i < 3; i++) e->host[i] = tt_xcalloc(l->n_floats, sizeof(float));
+    e->mem_step = -1;
     char why[512] = "";
     const bool txl = spec->model.kind == TT_KIND_TXL;
-    if (txl && !strcmp(device, "auto")) /* the GPU does not run it yet: the CPU, saying why */
-        snprintf(why, sizeof why, "kind: %s has no GPU kernels yet", tt_kind_name(spec->model.kind));
-    else if (strcmp(device, "cpu") != 0) {
+    if (strcmp(device, "cpu") != 0) {
         if (tt_model_runs_on_gpu(&spec->model, spec->path, err, errlen) != 0) {
             tt_engine_close(e);
             return -1;
@@ -66,7 +65,6 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
         if (txl)
             e->mem = tt_xmalloc(((size_t)l->m.layers * batch * l->m.mem_len * l->m.d_model + 1) *
                                 sizeof *e->mem);
-        e->mem_step = -1;
         snprintf(desc, desclen, "the cpu%s%s%s", *why ? " (" : "", why, *why ? ")" : "");
     }
     *out = e;
@@ -114,6 +112,9 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
 {
     if (e->on_gpu) {
+        /* Transformer-XL: the memories the last step left, when this batch continues it */
+        tt_gpu_lm_continue(e->glm, continues && e->mem_step == s - 1);
+        e->mem_step = s;
         return tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
     }
     const size_t nf = e->l->n_floats;
@@ -139,9 +140,48 @@ static void run_gpu(void *ctx, const int32_t *inputs, const int32_t *targets, co
     tt_gpu_lm_run(ctx, inputs, targets, &o, false, res);
 }
 
+static void run_txl_gpu(void *ctx, const int32_t *inputs, const int32_t *targets,
+                        const float *weights, bool continues, tt_lm_result *res)
+{
+    tt_lm_opts o = {.train = false, .weight = weights};
+    tt_gpu_lm_continue(ctx, continues);
+    tt_gpu_lm_run(ctx, inputs, targets, &o, false, res);
+}
+
+/* Transformer-XL on the GPU at the spec's eval segment, memory and clamp lengths: a model
+ * opened for those shapes (its kernels planned for them, through the same cache) with the
+ * training model's weights, for the length of the evaluation. */
+static int evaluate_txl_gpu(tt_engine *e, const tt_tokens *tokens, long max_tokens,
+                            tt_eval_result *res, char *err, size_t errlen)
+{
+    const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
+    if (total < 2) {
+        memset(res, 0, sizeof *res);
+        return tt_errf(err, errlen, "the split has %ld tokens: nothing to predict", total);
+    }
+    tt_spec s = *e->spec;
+    s.model.seq_len = s.eval.tgt_len;
+    s.model.mem_len = s.eval.mem_len;
+    s.model.clamp_len = s.eval.clamp_len;
+    s.train.batch = tt_txl_eval_streams(total, e->batch);
+    tt_layout l = *e->l;
+    l.m = s.model;
+    tt_gpu_lm *lm;
+    if (tt_gpu_lm_open(&lm, &e->gpu, &s, &l, s.train.batch, &e->cache, err, errlen) != 0) return -1;
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), tt_gpu_lm_weights(e->glm), e->l->n_floats * 4,
+                       cudaMemcpyDeviceToDevice));
+    tt_gpu_lm_weights_changed(lm);
+    const int rc = tt_evaluate_txl(run_txl_gpu, lm, s.train.batch, s.model.seq_len, tokens,
+                                   max_tokens, res, err, errlen);
+    tt_gpu_lm_close(lm);
+    return rc;
+}
+
 int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long max_tokens,
                        tt_eval_result *res, char *err, size_t errlen)
 {
+    if (e->on_gpu && e->spec->model.kind == TT_KIND_TXL)
+        return evaluate_txl_gpu(e, tokens, max_tokens, res, err, errlen);
     if (e->mem) { /* Transformer-XL: the spec's eval segment, memory and clamp lengths */
         tt_layout l = *e->l;
         l.m.seq_len = e->spec->eval.tgt_len;

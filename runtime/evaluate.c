@@ -74,25 +74,27 @@ int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride
                        res, err, errlen);
 }
 
-int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_tokens *tokens,
-                        long max_tokens, tt_eval_result *res, char *err, size_t errlen)
+/* Transformer-XL's streams (tt_evaluate_txl): the first prediction of each of b streams. */
+static long *txl_streams(long preds, int b)
+{
+    long *first = tt_xmalloc(((size_t)b + 1) * sizeof *first);
+    for (int s = 0; s <= b; s++) first[s] = preds / b * s + (s < preds % b ? s : preds % b);
+    return first;
+}
+
+int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
+                    long max_tokens, tt_eval_result *res, char *err, size_t errlen)
 {
     const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
-    const int n = l->m.seq_len, d = l->m.d_model;
     memset(res, 0, sizeof *res);
     if (total < 2) return tt_errf(err, errlen, "the split has %ld tokens: nothing to predict", total);
     /* predictions p = 0 .. preds-1 read token p and predict token p + 1 */
     const long preds = total - 1;
-    const int b = (int)(preds < batch ? preds : batch);
-    long *first = tt_xmalloc(((size_t)b + 1) * sizeof *first);
-    for (int s = 0; s <= b; s++) first[s] = preds / b * s + (s < preds % b ? s : preds % b);
+    const int b = tt_txl_eval_streams(total, batch);
+    long *first = txl_streams(preds, b);
     const long longest = first[1] - first[0], segments = (longest + n - 1) / n;
-    tt_cpu_lm lm;
-    tt_cpu_lm_init(&lm, l, b);
-    tt_real *mem = tt_xmalloc(((size_t)l->m.layers * b * l->m.mem_len * d + 1) * sizeof *mem);
     int32_t *in = tt_xmalloc((size_t)b * n * sizeof *in), *tg = tt_xmalloc((size_t)b * n * sizeof *tg);
-    tt_real *wt = tt_xmalloc((size_t)b * n * sizeof *wt);
-    int mlen = 0;
+    float *wt = tt_xmalloc((size_t)b * n * sizeof *wt);
     for (long g = 0; g < segments; g++) {
         for (int s = 0; s < b; s++)
             for (int t = 0; t < n; t++) {
@@ -102,9 +104,8 @@ int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_toke
                 tg[s * n + t] = tokens->ids[q + 1];
                 wt[s * n + t] = p <= last ? 1 : 0;
             }
-        tt_lm_opts o = {.train = false, .weight = wt};
         tt_lm_result r;
-        mlen = tt_cpu_txl_lm_run(&lm, w, NULL, in, tg, mlen ? mem : NULL, mlen, mem, &o, &r);
+        run(ctx, in, tg, wt, g > 0, &r);
         res->nll += r.nll_sum;
         res->scored += (long)r.scored;
         res->windows++;
@@ -112,8 +113,45 @@ int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_toke
     free(in);
     free(tg);
     free(wt);
-    free(mem);
     free(first);
-    tt_cpu_lm_free(&lm);
     return 0;
+}
+
+int tt_txl_eval_streams(long total, int batch)
+{
+    const long preds = total - 1;
+    return (int)(preds < batch ? preds : batch);
+}
+
+typedef struct {
+    tt_cpu_lm lm;
+    tt_real *w, *mem;
+    int mlen;
+} txl_cpu_ctx;
+
+static void run_txl_cpu(void *ctx, const int32_t *in, const int32_t *tg, const float *wt,
+                        bool continues, tt_lm_result *r)
+{
+    txl_cpu_ctx *c = ctx;
+    tt_lm_opts o = {.train = false, .weight = wt};
+    const int mlen = continues ? c->mlen : 0;
+    c->mlen = tt_cpu_txl_lm_run(&c->lm, c->w, NULL, in, tg, mlen ? c->mem : NULL, mlen, c->mem, &o, r);
+}
+
+int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_tokens *tokens,
+                        long max_tokens, tt_eval_result *res, char *err, size_t errlen)
+{
+    const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
+    if (total < 2) {
+        memset(res, 0, sizeof *res);
+        return tt_errf(err, errlen, "the split has %ld tokens: nothing to predict", total);
+    }
+    const int b = tt_txl_eval_streams(total, batch);
+    txl_cpu_ctx c = {.w = w, .mlen = 0};
+    tt_cpu_lm_init(&c.lm, l, b);
+    c.mem = tt_xmalloc(((size_t)l->m.layers * b * l->m.mem_len * l->m.d_model + 1) * sizeof *c.mem);
+    const int rc = tt_evaluate_txl(run_txl_cpu, &c, b, l->m.seq_len, tokens, max_tokens, res, err, errlen);
+    free(c.mem);
+    tt_cpu_lm_free(&c.lm);
+    return rc;
 }

@@ -38,4 +38,13 @@ int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride
 int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_tokens *tokens,
                         long max_tokens, tt_eval_result *res, char *err, size_t errlen);
 
+/* The same through run, whatever it runs on: one segment of each stream a call, continues
+ * false for the first (no memory) and true after. tt_txl_eval_streams: the streams (and the
+ * batch run gets) for a split of total tokens. */
+typedef void (*tt_txl_eval_fn)(void *ctx, const int32_t *inputs, const int32_t *targets,
+                               const float *weights, bool continues, tt_lm_result *res);
+int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
+                    long max_tokens, tt_eval_result *res, char *err, size_t errlen);
+int tt_txl_eval_streams(long total, int batch);
+
 #endif

@@ -408,3 +408,16 @@ void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, i
 {
     tt_gemm_bwd_w_ld(g, dw, dy, out, x, in, rows, in, out);
 }
+
+void tt_gemm_batched(const tt_gemm *g, void *c, bool c_f32, int ldc, long long sc, const void *a,
+                     bool ta, int lda, long long sa, const void *b, bool tb, int ldb, long long sb,
+                     int m, int n, int k, int batch, float beta)
+{
+    /* column-major, c^T [n, m] = op(b)^T op(a)^T: b's row-major storage is its transpose */
+    const float one = 1.f;
+    TT_CUBLAS(cublasGemmStridedBatchedEx(g->h, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                         ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, g->act,
+                                         ldb, sb, a, g->act, lda, sa, &beta, c,
+                                         c_f32 ? CUDA_R_32F : g->act, ldc, sc, batch, g->compute,
+                                         CUBLAS_GEMM_DEFAULT));
+}

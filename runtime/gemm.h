@@ -84,6 +84,15 @@ void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, in
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
                    int out);
 
+/* A batch of products with strides between the items (Transformer-XL's heads): item i's
+ * c [m, n] (ldc; fp32 when c_f32, else the activation type) = op(a) op(b) + beta c, all
+ * row-major, op(a) [m, k] (ta: a is stored [k, m], lda apart, and transposed), op(b) [k, n] (tb:
+ * stored [n, k]); item i's operands start sa, sb, sc elements after the first's.
+ * cublasGemmStridedBatchedEx on g's cuBLAS handle (whose stream is g's). */
+void tt_gemm_batched(const tt_gemm *g, void *c, bool c_f32, int ldc, long long sc, const void *a,
+                     bool ta, int lda, long long sa, const void *b, bool tb, int ldb, long long sb,
+                     int m, int n, int k, int batch, float beta);
+
 /* The same three with each operand's leading dimension (dw stays packed). */
 void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                     const void *w, int ldw, int rows, int in, int out, float beta);

@@ -1,5 +1,7 @@
-/* The tensorized LM on the GPU (see gpu_model.h). Dropout sites as cpu_model.c numbers them:
- * 0 the embedding, 1 + 3 layer + {0 attention output, 1 FFN hidden, 2 FFN output}. */
+/* The tensorized LM and Transformer-XL on the GPU (see gpu_model.h). Dropout sites as
+ * cpu_model.c numbers them: 0 the embedding; tensorized 1 + 3 layer + {0 attention output, 1 FFN
+ * hidden, 2 FFN output}; Transformer-XL 1 pos_emb, 2 + 4 layer + {0 attention output, 1 dropatt,
+ * 2 FFN hidden, 3 FFN output}. */
 #include "gpu_model.h"
 
 #include <math.h>
@@ -8,6 +10,7 @@
 
 #include "bf16.h"
 #include "cpu_ops.h"
+#include "cpu_txl.h"
 #include "optim.h"
 #include "util.h"
 
@@ -17,6 +20,13 @@ typedef struct {
     void *p;                               /* P = Wr pe [N, R], storage type */
     float *g;                              /* the core [R] */
     float *mean1, *rstd1, *mean2, *rstd2;
+    /* Transformer-XL (heads head-major and padded to dp, see templates/txl.cu) */
+    void *kvm;          /* [B*M, 2 HD] the memory rows' k, v */
+    void *qu, *qv;      /* [H][rows][dp] q + u, q + v */
+    void *tk, *tv;      /* [H][B*klen][dp] keys and values, memory rows first */
+    void *rh;           /* [H][klen][dp] r = pe Wr^T */
+    void *prob, *pdrop; /* [H*rows, klen] P and P after dropatt */
+    void *om;           /* [rows, HD] P' V, heads side by side: o_net's input */
 } layer_acts;
 
 /* What the host routes for one batch (route_batch): the column of each row's target in the head,
@@ -43,6 +53,7 @@ typedef struct {
     cudaGraphExec_t exec; /* NULL: a free slot */
     tt_lm_opts opts;
     route_counts counts;
+    int mlen, par;        /* Transformer-XL's memory length and buffer */
     unsigned long long used; /* when last launched: the least recent is replaced first */
 } step_graph;
 
@@ -52,6 +63,7 @@ struct tt_gpu_lm {
     tt_gpu *gpu;
     const tt_spec *spec;
     const tt_layout *l;
+    bool txl;  /* kind: transformer-xl */
     tt_gpu_program prog;
     tt_gemm gemm;
     const tt_gpu_side *side; /* for work beside the main stream's; NULL: all on one stream */
@@ -89,6 +101,19 @@ struct tt_gpu_lm {
     void *emb_dy, *emb_de;        /* [pad, D] d of the projection, [pad, D] d of the rows */
     void *dx, *dres, *dy, *dqkv;
     void *dyf; /* d f of the FFN: its own buffer, read by dW2 on the side stream */
+    /* Transformer-XL: shapes, the memories, and what its attention's steps share */
+    int hd, dpad, kmax; /* H d_head; d_head padded to whole 16-byte groups; M + N */
+    int mlen, par;     /* the memory the next run attends to: its length, and which of two */
+    bool keep_mem;     /* the next run continues the last one's segments */
+    void **mem[2];     /* [2][L] -> [B, mlen, D] each layer's memory (inputs of the last segments) */
+    float *pe_tab;     /* [kmax, D] sinusoids of distances kmax-1 .. 0, clamped */
+    void *r;           /* [kmax, HD] pe Wr^T of one layer, before its heads are split */
+    float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' */
+    void *dac, *dbd;               /* [H*rows, kmax] */
+    void *oh, *doh, *dquh, *dqvh;  /* [H][rows][dp] */
+    void *dkh, *dvh;               /* [H][B*kmax][dp] */
+    void *drh, *dr;                /* [H][kmax][dp], [kmax, HD] */
+    void *dkvm, *dom;              /* [B*M, 2 HD], [rows, HD] */
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
     void *dp_c; /* bf16: dP rounded for the bf16 products */
@@ -182,14 +207,30 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->tokens = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
     route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
+    const bool txl = lm->txl;
+    const size_t hd = (size_t)lm->hd, dp = (size_t)lm->dpad, heads = txl ? (size_t)m->n_head : 0;
+    const size_t kmax = (size_t)lm->kmax, bm = (size_t)lm->batch * (txl ? m->mem_len : 0);
+    const size_t bk = (size_t)lm->batch * kmax;
     lm->x0 = take(b, rows * d * es);
-    lm->pe = take(b, n * d * es);
+    lm->pe = take(b, (txl ? kmax : n) * d * es);
     lm->ones = take(b, pad * es);
     for (int k = 0; k < m->layers; k++) {
         layer_acts *a = &lm->acts[k];
-        a->qkv = take(b, rows * 3 * r * es);
-        a->g = take(b, r * 4);
-        a->p = take(b, n * r * es);
+        a->qkv = take(b, rows * 3 * (txl ? hd : r) * es);
+        if (txl) {
+            a->kvm = take(b, bm * 2 * hd * es);
+            a->qu = take(b, heads * rows * dp * es);
+            a->qv = take(b, heads * rows * dp * es);
+            a->tk = take(b, heads * bk * dp * es);
+            a->tv = take(b, heads * bk * dp * es);
+            a->rh = take(b, heads * kmax * dp * es);
+            a->prob = take(b, heads * rows * kmax * es);
+            a->pdrop = take(b, heads * rows * kmax * es);
+            a->om = take(b, rows * hd * es);
+        } else {
+            a->g = take(b, r * 4);
+            a->p = take(b, n * r * es);
+        }
         a->y = take(b, rows * d * es);
         a->s1 = take(b, rows * d * es);
         a->x1 = take(b, rows * d * es);
@@ -223,21 +264,43 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->dres = take(b, rows * d * es);
     lm->dy = take(b, rows * d * es);
     lm->dyf = take(b, rows * d * es);
-    lm->dqkv = take(b, rows * 3 * r * es);
+    lm->dqkv = take(b, rows * 3 * (txl ? hd : r) * es);
     lm->dff = take(b, rows * fp * es);
-    lm->dg = take(b, r * 4);
-    lm->dp = take(b, n * r * 4);
+    if (txl) {
+        for (int par = 0; par < 2; par++)
+            for (int k = 0; k < m->layers; k++) lm->mem[par][k] = take(b, bm * d * es);
+        lm->pe_tab = take(b, kmax * d * 4);
+        lm->r = take(b, kmax * hd * es);
+        lm->ac = take(b, heads * rows * kmax * 4);
+        lm->bd = take(b, heads * rows * kmax * 4);
+        lm->dpd = take(b, heads * rows * kmax * 4);
+        lm->dac = take(b, heads * rows * kmax * es);
+        lm->dbd = take(b, heads * rows * kmax * es);
+        lm->oh = take(b, heads * rows * dp * es);
+        lm->doh = take(b, heads * rows * dp * es);
+        lm->dquh = take(b, heads * rows * dp * es);
+        lm->dqvh = take(b, heads * rows * dp * es);
+        lm->dkh = take(b, heads * bk * dp * es);
+        lm->dvh = take(b, heads * bk * dp * es);
+        lm->drh = take(b, heads * kmax * dp * es);
+        lm->dr = take(b, kmax * hd * es);
+        lm->dkvm = take(b, bm * 2 * hd * es);
+        lm->dom = take(b, rows * hd * es);
+    } else {
+        lm->dg = take(b, r * 4);
+        lm->dp = take(b, n * r * 4);
+    }
     lm->dln = take(b, 2 * d * 4);
     lm->ln_part = take(b, 2 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
     lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
-    lm->mla_part = take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
+    lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
     lm->side_ws = take(b, TT_BLAS_WORKSPACE);
-    lm->dp_c = es == 4 ? NULL : take(b, n * r * es);
+    lm->dp_c = es == 4 || txl ? NULL : take(b, n * r * es);
 }
 
 /* n floats from the host into dst of the storage type. */
@@ -267,6 +330,13 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->pad = (lm->rows + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
     lm->es = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
     lm->fp = (int)tt_row_pitch(m->d_inner);
+    lm->txl = m->kind == TT_KIND_TXL;
+    if (lm->txl) {
+        lm->hd = m->n_head * m->d_head;
+        lm->dpad = (int)tt_row_pitch(m->d_head);
+        lm->kmax = m->mem_len + m->seq_len;
+        for (int par = 0; par < 2; par++) lm->mem[par] = tt_xcalloc((size_t)m->layers, sizeof(void *));
+    }
     if (batch > spec->train.batch) {
         free(lm);
         return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
@@ -327,11 +397,18 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     float *h = tt_xmalloc((size_t)(lm->pad > n * d ? lm->pad : n * d) * sizeof *h);
     for (int i = 0; i < lm->pad; i++) h[i] = 1.f;
     upload_storage(lm, lm->ones, h, (size_t)lm->pad);
-    float *pos = tt_xmalloc((size_t)n * sizeof *pos);
-    for (int j = 0; j < n; j++) pos[j] = (float)(n - 1 - j);
-    cpu_sinusoid(h, pos, n, d);
-    upload_storage(lm, lm->pe, h, (size_t)n * d);
-    free(pos);
+    if (lm->txl) { /* the sinusoids of distances kmax-1 .. 0, clamped: each run reads a suffix */
+        float *t = tt_xmalloc((size_t)lm->kmax * d * sizeof *t);
+        cpu_txl_pos_emb(t, lm->kmax, d, m->clamp_len);
+        TT_CUDA(cudaMemcpy(lm->pe_tab, t, (size_t)lm->kmax * d * 4, cudaMemcpyHostToDevice));
+        free(t);
+    } else {
+        float *pos = tt_xmalloc((size_t)n * sizeof *pos);
+        for (int j = 0; j < n; j++) pos[j] = (float)(n - 1 - j);
+        cpu_sinusoid(h, pos, n, d);
+        upload_storage(lm, lm->pe, h, (size_t)n * d);
+        free(pos);
+    }
     free(h);
     *out = lm;
     return 0;
@@ -366,6 +443,8 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     tt_gpu_program_free(&lm->prog);
     free(lm->acts);
     free(lm->host_route_mem);
+    free(lm->mem[0]);
+    free(lm->mem[1]);
     free(lm);
 }
 
@@ -673,103 +752,270 @@ static void zero_grads(tt_gpu_lm *lm)
     }
 }
 
-/* Forward, and with grads the backward, as kernels on the stream: no host copy, no
- * synchronization, nothing that changes from one training step to the next but device memory
- * and the batch's padded counts (so that it can be captured for each tuple of them). */
-static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double weights)
+/* Layer k's dropout site of the attention output (which 0), the FFN hidden (1) or output (2). */
+static uint32_t tail_site(const tt_gpu_lm *lm, int k, int which)
+{
+    return lm->txl ? (uint32_t)(2 + 4 * k + (which ? which + 1 : 0)) : (uint32_t)(1 + 3 * k + which);
+}
+
+/* What follows the attention in layer k (MODEL.md sections 1 and 3 alike): x1 = LN(x +
+ * drop(y)), the FFN, x2 = LN(x1 + drop(FFN(x1))). */
+static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *x)
 {
     const tt_model_spec *m = &lm->l->m;
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
-    const int rows = lm->rows, d = m->d_model, f = m->d_inner, fp = lm->fp, r = m->rank;
-    const int n = m->seq_len, key = m->position == TT_POS_KEY;
+    const tt_layer_view *lw = &lm->wv.layer[k];
+    layer_acts *a = &lm->acts[k];
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
-    const tt_view *w = &lm->wv, *g = &lm->gv;
+    tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
+                       d, drop_at(lm, o, drop, tail_site(lm, k, 0)));
+    /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
+     * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
+     * rows and W2's zero columns in their copies, so h's and dff's padding is written with
+     * zeros and hd's (zero since tt_gpu_lm_open) adds nothing. The kernels between them leave
+     * the padding alone. */
+    tt_gemm_fwd_ld(&lm->gemm, a->h, false, fp, a->x1, d, w1_of(lm, k), d, rows, d, fp, 0.f);
+    tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
+                   drop_at(lm, o, drop, tail_site(lm, k, 1)));
+    tt_gemm_fwd_bias(&lm->gemm, a->f, false, d, a->hd, fp, w2_of(lm, k), fp, wcp(lm, lw->ff2_b),
+                     rows, fp, d);
+    tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w, lw->ln2_b,
+                       rows, d, drop_at(lm, o, drop, tail_site(lm, k, 2)));
+}
+
+/* Its backward, from lm->dx = d x2: lm->dx = d x through the residual alone and lm->dy = d y.
+ * The weight gradients' products go to gw (the side stream's, or the main one's). */
+static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_gemm *gw)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
     const tt_gemm *gm = &lm->gemm;
+    const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
+    layer_acts *a = &lm->acts[k];
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner, fp = lm->fp;
+    const float drop = (float)m->dropout;
+    /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f */
+    tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lm->dln, lm->dln + d, lm->ln_part, lm->dx, a->s2,
+                       a->mean2, a->rstd2, lw->ln2_w, rows, d, drop_at(lm, o, drop, tail_site(lm, k, 2)));
+    TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+    TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+    if (gw != gm) tt_gpu_fork(lm->side, st);
+    tt_gemm_bwd_w_bias(gw, lg->ff2_w, 1.f, lg->ff2_b, lm->dyf, d, a->hd, fp, lm->ones, rows, f, d);
+    tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, d, w2_of(lm, k), fp, rows, fp, d, 0.f);
+    tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
+                   drop_at(lm, o, drop, tail_site(lm, k, 1)));
+    if (gw != gm) tt_gpu_fork(lm->side, st);
+    tt_gemm_bwd_w_ld(gw, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
+    tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, w1_of(lm, k), d, rows, d, fp, 1.f); /* d x1 in full */
+    /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
+    tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres, a->s1,
+                       a->mean1, a->rstd1, lw->ln1_w, rows, d, drop_at(lm, o, drop, tail_site(lm, k, 0)));
+    TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+    TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+}
+
+/* The tensorized layer's attention (MODEL.md section 1): y = MLA(x). */
+static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_layer_view *lw = &lm->wv.layer[k];
+    layer_acts *a = &lm->acts[k];
+    const int rows = lm->rows, d = m->d_model, r = m->rank, n = m->seq_len;
+    const int key = m->position == TT_POS_KEY;
+    tt_gemm_fwd(&lm->gemm, a->qkv, false, x, wcp(lm, lw->qkv), rows, d, 3 * r, 0.f);
+    tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
+    if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
+    tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u, lm->wv.v,
+               lm->mla_part, lm->batch, n, r, d);
+}
+
+/* Its backward from lm->dy: the parameters' gradients, and d x added into lm->dx. */
+static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *gw)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_gemm *gm = &lm->gemm;
+    const tt_view *w = &lm->wv, *g = &lm->gv;
+    const tt_layer_view *lw = &w->layer[k], *lg = &g->layer[k];
+    layer_acts *a = &lm->acts[k];
+    const int rows = lm->rows, d = m->d_model, r = m->rank, n = m->seq_len;
+    const int key = m->position == TT_POS_KEY;
+    TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
+    if (gw != gm) tt_gpu_join(lm->side, st);
+    tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
+               key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
+               key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
+    tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
+    if (key) {
+        const void *dp = lm->dp;
+        if (lm->dp_c) {
+            tt_cast(p, st, lm->dp_c, lm->dp, (long)n * r);
+            dp = lm->dp_c;
+        }
+        tt_gemm_bwd_w(gm, lg->r_net, dp, lm->pe, n, d, r);
+    }
+    if (gw != gm) tt_gpu_fork(lm->side, st);
+    tt_gemm_bwd_w(gw, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
+    tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
+}
+
+/* Transformer-XL's layer k attention (MODEL.md section 3) over the memory of mlen rows a sequence
+ * and the segment x: y = o_net(P' V) with P = softmax of the shifted, masked (q + u) k^T +
+ * (q + v) r^T. Its heads are head-major and padded (templates/txl.cu), so that each product is
+ * one strided batch: AC and P'V over (head, sequence), BD over heads with every sequence's rows. */
+static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *x)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_gemm *gm = &lm->gemm;
+    const tt_layer_view *lw = &lm->wv.layer[k];
+    layer_acts *a = &lm->acts[k];
+    const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
+    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
+    const void *wqkv = wcp(lm, lw->qkv), *pe = (const char *)lm->pe + (size_t)(lm->kmax - klen) * d * lm->es;
+    tt_gemm_fwd(gm, a->qkv, false, x, wqkv, rows, d, 3 * hd, 0.f);
+    if (ml) /* the memory rows' k and v: W_kv is W_qkv's rows from HD on */
+        tt_gemm_fwd(gm, a->kvm, false, lm->mem[lm->par][k], (const char *)wqkv + (size_t)hd * d * lm->es,
+                    B * ml, d, 2 * hd, 0.f);
+    tt_gemm_fwd(gm, lm->r, false, pe, wcp(lm, lw->r_net), klen, d, hd, 0.f);
+    tt_txl_heads(p, st, a->rh, lm->r, klen, hd, 0);
+    tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
+                     lm->wv.v, B, n, ml);
+    /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
+    tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
+                    a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
+    tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
+                    (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp, H, 0.f);
+    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml,
+                       (float)(1.0 / sqrt((double)m->d_head)),
+                       drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
+    /* P' V [H*B][n, dp], heads merged into rows, o_net */
+    tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
+                    (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
+    tt_txl_unheads(p, st, a->om, lm->oh, rows, hd, 0);
+    tt_gemm_fwd(gm, a->y, false, a->om, wcp(lm, lw->o), rows, hd, d, 0.f);
+}
+
+/* Its backward from lm->dy: the parameters' gradients (u and v shared by every layer), and d x
+ * added into lm->dx; the memory is detached. */
+static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *xin)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_gemm *gm = &lm->gemm;
+    const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
+    layer_acts *a = &lm->acts[k];
+    const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
+    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
+    const void *pe = (const char *)lm->pe + (size_t)(lm->kmax - klen) * d * lm->es;
+    /* o_net */
+    tt_gemm_bwd_w(gm, lg->o, lm->dy, a->om, rows, hd, d);
+    tt_gemm_bwd_x(gm, lm->dom, lm->dy, wcp(lm, lw->o), rows, hd, d, 0.f);
+    tt_txl_heads(p, st, lm->doh, lm->dom, rows, hd, 0);
+    /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
+    tt_gemm_batched(gm, lm->dpd, true, klen, (long long)n * klen, lm->doh, false, dp,
+                    (long long)n * dp, a->tv, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dvh, false, dp, (long long)klen * dp, a->pdrop, true, klen,
+                    (long long)n * klen, lm->doh, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
+    tt_txl_softmax_bwd(p, st, lm->dac, lm->dbd, lm->dpd, a->prob, B, H, n, ml,
+                       (float)(1.0 / sqrt((double)m->d_head)),
+                       drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
+    /* dQu = dAC K, dK = dAC^T Qu [H*B]; dQv = dBD R, dR = dBD^T Qv [H] */
+    tt_gemm_batched(gm, lm->dquh, false, dp, (long long)n * dp, lm->dac, false, klen,
+                    (long long)n * klen, a->tk, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dkh, false, dp, (long long)klen * dp, lm->dac, true, klen,
+                    (long long)n * klen, a->qu, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dqvh, false, dp, (long long)rows * dp, lm->dbd, false, klen,
+                    (long long)rows * klen, a->rh, false, dp, (long long)klen * dp, rows, dp, klen, H, 0.f);
+    tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, klen,
+                    (long long)rows * klen, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
+    /* r_net, the biases, then qkv_net over the segment's rows and the memory's */
+    tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hd, 0);
+    tt_gemm_bwd_w(gm, lg->r_net, lm->dr, pe, klen, d, hd);
+    tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
+    tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, B,
+                     n, ml);
+    tt_gemm_bwd_w(gm, lg->qkv, lm->dqkv, xin, rows, d, 3 * hd);
+    if (ml) tt_gemm_bwd_w(gm, lg->qkv + (size_t)hd * d, lm->dkvm, lm->mem[lm->par][k], B * ml, d, 2 * hd);
+    tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * hd, 1.f);
+}
+
+/* Transformer-XL's memories for the next segment: layer k's = the last min(mlen + N, M) rows of
+ * concat(its memory, its input) a sequence, into the other of the two buffers (two copies a
+ * layer, each row once: no concatenation). */
+static void txl_update_memory(tt_gpu_lm *lm)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const cudaStream_t st = lm->gpu->stream;
+    const int n = m->seq_len, ml = lm->mlen, keep = ml + n < m->mem_len ? ml + n : m->mem_len;
+    const size_t row = (size_t)m->d_model * lm->es;
+    const int old = keep > n ? keep - n : 0, cur = keep - old; /* rows from each */
+    for (int k = 0; k < m->layers; k++) {
+        const char *in = k ? lm->acts[k - 1].x2 : lm->x0;
+        char *dst = lm->mem[lm->par ^ 1][k];
+        if (old)
+            TT_CUDA(cudaMemcpy2DAsync(dst, keep * row, (const char *)lm->mem[lm->par][k] + (ml - old) * row,
+                                      ml * row, old * row, (size_t)lm->batch, cudaMemcpyDeviceToDevice, st));
+        if (cur)
+            TT_CUDA(cudaMemcpy2DAsync(dst + old * row, keep * row, in + (n - cur) * row, n * row,
+                                      cur * row, (size_t)lm->batch, cudaMemcpyDeviceToDevice, st));
+    }
+}
+
+/* Forward, and with grads the backward, as kernels on the stream: no host copy, no
+ * synchronization, nothing that changes from one training step to the next but device memory,
+ * the batch's padded counts and Transformer-XL's memory length and buffer (so that it can be
+ * captured for each tuple of them). */
+static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double weights)
+{
+    const tt_model_spec *m = &lm->l->m;
     const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
 
     if (grads) zero_grads(lm);
     /* forward */
     enqueue_embedding(lm, o, false);
+    if (lm->txl) { /* pos_emb of distances klen-1 .. 0 with its dropout, for every layer */
+        const size_t skip = (size_t)(lm->kmax - lm->mlen - m->seq_len) * m->d_model;
+        tt_txl_pe(&lm->prog, lm->gpu->stream, (char *)lm->pe + skip * lm->es, lm->pe_tab + skip,
+                  (long)(lm->mlen + m->seq_len) * m->d_model, drop_at(lm, o, (float)m->dropout, 1));
+    }
     const void *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
-        const tt_layer_view *lw = &w->layer[k];
-        layer_acts *a = &lm->acts[k];
-        tt_gemm_fwd(gm, a->qkv, false, x, wcp(lm, lw->qkv), rows, d, 3 * r, 0.f);
-        tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
-        if (key) tt_gemm_fwd(gm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
-        tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v,
-                   lm->mla_part, lm->batch, n, r, d);
-        tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
-                           rows, d, drop_at(lm, o, drop, 1 + 3 * k));
-        /* the FFN's [rows, F] activations are fp apart, and its products run over all fp
-         * columns (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding
-         * is W1's zero rows and W2's zero columns in their copies, so h's and dff's padding is
-         * written with zeros and hd's (zero since tt_gpu_lm_open) adds nothing. The kernels
-         * between them leave the padding alone. */
-        tt_gemm_fwd_ld(gm, a->h, false, fp, a->x1, d, w1_of(lm, k), d, rows, d, fp, 0.f);
-        tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
-                       drop_at(lm, o, drop, 2 + 3 * k));
-        tt_gemm_fwd_bias(gm, a->f, false, d, a->hd, fp, w2_of(lm, k), fp, wcp(lm, lw->ff2_b), rows,
-                         fp, d);
-        tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w,
-                           lw->ln2_b, rows, d, drop_at(lm, o, drop, 3 + 3 * k));
-        x = a->x2;
+        if (lm->txl)
+            txl_attn_fwd(lm, o, k, x);
+        else
+            mla_attn_fwd(lm, k, x);
+        layer_tail_fwd(lm, o, k, x);
+        x = lm->acts[k].x2;
     }
+    if (lm->txl) txl_update_memory(lm);
     enqueue_output(lm, o, grads, scale, x); /* and its backward: dx = d loss / d x */
 
     if (grads) {
         /* The weight gradients' products run on the side stream beside the chain to dx (they
          * are small products that leave most of the card idle). What they read is not written
          * again before the join ahead of each layer's attention: dW2's dY (dyf, a buffer of its
-         * own) and dW1's dFF, the next layer's; dWqkv's dqkv, that layer's mla_bwd_reduce. */
-        const tt_gemm *gw = lm->side ? &lm->gemm_side : gm;
+         * own) and dW1's dFF, the next layer's; dWqkv's dqkv, that layer's mla_bwd_reduce.
+         * (Transformer-XL's products all stay on the main stream.) */
+        const tt_gemm *gw = lm->side && !lm->txl ? &lm->gemm_side : &lm->gemm;
         for (int k = m->layers - 1; k >= 0; k--) {
-            const tt_layer_view *lw = &w->layer[k], *lg = &g->layer[k];
-            layer_acts *a = &lm->acts[k];
             const void *xin = k ? lm->acts[k - 1].x2 : lm->x0;
-            /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dy = d f */
-            tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lm->dln, lm->dln + d, lm->ln_part, lm->dx,
-                               a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d,
-                               drop_at(lm, o, drop, 3 + 3 * k));
-            TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            if (lm->side) tt_gpu_fork(lm->side, st);
-            tt_gemm_bwd_w_bias(gw, lg->ff2_w, 1.f, lg->ff2_b, lm->dyf, d, a->hd, fp, lm->ones, rows,
-                               f, d);
-            tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, d, w2_of(lm, k), fp, rows, fp, d, 0.f);
-            tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
-                           drop_at(lm, o, drop, 2 + 3 * k));
-            if (lm->side) tt_gpu_fork(lm->side, st);
-            tt_gemm_bwd_w_ld(gw, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
-            tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, w1_of(lm, k), d, rows, d, fp,
-                             1.f); /* d x1 in full */
-            /* x1 = LN(x + drop(MLA(x))): dx = d x (residual), dy = d y */
-            tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres,
-                               a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d,
-                               drop_at(lm, o, drop, 1 + 3 * k));
-            TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-            TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
-            if (lm->side) tt_gpu_join(lm->side, st);
-            tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg,
-                       key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
-                       wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
-            tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
-            if (key) {
-                const void *dp = lm->dp;
-                if (lm->dp_c) {
-                    tt_cast(p, st, lm->dp_c, lm->dp, (long)n * r);
-                    dp = lm->dp_c;
-                }
-                tt_gemm_bwd_w(gm, lg->r_net, dp, lm->pe, n, d, r);
-            }
-            if (lm->side) tt_gpu_fork(lm->side, st);
-            tt_gemm_bwd_w(gw, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
-            tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
+            layer_tail_bwd(lm, o, k, gw);
+            if (lm->txl)
+                txl_attn_bwd(lm, o, k, xin);
+            else
+                mla_attn_bwd(lm, k, xin, gw);
         }
         enqueue_embedding(lm, o, true);
-        if (lm->side) tt_gpu_join(lm->side, st);
+        if (gw != &lm->gemm) tt_gpu_join(lm->side, lm->gpu->stream);
     }
 }
 
@@ -790,10 +1036,29 @@ static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
  * again with it. */
 static void tune_products(tt_gpu_lm *lm)
 {
+    /* (the cuBLAS handle is the device's: another model opened on it may have moved its
+     * workspace, which the products of a captured step must not allocate) */
+    TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
     int timed;
     if (tt_gemm_tune(&lm->gemm, &timed) > 0) drop_graphs(lm);
     lm->tuned += timed;
 }
+
+/* After a Transformer-XL run: the memories it wrote are the next run's. */
+static void txl_advance(tt_gpu_lm *lm)
+{
+    if (!lm->txl) return;
+    const tt_model_spec *m = &lm->l->m;
+    lm->mlen = lm->mlen + m->seq_len < m->mem_len ? lm->mlen + m->seq_len : m->mem_len;
+    lm->par ^= 1;
+}
+
+void tt_gpu_lm_continue(tt_gpu_lm *lm, bool continues)
+{
+    if (!continues) lm->mlen = 0;
+}
+
+int tt_gpu_lm_memory(const tt_gpu_lm *lm) { return lm->mlen; }
 
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res)
@@ -801,6 +1066,7 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
     tune_products(lm);
     const double weights = upload_inputs(lm, inputs, targets, o);
     enqueue_run(lm, o, grads, weights);
+    txl_advance(lm);
     download_sums(lm, weights, res);
 }
 
@@ -850,7 +1116,8 @@ static step_graph *graph_for(tt_gpu_lm *lm, const tt_lm_opts *o, bool *hit)
     for (int i = 0; i < lm->max_graphs; i++) {
         step_graph *sg = &lm->graph[i];
         if (sg->exec && same_step_opts(&sg->opts, o) &&
-            !memcmp(&sg->counts, &lm->counts, sizeof lm->counts)) {
+            !memcmp(&sg->counts, &lm->counts, sizeof lm->counts) && sg->mlen == lm->mlen &&
+            sg->par == lm->par) {
             *hit = true;
             return sg;
         }
@@ -888,11 +1155,14 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
             TT_CUDA(cudaGraphDestroy(g));
             sg->opts = *o;
             sg->counts = lm->counts;
+            sg->mlen = lm->mlen;
+            sg->par = lm->par;
             lm->captured++;
         }
         sg->used = ++lm->clock;
         TT_CUDA(cudaGraphLaunch(sg->exec, st));
     }
+    txl_advance(lm);
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
     download_sums(lm, weights, res);
     return host.norm;

@@ -1,4 +1,4 @@
-/* The tensorized LM on the GPU: the generated kernels for every non-GEMM op, cuBLAS for the
+/* The tensorized LM and Transformer-XL on the GPU: the generated kernels for every non-GEMM op, cuBLAS for the
  * products, in one device allocation planned up front from the spec (for the adaptive softmax
  * and embedding: for the worst case, every row in one cluster). The same parameter layout
  * as the CPU reference (runtime/model.h), so weights, gradients and checkpoints are
@@ -53,6 +53,12 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s);
  * kernels: the results are bit-identical). Returns the gradient norm before clipping. */
 double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, tt_lm_result *res);
+/* Transformer-XL: whether the next run continues the segments of the last one (each row the
+ * segment right after the same row's), attending to the memories the last run left, or starts
+ * without memory. Each run leaves the memories for the next: the last min(mlen + N, M) inputs
+ * of each layer, in device memory. tt_gpu_lm_memory: the length the next run would attend to. */
+void tt_gpu_lm_continue(tt_gpu_lm *lm, bool continues);
+int tt_gpu_lm_memory(const tt_gpu_lm *lm);
 /* Training steps captured into a graph so far, and steps that replayed one. */
 void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed);
 /* Matrix products whose cuBLASLt algorithm was chosen by timing so far (see tt_gemm_tune: each

@@ -306,29 +306,99 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
 }
 
 static void txl_softmax(const char *op, const tt_gpu_program *p, cudaStream_t st, void *a, void *b,
-                        const void *c, const void *d, int rows, int n, int m, float scale,
-                        tt_dropout drop)
+                        const void *c, const void *d, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, op);
-    TT_ASSERT(rows % n == 0 && m >= 0 && m + n <= need(k, "KMAX"));
+    TT_ASSERT(m >= 0 && m + n <= need(k, "KMAX"));
+    int rows = batch * heads * n;
     if (rows == 0) return;
-    void *args[] = {&a, &b, &c, &d, &rows, &n, &m, &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&a,     &b,     &c,      &d,         &rows,     &n,         &m,        &batch,
+                    &heads, &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
     const long per_block = need(k, "THREADS") / 32;
     tt_gpu_launch(k, (dim3){ceil_div(rows, per_block), 1, 1}, args, st);
 }
 
 void tt_txl_softmax_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop,
-                        const float *ac, const float *bd, int rows, int n, int m, float scale,
-                        tt_dropout drop)
+                        const float *ac, const float *bd, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop)
 {
-    txl_softmax("txl_softmax_fwd", p, st, prob, pdrop, ac, bd, rows, n, m, scale, drop);
+    txl_softmax("txl_softmax_fwd", p, st, prob, pdrop, ac, bd, batch, heads, n, m, scale, drop);
 }
 
-void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, float *dac, float *dbd,
-                        const float *dpdrop, const void *prob, int rows, int n, int m, float scale,
-                        tt_dropout drop)
+void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, void *dbd,
+                        const float *dpdrop, const void *prob, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop)
 {
-    txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, rows, n, m, scale, drop);
+    txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, batch, heads, n, m, scale, drop);
+}
+
+/* Blocks for a grid-stride kernel over total elements: enough to fill the card, no more. */
+static unsigned stride_blocks(const tt_gpu_kernel *k, long long total)
+{
+    long long b = (total + need(k, "THREADS") - 1) / need(k, "THREADS");
+    return (unsigned)(b < 1 ? 1 : b > 2048 ? 2048 : b);
+}
+
+void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *src, long count,
+               tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_pe");
+    long long n = count;
+    void *args[] = {&pe, &src, &n, &drop.p, &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(k, (dim3){stride_blocks(k, n), 1, 1}, args, st);
+}
+
+void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *qv, void *k,
+                      void *v, const void *qkv, const void *kvm, const float *u, const float *vb,
+                      int batch, int n, int m)
+{
+    const tt_gpu_kernel *kk = tt_gpu_kernel_of(p, "txl_heads_qkv");
+    TT_ASSERT(m == 0 || kvm);
+    void *args[] = {&qu, &qv, &k, &v, &qkv, &kvm, &u, &vb, &batch, &n, &m};
+    const long long total = need(kk, "H") * (long long)batch * (m + n) * need(kk, "DP");
+    tt_gpu_launch(kk, (dim3){stride_blocks(kk, total), 1, 1}, args, st);
+}
+
+static void txl_move(const char *op, const tt_gpu_program *p, cudaStream_t st, void *dst,
+                     const void *src, int rows, int ld, int off)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, op);
+    void *args[] = {&dst, &src, &rows, &ld, &off};
+    const long long total = need(k, "H") * (long long)rows * need(k, "DP");
+    tt_gpu_launch(k, (dim3){stride_blocks(k, total), 1, 1}, args, st);
+}
+
+void tt_txl_heads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
+                  int ld, int off)
+{
+    txl_move("txl_heads", p, st, dst, src, rows, ld, off);
+}
+
+void tt_txl_unheads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
+                    int ld, int off)
+{
+    txl_move("txl_unheads", p, st, dst, src, rows, ld, off);
+}
+
+void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
+                      const void *dqu, const void *dqv, const void *dk, const void *dv, int batch,
+                      int n, int m)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_heads_bwd");
+    TT_ASSERT(m == 0 || dkvm);
+    void *args[] = {&dqkv, &dkvm, &dqu, &dqv, &dk, &dv, &batch, &n, &m};
+    const long long hd = need(k, "H") * need(k, "DH"), total = (long long)batch * (3LL * n + 2LL * m) * hd;
+    tt_gpu_launch(k, (dim3){stride_blocks(k, total), 1, 1}, args, st);
+}
+
+void tt_txl_uv_bwd(const tt_gpu_program *p, cudaStream_t st, float *du, float *dv, const void *dqu,
+                   const void *dqv, int rows)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_uv_bwd");
+    void *args[] = {&du, &dv, &dqu, &dqv, &rows};
+    const long warps = 2 * need(k, "H") * need(k, "DH");
+    tt_gpu_launch(k, (dim3){ceil_div(32 * warps, need(k, "THREADS")), 1, 1}, args, st);
 }
 
 void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,

@@ -115,16 +115,42 @@ void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const 
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,
              const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
              float scale, bool grad);
-/* Transformer-XL's attention probabilities (templates/txl_softmax.cu) for rows = batch x heads x
- * n queries of m + n keys each: prob and pdrop (after dropatt) [rows, m+n] of the storage type
- * from AC and the unshifted BD (fp32, [rows, m+n]); and the backward from dpdrop (fp32) into dac
- * and dbd. scale = 1 / sqrt(d_head); drop.p is dropatt. */
+/* Transformer-XL's attention probabilities (templates/txl_softmax.cu) for heads x batch x n
+ * queries of m + n keys each, rows head-major ((c batch + b) n + i): prob and pdrop (after
+ * dropatt) [rows, m+n] of the storage type from AC and the unshifted BD (fp32, [rows, m+n]); and
+ * the backward from dpdrop (fp32) into dac and dbd (storage type). scale = 1 / sqrt(d_head);
+ * drop.p is dropatt, its draws numbered as the CPU reference's [batch, heads, n, m+n]. */
 void tt_txl_softmax_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop,
-                        const float *ac, const float *bd, int rows, int n, int m, float scale,
-                        tt_dropout drop);
-void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, float *dac, float *dbd,
-                        const float *dpdrop, const void *prob, int rows, int n, int m, float scale,
-                        tt_dropout drop);
+                        const float *ac, const float *bd, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop);
+void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, void *dbd,
+                        const float *dpdrop, const void *prob, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop);
+
+/* The rest of Transformer-XL's attention between its products (templates/txl.cu). Heads are
+ * head-major and padded, X[c][row][e] with e < DP (d_head rounded up to a multiple of 8, zero
+ * past d_head); keys of sequence b are its m memory rows, then its n segment rows.
+ * pe [count] (storage type) = dropout of src (fp32), element e of the drop's stream. */
+void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *src, long count,
+               tt_dropout drop);
+/* qu = q + u, qv = q + v [H][batch*n][DP]; k, v [H][batch*(m+n)][DP] from qkv [batch*n, 3 H dh]
+ * (the segment's rows) and kvm [batch*m, 2 H dh] (the memory's; NULL when m is 0). */
+void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *qv, void *k,
+                      void *v, const void *qkv, const void *kvm, const float *u, const float *vb,
+                      int batch, int n, int m);
+/* dst [H][rows][DP] = the heads of src [rows, ld] from column off, and back. */
+void tt_txl_heads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
+                  int ld, int off);
+void tt_txl_unheads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
+                    int ld, int off);
+/* dqkv [batch*n, 3 H dh] (dq = dqu + dqv) and dkvm [batch*m, 2 H dh] (NULL when m is 0) from the
+ * heads' gradients. */
+void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
+                      const void *dqu, const void *dqv, const void *dk, const void *dv, int batch,
+                      int n, int m);
+/* du, dv [H dh] (fp32) += the sums over rows of dqu, dqv [H][rows][DP]. */
+void tt_txl_uv_bwd(const tt_gpu_program *p, cudaStream_t st, float *du, float *dv, const void *dqu,
+                   const void *dqv, int rows);
 
 /* out[0] = sum of loss, out[1] = sum of nll over rows, in double, in a fixed order. */
 void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const float *loss,

@@ -133,7 +133,7 @@ int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err,
 
 int tt_model_runs_on_gpu(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen)
 {
-    if (m->kind == TT_KIND_TENSORIZED) return 0;
+    if (m->kind == TT_KIND_TENSORIZED || m->kind == TT_KIND_TXL) return 0;
     return tt_errf(err, errlen, "%s: model.kind: %s trains and evaluates on the CPU reference; "
                    "its GPU kernels do not exist yet: use --device cpu",
                    spec_path ? spec_path : "the spec", tt_kind_name(m->kind));

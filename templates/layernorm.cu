@@ -212,7 +212,13 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
 // TT_TPR > 32 (one row per block) for the whole block, so the barriers in tt_row_sum are safe.
 // Plain: dx = d LayerNorm(x). Residual (s = x + dropout(y)): dx = ds and dy = dropout_bwd(ds),
 // with the keep decisions drawn again from the forward's stream. dgamma/dbeta as partials.
+// (A D that the threads of a row do not divide, such as 410, left ptxas' own register target
+// spilling 8 bytes; with one block an SM promised it takes what it needs.)
+#if TT_D % TT_TPR
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
+#else
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
+#endif
 #ifdef TT_OP_LAYERNORM_BWD
 TT_KERNEL(TT_T *__restrict__ dx, float *__restrict__ part, const TT_T *__restrict__ dout,
           const TT_T *__restrict__ x, const float *__restrict__ mean_in,

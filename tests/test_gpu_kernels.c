@@ -973,11 +973,26 @@ static void test_xent(void **state)
     }
 }
 
+/* Rows [b][c][i] of k floats (the reference's order) to the GPU's head-major [c][b][i], and back
+ * (back: 1). */
+static float *txl_rows(const float *src, int b, int h, int n, int k, int back)
+{
+    float *dst = tt_xmalloc((size_t)b * h * n * k * 4);
+    for (int s = 0; s < b; s++)
+        for (int c = 0; c < h; c++)
+            for (int i = 0; i < n; i++) {
+                const size_t ref = (((size_t)s * h + c) * n + i) * k, gpu_row = (((size_t)c * b + s) * n + i) * k;
+                memcpy(dst + (back ? ref : gpu_row), src + (back ? gpu_row : ref), (size_t)k * 4);
+            }
+    return dst;
+}
+
 /* Transformer-XL's fused relative shift, mask, softmax and dropatt (templates/txl_softmax.cu)
  * against the formulas of MODEL.md section 3 written out here (as runtime/cpu_txl.c computes
  * them), at fp32 and bf16, with and without memory, dropatt 0.2, outputs poisoned first: prob,
- * pdrop (the same mask as cpu_dropout_fwd draws) and the backward's dAC and dBD (every element,
- * the unread columns of dBD zero). */
+ * pdrop (the same mask as cpu_dropout_fwd draws, in the reference's order although the GPU's
+ * rows are head-major) and the backward's dAC and dBD (every element, the unread columns of dBD
+ * zero). */
 static void test_txl_softmax(void **state)
 {
     (void)state;
@@ -1030,14 +1045,23 @@ static void test_txl_softmax(void **state)
                 dbd[(size_t)r * k + n - 1 - i + j] = ds;
             }
         }
-        /* GPU */
-        float *d_ac = upload(ac, ne, 0), *d_bd = upload(bd, ne, 0), *d_dpd = upload(dpd, ne, 0);
+        /* GPU, head-major */
+        float *hac = txl_rows(ac, b, h, n, k, 0), *hbd = txl_rows(bd, b, h, n, k, 0);
+        float *hdpd = txl_rows(dpd, b, h, n, k, 0);
+        float *d_ac = upload(hac, ne, 0), *d_bd = upload(hbd, ne, 0), *d_dpd = upload(hdpd, ne, 0);
+        free(hac), free(hbd), free(hdpd);
         void *d_prob = poisoned(ne, bf ? 2 : 4), *d_pdrop = poisoned(ne, bf ? 2 : 4);
-        float *d_dac = poisoned(ne, 4), *d_dbd = poisoned(ne, 4);
-        tt_txl_softmax_fwd(&p, gpu.stream, d_prob, d_pdrop, d_ac, d_bd, rows, n, m, scale, dr);
-        tt_txl_softmax_bwd(&p, gpu.stream, d_dac, d_dbd, d_dpd, d_prob, rows, n, m, scale, dr);
-        float *g_prob = download(d_prob, ne, bf), *g_pdrop = download(d_pdrop, ne, bf);
-        float *g_dac = download(d_dac, ne, 0), *g_dbd = download(d_dbd, ne, 0);
+        void *d_dac = poisoned(ne, bf ? 2 : 4), *d_dbd = poisoned(ne, bf ? 2 : 4);
+        tt_txl_softmax_fwd(&p, gpu.stream, d_prob, d_pdrop, d_ac, d_bd, b, h, n, m, scale, dr);
+        tt_txl_softmax_bwd(&p, gpu.stream, d_dac, d_dbd, d_dpd, d_prob, b, h, n, m, scale, dr);
+        float *g[4];
+        void *const outs[4] = {d_prob, d_pdrop, d_dac, d_dbd};
+        for (int o = 0; o < 4; o++) {
+            float *x = download(outs[o], ne, bf);
+            g[o] = txl_rows(x, b, h, n, k, 1);
+            free(x);
+        }
+        float *g_prob = g[0], *g_pdrop = g[1], *g_dac = g[2], *g_dbd = g[3];
         const double tol = bf ? 1e-2 : 1e-5;
         compare("txl prob", c, g_prob, prob, ne, tol);
         compare("  pdrop", c, g_pdrop, pdrop, ne, tol);

@@ -229,6 +229,114 @@ static void test_step(void **state)
     if (failures) fail_msg("%d comparisons over their tolerance", failures);
 }
 
+/* Transformer-XL (MODEL.md section 3) on the GPU against tt_cpu_txl_lm_run: three segments in a
+ * row, each attending to the memories the last left (0, then 8, then 12 = M rows: the last both
+ * keeps old memory rows and takes new ones), the loss and every parameter tensor's gradient of
+ * each; then an evaluation run (no dropout) continuing the memories. d_head 6: the heads padded
+ * to 8. */
+typedef struct {
+    const char *name, *model, *train;
+    double tol, tol_tensor;
+} txl_variant;
+
+static const txl_variant txl_variants[] = {
+    {"txl dropout, dropatt", "dropout: 0.1, dropatt: 0.1", "precision: fp32", 1e-5, 0},
+    {"txl clamp 5, untied", "dropout: 0.1, clamp_len: 5, tie_weights: false", "precision: fp32",
+     1e-5, 0},
+    {"txl adaptive div 2", "dropout: 0.1, dropatt: 0.1, " ADAPTIVE_DIV2, "precision: fp32", 1e-5, 0},
+    {"txl tf32", "dropout: 0.1, dropatt: 0.1", "precision: tf32", 1e-2, 0.15},
+    {"txl bf16", "dropout: 0.1, dropatt: 0.1", "precision: bf16", 2e-2, 0.15},
+    {"txl bf16 adaptive", "dropout: 0.1, " ADAPTIVE, "precision: bf16", 2e-2, 0.15},
+};
+
+static void test_txl(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (size_t vi = 0; vi < sizeof txl_variants / sizeof *txl_variants; vi++) {
+        const txl_variant *tv = &txl_variants[vi];
+        char text[1024], err[1024];
+        snprintf(text, sizeof text,
+                 "model: {kind: transformer-xl, vocab: 300, d_model: 24, layers: 2, n_head: 3, "
+                 "d_head: 6, seq_len: 8, mem_len: 12, d_inner: 36, %s}\ntrain: {batch: 3, %s}\n",
+                 tv->model, tv->train);
+        tt_spec s;
+        tt_layout l;
+        if (tt_spec_parse(text, strlen(text), tv->name, ".", &s, err, sizeof err) != 0) fail_msg("%s", err);
+        if (tt_layout_build(&s.model, s.model.vocab, &l, err, sizeof err) != 0) fail_msg("%s", err);
+        const variant v = {tv->name, NULL, NULL, tv->tol, 1, tv->tol_tensor, 0, 0, 0};
+        const int batch = s.train.batch, n = s.model.seq_len, rows = batch * n, d = s.model.d_model;
+        const size_t nf = l.n_floats, nmem = (size_t)s.model.layers * batch * s.model.mem_len * d;
+        float *w = tt_xmalloc(nf * 4), *gc = tt_xcalloc(nf, 4), *gg = tt_xmalloc(nf * 4);
+        float *mem = tt_xcalloc(nmem + 1, 4);
+        weights(&l, w, 1);
+        char err2[1024];
+        tt_gpu_lm *lm;
+        if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err2, sizeof err2) != 0) fail_msg("%s", err2);
+        TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, nf * 4, cudaMemcpyHostToDevice));
+        tt_gpu_lm_weights_changed(lm);
+        tt_cpu_lm cpu;
+        tt_cpu_lm_init(&cpu, &l, batch);
+        int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        int mlen = 0;
+        for (int seg = 0; seg < 4; seg++) {
+            for (int i = 0; i < rows; i++) {
+                in[i] = (int32_t)(tt_uniform(seed, 17 + 2 * seg, i) * 300);
+                tg[i] = (int32_t)(tt_uniform(seed, 18 + 2 * seg, i) * 300);
+            }
+            const bool train = seg < 3;
+            tt_lm_opts o = {.train = train, .seed = seed, .step = (uint64_t)(5 + seg)};
+            tt_gpu_lm_continue(lm, seg > 0);
+            if (tt_gpu_lm_memory(lm) != mlen) {
+                print_error("%s: the GPU attends to %d memory rows, the CPU to %d\n", tv->name,
+                            tt_gpu_lm_memory(lm), mlen);
+                failures++;
+            }
+            tt_lm_result rc, rg;
+            memset(gc, 0, nf * 4);
+            mlen = tt_cpu_txl_lm_run(&cpu, w, train ? gc : NULL, in, tg, mlen ? mem : NULL, mlen, mem,
+                                     &o, &rc);
+            tt_gpu_lm_run(lm, in, tg, &o, train, &rg);
+            const double lrel = fabs(rg.loss_sum - rc.loss_sum) / fabs(rc.loss_sum);
+            char what[32];
+            snprintf(what, sizeof what, train ? "segment %d" : "eval %d", seg);
+            printf("%-28s %s loss cpu %.9f gpu %.9f (rel %.1e)\n", tv->name, what,
+                   rc.loss_sum / rc.scored, rg.loss_sum / rg.scored, lrel);
+            if (!(lrel <= tv->tol)) {
+                print_error("%s, %s: loss differs by %.2e\n", tv->name, what, lrel);
+                failures++;
+            }
+            if (!train) continue;
+            TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
+            double worst = 0;
+            const char *worst_name = "";
+            const double tol_t = v.tol_tensor > 0 ? v.tol_tensor : v.tol;
+            for (int i = 0; i < l.n_params; i++) {
+                const tt_param *p = &l.params[i];
+                const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
+                if (e > worst) worst = e, worst_name = p->name;
+                if (!(e <= tol_t)) {
+                    print_error("%s, %s: gradient of %s differs by %.2e\n", tv->name, what, p->name, e);
+                    failures++;
+                }
+            }
+            const double all = rel_l2(gg, gc, nf);
+            printf("%-28s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "",
+                   all, v.tol, tol_t, worst_name, worst);
+            if (!(all <= v.tol)) {
+                print_error("%s, %s: the gradients differ by %.2e\n", tv->name, what, all);
+                failures++;
+            }
+        }
+        tt_gpu_lm_close(lm);
+        tt_cpu_lm_free(&cpu);
+        free(w), free(gc), free(gg), free(mem), free(in), free(tg);
+        tt_layout_free(&l);
+        tt_spec_free(&s);
+    }
+    if (failures) fail_msg("%d comparisons over their tolerance", failures);
+}
+
 /* With causal: true the loss at position i has no gradient on the embeddings of positions
  * > i; untied weights, so the embedding's gradient comes from the input side alone, and distinct
  * tokens, so a row of dE belongs to one position. */
@@ -413,8 +521,8 @@ int main(void)
     seed = tu_seed();
     const int open_rc = tu_gpu_open(&gpu, &cache, seed);
     if (open_rc) return open_rc;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_step), cmocka_unit_test(test_leak),
-                                       cmocka_unit_test(test_graph)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_step), cmocka_unit_test(test_txl),
+                                       cmocka_unit_test(test_leak), cmocka_unit_test(test_graph)};
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_gpu_close(&gpu, &cache);
     return rc;

@@ -161,7 +161,7 @@ static void test_names_carry_constants(void **state)
         const tt_model_spec *m = &s.model;
         const char *act = s.train.precision == TT_PREC_BF16 ? "bf16" : "f32";
         int mla = 0, ln_fwd = 0, ln_bwd = 0;
-        /* the tensorized LM's other kernels: one instance each, but the embedding's of one table
+        /* the LM's other kernels: one instance each, but the embedding's of one table
          * (div_val 1), the adaptive softmax's (cutoffs) and the adaptive embedding's (div_val > 1:
          * one per cluster for the kernels of a cluster's width DE) */
         static const char *const lm_ops[] = {
@@ -229,10 +229,20 @@ static void test_names_carry_constants(void **state)
                 if (kk % 32 || kk < m->mem_len + m->seq_len || kk < s.eval.mem_len + s.eval.tgt_len)
                     fail_msg("%s: %s: KMAX %ld", s.path, kn->name, kk);
             }
-            /* adam and cast walk flat arrays of any length, xent rows of logits of any length:
-             * they have no width to name */
-            if (dk < 0 && fk < 0 && dek < 0 && kk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
-                strcmp(kn->op, "cast") != 0 && strncmp(kn->op, "xent", 4) != 0)
+            /* Transformer-XL's heads: H heads of DH, padded to DP (whole 16-byte groups) */
+            const long hk = strncmp(kn->op, "txl_", 4) == 0 ? tt_kernel_const(kn, "H", -1) : -1;
+            if (hk >= 0) {
+                const long dhk = tt_kernel_const(kn, "DH", -1), dpk = tt_kernel_const(kn, "DP", -1);
+                snprintf(part, sizeof part, "_H%ld_DH%ld_DP%ld_", hk, dhk, dpk);
+                expect_in_name(kn, part, 1, s.path);
+                if (hk != m->n_head || dhk != m->d_head || dpk != tt_row_pitch(m->d_head))
+                    fail_msg("%s: %s: H %ld DH %ld DP %ld", s.path, kn->name, hk, dhk, dpk);
+            }
+            /* adam, cast and txl_pe walk flat arrays of any length, xent rows of logits of any
+             * length: they have no width to name */
+            if (dk < 0 && fk < 0 && dek < 0 && kk < 0 && hk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
+                strcmp(kn->op, "cast") != 0 && strncmp(kn->op, "xent", 4) != 0 &&
+                strcmp(kn->op, "txl_pe") != 0)
                 fail_msg("%s: kernel %s of the storage type names no width", s.path, kn->name);
             for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++)
                 lm_count[o] += strcmp(kn->op, lm_ops[o]) == 0;
@@ -277,7 +287,8 @@ static void test_names_carry_constants(void **state)
             }
         }
         for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++) {
-            const int want = m->kind == TT_KIND_TENSORIZED ? lm_want[o] : 0;
+            /* Transformer-XL has them all but the core's */
+            const int want = m->kind == TT_KIND_TENSORIZED || strncmp(lm_ops[o], "core_", 5) != 0 ? lm_want[o] : 0;
             if (lm_count[o] != want)
                 fail_msg("%s: %d %s instances, want %d", s.path, lm_count[o], lm_ops[o], want);
         }

@@ -660,10 +660,11 @@ static void test_eval_other_model(void **state)
     free(a), free(ckpt), free(spec), free(model);
 }
 
-/* kind: transformer-xl trains and evaluates on the CPU reference (--device auto picks it and says
- * why): it learns the corpus, tt-eval scores its checkpoint to the perplexity tt-train's final
- * validation printed (the spec's eval lengths, here other than training's), the checkpoint holds
- * kimiyoung's names, and --stride (tt-eval) and --device cuda are refused in one line. */
+/* kind: transformer-xl trains and evaluates where the tensorized model does (--device auto: the
+ * GPU when there is one, else the CPU, saying why): it learns the corpus, tt-eval scores its
+ * checkpoint to the perplexity tt-train's final validation printed (the spec's eval lengths, here
+ * other than training's), the checkpoint holds kimiyoung's names, and --stride (tt-eval) and,
+ * without a GPU, --device cuda are refused in one line. */
 static void test_txl_trains(void **state)
 {
     fixture *f = *state;
@@ -680,7 +681,8 @@ static void test_txl_trains(void **state)
     tu_proc p;
     RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--log-every", "20");
     tu_expect_exit(&p, 0, "tt-train on transformer-xl");
-    if (!strstr(p.out, "on the cpu (kind: transformer-xl has no GPU kernels yet)"))
+    /* where it runs: the GPU when there is one, else the cpu, saying why */
+    if (!strstr(p.out, "on the cpu (no CUDA device") && !strstr(p.out, "on NVIDIA"))
         fail_msg("tt-train does not say where it runs and why:\n%s", p.out);
     const double trained = last_number_after(p.out, "valid ppl ");
     print_message("  valid ppl %.3f after 60 steps (20 words)\n", trained);
@@ -707,11 +709,16 @@ static void test_txl_trains(void **state)
     expect_error(&p, "tt-eval --stride on txl", "tt-eval: --stride is for kind: tensorized",
                  "eval: tgt_len, mem_len, clamp_len");
     tu_proc_free(&p);
-    RUN(f, &p, TT_TRAIN_BIN, spec, "--device", "cuda");
-    char *want = tt_xasprintf("%s: model.kind: transformer-xl trains and evaluates on the CPU", spec);
-    expect_error(&p, "tt-train --device cuda", want, "--device cpu");
-    tu_proc_free(&p);
-    free(corpus), free(spec), free(ckpt), free(text), free(model), free(bytes), free(want);
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver) {
+        dlclose(driver);
+        print_message("  (a GPU driver is here: --device cuda's no-device message not checked)\n");
+    } else {
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--device", "cuda");
+        expect_error(&p, "tt-train --device cuda without a GPU", "--device cuda: no CUDA device", NULL);
+        tu_proc_free(&p);
+    }
+    free(corpus), free(spec), free(ckpt), free(text), free(model), free(bytes);
 }
 
 /* A checkpoint that is not there, a truncated one, nothing to resume, and bad options. */

@@ -312,9 +312,9 @@ static void test_checkpoint_round_trip(void **state)
     tu_rm_rf(root);
 }
 
-/* The engine runs Transformer-XL on the CPU reference: --device cpu opens, auto opens on the CPU
- * and says why, cuda is refused in one line that names the spec (its GPU kernels do not exist
- * yet). */
+/* The engine runs Transformer-XL where it runs the tensorized model: --device cpu on the CPU
+ * reference; auto on the GPU when there is one, else on the CPU, saying why; cuda without a GPU
+ * is refused in one line that says so. */
 static void test_engine_devices(void **state)
 {
     (void)state;
@@ -331,16 +331,20 @@ static void test_engine_devices(void **state)
     e = NULL;
     if (tt_engine_open(&e, "auto", &s, &l, 2, desc, sizeof desc, err, sizeof err) != 0)
         fail_msg("--device auto: %s", err);
-    if (strncmp(desc, "the cpu (", 9) != 0 || !strstr(desc, "no GPU kernels"))
+    const bool gpu = strncmp(desc, "the cpu", 7) != 0;
+    if (!gpu && strncmp(desc, "the cpu (no CUDA device", 23) != 0)
         fail_msg("--device auto says it runs on '%s'", desc);
     tt_engine_close(e);
     e = NULL;
-    assert_int_equal(tt_engine_open(&e, "cuda", &s, &l, 2, desc, sizeof desc, err, sizeof err), -1);
-    assert_null(e);
-    char *want = tt_xasprintf("%s: model.kind: transformer-xl trains and evaluates on the CPU", s.path);
-    if (strncmp(err, want, strlen(want)) != 0 || strchr(err, '\n') || !strstr(err, "--device cpu"))
-        fail_msg("--device cuda's refusal: '%s', want one line starting '%s'", err, want);
-    free(want);
+    if (gpu) {
+        print_message("  (a GPU is here: --device cuda's refusal not checked)\n");
+    } else {
+        assert_int_equal(tt_engine_open(&e, "cuda", &s, &l, 2, desc, sizeof desc, err, sizeof err), -1);
+        assert_null(e);
+        const char *want = "--device cuda: no CUDA device";
+        if (strncmp(err, want, strlen(want)) != 0 || strchr(err, '\n'))
+            fail_msg("--device cuda's refusal: '%s', want one line starting '%s'", err, want);
+    }
     tt_layout_free(&l);
     tt_spec_free(&s);
 }

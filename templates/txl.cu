@@ -1,0 +1,151 @@
+// Transformer-XL's attention on the GPU (MODEL.md section 3), the data movement around its
+// products: position embeddings with dropout, the heads split out of the projections (with the
+// biases u and v added to the queries) and merged back, and their gradients. The heads live
+// head-major and padded: X[c][row][e] for head c, row (b n + i, or b klen + j for keys), e <
+// TT_DP, zero from TT_DH on (d_head padded to a multiple of 8, so that every product's rows are
+// 16-byte aligned). Keys of sequence b: its m memory rows, then its n current rows.
+// Constants: TT_H (heads), TT_DH (d_head), TT_DP (padded), TT_THREADS. Runtime: batch, n, m.
+#define TT_HD (TT_H * TT_DH)
+
+#ifdef TT_OP_TXL_PE
+// pe [klen, d] = dropout(src [klen, d]): the sinusoids of distances klen-1 .. 0 (the last klen
+// rows of the host's table), element e of the stream tt_dropout_stream(step, site), as
+// cpu_dropout_fwd draws it.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, long long count, float p,
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+{
+    const uint64_t stream = tt_dropout_stream(*step, site);
+    const float scale = 1.f / (1.f - p);
+    for (long long e = (long long)blockIdx.x * TT_THREADS + threadIdx.x; e < count;
+         e += (long long)gridDim.x * TT_THREADS)
+        pe[e] = tt_store_as<TT_T>(tt_dropout_keep(seed, stream, (uint64_t)e, p) ? src[e] * scale : 0.f);
+}
+#endif
+
+#ifdef TT_OP_TXL_HEADS_QKV
+// From qkv [batch*n, 3 HD] (x Wqkv^T of the current rows) and kvm [batch*m, 2 HD] (mem Wkv^T):
+// qu = q + u and qv = q + v [H][batch*n][DP], k and v [H][batch*klen][DP].
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT_T *__restrict__ v,
+          const TT_T *__restrict__ qkv, const TT_T *__restrict__ kvm, const float *__restrict__ u,
+          const float *__restrict__ vb, int batch, int n, int m)
+{
+    const int klen = m + n;
+    const long long total = (long long)TT_H * batch * klen * TT_DP;
+    for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
+         x += (long long)gridDim.x * TT_THREADS) {
+        const int e = (int)(x % TT_DP);
+        const long long rowc = x / TT_DP; // (c batch + b) klen + j
+        const int j = (int)(rowc % klen);
+        const long long cb = rowc / klen;
+        const int b = (int)(cb % batch), c = (int)(cb / batch), col = c * TT_DH + e;
+        float kx = 0.f, vx = 0.f;
+        if (e < TT_DH) {
+            if (j < m) {
+                const TT_T *src = kvm + ((size_t)b * m + j) * 2 * TT_HD;
+                kx = tt_float(src[col]), vx = tt_float(src[TT_HD + col]);
+            } else {
+                const TT_T *src = qkv + ((size_t)b * n + j - m) * 3 * TT_HD;
+                kx = tt_float(src[TT_HD + col]), vx = tt_float(src[2 * TT_HD + col]);
+            }
+        }
+        k[x] = tt_store_as<TT_T>(kx);
+        v[x] = tt_store_as<TT_T>(vx);
+        if (j >= m) {
+            const size_t at = (cb * n + j - m) * TT_DP + e;
+            float q = 0.f, qa = 0.f, qb = 0.f;
+            if (e < TT_DH) {
+                q = tt_float(qkv[((size_t)b * n + j - m) * 3 * TT_HD + col]);
+                qa = q + u[col], qb = q + vb[col];
+            }
+            qu[at] = tt_store_as<TT_T>(qa);
+            qv[at] = tt_store_as<TT_T>(qb);
+        }
+    }
+}
+#endif
+
+#ifdef TT_OP_TXL_HEADS
+// dst [H][rows][DP] = the heads of src [rows, ld] from column off (head c at off + c DH).
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld, int off)
+{
+    const long long total = (long long)TT_H * rows * TT_DP;
+    for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
+         x += (long long)gridDim.x * TT_THREADS) {
+        const int e = (int)(x % TT_DP);
+        const long long rowc = x / TT_DP;
+        const int r = (int)(rowc % rows), c = (int)(rowc / rows);
+        dst[x] = e < TT_DH ? src[(size_t)r * ld + off + c * TT_DH + e] : tt_store_as<TT_T>(0.f);
+    }
+}
+#endif
+
+#ifdef TT_OP_TXL_UNHEADS
+// dst [rows, ld] from column off = src [H][rows][DP] merged (head c at off + c DH).
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld, int off)
+{
+    const long long total = (long long)rows * TT_HD;
+    for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
+         x += (long long)gridDim.x * TT_THREADS) {
+        const int col = (int)(x % TT_HD), r = (int)(x / TT_HD), c = col / TT_DH, e = col % TT_DH;
+        dst[(size_t)r * ld + off + col] = src[((size_t)c * rows + r) * TT_DP + e];
+    }
+}
+#endif
+
+#ifdef TT_OP_TXL_HEADS_BWD
+// The gradients of the split: dqkv [batch*n, 3 HD] (dq = dqu + dqv, and the current rows of dk,
+// dv) and dkvm [batch*m, 2 HD] (the memory rows of dk, dv; NULL when m is 0).
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restrict__ dqu,
+          const TT_T *__restrict__ dqv, const TT_T *__restrict__ dk, const TT_T *__restrict__ dv,
+          int batch, int n, int m)
+{
+    const int klen = m + n;
+    const long long cur = (long long)batch * n * 3 * TT_HD, total = cur + (long long)batch * m * 2 * TT_HD;
+    for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
+         x += (long long)gridDim.x * TT_THREADS) {
+        if (x < cur) {
+            const int col = (int)(x % (3 * TT_HD)), part = col / TT_HD, c = col % TT_HD / TT_DH;
+            const int e = col % TT_DH;
+            const long long r = x / (3 * TT_HD); // b n + i
+            const int b = (int)(r / n), i = (int)(r % n);
+            const size_t q = (((size_t)c * batch + b) * n + i) * TT_DP + e;
+            const size_t kv = (((size_t)c * batch + b) * klen + m + i) * TT_DP + e;
+            float g;
+            if (part == 0) g = tt_float(dqu[q]) + tt_float(dqv[q]);
+            else g = tt_float(part == 1 ? dk[kv] : dv[kv]);
+            dqkv[x] = tt_store_as<TT_T>(g);
+        } else {
+            const long long y = x - cur;
+            const int col = (int)(y % (2 * TT_HD)), part = col / TT_HD, c = col % TT_HD / TT_DH;
+            const int e = col % TT_DH;
+            const long long r = y / (2 * TT_HD); // b m + j
+            const int b = (int)(r / m), j = (int)(r % m);
+            const size_t kv = (((size_t)c * batch + b) * klen + j) * TT_DP + e;
+            dkvm[y] = part == 0 ? dk[kv] : dv[kv];
+        }
+    }
+}
+#endif
+
+#ifdef TT_OP_TXL_UV_BWD
+// du [HD] += the sum over the rows of dqu, dv [HD] += that of dqv (the biases are shared by
+// all layers): a warp per output, its lanes over the rows, a fixed butterfly: deterministic.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ du, float *__restrict__ dv, const TT_T *__restrict__ dqu,
+          const TT_T *__restrict__ dqv, int rows)
+{
+    const int lane = threadIdx.x % 32, w = blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
+    if (w >= 2 * TT_HD) return;
+    const int col = w % TT_HD, c = col / TT_DH, e = col % TT_DH;
+    const TT_T *src = (w < TT_HD ? dqu : dqv) + (size_t)c * rows * TT_DP + e;
+    float s = 0.f;
+    for (int r = lane; r < rows; r += 32) s += tt_float(src[(size_t)r * TT_DP]);
+    s = tt_group_sum<32>(s);
+    if (lane == 0) (w < TT_HD ? du : dv)[col] += s;
+}
+#endif
