@@ -2,14 +2,17 @@
 # The real run of issue 4 on the GPU machine: train specs/ptb.yaml on PTB until validation
 # perplexity stops improving (or the time limit), then score the test split with the best
 # checkpoint. Run after bench/gpu-check.sh has built build-gpu/.
-#   bench/ptb-gpu.sh OUTDIR SECONDS [causal: true|false] [precision]
-# The corpus comes from .data/ptb (carried to the GPU machine), else ../shared/data/ptb.
+#   bench/ptb-gpu.sh OUTDIR SECONDS [causal: true|false] [precision] [SPEC]
+# The corpus comes from .data/ptb (carried to the GPU machine), else ../shared/data/ptb. SPEC
+# (default specs/ptb.yaml): specs/txl-ptb.yaml runs issue 5's Transformer-XL the same way (causal
+# does not apply to it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=$1 limit=$2 causal=${3:-true} precision=${4:-tf32}
+out=$1 limit=$2 causal=${3:-true} precision=${4:-tf32} src=${5:-specs/ptb.yaml}
 . bench/gpu-env.sh
-name=ptb-gpu-causal-$causal
-tt_local_spec specs/ptb.yaml "specs/$name.yaml" -e "s/precision: bf16/precision: $precision/" \
+name=$(basename "$src" .yaml)-gpu-causal-$causal
+[ "$src" = specs/ptb.yaml ] || name=$(basename "$src" .yaml)-gpu
+tt_local_spec "$src" "specs/$name.yaml" -e "s/precision: bf16/precision: $precision/" \
     -e "s/^  causal: true/  causal: $causal/"
 ck=/tmp/ck-$name
 rm -rf "$ck"
