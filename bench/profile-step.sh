@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml or specs/wt103.yaml
-# (bf16) under Nsight Compute, its duration summed by kernel name (cuBLAS's included), largest
-# first. wt103 trains on bench/zipf_corpus.py's synthetic corpus (WikiText-103 is not here).
-#   bench/profile-step.sh OUTDIR [ptb|wt103]   (on the GPU machine, after build-gpu/ is built)
+# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml, specs/wt103.yaml
+# or specs/txl-wt103-base.yaml (bf16) under Nsight Compute, its duration summed by kernel name
+# (cuBLAS's included), largest first. The wt103 shapes train on bench/zipf_corpus.py's synthetic
+# corpus (WikiText-103 is not here).
+#   bench/profile-step.sh OUTDIR [ptb|wt103|txl-wt103]   (on the GPU machine, after build-gpu/ is built)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1 which=${2:-ptb}
@@ -12,6 +13,11 @@ spec=specs/$which-profile.yaml
 if [ "$which" = wt103 ]; then
     [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > /dev/null
     tt_wt103_spec "$spec" 200000
+elif [ "$which" = txl-wt103 ]; then
+    [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > /dev/null
+    sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" \
+        -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" \
+        specs/txl-wt103-base.yaml > "$spec"
 else
     tt_local_spec specs/ptb.yaml "$spec" -e "s/eval_interval: 1000/eval_interval: 0/"
 fi
