@@ -9,6 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1 limit=$2 causal=${3:-true} precision=${4:-tf32} src=${5:-specs/ptb.yaml}
+mkdir -p "$out"
 . bench/gpu-env.sh
 name=$(basename "$src" .yaml)-gpu-causal-$causal
 [ "$src" = specs/ptb.yaml ] || name=$(basename "$src" .yaml)-gpu
