@@ -2,7 +2,8 @@
 # Everything that needs the GPU, in one call of the device tool: build, the GPU tests against the
 # CPU reference, compute-sanitizer on the kernel tests, ttgen picking the device's architecture,
 # then issue 4's benchmark (the attention alone against a materialized T, PTB training against
-# the PyTorch peer, and wt103 when bench/wt103-bench.sh is there), and a table last. On the GPU
+# the PyTorch peer, and wt103 when bench/wt103-bench.sh is there) and issue 5's (Transformer-XL:
+# the same perplexity as its PyTorch peer, txl-ptb's throughput), and a table last. On the GPU
 # machine libyaml and CMocka are missing: carry the .debs that ../shared/scripts/fetch-debs.sh
 # .deps downloads (device tool: carry: [".deps", ".data"]); this script unpacks them and points
 # CMake and the loader at them.
@@ -44,6 +45,8 @@ if [ -z "${TT_CHECK_ONLY:-}" ]; then
     step attn-bench bash -c "bash bench/attn-bench.sh $logs/attn && rm -f $logs/attn/attn.safetensors"
     step peer-ptb bash -c "mkdir -p $logs/peer && bash bench/peer-ptb.sh $logs/peer bf16"
     [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
+    step txl-peer bash bench/txl-peer.sh "$logs/txl-peer"
+    step txl-bench env TXL_BENCH=ptb bash bench/txl-bench.sh "$logs/txl-bench"
 fi
 {
     echo
@@ -58,6 +61,10 @@ fi
         grep -h -E '^trained steps|^MFU' "$logs/peer-ptb.log" 2>/dev/null | sed 's/^/  ours: /'
         grep -h '^peer ' "$logs/peer-ptb.log" 2>/dev/null | sed 's/^/  /'
         [ -f "$logs/wt103-bench.log" ] && { echo; echo "wt103 (bench/wt103-bench.sh):"; tail -n 12 "$logs/wt103-bench.log"; }
+        echo
+        echo "Transformer-XL (bench/txl-peer.sh, bench/txl-bench.sh):"
+        cat "$logs/txl-peer/table.txt" 2>/dev/null
+        tail -n 4 "$logs/txl-bench.log" 2>/dev/null
     fi
 } | tee "$out/summary.txt"
 finish 0
