@@ -5,7 +5,8 @@
 # specs/txl-wt103-base.yaml (16 x 410, N = M = 150, batch 60; on bench/zipf_corpus.py's
 # synthetic corpus of wt103's vocabulary, as bench/wt103-bench.sh), with peak memory beside.
 #   bench/txl-bench.sh OUTDIR    (after build-gpu/ is built; PTB from .data/ptb)
-#   TXL_BENCH=ptb|wt103 runs one of the two; PEER_STEPS (default 30) steps the peer times.
+#   TXL_BENCH=ptb|wt103 runs one of the two; PEER_STEPS (default 30) steps the peer times;
+#   PEER_COMPILE=0 leaves out the compiled peer (txl-wt103-base's compiles for minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/txl-bench.sh OUTDIR}
@@ -24,7 +25,9 @@ bench() { # name spec steps values
     ours=$(tt_steady_rate "$out/$name-ours.log")
     mem=$(grep -o 'device memory: [0-9.]* [MG]iB' "$out/$name-ours.log" | head -1 | cut -d' ' -f3-)
     rows+=("$(printf '%-14s %-36s %12s %14s' "$name" "ours tt-train bf16 ($steps steps)" "$ours" "$mem")")
-    for mode in "--bf16" "--compile --bf16"; do
+    local modes=("--bf16")
+    [ "${PEER_COMPILE:-1}" = 0 ] || modes+=("--compile --bf16")
+    for mode in "${modes[@]}"; do
         python3 bench/torch_txl.py time "$values" $mode --steps "$peer_steps" > "$out/$name-peer.log.tmp" 2>&1 ||
             { tail "$out/$name-peer.log.tmp"; status=1; continue; }
         cat "$out/$name-peer.log.tmp" >> "$out/$name-peer.log"
