@@ -899,12 +899,13 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
 
 /* Transformer-XL's attention probabilities (templates/txl_softmax.cu): the relative shift, the
  * mask, the softmax and dropatt between its products, forward and backward; a warp per row of
- * keys, which it holds in registers: as many as the model's memory and segment need (evaluation
- * at other lengths runs a model planned for those: runtime/engine.c). */
+ * keys, which it holds in registers: as many as training's or evaluation's memory and segment
+ * need. */
 static void plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
-    const long kk = (long)m->mem_len + m->seq_len, kmax = (kk + 31) / 32 * 32, threads = 128;
+    const long train_k = (long)m->mem_len + m->seq_len, eval_k = (long)s->eval.mem_len + s->eval.tgt_len;
+    const long kk = train_k > eval_k ? train_k : eval_k, kmax = (kk + 31) / 32 * 32, threads = 128;
     const long rows = (long)s->train.batch * m->n_head * m->seq_len;
     const char *const flags[] = {NULL};
     static const char *const ops[2][2] = {{"txl_softmax_fwd", "OP_TXL_SOFTMAX_FWD"},

@@ -25,7 +25,7 @@ typedef struct {
     void *qu, *qv;      /* [H][rows][dp] q + u, q + v */
     void *tk, *tv;      /* [H][B*klen][dp] keys and values, memory rows first */
     void *rh;           /* [H][klen][dp] r = pe Wr^T */
-    void *prob, *pdrop; /* [H*rows, klen] P and P after dropatt, rows tt_row_pitch(klen) apart */
+    void *prob, *pdrop; /* [H*rows, klen] P and P after dropatt */
     void *om;           /* [rows, HD] P' V, heads side by side: o_net's input */
 } layer_acts;
 
@@ -108,8 +108,8 @@ struct tt_gpu_lm {
     void **mem[2];     /* [2][L] -> [B, mlen, D] each layer's memory (inputs of the last segments) */
     float *pe_tab;     /* [kmax, D] sinusoids of distances kmax-1 .. 0, clamped */
     void *r;           /* [kmax, HD] pe Wr^T of one layer, before its heads are split */
-    float *ac, *bd, *dpd;          /* [H*rows, klen] fp32: AC, unshifted BD, d P' (rows as P's) */
-    void *dac, *dbd;               /* [H*rows, klen], rows as P's */
+    float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' */
+    void *dac, *dbd;               /* [H*rows, kmax] */
     void *oh, *doh, *dquh, *dqvh;  /* [H][rows][dp] */
     void *dkh, *dvh;               /* [H][B*kmax][dp] */
     void *drh, *dr;                /* [H][kmax][dp], [kmax, HD] */
@@ -210,7 +210,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     const bool txl = lm->txl;
     const size_t hd = (size_t)lm->hd, dp = (size_t)lm->dpad, heads = txl ? (size_t)m->n_head : 0;
     const size_t kmax = (size_t)lm->kmax, bm = (size_t)lm->batch * (txl ? m->mem_len : 0);
-    const size_t kpad = txl ? (size_t)tt_row_pitch(lm->kmax) : 0; /* rows of P and its kin */
     const size_t bk = (size_t)lm->batch * kmax;
     lm->x0 = take(b, rows * d * es);
     lm->pe = take(b, (txl ? kmax : n) * d * es);
@@ -225,8 +224,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
             a->tk = take(b, heads * bk * dp * es);
             a->tv = take(b, heads * bk * dp * es);
             a->rh = take(b, heads * kmax * dp * es);
-            a->prob = take(b, heads * rows * kpad * es);
-            a->pdrop = take(b, heads * rows * kpad * es);
+            a->prob = take(b, heads * rows * kmax * es);
+            a->pdrop = take(b, heads * rows * kmax * es);
             a->om = take(b, rows * hd * es);
         } else {
             a->g = take(b, r * 4);
@@ -272,11 +271,11 @@ static void carve(tt_gpu_lm *lm, bump *b)
             for (int k = 0; k < m->layers; k++) lm->mem[par][k] = take(b, bm * d * es);
         lm->pe_tab = take(b, kmax * d * 4);
         lm->r = take(b, kmax * hd * es);
-        lm->ac = take(b, heads * rows * kpad * 4);
-        lm->bd = take(b, heads * rows * kpad * 4);
-        lm->dpd = take(b, heads * rows * kpad * 4);
-        lm->dac = take(b, heads * rows * kpad * es);
-        lm->dbd = take(b, heads * rows * kpad * es);
+        lm->ac = take(b, heads * rows * kmax * 4);
+        lm->bd = take(b, heads * rows * kmax * 4);
+        lm->dpd = take(b, heads * rows * kmax * 4);
+        lm->dac = take(b, heads * rows * kmax * es);
+        lm->dbd = take(b, heads * rows * kmax * es);
         lm->oh = take(b, heads * rows * dp * es);
         lm->doh = take(b, heads * rows * dp * es);
         lm->dquh = take(b, heads * rows * dp * es);
@@ -879,7 +878,7 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     const tt_layer_view *lw = &lm->wv.layer[k];
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
-    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n, kl = (int)tt_row_pitch(klen);
+    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
     const void *wqkv = wcp(lm, lw->qkv), *pe = (const char *)lm->pe + (size_t)(lm->kmax - klen) * d * lm->es;
     tt_gemm_fwd(gm, a->qkv, false, x, wqkv, rows, d, 3 * hd, 0.f);
     if (ml) /* the memory rows' k and v: W_kv is W_qkv's rows from HD on */
@@ -889,18 +888,17 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads(p, st, a->rh, lm->r, klen, hd, 0);
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
                      lm->wv.v, B, n, ml);
-    /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T; their rows, and those
-     * of P, kl apart (klen rounded up to whole 16-byte groups of bf16) */
-    tt_gemm_batched(gm, lm->ac, true, kl, (long long)n * kl, a->qu, false, dp, (long long)n * dp,
+    /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
+    tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
                     a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
-    tt_gemm_batched(gm, lm->bd, true, kl, (long long)rows * kl, a->qv, false, dp,
+    tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
                     (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp, H, 0.f);
-    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, kl, B, H, n, ml,
+    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml,
                        (float)(1.0 / sqrt((double)m->d_head)),
                        drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
     /* P' V [H*B][n, dp], heads merged into rows, o_net */
-    tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, kl,
-                    (long long)n * kl, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
+    tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
+                    (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
     tt_txl_unheads(p, st, a->om, lm->oh, rows, hd, 0);
     tt_gemm_fwd(gm, a->y, false, a->om, wcp(lm, lw->o), rows, hd, d, 0.f);
 }
@@ -916,29 +914,29 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
-    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n, kl = (int)tt_row_pitch(klen);
+    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
     const void *pe = (const char *)lm->pe + (size_t)(lm->kmax - klen) * d * lm->es;
     /* o_net */
     tt_gemm_bwd_w(gm, lg->o, lm->dy, a->om, rows, hd, d);
     tt_gemm_bwd_x(gm, lm->dom, lm->dy, wcp(lm, lw->o), rows, hd, d, 0.f);
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hd, 0);
     /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
-    tt_gemm_batched(gm, lm->dpd, true, kl, (long long)n * kl, lm->doh, false, dp,
+    tt_gemm_batched(gm, lm->dpd, true, klen, (long long)n * klen, lm->doh, false, dp,
                     (long long)n * dp, a->tv, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
-    tt_gemm_batched(gm, lm->dvh, false, dp, (long long)klen * dp, a->pdrop, true, kl,
-                    (long long)n * kl, lm->doh, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
-    tt_txl_softmax_bwd(p, st, lm->dac, lm->dbd, lm->dpd, a->prob, kl, B, H, n, ml,
+    tt_gemm_batched(gm, lm->dvh, false, dp, (long long)klen * dp, a->pdrop, true, klen,
+                    (long long)n * klen, lm->doh, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
+    tt_txl_softmax_bwd(p, st, lm->dac, lm->dbd, lm->dpd, a->prob, B, H, n, ml,
                        (float)(1.0 / sqrt((double)m->d_head)),
                        drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
     /* dQu = dAC K, dK = dAC^T Qu [H*B]; dQv = dBD R, dR = dBD^T Qv [H] */
-    tt_gemm_batched(gm, lm->dquh, false, dp, (long long)n * dp, lm->dac, false, kl,
-                    (long long)n * kl, a->tk, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
-    tt_gemm_batched(gm, lm->dkh, false, dp, (long long)klen * dp, lm->dac, true, kl,
-                    (long long)n * kl, a->qu, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
-    tt_gemm_batched(gm, lm->dqvh, false, dp, (long long)rows * dp, lm->dbd, false, kl,
-                    (long long)rows * kl, a->rh, false, dp, (long long)klen * dp, rows, dp, klen, H, 0.f);
-    tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, kl,
-                    (long long)rows * kl, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
+    tt_gemm_batched(gm, lm->dquh, false, dp, (long long)n * dp, lm->dac, false, klen,
+                    (long long)n * klen, a->tk, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dkh, false, dp, (long long)klen * dp, lm->dac, true, klen,
+                    (long long)n * klen, a->qu, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dqvh, false, dp, (long long)rows * dp, lm->dbd, false, klen,
+                    (long long)rows * klen, a->rh, false, dp, (long long)klen * dp, rows, dp, klen, H, 0.f);
+    tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, klen,
+                    (long long)rows * klen, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
     /* r_net, the biases, then qkv_net over the segment's rows and the memory's */
     tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hd, 0);
     tt_gemm_bwd_w(gm, lg->r_net, lm->dr, pe, klen, d, hd);

@@ -306,31 +306,31 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
 }
 
 static void txl_softmax(const char *op, const tt_gpu_program *p, cudaStream_t st, void *a, void *b,
-                        const void *c, const void *d, int ld, int batch, int heads, int n, int m,
+                        const void *c, const void *d, int batch, int heads, int n, int m,
                         float scale, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, op);
-    TT_ASSERT(m >= 0 && m + n <= need(k, "KMAX") && ld >= m + n);
+    TT_ASSERT(m >= 0 && m + n <= need(k, "KMAX"));
     int rows = batch * heads * n;
     if (rows == 0) return;
-    void *args[] = {&a,     &b,      &c,     &d,         &rows,      &ld,       &n,      &m,
-                    &batch, &heads, &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&a,     &b,     &c,      &d,         &rows,     &n,         &m,        &batch,
+                    &heads, &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
     const long per_block = need(k, "THREADS") / 32;
     tt_gpu_launch(k, (dim3){ceil_div(rows, per_block), 1, 1}, args, st);
 }
 
 void tt_txl_softmax_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop,
-                        const float *ac, const float *bd, int ld, int batch, int heads, int n,
-                        int m, float scale, tt_dropout drop)
+                        const float *ac, const float *bd, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop)
 {
-    txl_softmax("txl_softmax_fwd", p, st, prob, pdrop, ac, bd, ld, batch, heads, n, m, scale, drop);
+    txl_softmax("txl_softmax_fwd", p, st, prob, pdrop, ac, bd, batch, heads, n, m, scale, drop);
 }
 
 void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, void *dbd,
-                        const float *dpdrop, const void *prob, int ld, int batch, int heads, int n,
-                        int m, float scale, tt_dropout drop)
+                        const float *dpdrop, const void *prob, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop)
 {
-    txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, ld, batch, heads, n, m, scale, drop);
+    txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, batch, heads, n, m, scale, drop);
 }
 
 /* Blocks for a grid-stride kernel over total elements: enough to fill the card, no more. */

@@ -116,17 +116,16 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
              const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
              float scale, bool grad);
 /* Transformer-XL's attention probabilities (templates/txl_softmax.cu) for heads x batch x n
- * queries of m + n keys each, rows head-major ((c batch + b) n + i), each array's rows ld >= m +
- * n elements apart: prob and pdrop (after dropatt) of the storage type from AC and the unshifted
- * BD (fp32); and the backward from dpdrop (fp32) into dac and dbd (storage type). scale = 1 /
- * sqrt(d_head); drop.p is dropatt, its draws numbered as the CPU reference's [batch, heads, n,
- * m+n]. */
+ * queries of m + n keys each, rows head-major ((c batch + b) n + i): prob and pdrop (after
+ * dropatt) [rows, m+n] of the storage type from AC and the unshifted BD (fp32, [rows, m+n]); and
+ * the backward from dpdrop (fp32) into dac and dbd (storage type). scale = 1 / sqrt(d_head);
+ * drop.p is dropatt, its draws numbered as the CPU reference's [batch, heads, n, m+n]. */
 void tt_txl_softmax_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop,
-                        const float *ac, const float *bd, int ld, int batch, int heads, int n,
-                        int m, float scale, tt_dropout drop);
+                        const float *ac, const float *bd, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop);
 void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, void *dbd,
-                        const float *dpdrop, const void *prob, int ld, int batch, int heads, int n,
-                        int m, float scale, tt_dropout drop);
+                        const float *dpdrop, const void *prob, int batch, int heads, int n, int m,
+                        float scale, tt_dropout drop);
 
 /* The rest of Transformer-XL's attention between its products (templates/txl.cu). Heads are
  * head-major and padded, X[c][row][e] with e < DP (d_head rounded up to a multiple of 8, zero

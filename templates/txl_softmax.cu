@@ -17,9 +17,7 @@
 // columns t < n - 1 - i, which row i does not read); both of the storage type, as the products
 // after them read them.
 // A warp per row (b, c, i), TT_THREADS / 32 rows a block; the row's scores in registers up to
-// TT_KMAX keys (klen <= TT_KMAX, checked by the launcher). Every [rows, klen] array has rows ld
-// >= klen elements apart (klen rounded up to a multiple of 8 by the runtime, so that the products
-// reading them get 16-byte aligned rows). Constants: TT_THREADS, TT_KMAX.
+// TT_KMAX keys (klen <= TT_KMAX, checked by the launcher). Constants: TT_THREADS, TT_KMAX.
 #define TT_PER_LANE ((TT_KMAX + 31) / 32)
 
 // The reference's number of row (c B + b) n + i: ((b H + c) n + i).
@@ -32,14 +30,14 @@ __device__ __forceinline__ long long tt_txl_ref_row(long long row, int n, int ba
 #ifdef TT_OP_TXL_SOFTMAX_FWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__restrict__ ac,
-          const float *__restrict__ bd, int rows, int ld, int n, int m, int batch, int heads, float scale,
+          const float *__restrict__ bd, int rows, int n, int m, int batch, int heads, float scale,
           float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const int lane = threadIdx.x % 32;
     const long long row = (long long)blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
     if (row >= rows) return;
     const int i = (int)(row % n), klen = m + n, end = m + i + 1;
-    const float *a = ac + row * ld, *r = bd + row * ld + (n - 1 - i);
+    const float *a = ac + row * klen, *r = bd + row * klen + (n - 1 - i);
     float s[TT_PER_LANE], mx = TT_NEG_INF;
 #pragma unroll
     for (int q = 0; q < TT_PER_LANE; q++) {
@@ -65,9 +63,9 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
         const int j = lane + 32 * q;
         if (j >= klen) continue;
         const float pr = s[q] * inv;
-        prob[row * ld + j] = tt_store_as<TT_T>(pr);
+        prob[row * klen + j] = tt_store_as<TT_T>(pr);
         const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j), p);
-        pdrop[row * ld + j] = tt_store_as<TT_T>(keep ? pr * keep_scale : 0.f);
+        pdrop[row * klen + j] = tt_store_as<TT_T>(keep ? pr * keep_scale : 0.f);
     }
 }
 #endif
@@ -76,7 +74,7 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
 // dpdrop: the gradient of pdrop (fp32, from cuBLAS); prob as the forward wrote it.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restrict__ dpdrop,
-          const TT_T *__restrict__ prob, int rows, int ld, int n, int m, int batch, int heads, float scale,
+          const TT_T *__restrict__ prob, int rows, int n, int m, int batch, int heads, float scale,
           float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const int lane = threadIdx.x % 32;
@@ -92,14 +90,14 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
         const int j = lane + 32 * q;
         pr[q] = dp[q] = 0.f;
         if (j < end) {
-            pr[q] = tt_float(prob[row * ld + j]);
+            pr[q] = tt_float(prob[row * klen + j]);
             const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j), p);
-            dp[q] = keep ? dpdrop[row * ld + j] * keep_scale : 0.f;
+            dp[q] = keep ? dpdrop[row * klen + j] * keep_scale : 0.f;
         }
         dot += pr[q] * dp[q];
     }
     dot = tt_group_sum<32>(dot);
-    TT_T *da = dac + row * ld, *db = dbd + row * ld;
+    TT_T *da = dac + row * klen, *db = dbd + row * klen;
 #pragma unroll
     for (int q = 0; q < TT_PER_LANE; q++) {
         const int j = lane + 32 * q;

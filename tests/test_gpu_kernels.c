@@ -1052,8 +1052,8 @@ static void test_txl_softmax(void **state)
         free(hac), free(hbd), free(hdpd);
         void *d_prob = poisoned(ne, bf ? 2 : 4), *d_pdrop = poisoned(ne, bf ? 2 : 4);
         void *d_dac = poisoned(ne, bf ? 2 : 4), *d_dbd = poisoned(ne, bf ? 2 : 4);
-        tt_txl_softmax_fwd(&p, gpu.stream, d_prob, d_pdrop, d_ac, d_bd, k, b, h, n, m, scale, dr);
-        tt_txl_softmax_bwd(&p, gpu.stream, d_dac, d_dbd, d_dpd, d_prob, k, b, h, n, m, scale, dr);
+        tt_txl_softmax_fwd(&p, gpu.stream, d_prob, d_pdrop, d_ac, d_bd, b, h, n, m, scale, dr);
+        tt_txl_softmax_bwd(&p, gpu.stream, d_dac, d_dbd, d_dpd, d_prob, b, h, n, m, scale, dr);
         float *g[4];
         void *const outs[4] = {d_prob, d_pdrop, d_dac, d_dbd};
         for (int o = 0; o < 4; o++) {
