@@ -945,7 +945,8 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
         {"txl_unheads", "OP_TXL_UNHEADS", "padded head-major tiles back into rows of heads side by side"},
         {"txl_heads_bwd", "OP_TXL_HEADS_BWD",
          "d qkv of the segment (dq = the two biased queries' sum) and d kv of the memory: one pass"},
-        {"txl_uv_bwd", "OP_TXL_UV_BWD", "warp per bias element, lanes over rows, a fixed butterfly: deterministic"},
+        {"txl_uv_bwd", "OP_TXL_UV_BWD",
+         "warp per bias element, lanes over rows, a fixed butterfly: deterministic"},
     };
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {

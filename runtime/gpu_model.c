@@ -104,7 +104,6 @@ struct tt_gpu_lm {
     /* Transformer-XL: shapes, the memories, and what its attention's steps share */
     int hd, dpad, kmax; /* H d_head; d_head padded to whole 16-byte groups; M + N */
     int mlen, par;     /* the memory the next run attends to: its length, and which of two */
-    bool keep_mem;     /* the next run continues the last one's segments */
     void **mem[2];     /* [2][L] -> [B, mlen, D] each layer's memory (inputs of the last segments) */
     float *pe_tab;     /* [kmax, D] sinusoids of distances kmax-1 .. 0, clamped */
     void *r;           /* [kmax, HD] pe Wr^T of one layer, before its heads are split */
