@@ -1,8 +1,9 @@
 /* tt-bench: what a spec'd model costs against Transformer-XL, side by side with ratios: parameters
  * by component, FLOPs per token (forward and training step) and the training batch's memory, all
  * from gen/report.c (the counting code of ttgen's report), plus the paper's row where the spec is
- * one of its models. Measuring (tokens/s, step time, peak memory, MFU) needs a GPU and is not
- * written yet: each model has fields for it, printed "-" while unset.
+ * one of its models; and, on a GPU, each model measured: training and evaluation tokens/s, step
+ * time, device memory and model-FLOPs utilization (without a GPU those print "-" and a line
+ * says why).
  * Exit codes: 0 done, 2 bad usage, a bad spec or a vocabulary that cannot be read. */
 #include <getopt.h>
 #include <math.h>
@@ -10,9 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
+#include "cards.h"
 #include "corpus.h"
 #include "gpu.h"
+#include "gpu_model.h"
+#include "model.h"
 #include "report.h"
+#include "rng.h"
 #include "spec.h"
 #include "util.h"
 
@@ -21,12 +27,14 @@ typedef enum { OUT_TEXT, OUT_JSON, OUT_CSV } out_format;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tt-bench SPEC [--vs TXL_SPEC] [--json | --csv]\n"
+            "usage: tt-bench SPEC [--vs TXL_SPEC] [--steps K] [--json | --csv]\n"
             "What SPEC costs against a Transformer-XL: parameters, FLOPs per token, memory, with\n"
             "ratios (SPEC / counterpart), and the paper's figures where SPEC is one of its models.\n\n"
             "  --vs TXL_SPEC  the counterpart (kind: transformer-xl); default: the Transformer-XL of\n"
             "                 SPEC's width, layers, d_inner, segment, vocabulary and softmax, with\n"
             "                 mem_len = seq_len and d_head the largest divisor of d_model up to 64\n"
+            "  --steps K      on a GPU, time K training steps and K evaluation runs of each model\n"
+            "                 after 3 warm-up steps (default 20)\n"
             "  --json         one JSON object\n"
             "  --csv          model,kind,section,quantity,value,unit (see the README)\n"
             "  -h, --help\n");
@@ -35,12 +43,14 @@ static void usage(FILE *f)
 typedef struct {
     const char *spec, *vs;
     out_format format;
+    long steps;
 } options;
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { VS = 256, JSON, CSV };
+    enum { VS = 256, JSON, CSV, STEPS };
     static const struct option longs[] = {{"vs", required_argument, 0, VS},
+                                          {"steps", required_argument, 0, STEPS},
                                           {"json", no_argument, 0, JSON},
                                           {"csv", no_argument, 0, CSV},
                                           {"help", no_argument, 0, 'h'},
@@ -50,6 +60,13 @@ static int parse_args(int argc, char **argv, options *o)
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         if (c == VS) {
             o->vs = optarg;
+        } else if (c == STEPS) {
+            char *end;
+            o->steps = strtol(optarg, &end, 10);
+            if (*end || end == optarg || o->steps < 1 || o->steps > 100000) {
+                fprintf(stderr, "tt-bench: --steps is a count from 1 to 100000, not '%s'\n", optarg);
+                return 2;
+            }
         } else if (c == JSON || c == CSV) {
             o->format = c == JSON ? OUT_JSON : OUT_CSV;
             formats++;
@@ -73,13 +90,14 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* One model of the comparison: its spec, what the cost model says, and what a GPU measured. The
- * measured fields are NAN until the measuring part exists (issue 6; it needs a GPU). */
+/* One model of the comparison: its spec, what the cost model says, and what a GPU measured (NAN
+ * where nothing was: no GPU, or the model did not fit, which failed says). */
 typedef struct {
     const char *role; /* "ours" or "counterpart" */
     const tt_spec *spec;
     tt_costs costs;
     double train_tok_s, eval_tok_s, step_ms, peak_bytes, mfu;
+    char failed[4096]; /* why it was not measured on the GPU there was ("" when it was) */
 } model;
 
 static void model_init(model *m, const char *role, const tt_spec *spec, long vocab)
@@ -88,6 +106,103 @@ static void model_init(model *m, const char *role, const tt_spec *spec, long voc
     m->spec = spec;
     tt_costs_compute(spec, vocab, &m->costs);
     m->train_tok_s = m->eval_tok_s = m->step_ms = m->peak_bytes = m->mfu = NAN;
+    m->failed[0] = 0;
+}
+
+#define WARMUP_STEPS 3 /* capture the step's CUDA graphs and time the products' algorithms */
+
+/* Random tokens of step s: ids drawn uniformly from the vocabulary (never all zeros). */
+static void random_tokens(int32_t *in, int32_t *tg, int rows, long vocab, long s)
+{
+    for (int i = 0; i < rows; i++) {
+        in[i] = (int32_t)(tt_uniform(7, (uint64_t)s, (uint64_t)i) * (double)vocab) % (int32_t)vocab;
+        tg[i] = (int32_t)(tt_uniform(8, (uint64_t)s, (uint64_t)i) * (double)vocab) % (int32_t)vocab;
+    }
+}
+
+/* Milliseconds of the work queued on the device's stream by `steps` calls of one, between CUDA
+ * events (each call ends with the host synchronization a training step or run has anyway). */
+static double timed_ms(const tt_gpu *g, long steps, void (*one)(void *, long), void *ctx, long first)
+{
+    cudaEvent_t ev[2];
+    for (int i = 0; i < 2; i++) TT_CUDA(cudaEventCreate(&ev[i]));
+    TT_CUDA(cudaEventRecord(ev[0], g->stream));
+    for (long s = 0; s < steps; s++) one(ctx, first + s);
+    TT_CUDA(cudaEventRecord(ev[1], g->stream));
+    TT_CUDA(cudaEventSynchronize(ev[1]));
+    float ms;
+    TT_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    for (int i = 0; i < 2; i++) TT_CUDA(cudaEventDestroy(ev[i]));
+    return ms;
+}
+
+typedef struct {
+    tt_gpu_lm *lm;
+    int32_t *in, *tg;
+    int rows;
+    long vocab;
+    bool train;
+} run_ctx;
+
+/* One training step (forward, backward, Adam) or evaluation run (forward) at step s; a
+ * Transformer-XL carries its memory from the call before. */
+static void run_one(void *p, long s)
+{
+    run_ctx *c = p;
+    random_tokens(c->in, c->tg, c->rows, c->vocab, s);
+    tt_lm_opts o = {.train = c->train, .seed = 1, .step = (uint64_t)s};
+    tt_lm_result r;
+    tt_gpu_lm_continue(c->lm, s > 1);
+    if (c->train)
+        tt_gpu_lm_train_step(c->lm, c->in, c->tg, &o, s, &r);
+    else
+        tt_gpu_lm_run(c->lm, c->in, c->tg, &o, false, &r);
+}
+
+/* m trained and evaluated on the GPU at its spec's shapes (train.batch x seq_len, its precision)
+ * from its initial weights: `steps` training steps and `steps` evaluation runs, each after
+ * WARMUP_STEPS of its kind, timed between CUDA events. A model that cannot be opened (too
+ * little device memory among the reasons) is left unmeasured, with why in m->failed. */
+static void measure(model *m, tt_gpu *g, const tt_cache *cache, long steps)
+{
+    const tt_spec *s = m->spec;
+    char err[4096];
+    tt_layout l;
+    if (tt_layout_build(&s->model, m->costs.vocab, &l, err, sizeof err) != 0) {
+        snprintf(m->failed, sizeof m->failed, "%s", err);
+        return;
+    }
+    const int batch = s->train.batch, rows = batch * s->model.seq_len;
+    tt_gpu_lm *lm;
+    if (tt_gpu_lm_open(&lm, g, s, &l, batch, cache, err, sizeof err) != 0) {
+        snprintf(m->failed, sizeof m->failed, "%s", err);
+        tt_layout_free(&l);
+        return;
+    }
+    float *w = tt_xmalloc(l.n_floats * sizeof *w);
+    tt_layout_init(&l, w, 1);
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l.n_floats * 4, cudaMemcpyHostToDevice));
+    tt_gpu_lm_weights_changed(lm);
+    run_ctx c = {lm, tt_xmalloc((size_t)rows * 4), tt_xmalloc((size_t)rows * 4), rows,
+                 m->costs.vocab, true};
+    for (long i = 1; i <= WARMUP_STEPS; i++) run_one(&c, i);
+    const double train_ms = timed_ms(g, steps, run_one, &c, WARMUP_STEPS + 1);
+    c.train = false;
+    for (long i = 1; i <= WARMUP_STEPS; i++) run_one(&c, i);
+    const double eval_ms = timed_ms(g, steps, run_one, &c, WARMUP_STEPS + 1);
+    m->step_ms = train_ms / (double)steps;
+    m->train_tok_s = rows * 1e3 / m->step_ms;
+    m->eval_tok_s = rows * (double)steps * 1e3 / eval_ms;
+    m->peak_bytes = (double)tt_gpu_lm_bytes(lm);
+    const tt_card *card = tt_card_lookup(g->name);
+    if (card)
+        m->mfu = 100 * m->train_tok_s * m->costs.train_total /
+                 (tt_card_peak_tflops(card, s->train.precision) * 1e12);
+    free(c.in);
+    free(c.tg);
+    free(w);
+    tt_gpu_lm_close(lm);
+    tt_layout_free(&l);
 }
 
 /* The measured quantities, in the order of every output. */
@@ -306,7 +421,8 @@ static void print_text(const model *m, int nm, int default_vs, const paper_row *
         }
         printf("\n");
     }
-    printf("\nmeasured (needs a GPU)\n");
+    printf("\nmeasured%s\n", isnan(m[0].train_tok_s) && (nm < 2 || isnan(m[1].train_tok_s))
+                                   ? " (needs a GPU)" : " on the GPU (training: forward, backward, Adam)");
     for (int i = 0; i < N_MEASURED; i++) {
         human(measured(&m[0], i), measured_unit[i], a, sizeof a);
         printf("  %-28s %16s", measured_name[i], a);
@@ -467,14 +583,24 @@ int main(int argc, char **argv)
     if (nm > 1) model_init(&m[1], "counterpart", o.vs ? &vs : &txl, vs_vocab);
     const paper_row *paper = paper_match(&m[0]);
 
-    /* Measuring needs a GPU; the driver is opened lazily, so this says why there is none. The
-     * measuring part (issue 6) goes where the device opened: it fills each model's measured
-     * fields, which every output prints as they are ("-", null or empty while NAN). */
-    char gpu[4400];
+    /* Measuring needs a GPU; the driver is opened lazily, so this says why there is none. Every
+     * output prints the measured fields as they are ("-", null or empty while NAN). */
+    char gpu[9000];
     tt_gpu g;
     if (tt_gpu_open(&g, 0, err, sizeof err) == 0) {
-        snprintf(gpu, sizeof gpu, "measured throughput, step time, memory and MFU are not implemented yet "
-                                  "(issue 6); analytic figures only (%s)", g.name);
+        const long steps = o.steps ? o.steps : 20;
+        tt_cache cache;
+        const int cached = tt_cache_open(&cache, NULL, err, sizeof err) == 0;
+        for (int k = 0; k < nm; k++) measure(&m[k], &g, cached ? &cache : NULL, steps);
+        const tt_card *card = tt_card_lookup(g.name);
+        int n = snprintf(gpu, sizeof gpu, "measured on %s: %ld training steps and %ld evaluation runs a "
+                         "model after %d warm-up steps, random tokens, CUDA events; memory: the model's "
+                         "one device allocation; MFU against %s", g.name, steps, steps, WARMUP_STEPS,
+                         card ? tt_card_label(card) : "an unknown peak (this card is not in runtime/cards.c)");
+        for (int k = 0; k < nm; k++)
+            if (m[k].failed[0] && n < (int)sizeof gpu)
+                n += snprintf(gpu + n, sizeof gpu - (size_t)n, "; %s not measured: %s", m[k].role, m[k].failed);
+        if (cached) tt_cache_close(&cache);
         tt_gpu_close(&g);
     } else {
         snprintf(gpu, sizeof gpu, "measured throughput, step time, memory and MFU need a GPU (%s)", err);
