@@ -111,12 +111,21 @@ static void model_init(model *m, const char *role, const tt_spec *spec, long voc
 
 #define WARMUP_STEPS 3 /* capture the step's CUDA graphs and time the products' algorithms */
 
-/* Random tokens of step s: ids drawn uniformly from the vocabulary (never all zeros). */
+/* A random token id of Zipf-like frequency, p(id) about 1 / (id + 1) (log-uniform over 1 ..
+ * vocab), as natural text's: an adaptive softmax's clusters get the share of rows they get on
+ * real corpora (uniform ids would put nearly every row in its tails). */
+static int32_t zipf_id(uint64_t stream, uint64_t i, long vocab)
+{
+    const double id = exp(tt_uniform(7, stream, i) * log((double)vocab + 1)) - 1;
+    return (int32_t)(id < 0 ? 0 : id >= (double)vocab ? vocab - 1 : id);
+}
+
+/* Random tokens of step s (never all zeros). */
 static void random_tokens(int32_t *in, int32_t *tg, int rows, long vocab, long s)
 {
     for (int i = 0; i < rows; i++) {
-        in[i] = (int32_t)(tt_uniform(7, (uint64_t)s, (uint64_t)i) * (double)vocab) % (int32_t)vocab;
-        tg[i] = (int32_t)(tt_uniform(8, (uint64_t)s, (uint64_t)i) * (double)vocab) % (int32_t)vocab;
+        in[i] = zipf_id(2 * (uint64_t)s, (uint64_t)i, vocab);
+        tg[i] = zipf_id(2 * (uint64_t)s + 1, (uint64_t)i, vocab);
     }
 }
 
@@ -374,6 +383,10 @@ static void human(double v, const char *unit, char *out, size_t n)
         snprintf(out, n, "%.0f", v);
     } else if (!strcmp(unit, "bytes")) {
         snprintf(out, n, "%.1f MiB", v / (1024.0 * 1024.0));
+    } else if (!strcmp(unit, "ms")) {
+        snprintf(out, n, "%.3f ms", v);
+    } else if (!strcmp(unit, "%")) {
+        snprintf(out, n, "%.1f%%", v);
     } else {
         tt_report_number(v, out, n);
     }
@@ -594,7 +607,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < nm; k++) measure(&m[k], &g, cached ? &cache : NULL, steps);
         const tt_card *card = tt_card_lookup(g.name);
         int n = snprintf(gpu, sizeof gpu, "measured on %s: %ld training steps and %ld evaluation runs a "
-                         "model after %d warm-up steps, random tokens, CUDA events; memory: the model's "
+                         "model after %d warm-up steps, random tokens of Zipf frequencies, CUDA events; memory: the model's "
                          "one device allocation; MFU against %s", g.name, steps, steps, WARMUP_STEPS,
                          card ? tt_card_label(card) : "an unknown peak (this card is not in runtime/cards.c)");
         for (int k = 0; k < nm; k++)
