@@ -14,6 +14,8 @@
 #include "cache.h"
 #include "cards.h"
 #include "corpus.h"
+#include "engine.h"
+#include "session.h"
 #include "gpu.h"
 #include "gpu_model.h"
 #include "model.h"
@@ -547,8 +549,321 @@ static void print_csv(const model *m, int nm, const paper_row *paper)
     }
 }
 
+/* ---- tt-bench sweep --------------------------------------------------------------------------- */
+
+#define SWEEP_MAX 16
+
+typedef struct {
+    long v[SWEEP_MAX];
+    int n;
+} value_list;
+
+/* "8,16,32" into l (each within lo .. hi); -1 with a line on stderr. */
+static int parse_list(const char *opt, const char *text, long lo, long hi, value_list *l)
+{
+    l->n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < lo || v > hi || (*end && *end != ',') || l->n == SWEEP_MAX) {
+            fprintf(stderr, "tt-bench sweep: %s takes up to %d integers from %ld to %ld separated by "
+                    "commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
+            return -1;
+        }
+        l->v[l->n++] = v;
+        p = *end ? end + 1 : end;
+    }
+    if (l->n == 0) {
+        fprintf(stderr, "tt-bench sweep: %s is empty\n", opt);
+        return -1;
+    }
+    return 0;
+}
+
+/* Trains s's model (its layout l) from its initial weights for steps steps on train, then its
+ * validation perplexity over valid (windows of seq_len, as tt-train validates), where tt-train
+ * would run (the GPU when there is one). Returns the perplexity, or NAN with why in err. */
+static double sweep_train(const tt_spec *s, const tt_layout *l, const tt_tokens *train,
+                          const tt_tokens *valid, long steps, char *err, size_t errlen)
+{
+    const int batch = s->train.batch, n = s->model.seq_len;
+    if (train->n / batch < (long)n + 1) {
+        tt_errf(err, errlen, "data.train has %ld tokens: too few for batch %d x seq_len %d", train->n,
+                batch, n);
+        return NAN;
+    }
+    tt_engine *e;
+    char where[256];
+    if (tt_engine_open(&e, "auto", s, l, batch, where, sizeof where, err, errlen) != 0) return NAN;
+    tt_layout_init(l, tt_engine_host(e, 0), (uint64_t)s->train.seed);
+    tt_engine_upload(e);
+    int32_t *in = tt_xmalloc((size_t)batch * n * 4), *tg = tt_xmalloc((size_t)batch * n * 4);
+    for (long st = 1; st <= steps; st++) {
+        const bool continues = tt_tokens_batch(train, batch, n, st, in, tg);
+        tt_lm_opts o = {.train = true, .seed = (uint64_t)s->train.seed, .step = (uint64_t)st,
+                        .label_smoothing = (tt_real)s->train.label_smoothing};
+        tt_lm_result r;
+        tt_engine_train_step(e, in, tg, &o, st, continues, &r);
+    }
+    tt_eval_result ev;
+    double ppl = NAN;
+    if (tt_engine_evaluate(e, valid, n, 0, &ev, err, errlen) == 0) ppl = exp(ev.nll / (double)ev.scored);
+    free(in);
+    free(tg);
+    tt_engine_close(e);
+    return ppl;
+}
+
+static void csv_value(FILE *f, double v, const char *fmt)
+{
+    if (!isnan(v)) fprintf(f, fmt, v);
+}
+
+/* The plot of a sweep's CSV: validation perplexity (when trained) and training tokens/s (when
+ * measured) against parameters, one point per row, as PNG and SVG through gnuplot. Returns 0, or
+ * -1 with why in err (gnuplot missing or failing: the CSV is there either way). */
+static int sweep_plot(const char *dir, bool ppl, bool tps, char *err, size_t errlen)
+{
+    if (!ppl && !tps) return tt_errf(err, errlen, "nothing to plot: no perplexity (--train-steps) and "
+                                     "no throughput (no GPU)");
+    char *script = tt_xasprintf("%s/sweep.gp", dir);
+    FILE *f = fopen(script, "w");
+    if (!f) {
+        tt_errf(err, errlen, "%s: cannot write", script);
+        free(script);
+        return -1;
+    }
+    static const char *const terms[2][2] = {{"pngcairo size 1200,500", "png"}, {"svg size 1200,500", "svg"}};
+    fprintf(f, "set datafile separator ','\nset key off\nset grid\nset logscale x\n"
+               "set xlabel 'parameters'\n");
+    for (int t = 0; t < 2; t++) {
+        fprintf(f, "set terminal %s\nset output '%s/sweep.%s'\nset multiplot layout 1,%d\n", terms[t][0],
+                dir, terms[t][1], ppl && tps ? 2 : 1);
+        /* columns: 1 rank, 2 cores, 3 seq_len, 4 parameters, 7 train tokens/s, 13 valid ppl */
+        if (ppl)
+            fprintf(f, "set ylabel 'validation perplexity'\nplot '%s/sweep.csv' every ::1 using 4:13 with "
+                       "points pt 7, '' every ::1 using 4:13:(sprintf('R%%d c%%d', $1, $2)) with labels "
+                       "offset 0,1 font ',8'\n", dir);
+        if (tps)
+            fprintf(f, "set ylabel 'training tokens/s'\nplot '%s/sweep.csv' every ::1 using 4:7 with "
+                       "points pt 7, '' every ::1 using 4:7:(sprintf('R%%d c%%d', $1, $2)) with labels "
+                       "offset 0,1 font ',8'\n", dir);
+        fprintf(f, "unset multiplot\n");
+    }
+    fclose(f);
+    char *cmd = tt_xasprintf("gnuplot '%s' 2>&1", script);
+    FILE *pp = popen(cmd, "r");
+    char out[512] = "";
+    size_t got = pp ? fread(out, 1, sizeof out - 1, pp) : 0;
+    out[got] = 0;
+    const int rc = pp ? pclose(pp) : -1;
+    free(cmd);
+    free(script);
+    if (rc != 0)
+        return tt_errf(err, errlen, "gnuplot failed (is it installed? Debian: apt-get install "
+                       "gnuplot-nox): %s", *out ? out : "no output");
+    return 0;
+}
+
+static void sweep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--train-steps K]\n"
+            "                      [--steps K] [--out DIR]\n"
+            "Every combination of rank, cores (and seq_len) of the tensorized SPEC: parameters and\n"
+            "FLOPs per token; on a GPU, training and evaluation tokens/s, step time, memory and MFU;\n"
+            "with --train-steps, the validation perplexity after K steps on SPEC's data. Writes\n"
+            "DIR/sweep.csv (default DIR: sweep-<spec name>) and, through gnuplot, DIR/sweep.png and\n"
+            "DIR/sweep.svg (perplexity and tokens/s against parameters). LISTs: 8,16,32.\n");
+}
+
+static int sweep_main(int argc, char **argv)
+{
+    enum { RANK = 256, CORES, SEQ, TRAIN_STEPS, STEPS, OUT };
+    static const struct option longs[] = {{"rank", required_argument, 0, RANK},
+                                          {"cores", required_argument, 0, CORES},
+                                          {"seq-len", required_argument, 0, SEQ},
+                                          {"train-steps", required_argument, 0, TRAIN_STEPS},
+                                          {"steps", required_argument, 0, STEPS},
+                                          {"out", required_argument, 0, OUT},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    value_list ranks = {{0}, 0}, cores = {{0}, 0}, seqs = {{0}, 0};
+    long train_steps = 0, steps = 20;
+    const char *out = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        char *end;
+        if (c == RANK && parse_list("--rank", optarg, 1, 4096, &ranks) != 0) return 2;
+        if (c == CORES && parse_list("--cores", optarg, 1, 64, &cores) != 0) return 2;
+        if (c == SEQ && parse_list("--seq-len", optarg, 1, 8192, &seqs) != 0) return 2;
+        if (c == TRAIN_STEPS || c == STEPS) {
+            const long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 10000000) {
+                fprintf(stderr, "tt-bench sweep: --%s is a count from 1, not '%s'\n",
+                        c == STEPS ? "steps" : "train-steps", optarg);
+                return 2;
+            }
+            *(c == STEPS ? &steps : &train_steps) = v;
+        }
+        if (c == OUT) out = optarg;
+        if (c == 'h') {
+            sweep_usage(stdout);
+            return 0;
+        }
+        if (c == '?') {
+            fprintf(stderr, "tt-bench sweep: unknown option '%s' (see tt-bench sweep --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc - 1 || !ranks.n || !cores.n) {
+        fprintf(stderr, "tt-bench sweep: expected one spec, --rank and --cores (see tt-bench sweep "
+                        "--help)\n");
+        return 2;
+    }
+    char err[4096];
+    tt_spec base;
+    if (tt_spec_load(argv[optind], &base, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    int rc = 0;
+    long vocab = 0;
+    tt_tokens train = {0}, valid = {0};
+    tt_session ses;
+    bool session = false;
+    if (base.model.kind != TT_KIND_TENSORIZED) {
+        fprintf(stderr, "tt-bench sweep: %s: the sweep is over rank and cores of kind: tensorized\n",
+                base.path);
+        rc = 2;
+    } else if (train_steps) { /* the data: the vocabulary from data.train, as tt-train builds it */
+        if (tt_session_open(&ses, argv[optind], err, sizeof err) != 0 ||
+            (session = true, tt_session_tokens(&ses, "train", &train, err, sizeof err)) != 0 ||
+            tt_session_tokens(&ses, "valid", &valid, err, sizeof err) != 0) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 2;
+        } else {
+            vocab = ses.vocab.n;
+        }
+    } else {
+        rc = resolve_vocab(&base, &vocab);
+    }
+    char *dir = NULL;
+    if (!rc) {
+        const char *slash = strrchr(base.path, '/');
+        const char *name = slash ? slash + 1 : base.path;
+        dir = out ? tt_xstrdup(out) : tt_xasprintf("sweep-%.*s", (int)strcspn(name, "."), name);
+        if (tt_mkdir_p(dir, err, sizeof err) != 0) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 2;
+        }
+    }
+    if (rc) {
+        if (session) tt_session_close(&ses);
+        tt_tokens_free(&train);
+        tt_tokens_free(&valid);
+        free(dir);
+        tt_spec_free(&base);
+        return rc;
+    }
+    if (!seqs.n) seqs.v[seqs.n++] = base.model.seq_len;
+
+    tt_gpu g;
+    tt_cache cache;
+    const bool on_gpu = tt_gpu_open(&g, 0, err, sizeof err) == 0;
+    const bool cached = on_gpu && tt_cache_open(&cache, NULL, err, sizeof err) == 0;
+    if (!on_gpu)
+        fprintf(stderr, "tt-bench sweep: no throughput columns: measuring needs a GPU (%s)\n", err);
+    char *csv_path = tt_xasprintf("%s/sweep.csv", dir);
+    FILE *csv = fopen(csv_path, "w");
+    if (!csv) {
+        fprintf(stderr, "tt-bench sweep: %s: cannot write\n", csv_path);
+        rc = 1;
+    } else {
+        fprintf(csv, "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
+                     "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
+                     "train_steps,valid_ppl,status\n");
+        const int total = ranks.n * cores.n * seqs.n;
+        int point = 0, plotted_ppl = 0, plotted_tps = 0;
+        for (int a = 0; a < ranks.n; a++)
+            for (int b = 0; b < cores.n; b++)
+                for (int q = 0; q < seqs.n; q++) {
+                    tt_spec s = base;
+                    s.model.rank = (int)ranks.v[a];
+                    s.model.cores = (int)cores.v[b];
+                    s.model.seq_len = (int)seqs.v[q];
+                    fprintf(stderr, "[%d/%d] rank %d, cores %d, seq_len %d: ", ++point, total,
+                            s.model.rank, s.model.cores, s.model.seq_len);
+                    model m;
+                    model_init(&m, "point", &s, vocab);
+                    char status[4200] = "ok", why[4096];
+                    tt_layout l;
+                    double ppl = NAN;
+                    if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
+                        snprintf(status, sizeof status, "invalid: %s", why);
+                    } else {
+                        if (on_gpu) {
+                            measure(&m, &g, cached ? &cache : NULL, steps);
+                            if (m.failed[0]) snprintf(status, sizeof status, "not measured: %s", m.failed);
+                        }
+                        if (train_steps) {
+                            ppl = sweep_train(&s, &l, &train, &valid, train_steps, why, sizeof why);
+                            if (isnan(ppl) && !strcmp(status, "ok"))
+                                snprintf(status, sizeof status, "not trained: %s", why);
+                        }
+                        tt_layout_free(&l);
+                    }
+                    for (char *p = status; *p; p++) /* one CSV field: no comma, quote or newline */
+                        if (*p == ',' || *p == '"' || *p == '\n') *p = ';';
+                    fprintf(csv, "%d,%d,%d,%.17g,%.17g,%.17g,", s.model.rank, s.model.cores,
+                            s.model.seq_len, m.costs.params_total, m.costs.fwd_total, m.costs.train_total);
+                    csv_value(csv, m.train_tok_s, "%.6g");
+                    fputc(',', csv);
+                    csv_value(csv, m.eval_tok_s, "%.6g");
+                    fputc(',', csv);
+                    csv_value(csv, m.step_ms, "%.6g");
+                    fputc(',', csv);
+                    csv_value(csv, m.peak_bytes, "%.0f");
+                    fputc(',', csv);
+                    csv_value(csv, m.mfu, "%.4g");
+                    fprintf(csv, ",%ld,", train_steps);
+                    csv_value(csv, ppl, "%.6g");
+                    fprintf(csv, ",%s\n", status);
+                    fflush(csv);
+                    plotted_ppl |= !isnan(ppl);
+                    plotted_tps |= !isnan(m.train_tok_s);
+                    char tps[64], pp[64];
+                    human(m.train_tok_s, "tokens/s", tps, sizeof tps);
+                    human(ppl, "ppl", pp, sizeof pp);
+                    fprintf(stderr, "%.2fM parameters, train %s tokens/s, valid ppl %s%s%s\n",
+                            m.costs.params_total / 1e6, tps, pp, strcmp(status, "ok") ? ": " : "",
+                            strcmp(status, "ok") ? status : "");
+                }
+        fclose(csv);
+        printf("wrote %s\n", csv_path);
+        if (sweep_plot(dir, plotted_ppl, plotted_tps, err, sizeof err) == 0)
+            printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
+        else
+            printf("no plot: %s\n", err);
+    }
+    if (cached) tt_cache_close(&cache);
+    if (on_gpu) tt_gpu_close(&g);
+    if (session) tt_session_close(&ses);
+    tt_tokens_free(&train);
+    tt_tokens_free(&valid);
+    free(csv_path);
+    free(dir);
+    tt_spec_free(&base);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "sweep")) return sweep_main(argc - 1, argv + 1);
     options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;

@@ -625,3 +625,16 @@ void tt_tokens_free(tt_tokens *t)
     t->ids = NULL;
     t->n = 0;
 }
+
+bool tt_tokens_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg)
+{
+    const long len = t->n / batch, segments = (len - 1) / n;
+    const long seg = (step - 1) % segments;
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < n; i++) {
+            const long at = (long)b * len + seg * n + i;
+            in[b * n + i] = t->ids[at];
+            tg[b * n + i] = t->ids[at + 1];
+        }
+    return seg != 0;
+}

@@ -6,6 +6,7 @@
 #ifndef TT_CORPUS_H
 #define TT_CORPUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,5 +44,12 @@ typedef struct {
 int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, tt_tokens *out,
                    char *err, size_t errlen);
 void tt_tokens_free(tt_tokens *t);
+
+/* A training batch of t: B contiguous streams of the token sequence; step s (1-based) reads
+ * segment (s-1) mod segments of each, inputs [B, n] and their targets (the next tokens): a
+ * function of the step alone, so a resumed run reads what the first would have. Returns
+ * whether each row continues the same row of step s - 1 (Transformer-XL's memory). t must hold
+ * at least batch * (n + 1) tokens. */
+bool tt_tokens_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg);
 
 #endif

@@ -113,22 +113,6 @@ static void fmt_time(double s, char *out, size_t n)
     snprintf(out, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
-/* B contiguous streams of the token sequence; step s (1-based) reads segment (s-1) mod segments
- * of each: a function of the step alone, so a resumed run reads what the first would have.
- * Returns whether each row continues the same row of step s - 1 (Transformer-XL's memory). */
-static bool make_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg)
-{
-    const long len = t->n / batch, segments = (len - 1) / n;
-    const long seg = (step - 1) % segments;
-    for (int b = 0; b < batch; b++)
-        for (int i = 0; i < n; i++) {
-            const long at = (long)b * len + seg * n + i;
-            in[b * n + i] = t->ids[at];
-            tg[b * n + i] = t->ids[at + 1];
-        }
-    return seg != 0;
-}
-
 /* Model-FLOPs utilization of a GPU run: tokens/s times the training FLOPs per token that ttgen's
  * report counts, against the card's dense peak at the spec's precision. */
 static void print_mfu(const tt_session *s, const char *device, double tokens_per_s)
@@ -241,7 +225,7 @@ int main(int argc, char **argv)
     const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
     while (step < last && !g_stop_signal) {
         step++;
-        const bool continues = make_batch(&train, batch, n, step, in, tg);
+        const bool continues = tt_tokens_batch(&train, batch, n, step, in, tg);
         tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
                          .label_smoothing = (float)ts->label_smoothing};
         tt_lm_result r;

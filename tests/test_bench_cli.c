@@ -3,6 +3,7 @@
  * model" (not through tt_costs_compute), against --json; the default counterpart's shape; the
  * CSV schema; the refusals; and the line that says measuring needs a GPU. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -384,6 +385,114 @@ static void test_refusals(void **state)
     free(no_data);
 }
 
+/* tt-bench sweep on a small spec and corpus: every (rank, cores, seq_len) a row of the
+ * documented CSV, in order; parameters and FLOPs as tt-bench reports the same variant; with
+ * --train-steps a finite validation perplexity; the measured columns empty without a GPU (and
+ * filled with one); the plot written when gnuplot is there, else a line says why; and the
+ * refusals in one line. */
+static void test_sweep(void **state)
+{
+    fixture *fx = *state;
+    char *train = tt_xasprintf("%s/train.txt", fx->root), *valid = tt_xasprintf("%s/valid.txt", fx->root);
+    FILE *t = fopen(train, "w"), *v = fopen(valid, "w");
+    assert_non_null(t);
+    assert_non_null(v);
+    for (int i = 0; i < 300; i++) fprintf(t, "w%d w%d w%d\n", i % 17, (i * 7) % 17, (i * 3) % 17);
+    for (int i = 0; i < 30; i++) fprintf(v, "w%d w%d\n", (i * 5) % 17, i % 17);
+    fclose(t);
+    fclose(v);
+    char *text = tt_xasprintf("model: {kind: tensorized, vocab: data, d_model: 16, layers: 1, rank: 2,\n"
+                              "        seq_len: 4, d_inner: 24}\n"
+                              "train: {batch: 2, steps: 100}\n"
+                              "data: {train: %s, valid: %s}\n", train, valid);
+    char *spec = write_spec(fx, "sweep.yaml", text), *out = tt_xasprintf("%s/out", fx->root);
+    tu_proc p;
+    RUN(&p, "sweep", spec, "--rank", "2,4", "--cores", "1,2", "--seq-len", "4,6", "--train-steps", "3",
+        "--out", out);
+    tu_expect_exit(&p, 0, "tt-bench sweep");
+    if (tu_count_lines(p.err) < 8) fail_msg("no progress line per point on stderr:\n%s", p.err);
+    char *csv_path = tt_xasprintf("%s/sweep.csv", out);
+    size_t len;
+    char *csv = tu_read_file(csv_path, &len);
+    const char *header = "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
+                         "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
+                         "train_steps,valid_ppl,status\n";
+    if (strncmp(csv, header, strlen(header)) != 0) fail_msg("sweep.csv's header:\n%s", csv);
+    tt_device_info info;
+    char why[512];
+    const bool gpu = tt_device_query(0, &info, why, sizeof why) == 0;
+    const char *line = csv + strlen(header);
+    int rows = 0;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int q = 0; q < 2; q++) {
+                const int rank = a ? 4 : 2, cores = b + 1, n = q ? 6 : 4;
+                char f[14][128];
+                int nf = 0, k = 0;
+                const char *c = line;
+                for (; *c && *c != '\n'; c++) {
+                    if (*c == ',') {
+                        f[nf++][k] = 0, k = 0;
+                        if (nf == 14) fail_msg("a row of more than 14 fields: %s", line);
+                    } else if (k < 127) {
+                        f[nf][k++] = *c;
+                    }
+                }
+                f[nf++][k] = 0;
+                if (nf != 14) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
+                if (atoi(f[0]) != rank || atoi(f[1]) != cores || atoi(f[2]) != n)
+                    fail_msg("row %d is (%s, %s, %s), want (%d, %d, %d)", rows, f[0], f[1], f[2], rank,
+                             cores, n);
+                /* the same variant through tt-bench --json (17 words, <eos> and <unk>) */
+                char name[64];
+                snprintf(name, sizeof name, "v%d-%d-%d.yaml", rank, cores, n);
+                char *vt = tt_xasprintf("model: {kind: tensorized, vocab: 19, d_model: 16, layers: 1, "
+                                        "rank: %d, cores: %d, seq_len: %d, d_inner: 24}\n"
+                                        "train: {batch: 2}\n", rank, cores, n);
+                tu_proc j;
+                run_inline_json(fx, name, vt, &j);
+                expect_close(atof(f[3]), json_at(j.out, "ours", "parameters", "total"), "parameters");
+                expect_close(atof(f[4]), json_at(j.out, "ours", "flops_per_token", "forward"), "forward FLOPs");
+                expect_close(atof(f[5]), json_at(j.out, "ours", "flops_per_token", "train_step"), "step FLOPs");
+                tu_proc_free(&j);
+                free(vt);
+                for (int m = 6; m <= 10; m++)
+                    if ((f[m][0] != 0) != gpu)
+                        fail_msg("row %d: measured column %d is '%s' %s a GPU", rows, m, f[m],
+                                 gpu ? "with" : "without");
+                if (atoi(f[11]) != 3) fail_msg("row %d: train_steps '%s'", rows, f[11]);
+                const double ppl = atof(f[12]);
+                if (!(ppl > 1 && ppl < 1000)) fail_msg("row %d: valid_ppl '%s'", rows, f[12]);
+                if (strcmp(f[13], "ok")) fail_msg("row %d: status '%s'", rows, f[13]);
+                rows++;
+                line = *c ? c + 1 : c;
+            }
+    if (*line) fail_msg("rows after the 8 points: %s", line);
+    char *png = tt_xasprintf("%s/sweep.png", out), *svg = tt_xasprintf("%s/sweep.svg", out);
+    if (system("command -v gnuplot > /dev/null 2>&1") == 0) {
+        size_t a, b;
+        char *x = tu_read_file(png, &a), *y = tu_read_file(svg, &b);
+        if (a < 8 || memcmp(x, "\x89PNG", 4) != 0 || !strstr(y, "<svg"))
+            fail_msg("the plot is not a PNG and an SVG");
+        free(x), free(y);
+    } else if (!strstr(p.out, "no plot: gnuplot failed")) {
+        fail_msg("without gnuplot, no line says why there is no plot:\n%s", p.out);
+    }
+    tu_proc_free(&p);
+    /* refusals: one line each, exit 2 */
+    RUN(&p, "sweep", TXL_PTB, "--rank", "8", "--cores", "1");
+    expect_refusal(&p, "sweep of a transformer-xl", "the sweep is over rank and cores of kind: tensorized");
+    tu_proc_free(&p);
+    RUN(&p, "sweep", spec, "--rank", "8,x", "--cores", "1");
+    expect_refusal(&p, "--rank 8,x", "--rank takes up to");
+    tu_proc_free(&p);
+    RUN(&p, "sweep", spec, "--rank", "8");
+    expect_refusal(&p, "no --cores", "expected one spec, --rank and --cores");
+    tu_proc_free(&p);
+    free(train), free(valid), free(text), free(spec), free(out), free(csv_path), free(csv), free(png);
+    free(svg);
+}
+
 #define IN_OWN_FOLDER(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
 int main(void)
@@ -396,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_csv_schema),
         cmocka_unit_test(test_text),
         IN_OWN_FOLDER(test_refusals),
+        IN_OWN_FOLDER(test_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
