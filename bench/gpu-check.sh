@@ -2,8 +2,9 @@
 # Everything that needs the GPU, in one call of the device tool: build, the GPU tests against the
 # CPU reference, compute-sanitizer on the kernel tests, ttgen picking the device's architecture,
 # then issue 4's benchmark (the attention alone against a materialized T, PTB training against
-# the PyTorch peer, and wt103 when bench/wt103-bench.sh is there) and issue 5's (Transformer-XL:
-# the same perplexity as its PyTorch peer, txl-ptb's throughput), and a table last. On the GPU
+# the PyTorch peer, and wt103 when bench/wt103-bench.sh is there), issue 5's (Transformer-XL:
+# the same perplexity as its PyTorch peer, txl-ptb's throughput) and issue 6's (tt-bench measured,
+# a small sweep), and a table last. On the GPU
 # machine libyaml and CMocka are missing: carry the .debs that ../shared/scripts/fetch-debs.sh
 # .deps downloads (device tool: carry: [".deps", ".data"]); this script unpacks them and points
 # CMake and the loader at them.
@@ -47,6 +48,11 @@ if [ -z "${TT_CHECK_ONLY:-}" ]; then
     [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
     step txl-peer bash bench/txl-peer.sh "$logs/txl-peer"
     step txl-bench env TXL_BENCH=ptb bash bench/txl-bench.sh "$logs/txl-bench"
+    # issue 6: tt-bench's measurements and a small sweep (ptb over rank and cores, 300 steps each)
+    tt_local_spec specs/ptb.yaml specs/check-sweep.yaml
+    step tt-bench build-gpu/tt-bench specs/check-sweep.yaml
+    step sweep build-gpu/tt-bench sweep specs/check-sweep.yaml --rank 8,40 --cores 1,2 --train-steps 300 --out "$logs/sweep"
+    rm -f specs/check-sweep.yaml
 fi
 {
     echo
@@ -65,6 +71,10 @@ fi
         echo "Transformer-XL (bench/txl-peer.sh, bench/txl-bench.sh):"
         cat "$logs/txl-peer/table.txt" 2>/dev/null
         tail -n 4 "$logs/txl-bench.log" 2>/dev/null
+        echo
+        echo "tt-bench (ptb against its default Transformer-XL) and tt-bench sweep:"
+        sed -n '/^measured/,/mfu_percent/p' "$logs/tt-bench.log" 2>/dev/null
+        cat "$logs/sweep/sweep.csv" 2>/dev/null
     fi
 } | tee "$out/summary.txt"
 finish 0
