@@ -9,8 +9,10 @@
 # .deps downloads (device tool: carry: [".deps", ".data"]); this script unpacks them and points
 # CMake and the loader at them.
 #   bench/gpu-check.sh [OUTDIR]     (TT_CHECK_ONLY=1: the checks without the benchmark;
-#                                   TT_BENCH_ONLY=1: the build and the benchmark alone. The whole
-#                                   runs near 600 s, one device call's limit: split it in two)
+#                                   TT_BENCH_ONLY=1: the build and the benchmark alone;
+#                                   TT_BENCH_SET="attn ptb wt103 txl tt-bench": some of it. The
+#                                   whole runs past 600 s, one device call's limit: on an H100,
+#                                   checks ~80 s, attn 30, ptb 115, wt103 125-240, txl 200)
 # OUTDIR gets summary.txt and logs.tar.gz (every log; the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,17 +48,21 @@ step memcheck-step compute-sanitizer --tool memcheck --error-exitcode 3 build-gp
 step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 step ttgen-device-arch bash -c 'build-gpu/ttgen specs/wt103.yaml --cache-dir /tmp/tt-cache-arch | grep -A1 "^kernels for"'
 fi
+# TT_BENCH_SET (default all): which benchmark parts, any of attn ptb wt103 txl tt-bench
+want() { [ -z "${TT_BENCH_SET:-}" ] || [[ " $TT_BENCH_SET " == *" $1 "* ]]; }
 if [ -z "${TT_CHECK_ONLY:-}" ]; then
-    step attn-bench bash -c "bash bench/attn-bench.sh $logs/attn && rm -f $logs/attn/attn.safetensors"
-    step peer-ptb bash -c "mkdir -p $logs/peer && bash bench/peer-ptb.sh $logs/peer bf16"
-    [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
-    step txl-peer bash bench/txl-peer.sh "$logs/txl-peer"
-    step txl-bench env TXL_BENCH=ptb bash bench/txl-bench.sh "$logs/txl-bench"
+    want attn && step attn-bench bash -c "bash bench/attn-bench.sh $logs/attn && rm -f $logs/attn/attn.safetensors"
+    want ptb && step peer-ptb bash -c "mkdir -p $logs/peer && bash bench/peer-ptb.sh $logs/peer bf16"
+    want wt103 && [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
+    want txl && step txl-peer bash bench/txl-peer.sh "$logs/txl-peer"
+    want txl && step txl-bench env TXL_BENCH=ptb bash bench/txl-bench.sh "$logs/txl-bench"
     # issue 6: tt-bench's measurements and a small sweep (ptb over rank and cores, 300 steps each)
-    tt_local_spec specs/ptb.yaml specs/check-sweep.yaml
-    step tt-bench build-gpu/tt-bench specs/check-sweep.yaml
-    step sweep build-gpu/tt-bench sweep specs/check-sweep.yaml --rank 8,40 --cores 1,2 --train-steps 300 --out "$logs/sweep"
-    rm -f specs/check-sweep.yaml
+    if want tt-bench; then
+        tt_local_spec specs/ptb.yaml specs/check-sweep.yaml
+        step tt-bench build-gpu/tt-bench specs/check-sweep.yaml
+        step sweep build-gpu/tt-bench sweep specs/check-sweep.yaml --rank 8,40 --cores 1,2 --train-steps 300 --out "$logs/sweep"
+        rm -f specs/check-sweep.yaml
+    fi
 fi
 {
     echo
