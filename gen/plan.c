@@ -937,21 +937,34 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
     const long dp = tt_row_pitch(m->d_head), threads = 256;
     static const struct {
         const char *op, *define, *why;
+        bool heads;    /* shaped by the heads: H, DH, DP */
+        bool per_bias; /* a warp per element of u and v, else grid-stride over what it moves */
     } ops[] = {
-        {"txl_pe", "OP_TXL_PE", "pos_emb with its dropout drawn in place, the sinusoids read from a table"},
+        {"txl_pe", "OP_TXL_PE", "pos_emb with its dropout drawn in place, the sinusoids read from a table",
+         false, false},
         {"txl_heads_qkv", "OP_TXL_HEADS_QKV",
-         "q + u, q + v, k, v of memory and segment rows into padded head-major tiles: one pass"},
-        {"txl_heads", "OP_TXL_HEADS", "rows of heads side by side into padded head-major tiles"},
-        {"txl_unheads", "OP_TXL_UNHEADS", "padded head-major tiles back into rows of heads side by side"},
+         "q + u, q + v, k, v of memory and segment rows into padded head-major tiles: one pass", true,
+         false},
+        {"txl_heads", "OP_TXL_HEADS", "rows of heads side by side into padded head-major tiles", true,
+         false},
+        {"txl_unheads", "OP_TXL_UNHEADS", "padded head-major tiles back into rows of heads side by side",
+         true, false},
         {"txl_heads_bwd", "OP_TXL_HEADS_BWD",
-         "d qkv of the segment (dq = the two biased queries' sum) and d kv of the memory: one pass"},
+         "d qkv of the segment (dq = the two biased queries' sum) and d kv of the memory: one pass", true,
+         false},
         {"txl_uv_bwd", "OP_TXL_UV_BWD",
-         "warp per bias element, lanes over rows, a fixed butterfly: deterministic"},
+         "warp per bias element, lanes over rows, a fixed butterfly: deterministic", true, true},
     };
+    /* what each grid-stride kernel moves at the training shapes with a full memory, in the
+     * order of ops (its launcher's grid: one thread an element, up to 2048 blocks) */
+    const long h = m->n_head, hd = (long)m->n_head * m->d_head, b = s->train.batch;
+    const long n = m->seq_len, klen = (long)m->mem_len + n;
+    const long moved[] = {klen * m->d_model, h * b * klen * dp, h * b * n * dp, b * n * hd,
+                          b * (3 * n + 2L * m->mem_len) * hd, 0};
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         tt_kernel *k = add_kernel(plan, ops[i].op, "txl.cu", dtype);
-        if (i > 0) {
+        if (ops[i].heads) {
             set_const(k, "H", m->n_head);
             set_const(k, "DH", m->d_head);
             set_const(k, "DP", dp);
@@ -960,9 +973,12 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, "THREADS", threads);
         set_const(k, ops[i].define, 1);
         k->block[0] = (unsigned)threads;
-        k->grid[0] = i == 5 ? ceil_div(2L * m->n_head * m->d_head, threads / 32) : GRID_STRIDE_BLOCKS;
+        const long blocks = ceil_div(moved[i], threads);
+        k->grid[0] = ops[i].per_bias ? ceil_div(2 * hd, threads / 32)
+                                     : (unsigned)(blocks < 2048 ? blocks : 2048);
         snprintf(k->grid_rule, sizeof k->grid_rule, "%s",
-                 i == 5 ? "x = ceil(2 H DH / warps a block)" : "grid-stride");
+                 ops[i].per_bias ? "x = ceil(2 H DH / warps a block)"
+                                 : "x = min(ceil(elements / 256), 2048), grid-stride");
         whyf(k, "%s", ops[i].why);
     }
 }

@@ -381,6 +381,9 @@ static void test_refusals(void **state)
     RUN(&p, PTB, "--json", "--csv");
     expect_refusal(&p, "--json --csv", "exclude each other");
     tu_proc_free(&p);
+    RUN(&p, PTB, "--steps", "0");
+    expect_refusal(&p, "--steps 0", "--steps is a count from 1 to 100000, not '0'");
+    tu_proc_free(&p);
     free(odd);
     free(no_data);
 }
@@ -489,6 +492,20 @@ static void test_sweep(void **state)
     RUN(&p, "sweep", spec, "--rank", "8");
     expect_refusal(&p, "no --cores", "expected one spec, --rank and --cores");
     tu_proc_free(&p);
+    RUN(&p, "sweep", spec, "--rank", "8", "--cores", "1", "--train-steps", "x");
+    expect_refusal(&p, "--train-steps x", "--train-steps is a count from 1, not 'x'");
+    tu_proc_free(&p);
+    RUN(&p, "sweep", spec, "--rank", "8", "--cores", "1", "--bogus");
+    expect_refusal(&p, "sweep --bogus", "unknown option '--bogus'");
+    tu_proc_free(&p);
+    char *no_valid = write_spec(fx, "no-valid.yaml",
+                                "model: {kind: tensorized, vocab: data, d_model: 16, layers: 1, rank: 2,\n"
+                                "        seq_len: 4, d_inner: 24}\n"
+                                "data: {train: missing.txt}\n");
+    RUN(&p, "sweep", no_valid, "--rank", "8", "--cores", "1", "--train-steps", "2");
+    expect_refusal(&p, "--train-steps without data", "tt-bench sweep: ");
+    tu_proc_free(&p);
+    free(no_valid);
     free(train), free(valid), free(text), free(spec), free(out), free(csv_path), free(csv), free(png);
     free(svg);
 }
