@@ -173,32 +173,22 @@ static void run(const bench *b, int fwd, int bwd)
     }
 }
 
-static int cmp_float(const void *a, const void *b)
+typedef struct {
+    const bench *b;
+    int fwd, bwd;
+} timed;
+
+static void timed_run(const void *arg)
 {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
+    const timed *t = arg;
+    run(t->b, t->fwd, t->bwd);
 }
 
-/* The median of iters runs, each between its own pair of events; all are queued before one
- * synchronization, so the times are the GPU's and not the launching host's. */
+/* The median of iters runs (tt_gpu_median_ms: the GPU's times). */
 static double median_ms(const bench *b, int fwd, int bwd, long iters)
 {
-    cudaEvent_t *ev = tt_xmalloc(2 * (size_t)iters * sizeof *ev);
-    for (long i = 0; i < 2 * iters; i++) TT_CUDA(cudaEventCreate(&ev[i]));
-    for (long i = 0; i < iters; i++) {
-        TT_CUDA(cudaEventRecord(ev[2 * i], b->st));
-        run(b, fwd, bwd);
-        TT_CUDA(cudaEventRecord(ev[2 * i + 1], b->st));
-    }
-    TT_CUDA(cudaStreamSynchronize(b->st));
-    float *ms = tt_xmalloc((size_t)iters * sizeof *ms);
-    for (long i = 0; i < iters; i++) TT_CUDA(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
-    for (long i = 0; i < 2 * iters; i++) TT_CUDA(cudaEventDestroy(ev[i]));
-    qsort(ms, (size_t)iters, sizeof *ms, cmp_float);
-    const double med = iters % 2 ? ms[iters / 2] : 0.5 * ((double)ms[iters / 2 - 1] + ms[iters / 2]);
-    free(ms);
-    free(ev);
-    return med;
+    const timed t = {b, fwd, bwd};
+    return tt_gpu_median_ms(b->st, iters, timed_run, &t);
 }
 
 /* Useful FLOPs of one forward of the attention over the batch, from ttgen's cost report (scores

@@ -10,7 +10,7 @@
 # CMake and the loader at them.
 #   bench/gpu-check.sh [OUTDIR]     (TT_CHECK_ONLY=1: the checks without the benchmark;
 #                                   TT_BENCH_ONLY=1: the build and the benchmark alone;
-#                                   TT_BENCH_SET="attn ptb wt103 txl tt-bench": some of it. The
+#                                   TT_BENCH_SET="attn ptb wt103 tune txl tt-bench": some of it. The
 #                                   whole runs past 600 s, one device call's limit: on an H100,
 #                                   checks ~80 s, attn 30, ptb 115, wt103 125-240, txl 200)
 # OUTDIR gets summary.txt and logs.tar.gz (every log; the device tool returns few files).
@@ -48,12 +48,14 @@ step memcheck-step compute-sanitizer --tool memcheck --error-exitcode 3 build-gp
 step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 step ttgen-device-arch bash -c 'build-gpu/ttgen specs/wt103.yaml --cache-dir /tmp/tt-cache-arch | grep -A1 "^kernels for"'
 fi
-# TT_BENCH_SET (default all): which benchmark parts, any of attn ptb wt103 txl tt-bench
+# TT_BENCH_SET (default all): which benchmark parts, any of attn ptb wt103 tune txl tt-bench
 want() { [ -z "${TT_BENCH_SET:-}" ] || [[ " $TT_BENCH_SET " == *" $1 "* ]]; }
 if [ -z "${TT_CHECK_ONLY:-}" ]; then
     want attn && step attn-bench bash -c "bash bench/attn-bench.sh $logs/attn && rm -f $logs/attn/attn.safetensors"
     want ptb && step peer-ptb bash -c "mkdir -p $logs/peer && bash bench/peer-ptb.sh $logs/peer bf16"
     want wt103 && [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
+    # issue 6: ttgen --tune on wt103, PTB and PTB at fp32, then the attention tuned and not
+    want tune && step tune-bench bash bench/tune-bench.sh "$logs/tune"
     want txl && step txl-peer bash bench/txl-peer.sh "$logs/txl-peer"
     want txl && step txl-bench env TXL_BENCH=ptb bash bench/txl-bench.sh "$logs/txl-bench"
     # issue 6: tt-bench's measurements and a small sweep (ptb over rank and cores, 300 steps each)
@@ -81,6 +83,9 @@ fi
         echo "Transformer-XL (bench/txl-peer.sh, bench/txl-bench.sh):"
         cat "$logs/txl-peer/table.txt" 2>/dev/null
         tail -n 4 "$logs/txl-bench.log" 2>/dev/null
+        echo
+        echo "ttgen --tune (bench/tune-bench.sh):"
+        sed -n '/^== tuned against/,$p' "$logs/tune-bench.log" 2>/dev/null
         echo
         echo "tt-bench (ptb against its default Transformer-XL) and tt-bench sweep:"
         sed -n '/^measured/,/mfu_percent/p' "$logs/tt-bench.log" 2>/dev/null

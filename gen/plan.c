@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tune.h"
 #include "util.h"
 
 #define SMEM_STATIC_LIMIT (48 * 1024) /* static __shared__ arrays; more needs opt-in */
@@ -42,6 +43,21 @@ long tt_kernel_const(const tt_kernel *k, const char *key, long fallback)
     for (int i = 0; i < k->n_consts; i++)
         if (strcmp(k->consts[i].key, key) == 0) return k->consts[i].value;
     return fallback;
+}
+
+/* A tunable constant (templates declare them; gen/tune.h): the value the plan's tuning sets, else
+ * the heuristic's. */
+static long pick(const tt_plan *plan, const char *op, const char *key, long heuristic)
+{
+    return tt_tuning_get(plan->tuning, op, key, heuristic);
+}
+
+static int tuned(const tt_plan *plan, const char *op)
+{
+    if (!plan->tuning) return 0;
+    for (int i = 0; i < plan->tuning->n; i++)
+        if (!strcmp(plan->tuning->c[i].op, op)) return 1;
+    return 0;
 }
 
 long tt_row_pitch(long cols) { return (cols + 7) / 8 * 8; }
@@ -559,6 +575,11 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         if (g > 1) g /= 2;
         else td = td / 2 < 16 ? 16 : (long)ceil_div(td / 2, 16) * 16;
     }
+    g = pick(plan, "mla_fwd", "G", g);
+    td = pick(plan, "mla_fwd", "TD", td);
+    if (tuned(plan, "mla_fwd") && (g < 1 || g > 8 || td % 16 || td < 16 || td > (long)ceil_div(d, 16) * 16))
+        return tt_errf(err, errlen, "mla_fwd: G=%ld TD=%ld: G from 1 to 8, TD a multiple of 16 "
+                       "up to the model's %d features", g, td, d);
     if (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
                        "shared memory; lower model.seq_len or model.rank", n, r,
@@ -607,6 +628,15 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
     long td = d >= 128 ? 128 : (long)ceil_div(d, 32) * 32;
     long ti = mla_row_tile(n, (long)ceil_div(d, td) * s->train.batch, 8);
     long tk = n >= 32 ? 32 : (long)ceil_div(n, 8) * 8;
+    if (tuned(plan, "mla_fwd")) {
+        ti = pick(plan, "mla_fwd", "TI", ti);
+        td = pick(plan, "mla_fwd", "TD", td);
+        if (ti < warps || ti % warps || td % 32 || td < 32 || td > (long)ceil_div(d, 32) * 32 ||
+            mla_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT)
+            return tt_errf(err, errlen, "mla_fwd: TI=%ld TD=%ld: TI a multiple of %ld, TD of 32 up "
+                           "to the model's %d features, within %d KiB of shared memory", ti, td,
+                           warps, d, SMEM_STATIC_LIMIT / 1024);
+    }
     while (mla_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT) {
         if (ti > warps) ti /= 2;
         else if (td > 32) td /= 2;
@@ -693,6 +723,13 @@ static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dty
         if (td > 32) td /= 2;
         else ti /= 2;
     }
+    if (tuned(plan, "mla_bwd_wo")) {
+        ti = pick(plan, "mla_bwd_wo", "TI", ti);
+        td = pick(plan, "mla_bwd_wo", "TD", td);
+        if (ti < warps || ti % warps || td % 32 || td < 32 || td > (long)ceil_div(d, 32) * 32)
+            return tt_errf(err, errlen, "mla_bwd_wo: TI=%ld TD=%ld: TI a multiple of %ld, TD of 32 "
+                           "up to the model's %d features", ti, td, warps, d);
+    }
     if (mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_wo: rank %d needs more than %d KiB of shared memory; "
                        "lower model.rank", r, SMEM_STATIC_LIMIT / 1024);
@@ -728,6 +765,9 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     /* Rows per block down to 16, not 8: at 8 the D = 1024 instance spills registers. */
     long tq = n > 8 ? mla_row_tile(n, s->train.batch, 16) : 8, dc = 32;
     while (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT && tq > warps) tq /= 2;
+    tq = pick(plan, "mla_bwd_q", "TI", tq);
+    if (tq < warps || tq % warps)
+        return tt_errf(err, errlen, "mla_bwd_q: TI=%ld: a multiple of %ld", tq, warps), -1;
     if (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: rank %d needs more than %d KiB of shared memory; "
                        "lower model.rank", r, SMEM_STATIC_LIMIT / 1024), -1;
@@ -752,13 +792,14 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
 
 /* mla_bwd_wo of templates/mla_tc.cu: a warp per j, W of them per block, 16 keys and td
  * features per block, a split of the batch. */
-static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
+static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, d = m->d_model;
     /* eight j per block share its tiles (fewer when N is short: blocks); the batch splits
      * below make the blocks */
-    const long w = n >= 64 ? 8 : n >= 32 ? 4 : 2, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
+    const long w = pick(plan, "mla_bwd_wo", "W", n >= 64 ? 8 : n >= 32 ? 4 : 2);
+    const long td = pick(plan, "mla_bwd_wo", "TD", d >= 128 ? 128 : (long)ceil_div(d, 16) * 16);
     /* Splits of the batch, each summed into its own copy of dWo: so that no block walks more
      * than about 32 tiles of 32 rows (the walk is the kernel's critical path), and so that there
      * are MLA_MIN_BLOCKS blocks without narrowing the tiles; at most 8, and each split at least
@@ -770,6 +811,12 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
     if (splits > 8) splits = 8;
     while (splits > 1 && (long)ceil_div(batch, splits) * per_seq < 4) splits--;
     if (splits > batch) splits = batch;
+    splits = pick(plan, "mla_bwd_wo", "S", splits);
+    if (w < 1 || w > 16 || td % 16 || td < 16 || td > (long)ceil_div(d, 16) * 16 || splits < 1 ||
+        splits > batch)
+        return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld S=%ld: W from 1 to 16, TD a multiple "
+                       "of 16 up to the model's %d features, S from 1 to the batch (%ld)", w, td,
+                       splits, d, batch);
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(k, m);
@@ -790,7 +837,7 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
     k->smem_bytes = (unsigned)(2 * 2 * ((32 + 16 + w) * sr + 32 * (td + 8)));
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
-    if (splits == 1) return;
+    if (splits == 1) return 0;
     tt_kernel *c = add_kernel(plan, "mla_bwd_wo_sum", "mla_tc.cu", "f32");
     mla_shape_consts(c, m);
     set_const(c, "S", splits);
@@ -801,6 +848,7 @@ static void plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s)
     c->grid[0] = GRID_STRIDE_BLOCKS;
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = %d, grid-stride over D N^2", GRID_STRIDE_BLOCKS);
     whyf(c, "dWo += the %ld splits' sums, in order: deterministic", splits);
+    return 0;
 }
 
 /* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp dK~, V rows, dT. */
@@ -813,18 +861,25 @@ static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
  * warp per sequence, 16 rows and up to 16 j, g sequences per block; returns the row tile (16). */
-static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s)
+static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
     /* parts of 8 key positions j instead of 16 when that is what fills the card (two of G's
      * warps per SM slot: the kernel holds about 240 registers a thread) */
-    const long js = mla_tc_tasks(m, 16) * ceil_div(batch, 2) < 4L * 132 ? 8 : 16;
+    const long js = pick(plan, "mla_bwd_q", "JS",
+                         mla_tc_tasks(m, 16) * ceil_div(batch, 2) < 4L * 132 ? 8 : 16);
+    if (js != 8 && js != 16)
+        return tt_errf(err, errlen, "mla_bwd_q: JS=%ld: parts of 8 or 16 key positions", js), -1;
     const long tasks = mla_tc_tasks(m, js);
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
                      mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
         g /= 2;
+    g = pick(plan, "mla_bwd_q", "G", g);
+    if (g < 1 || g > 8 || mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT)
+        return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
+                       g, SMEM_DYN_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(q, m);
@@ -857,14 +912,16 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     const int n = m->seq_len, r = m->rank, tc = !strcmp(dtype, "bf16");
     const long threads = 256;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
-    if (tc) plan_mla_bwd_wo_tc(plan, s);
-    else if (plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0) return -1;
+    if (tc ? plan_mla_bwd_wo_tc(plan, s, err, errlen) != 0
+           : plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0)
+        return -1;
     long tq;
     if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
         mla_tc_bwd_q_smem(n, r, m->d_model, 1) <= SMEM_DYN_LIMIT)
-        tq = plan_mla_bwd_q_tc(plan, s);
-    else if ((tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen)) < 0)
-        return -1;
+        tq = plan_mla_bwd_q_tc(plan, s, err, errlen);
+    else
+        tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen);
+    if (tq < 0) return -1;
 
     /* The two reductions: their tiles and parts must be the ones mla_bwd_q wrote. */
     const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 0);
@@ -985,8 +1042,15 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
 
 int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen)
 {
+    return tt_plan_build_tuned(spec, arch, NULL, plan, err, errlen);
+}
+
+int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *t, tt_plan *plan,
+                        char *err, size_t errlen)
+{
     memset(plan, 0, sizeof *plan);
     snprintf(plan->arch, sizeof plan->arch, "%s", arch);
+    plan->tuning = t;
     const char *dtype = spec->train.precision == TT_PREC_BF16 ? "bf16" : "f32";
     plan_layernorm(plan, spec, dtype);
     if (spec->model.kind == TT_KIND_TENSORIZED &&
@@ -1009,6 +1073,7 @@ int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *er
     plan_adaptive(plan, spec, dtype);
     plan_adam(plan, dtype);
     if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
+    plan->tuning = NULL;
     return 0;
 }
 

@@ -35,12 +35,16 @@ typedef struct {
     unsigned smem_bytes;           /* static shared memory the template declares */
     unsigned dyn_smem;             /* dynamic shared memory every launch passes (0: none) */
     char why[160];                 /* why this variant and these constants */
+    char variant[256];             /* a tunable kernel's: default or tuned, and why (tune.h) */
 } tt_kernel;
+
+struct tt_tuning;
 
 typedef struct {
     tt_kernel *kernels;
     int n;
     char arch[16];
+    const struct tt_tuning *tuning; /* while it is built: values that replace the heuristics' */
 } tt_plan;
 
 /* Builds the plan for spec on arch ("sm_90"). -1 with a message when no variant fits. */

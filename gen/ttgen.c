@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autotune.h"
 #include "cache.h"
 #include "compile.h"
 #include "corpus.h"
@@ -13,6 +14,7 @@
 #include "plan.h"
 #include "report.h"
 #include "spec.h"
+#include "tune.h"
 #include "util.h"
 
 #define MAX_EXTRA 8
@@ -34,6 +36,13 @@ static void usage(FILE *f)
             "  --templates DIR    read kernel templates from DIR instead of the built-in copies\n"
             "  --nvrtc-opt OPT    pass OPT to NVRTC (repeatable)\n"
             "  --jobs N           parallel compiles (default: one per CPU)\n"
+            "  --tune             on this machine's GPU: build every variant of each kernel\n"
+            "                     that declares tunables, check it against the CPU, time it,\n"
+            "                     and keep the fastest in the tuning cache (beside the kernel\n"
+            "                     cache, keyed by the card's name and the kernel's signature)\n"
+            "  --tune-iters K     timed runs per variant, the median kept (default 30)\n"
+            "  --card NAME        report the variants tuned for card NAME (default: this\n"
+            "                     machine's GPU; without one, the plan's heuristics)\n"
             "  --json             print one JSON object instead of the human report\n"
             "  -q, --quiet        print nothing but errors\n"
             "  -h, --help         this text\n"
@@ -41,14 +50,15 @@ static void usage(FILE *f)
 }
 
 typedef struct {
-    const char *spec_path, *arch, *dump, *cache_dir, *templates;
+    const char *spec_path, *arch, *dump, *cache_dir, *templates, *card;
     const char *extra[MAX_EXTRA];
-    int n_extra, jobs, json, quiet, no_cache, no_compile;
+    int n_extra, jobs, json, quiet, no_cache, no_compile, tune, tune_iters;
 } options;
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { ARCH = 256, DUMP, CACHE, NOCACHE, NOCOMPILE, TEMPLATES, NVRTC, JOBS, JSON, VERSION };
+    enum { ARCH = 256, DUMP, CACHE, NOCACHE, NOCOMPILE, TEMPLATES, NVRTC, JOBS, JSON, VERSION,
+           TUNE, TUNE_ITERS, CARD };
     static const struct option longs[] = {
         {"arch", required_argument, 0, ARCH},       {"dump", required_argument, 0, DUMP},
         {"cache-dir", required_argument, 0, CACHE}, {"no-cache", no_argument, 0, NOCACHE},
@@ -56,7 +66,8 @@ static int parse_args(int argc, char **argv, options *o)
         {"nvrtc-opt", required_argument, 0, NVRTC}, {"jobs", required_argument, 0, JOBS},
         {"json", no_argument, 0, JSON},             {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},              {"version", no_argument, 0, VERSION},
-        {0, 0, 0, 0}};
+        {"tune", no_argument, 0, TUNE},             {"tune-iters", required_argument, 0, TUNE_ITERS},
+        {"card", required_argument, 0, CARD},       {0, 0, 0, 0}};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "qh", longs, NULL)) != -1) {
@@ -85,6 +96,19 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         }
         case JSON: o->json = 1; break;
+        case TUNE: o->tune = 1; break;
+        case CARD: o->card = optarg; break;
+        case TUNE_ITERS: {
+            char *end;
+            long k = strtol(optarg, &end, 10);
+            if (*end || k < 3 || k > 10000) {
+                fprintf(stderr, "ttgen: --tune-iters takes a number from 3 to 10000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o->tune_iters = (int)k;
+            break;
+        }
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case VERSION: printf("ttgen %s\n", TT_VERSION); exit(0);
@@ -99,6 +123,15 @@ static int parse_args(int argc, char **argv, options *o)
         return 2;
     }
     o->spec_path = argv[optind];
+    if (o->tune && (o->no_cache || o->no_compile)) {
+        fprintf(stderr, "ttgen: --tune keeps what it finds in the cache: not with --no-cache or "
+                        "--no-compile\n");
+        return 2;
+    }
+    if (o->tune && o->card) {
+        fprintf(stderr, "ttgen: --tune tunes this machine's GPU: not with --card\n");
+        return 2;
+    }
     return 0;
 }
 
@@ -219,6 +252,7 @@ static void print_kernels_text(const tt_build *b, int n, const char *arch, const
             if (!k->cached) printf(" in %.2f s", k->seconds);
         }
         printf("\n    %s\n", p->why);
+        if (p->variant[0]) printf("    variant %s\n", p->variant);
         if (k->cache_note[0]) printf("    %s\n", k->cache_note);
         hits += k->cached;
         built += compiled && !k->cached && !k->error;
@@ -258,6 +292,10 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
                i ? "," : "", p->name, p->op, b[i].key_hex, p->block[0], p->block[1], p->block[2],
                p->grid[0], p->grid[1], p->grid[2]);
         printf(",\"dynamic_smem_bytes\":%u", p->dyn_smem);
+        if (p->variant[0]) {
+            printf(",\"variant\":");
+            json_string(p->variant, stdout);
+        }
         if (compiled)
             printf(",\"cached\":%s,\"compile_seconds\":%.4f,\"registers\":%d,\"spill_bytes\":%d,"
                    "\"smem_bytes\":%d",
@@ -266,6 +304,33 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
         printf("}");
     }
     printf("],\"seconds\":%.4f}\n", wall);
+}
+
+/* --tune: every tunable kernel of the spec timed on this machine's GPU (runtime/autotune.h). */
+static int tune(const options *o, const tt_spec *spec, const char *arch, const tt_cache *cache)
+{
+    char err[4096];
+    tt_gpu gpu;
+    if (tt_gpu_open(&gpu, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "ttgen --tune: %s\n", err);
+        return -1;
+    }
+    int rc = 0;
+    if (strcmp(gpu.arch, arch) != 0) {
+        fprintf(stderr, "ttgen --tune: the kernels are for %s but this GPU (%s) is %s\n", arch,
+                gpu.name, gpu.arch);
+        rc = -1;
+    } else {
+        const tt_tune_opts to = {.iters = o->tune_iters, .jobs = o->jobs,
+                                 .out = o->quiet || o->json ? NULL : stdout};
+        if (!o->quiet && !o->json)
+            printf("tuning %s on %s (%s); tuning cache %s/tuning.tsv\n", spec->path, gpu.name,
+                   gpu.arch, cache->dir);
+        rc = tt_tune(spec, &gpu, cache, &to, err, sizeof err);
+        if (rc != 0) fprintf(stderr, "ttgen --tune: %s\n", err);
+    }
+    tt_gpu_close(&gpu);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -312,20 +377,33 @@ int main(int argc, char **argv)
 
     tt_costs costs;
     tt_costs_compute(&spec, vocab, &costs);
-    tt_plan plan;
-    if (tt_plan_build(&spec, arch, &plan, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", spec.path, err);
-        tt_spec_free(&spec);
-        return 2;
-    }
-
+    /* the cache: compiled kernels, and beside them the tuning cache, read even with --no-compile */
     tt_cache cache = {0};
-    int use_cache = !o.no_cache && !o.no_compile;
-    if (use_cache && tt_cache_open(&cache, o.cache_dir, err, sizeof err) != 0) {
+    const int use_cache = !o.no_cache && !o.no_compile;
+    if (!o.no_cache && tt_cache_open(&cache, o.cache_dir, err, sizeof err) != 0) {
         fprintf(stderr, "ttgen: %s\n", err);
-        tt_plan_free(&plan);
         tt_spec_free(&spec);
         return 1;
+    }
+    if (o.tune && tune(&o, &spec, arch, &cache) != 0) {
+        tt_cache_close(&cache);
+        tt_spec_free(&spec);
+        return 1;
+    }
+    /* the card whose tuned variants the plan takes: --card, else this machine's GPU */
+    tt_device_info dev;
+    char dev_why[256];
+    const char *card = o.card ? o.card
+                       : tt_device_query(0, &dev, dev_why, sizeof dev_why) == 0 ? dev.name : NULL;
+    char *tuning = o.no_cache ? NULL : tt_tuning_path(cache.dir);
+    tt_plan plan;
+    const int planned = tt_plan_build_for_card(&spec, arch, card, tuning, &plan, err, sizeof err);
+    free(tuning);
+    if (planned != 0) {
+        fprintf(stderr, "%s: %s\n", spec.path, err);
+        if (!o.no_cache) tt_cache_close(&cache);
+        tt_spec_free(&spec);
+        return 2;
     }
     char *failure_dir = o.dump ? tt_xstrdup(o.dump)
                         : use_cache ? tt_xasprintf("%s/failed", cache.dir)
@@ -369,7 +447,7 @@ int main(int argc, char **argv)
 done:
     tt_builds_free(builds, plan.n);
     free(failure_dir);
-    if (use_cache) tt_cache_close(&cache);
+    if (!o.no_cache) tt_cache_close(&cache);
     tt_plan_free(&plan);
     tt_spec_free(&spec);
     return status;

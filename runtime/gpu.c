@@ -1,11 +1,14 @@
 /* Device, cuBLAS and kernel loading (see gpu.h). */
 #include "gpu.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "device.h"
+#include "tune.h"
 #include "util.h"
 
 void tt_cuda_check(cudaError_t e, const char *call, const char *file, int line)
@@ -78,8 +81,23 @@ void tt_gpu_join(const tt_gpu_side *side, cudaStream_t s)
 int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gpu,
                         const tt_cache *cache, char *err, size_t errlen)
 {
+    char *tuning = cache ? tt_tuning_path(cache->dir) : NULL;
+    tt_plan plan;
+    const int rc = tt_plan_build_for_card(spec, gpu->arch, gpu->name, tuning, &plan, err, errlen);
+    free(tuning);
+    if (rc != 0) {
+        memset(p, 0, sizeof *p);
+        return -1;
+    }
+    return tt_gpu_program_load_plan(p, &plan, gpu, cache, err, errlen);
+}
+
+int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu,
+                             const tt_cache *cache, char *err, size_t errlen)
+{
     memset(p, 0, sizeof *p);
-    if (tt_plan_build(spec, gpu->arch, &p->plan, err, errlen) != 0) return -1;
+    p->plan = *plan;
+    memset(plan, 0, sizeof *plan);
     char *failed_dir = cache ? tt_xasprintf("%s/failed", cache->dir) : tt_xstrdup("ttgen-failed");
     tt_build_opts o = {.arch = gpu->arch, .cache = cache, .failure_dir = failed_dir};
     int rc = tt_builds_prepare(&p->plan, &o, &p->builds, err, errlen);
@@ -132,4 +150,59 @@ void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t 
 {
     const dim3 block = {k->k->block[0], k->k->block[1], k->k->block[2]};
     TT_CUDA(cudaLaunchKernel((const void *)k->fn, grid, block, args, k->k->dyn_smem, stream));
+}
+
+void *tt_gpu_upload(const float *x, size_t n, int bf16)
+{
+    void *d;
+    TT_CUDA(cudaMalloc(&d, n * (bf16 ? 2 : 4) + (n == 0)));
+    if (bf16) {
+        uint16_t *h = tt_xmalloc(n * 2 + 1);
+        for (size_t i = 0; i < n; i++) h[i] = tt_bf16_from_float(x[i]);
+        TT_CUDA(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
+        free(h);
+    } else {
+        TT_CUDA(cudaMemcpy(d, x, n * 4, cudaMemcpyHostToDevice));
+    }
+    return d;
+}
+
+float *tt_gpu_download(const void *d, size_t n, int bf16)
+{
+    float *x = tt_xmalloc(n * sizeof *x + 1);
+    if (bf16) {
+        uint16_t *h = tt_xmalloc(n * 2 + 1);
+        TT_CUDA(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(h[i]);
+        free(h);
+    } else {
+        TT_CUDA(cudaMemcpy(x, d, n * 4, cudaMemcpyDeviceToHost));
+    }
+    return x;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+double tt_gpu_median_ms(cudaStream_t s, long iters, void (*run)(const void *arg), const void *arg)
+{
+    cudaEvent_t *ev = tt_xmalloc(2 * (size_t)iters * sizeof *ev);
+    for (long i = 0; i < 2 * iters; i++) TT_CUDA(cudaEventCreate(&ev[i]));
+    for (long i = 0; i < iters; i++) {
+        TT_CUDA(cudaEventRecord(ev[2 * i], s));
+        run(arg);
+        TT_CUDA(cudaEventRecord(ev[2 * i + 1], s));
+    }
+    TT_CUDA(cudaStreamSynchronize(s));
+    float *ms = tt_xmalloc((size_t)iters * sizeof *ms);
+    for (long i = 0; i < iters; i++) TT_CUDA(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
+    for (long i = 0; i < 2 * iters; i++) TT_CUDA(cudaEventDestroy(ev[i]));
+    qsort(ms, (size_t)iters, sizeof *ms, cmp_float);
+    const double med = iters % 2 ? ms[iters / 2] : 0.5 * ((double)ms[iters / 2 - 1] + ms[iters / 2]);
+    free(ms);
+    free(ev);
+    return med;
 }

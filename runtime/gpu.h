@@ -57,12 +57,25 @@ typedef struct {
     tt_gpu_kernel *kernels; /* plan.n */
 } tt_gpu_program;
 
-/* Plans, compiles (through the cache; cache may be NULL) and loads spec's kernels for gpu. */
+/* Plans, compiles (through the cache; cache may be NULL) and loads spec's kernels for gpu: the
+ * variants the tuning cache beside the kernel cache holds for this card (gen/tune.h), else the
+ * plan's heuristics. */
 int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gpu,
                         const tt_cache *cache, char *err, size_t errlen);
+/* The same for a plan already built; takes it over (*plan is zeroed), and frees it on failure. */
+int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu,
+                             const tt_cache *cache, char *err, size_t errlen);
 void tt_gpu_program_free(tt_gpu_program *p);
 /* The kernel of op ("layernorm_fwd"); aborts when the plan has none (a runtime bug). */
 const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op);
+
+/* n fp32 values into new device memory as the storage type (bf16: rounded); cudaFree it. */
+void *tt_gpu_upload(const float *x, size_t n, int bf16);
+/* n values of the storage type from device memory, as fp32 (malloc'd); synchronous. */
+float *tt_gpu_download(const void *d, size_t n, int bf16);
+/* The median of iters runs of run(arg) on stream s, each between its own pair of CUDA events, all
+ * queued before one synchronization: the GPU's times, not the launching host's (ms). */
+double tt_gpu_median_ms(cudaStream_t s, long iters, void (*run)(const void *arg), const void *arg);
 
 /* Launches k with the given grid and its planned block, checking the launch. */
 void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream);

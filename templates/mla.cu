@@ -10,6 +10,12 @@
 // Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_TI, TT_TD, TT_TK, TT_THREADS.
 // Layouts (row-major): qkv [B*N, 3R] (Q | K | V, the output of qkv_net), wo [D, N*N] (o_net.weight),
 // p [N, R], y [B*N, D]; g, u, v [R] fp32.
+// Tunable (ttgen --tune times them; the plan's heuristic otherwise): rows and features per block.
+// ttgen: tunable mla_fwd TI 8 16 32
+// ttgen: tunable mla_fwd TD 32 64 128
+// ttgen: tunable mla_bwd_wo TI 8 16 32
+// ttgen: tunable mla_bwd_wo TD 32 64 128
+// ttgen: tunable mla_bwd_q TI 8 16 32
 
 #define TT_WARPS (TT_THREADS / 32)
 #define TT_RPT (TT_TI / TT_WARPS) // rows of Y per thread

@@ -69,21 +69,7 @@ static void round_storage(float *x, size_t n, int bf16)
         for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(tt_bf16_from_float(x[i]));
 }
 
-static void *upload(const float *x, size_t n, int bf16)
-{
-    void *d;
-    const size_t es = bf16 ? 2 : 4;
-    TT_CUDA(cudaMalloc(&d, n * es));
-    if (bf16) {
-        uint16_t *h = tt_xmalloc(n * 2);
-        for (size_t i = 0; i < n; i++) h[i] = tt_bf16_from_float(x[i]);
-        TT_CUDA(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice));
-        free(h);
-    } else {
-        TT_CUDA(cudaMemcpy(d, x, n * 4, cudaMemcpyHostToDevice));
-    }
-    return d;
-}
+static void *upload(const float *x, size_t n, int bf16) { return tt_gpu_upload(x, n, bf16); }
 
 static void *poisoned(size_t n, size_t es)
 {
@@ -95,18 +81,9 @@ static void *poisoned(size_t n, size_t es)
 
 static float *download(const void *d, size_t n, int bf16)
 {
-    float *x = tt_xmalloc(n * sizeof *x);
     TT_CUDA(cudaStreamSynchronize(gpu.stream));
     TT_CUDA(cudaGetLastError());
-    if (bf16) {
-        uint16_t *h = tt_xmalloc(n * 2);
-        TT_CUDA(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(h[i]);
-        free(h);
-    } else {
-        TT_CUDA(cudaMemcpy(x, d, n * 4, cudaMemcpyDeviceToHost));
-    }
-    return x;
+    return tt_gpu_download(d, n, bf16);
 }
 
 /* A [rows, cols] matrix into device memory with its rows ld apart, as the GPU keeps the FFN's

@@ -1,0 +1,388 @@
+/* Tunables, signatures and the tuning cache (tune.h). */
+#include "tune.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "emit.h"
+#include "sha256.h"
+#include "templates.h"
+#include "util.h"
+
+static int parse_declaration(const char *tpl, const char *line, size_t len, tt_tunable *t,
+                             char *err, size_t errlen)
+{
+    char buf[256];
+    if (len >= sizeof buf) return tt_errf(err, errlen, "templates/%s: a tunable line too long", tpl);
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    memset(t, 0, sizeof *t);
+    snprintf(t->template_file, sizeof t->template_file, "%s", tpl);
+    char *save = NULL, *op = strtok_r(buf, " \t", &save), *key = strtok_r(NULL, " \t", &save);
+    if (!op || !key || strlen(op) >= sizeof t->op || strlen(key) >= sizeof t->key)
+        return tt_errf(err, errlen, "templates/%s: 'ttgen: tunable' needs OP KEY VALUES...", tpl);
+    for (const char *c = key; *c; c++)
+        if (!isupper((unsigned char)*c) && !isdigit((unsigned char)*c) && *c != '_')
+            return tt_errf(err, errlen, "templates/%s: tunable key '%s' is not a constant's name",
+                           tpl, key);
+    snprintf(t->op, sizeof t->op, "%s", op);
+    snprintf(t->key, sizeof t->key, "%s", key);
+    for (char *v; (v = strtok_r(NULL, " \t", &save));) {
+        char *end;
+        const long x = strtol(v, &end, 10);
+        if (*end || x < 1 || t->n_values == TT_TUNE_VALUES)
+            return tt_errf(err, errlen, "templates/%s: tunable %s %s: '%s' (at most %d positive "
+                           "integers)", tpl, op, key, v, TT_TUNE_VALUES);
+        t->values[t->n_values++] = x;
+    }
+    if (t->n_values < 2)
+        return tt_errf(err, errlen, "templates/%s: tunable %s %s names fewer than two values", tpl,
+                       op, key);
+    return 0;
+}
+
+int tt_tunables_load(const char *template_dir, tt_tunable **out, int *n, char *err, size_t errlen)
+{
+    static const char mark[] = "// ttgen: tunable ";
+    *out = NULL;
+    *n = 0;
+    for (const tt_template *e = tt_embedded_templates; e->name; e++) {
+        if (!strstr(e->name, ".cu") || strstr(e->name, ".cuh")) continue;
+        char *text;
+        size_t len;
+        if (tt_template_load(template_dir, e->name, &text, &len, err, errlen) != 0) goto fail;
+        for (const char *p = text; (p = strstr(p, mark)); ) {
+            if (p != text && p[-1] != '\n') { /* only a line of its own */
+                p += sizeof mark - 1;
+                continue;
+            }
+            p += sizeof mark - 1;
+            const char *end = strchr(p, '\n');
+            const size_t l = end ? (size_t)(end - p) : strlen(p);
+            *out = tt_xrealloc(*out, (size_t)(*n + 1) * sizeof **out);
+            if (parse_declaration(e->name, p, l, &(*out)[*n], err, errlen) != 0) {
+                free(text);
+                goto fail;
+            }
+            ++*n;
+        }
+        free(text);
+    }
+    return 0;
+fail:
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+void tt_tuning_set(tt_tuning *t, const char *op, const char *key, long value)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->c[i].op, op) && !strcmp(t->c[i].key, key)) {
+            t->c[i].value = value;
+            return;
+        }
+    t->c = tt_xrealloc(t->c, (size_t)(t->n + 1) * sizeof *t->c);
+    tt_tune_choice *c = &t->c[t->n++];
+    snprintf(c->op, sizeof c->op, "%s", op);
+    snprintf(c->key, sizeof c->key, "%s", key);
+    c->value = value;
+}
+
+long tt_tuning_get(const tt_tuning *t, const char *op, const char *key, long fallback)
+{
+    for (int i = 0; t && i < t->n; i++)
+        if (!strcmp(t->c[i].op, op) && !strcmp(t->c[i].key, key)) return t->c[i].value;
+    return fallback;
+}
+
+int tt_tuning_has(const tt_tuning *t, const char *op, const char *key)
+{
+    for (int i = 0; t && i < t->n; i++)
+        if (!strcmp(t->c[i].op, op) && !strcmp(t->c[i].key, key)) return 1;
+    return 0;
+}
+
+void tt_tuning_free(tt_tuning *t)
+{
+    free(t->c);
+    t->c = NULL;
+    t->n = 0;
+}
+
+static int is_tunable(const tt_kernel *k, const tt_tunable *tu, int nt, const char *key)
+{
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(tu[i].template_file, k->template_file) && !strcmp(tu[i].op, k->op) &&
+            !strcmp(tu[i].key, key))
+            return 1;
+    return 0;
+}
+
+static int has_tunables(const tt_kernel *k, const tt_tunable *tu, int nt)
+{
+    for (int i = 0; i < nt; i++)
+        if (!strcmp(tu[i].template_file, k->template_file) && !strcmp(tu[i].op, k->op)) return 1;
+    return 0;
+}
+
+int tt_kernel_signature(const tt_kernel *k, const tt_spec *spec, const char *arch,
+                        const tt_tunable *tunables, int n_tunables, char *out, size_t n,
+                        char *err, size_t errlen)
+{
+    /* The kernel without its tunables and what follows from them (its threads, its parts of j):
+     * its source then changes only with the templates, and its name with the shapes. */
+    tt_kernel bare = *k;
+    bare.n_consts = 0;
+    tt_buf consts = {0};
+    for (int i = 0; i < k->n_consts; i++) {
+        const tt_const *c = &k->consts[i];
+        if (is_tunable(k, tunables, n_tunables, c->key) || !strcmp(c->key, "THREADS") ||
+            !strcmp(c->key, "JP"))
+            continue;
+        bare.consts[bare.n_consts++] = *c;
+        if (strncmp(c->key, "OP_", 3) != 0)
+            tt_buf_printf(&consts, "%s%s=%ld", consts.len ? "," : "", c->key, c->value);
+    }
+    snprintf(bare.name, sizeof bare.name, "%s", k->op);
+    size_t len;
+    char *src = tt_emit_source(&bare, NULL, &len, err, errlen);
+    if (!src) {
+        tt_buf_free(&consts);
+        return -1;
+    }
+    uint8_t digest[32];
+    char hex[65];
+    tt_sha256(src, len, digest);
+    tt_hex(digest, 6, hex);
+    snprintf(out, n, "%s|%s|%s|batch=%d|%s|src=%s", k->op, k->dtype, arch, spec->train.batch,
+             consts.len ? consts.data : "", hex);
+    free(src);
+    tt_buf_free(&consts);
+    return 0;
+}
+
+void tt_kernel_variant(const tt_kernel *k, const tt_tunable *tunables, int n_tunables, char *out,
+                       size_t n)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n_tunables; i++) {
+        const tt_tunable *t = &tunables[i];
+        if (strcmp(t->template_file, k->template_file) || strcmp(t->op, k->op)) continue;
+        const int w = snprintf(out + used, n - used, "%s%s=%ld", used ? " " : "", t->key,
+                               tt_kernel_const(k, t->key, -1));
+        if (w < 0 || (size_t)w >= n - used) break;
+        used += (size_t)w;
+    }
+}
+
+int tt_variant_parse(const char *variant, const char *op, tt_tuning *t)
+{
+    char buf[128];
+    if (strlen(variant) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", variant);
+    char *save = NULL;
+    int count = 0;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '='), *end;
+        if (!eq || eq == tok || eq - tok >= 24) return -1;
+        *eq = '\0';
+        const long v = strtol(eq + 1, &end, 10);
+        if (*end || end == eq + 1) return -1;
+        tt_tuning_set(t, op, tok, v);
+        count++;
+    }
+    return count ? 0 : -1;
+}
+
+char *tt_tuning_path(const char *cache_dir) { return tt_xasprintf("%s/tuning.tsv", cache_dir); }
+
+/* A line: card, signature, variant, default variant, best ms, default ms, unit, date; tabs. */
+#define TUNE_FIELDS 8
+
+static int parse_entry(char *line, tt_tune_entry *e)
+{
+    char *f[TUNE_FIELDS];
+    int n = 0;
+    for (char *p = line; n < TUNE_FIELDS; n++) {
+        f[n] = p;
+        char *tab = strchr(p, '\t');
+        if (!tab) {
+            n++;
+            break;
+        }
+        *tab = '\0';
+        p = tab + 1;
+    }
+    if (n != TUNE_FIELDS) return -1;
+    memset(e, 0, sizeof *e);
+    char *end1, *end2;
+    e->best_ms = strtod(f[4], &end1);
+    e->default_ms = strtod(f[5], &end2);
+    if (*end1 || *end2 || !(e->best_ms > 0) || !(e->default_ms > 0)) return -1;
+    if (strlen(f[0]) >= sizeof e->card || strlen(f[1]) >= sizeof e->signature ||
+        strlen(f[2]) >= sizeof e->variant || strlen(f[3]) >= sizeof e->default_variant ||
+        strlen(f[6]) >= sizeof e->unit || strlen(f[7]) >= sizeof e->date)
+        return -1;
+    snprintf(e->card, sizeof e->card, "%s", f[0]);
+    snprintf(e->signature, sizeof e->signature, "%s", f[1]);
+    snprintf(e->variant, sizeof e->variant, "%s", f[2]);
+    snprintf(e->default_variant, sizeof e->default_variant, "%s", f[3]);
+    snprintf(e->unit, sizeof e->unit, "%s", f[6]);
+    snprintf(e->date, sizeof e->date, "%s", f[7]);
+    return 0;
+}
+
+int tt_tuning_load(const char *path, tt_tune_entry **out, int *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0; /* nothing tuned yet */
+    char line[1024];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t l = strlen(line);
+        if (l && line[l - 1] == '\n') line[--l] = '\0';
+        if (!l || line[0] == '#') continue;
+        tt_tune_entry e;
+        if (parse_entry(line, &e) != 0) {
+            fclose(f);
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return tt_errf(err, errlen, "%s:%d: not a tuning entry (card, signature, variant, "
+                           "default variant, best ms, default ms, unit, date; tab-separated)",
+                           path, lineno);
+        }
+        *out = tt_xrealloc(*out, (size_t)(*n + 1) * sizeof **out);
+        (*out)[(*n)++] = e;
+    }
+    fclose(f);
+    return 0;
+}
+
+int tt_tuning_store(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
+{
+    tt_tune_entry *all;
+    int n;
+    if (tt_tuning_load(path, &all, &n, err, errlen) != 0) return -1;
+    tt_buf b = {0};
+    tt_buf_printf(&b, "# ttgen --tune: card\tsignature\tvariant\tdefault variant\tbest ms\t"
+                      "default ms\ttimed\tdate\n");
+    for (int i = 0; i <= n; i++) {
+        const tt_tune_entry *x = i < n ? &all[i] : e;
+        if (i < n && !strcmp(x->card, e->card) && !strcmp(x->signature, e->signature)) continue;
+        tt_buf_printf(&b, "%s\t%s\t%s\t%s\t%.6f\t%.6f\t%s\t%s\n", x->card, x->signature, x->variant,
+                      x->default_variant, x->best_ms, x->default_ms, x->unit, x->date);
+    }
+    free(all);
+    const void *parts[] = {b.data};
+    const size_t lens[] = {b.len};
+    const int rc = tt_write_file_atomic(path, parts, lens, 1, err, errlen);
+    tt_buf_free(&b);
+    return rc;
+}
+
+/* The notes of every tunable kernel of plan (the plan's own heuristic: why). */
+static void note_defaults(tt_plan *plan, const tt_tunable *tu, int nt, const char *why)
+{
+    for (int i = 0; i < plan->n; i++) {
+        tt_kernel *k = &plan->kernels[i];
+        if (!has_tunables(k, tu, nt)) continue;
+        char v[96];
+        tt_kernel_variant(k, tu, nt, v, sizeof v);
+        snprintf(k->variant, sizeof k->variant, "%.60s: the plan's heuristic (%.170s)", v, why);
+    }
+}
+
+int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *card,
+                           const char *tuning_path, tt_plan *plan, char *err, size_t errlen)
+{
+    if (tt_plan_build(spec, arch, plan, err, errlen) != 0) return -1;
+    tt_tunable *tu;
+    int nt;
+    if (tt_tunables_load(NULL, &tu, &nt, err, errlen) != 0) {
+        tt_plan_free(plan);
+        return -1;
+    }
+    const long use = tt_env_long("TT_TUNE", 0, 1, 1);
+    tt_tune_entry *entries = NULL;
+    int ne = 0;
+    char why[256];
+    if (!use) snprintf(why, sizeof why, "TT_TUNE=0");
+    else if (!card) snprintf(why, sizeof why, "no card named: no GPU here, and no --card");
+    else if (!tuning_path) snprintf(why, sizeof why, "no tuning cache");
+    else if (tt_tuning_load(tuning_path, &entries, &ne, why, sizeof why) == 0)
+        snprintf(why, sizeof why, "not tuned on %s: ttgen --tune", card);
+    note_defaults(plan, tu, nt, why);
+    if (!use || !card || !ne) goto done;
+
+    /* the entries that match this plan's kernels, found by the default plan's signatures */
+    tt_tuning t = {0};
+    const tt_tune_entry **hit = tt_xcalloc((size_t)plan->n, sizeof *hit);
+    for (int i = 0; i < plan->n; i++) {
+        const tt_kernel *k = &plan->kernels[i];
+        if (!has_tunables(k, tu, nt)) continue;
+        char sig[320], serr[256];
+        if (tt_kernel_signature(k, spec, arch, tu, nt, sig, sizeof sig, serr, sizeof serr) != 0)
+            continue;
+        for (int e = 0; e < ne; e++)
+            if (!strcmp(entries[e].card, card) && !strcmp(entries[e].signature, sig) &&
+                tt_variant_parse(entries[e].variant, k->op, &t) == 0) {
+                hit[i] = &entries[e];
+                break;
+            }
+    }
+    if (t.n) {
+        tt_plan tuned;
+        char terr[512];
+        if (tt_plan_build_tuned(spec, arch, &t, &tuned, terr, sizeof terr) != 0) {
+            /* an entry the plan no longer accepts: keep the heuristics, and say so */
+            snprintf(why, sizeof why, "the tuned variant for %.60s no longer fits: %.150s", card,
+                     terr);
+            note_defaults(plan, tu, nt, why);
+        } else {
+            for (int i = 0; i < plan->n; i++) {
+                if (!hit[i]) continue;
+                for (int j = 0; j < tuned.n; j++) {
+                    tt_kernel *k = &tuned.kernels[j];
+                    if (strcmp(k->op, plan->kernels[i].op)) continue;
+                    const tt_tune_entry *e = hit[i];
+                    snprintf(k->variant, sizeof k->variant,
+                             "%.40s: tuned on %.40s (%s): %.4f ms against %.4f ms for the "
+                             "heuristic's %.40s (%.2fx, timing %.20s)",
+                             e->variant, card, e->date, e->best_ms, e->default_ms,
+                             e->default_variant, e->default_ms / e->best_ms, e->unit);
+                }
+            }
+            for (int j = 0; j < tuned.n; j++) /* the untuned ones keep their notes */
+                for (int i = 0; i < plan->n; i++)
+                    if (!hit[i] && !tuned.kernels[j].variant[0] &&
+                        !strcmp(tuned.kernels[j].op, plan->kernels[i].op))
+                        snprintf(tuned.kernels[j].variant, sizeof tuned.kernels[j].variant, "%s",
+                                 plan->kernels[i].variant);
+            tt_plan_free(plan);
+            *plan = tuned;
+        }
+    }
+    free(hit);
+    tt_tuning_free(&t);
+done:
+    free(entries);
+    free(tu);
+    return 0;
+}
+
+void tt_tune_today(char out[16])
+{
+    const time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, 16, "%Y-%m-%d", &tm);
+}

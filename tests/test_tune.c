@@ -1,0 +1,427 @@
+/* Kernel autotuning without a GPU: the tunables the templates declare, that the plan honors each
+ * of their values (or refuses it with a reason), that every variant of the shipped specs'
+ * attention compiles for sm_90, the tuning cache's file, and that a later plan takes the variant
+ * the cache holds for its card and signature, and only that one. The timing itself needs a GPU:
+ * `ttgen --tune` in bench/gpu-check.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autotune.h"
+#include "cache.h"
+#include "compile.h"
+#include "plan.h"
+#include "spec.h"
+#include "templates.h"
+#include "testutil.h"
+#include "tune.h"
+#include "util.h"
+
+#define ARCH "sm_90"
+
+static void load(const char *rel, tt_spec *s)
+{
+    char err[1024], *path = tt_xasprintf("%s/%s", TT_SOURCE_DIR, rel);
+    if (tt_spec_load(path, s, err, sizeof err) != 0) fail_msg("%s", err);
+    free(path);
+}
+
+static void parse(const char *text, tt_spec *s)
+{
+    char err[1024];
+    if (tt_spec_parse(text, strlen(text), "test", ".", s, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+static const tt_kernel *kernel_of(const tt_plan *p, const char *op)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->kernels[i].op, op)) return &p->kernels[i];
+    return NULL;
+}
+
+static void tunables(tt_tunable **tu, int *n)
+{
+    char err[512];
+    if (tt_tunables_load(NULL, tu, n, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+/* The declarations: both attention templates declare some, each op's has a harness, and each
+ * value list is distinct and sorted (what a reader of the template expects). */
+static void test_declarations(void **state)
+{
+    (void)state;
+    tt_tunable *tu;
+    int n, tc = 0, simt = 0;
+    tunables(&tu, &n);
+    for (int i = 0; i < n; i++) {
+        print_message("  templates/%-12s %-12s %-3s", tu[i].template_file, tu[i].op, tu[i].key);
+        for (int v = 0; v < tu[i].n_values; v++) print_message(" %ld", tu[i].values[v]);
+        print_message("\n");
+        if (!tt_tune_unit(tu[i].op)) fail_msg("%s: no harness times it", tu[i].op);
+        for (int v = 1; v < tu[i].n_values; v++) assert_true(tu[i].values[v] > tu[i].values[v - 1]);
+        tc += !strcmp(tu[i].template_file, "mla_tc.cu");
+        simt += !strcmp(tu[i].template_file, "mla.cu");
+    }
+    assert_true(tc >= 5);
+    assert_true(simt >= 3);
+    free(tu);
+}
+
+/* A malformed declaration is an error with the template's name, not a silent skip. */
+static void test_bad_declaration(void **state)
+{
+    (void)state;
+    char dir[96], err[512];
+    tu_temp_dir("tune-decl", dir, sizeof dir);
+    /* every template from the build, then one with a bad line */
+    for (const tt_template *t = tt_embedded_templates; t->name; t++) {
+        char *path = tt_xasprintf("%s/%s", dir, t->name);
+        tu_write_file(path, t->text, t->len);
+        free(path);
+    }
+    static const char *const bad[] = {"// ttgen: tunable mla_fwd G 1\n",
+                                      "// ttgen: tunable mla_fwd g 1 2\n",
+                                      "// ttgen: tunable mla_fwd G 1 x\n",
+                                      "// ttgen: tunable mla_fwd\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *path = tt_xasprintf("%s/core.cu", dir);
+        tu_write_text(path, bad[i]);
+        free(path);
+        tt_tunable *tu;
+        int n;
+        assert_int_equal(tt_tunables_load(dir, &tu, &n, err, sizeof err), -1);
+        print_message("  %s", err);
+        print_message("\n");
+        assert_non_null(strstr(err, "core.cu"));
+    }
+    tu_rm_rf(dir);
+}
+
+/* Every declared value of every tunable of the plan's kernels: the plan either takes it (the
+ * kernel carries it) or refuses it with a reason; the heuristic's own values are accepted. */
+static void check_values(const tt_spec *s, int *taken, int *refused)
+{
+    tt_tunable *tu;
+    int nt;
+    tunables(&tu, &nt);
+    tt_plan base;
+    char err[512];
+    if (tt_plan_build(s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
+    for (int i = 0; i < nt; i++) {
+        const tt_kernel *k = kernel_of(&base, tu[i].op);
+        if (!k || strcmp(k->template_file, tu[i].template_file)) continue;
+        for (int v = 0; v < tu[i].n_values; v++) {
+            tt_tuning t = {0};
+            tt_tuning_set(&t, tu[i].op, tu[i].key, tu[i].values[v]);
+            tt_plan p;
+            if (tt_plan_build_tuned(s, ARCH, &t, &p, err, sizeof err) != 0) {
+                assert_non_null(strstr(err, tu[i].op));
+                ++*refused;
+            } else {
+                const tt_kernel *pk = kernel_of(&p, tu[i].op);
+                assert_non_null(pk);
+                if (tt_kernel_const(pk, tu[i].key, -1) != tu[i].values[v])
+                    fail_msg("%s: %s %s=%ld not in the plan's kernel %s", s->path, tu[i].op,
+                             tu[i].key, tu[i].values[v], pk->name);
+                ++*taken;
+                tt_plan_free(&p);
+            }
+            tt_tuning_free(&t);
+        }
+        /* the heuristic's value, set explicitly, gives the same kernel */
+        tt_tuning t = {0};
+        tt_tuning_set(&t, tu[i].op, tu[i].key, tt_kernel_const(k, tu[i].key, -1));
+        tt_plan p;
+        if (tt_plan_build_tuned(s, ARCH, &t, &p, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_string_equal(kernel_of(&p, tu[i].op)->name, k->name);
+        tt_plan_free(&p);
+        tt_tuning_free(&t);
+    }
+    tt_plan_free(&base);
+    free(tu);
+}
+
+static void test_plan_honors_values(void **state)
+{
+    (void)state;
+    static const char *const specs[] = {"specs/wt103.yaml", "specs/ptb.yaml", "specs/tiny.yaml"};
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        tt_spec s;
+        load(specs[i], &s);
+        int taken = 0, refused = 0;
+        check_values(&s, &taken, &refused);
+        print_message("  %-18s %d values taken, %d refused\n", specs[i], taken, refused);
+        assert_true(taken > 0);
+        tt_spec_free(&s);
+    }
+    /* fp32 (mla.cu's tunables) and shapes that refuse some values: TD wider than D 48 */
+    tt_spec s;
+    parse("model: {kind: tensorized, vocab: 50, d_model: 48, layers: 1, rank: 8, cores: 2, "
+          "seq_len: 24, d_inner: 32}\ntrain: {batch: 3, precision: fp32}\n", &s);
+    int taken = 0, refused = 0;
+    check_values(&s, &taken, &refused);
+    print_message("  %-18s %d values taken, %d refused\n", "fp32, D 48", taken, refused);
+    assert_true(taken > 0);
+    assert_true(refused > 0);
+    tt_spec_free(&s);
+}
+
+/* Each variant of wt103's attention kernels compiles for sm_90 (what ttgen --tune would build). */
+static void test_variants_compile(void **state)
+{
+    (void)state;
+    tt_spec s;
+    load("specs/wt103.yaml", &s);
+    tt_tunable *tu;
+    int nt;
+    tunables(&tu, &nt);
+    char dir[96], err[512];
+    tu_temp_dir("tune-compile", dir, sizeof dir);
+    tt_cache cache;
+    if (tt_cache_open(&cache, dir, err, sizeof err) != 0) fail_msg("%s", err);
+    tt_plan all = {0}, base;
+    snprintf(all.arch, sizeof all.arch, ARCH);
+    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
+    /* one tunable at a time over the heuristic (the product is what --tune walks on the GPU) */
+    for (int i = 0; i < nt; i++) {
+        const tt_kernel *k = kernel_of(&base, tu[i].op);
+        if (!k || strcmp(k->template_file, tu[i].template_file)) continue;
+        for (int v = 0; v < tu[i].n_values; v++) {
+            tt_tuning t = {0};
+            tt_tuning_set(&t, tu[i].op, tu[i].key, tu[i].values[v]);
+            tt_plan p;
+            if (tt_plan_build_tuned(&s, ARCH, &t, &p, err, sizeof err) == 0) {
+                const tt_kernel *pk = kernel_of(&p, tu[i].op);
+                int seen = 0;
+                for (int j = 0; j < all.n; j++) seen |= !strcmp(all.kernels[j].name, pk->name);
+                if (!seen) {
+                    all.kernels = tt_xrealloc(all.kernels, (size_t)(all.n + 1) * sizeof *all.kernels);
+                    all.kernels[all.n++] = *pk;
+                }
+                tt_plan_free(&p);
+            }
+            tt_tuning_free(&t);
+        }
+    }
+    char *failed = tt_xasprintf("%s/failed", dir);
+    const tt_build_opts o = {.arch = ARCH, .cache = &cache, .failure_dir = failed, .jobs = 2};
+    tt_build *b;
+    if (tt_builds_prepare(&all, &o, &b, err, sizeof err) != 0) fail_msg("%s", err);
+    const double t0 = tt_now_seconds();
+    const int bad = tt_builds_run(b, all.n, &o);
+    for (int i = 0; i < all.n; i++) {
+        if (b[i].error) print_error("%s\n", b[i].error);
+        else
+            print_message("  %-58s %3d registers, %d B spilled\n", b[i].kernel->name,
+                          b[i].registers, b[i].spill_bytes);
+    }
+    print_message("  %d variants compiled in %.1f s\n", all.n, tt_now_seconds() - t0);
+    assert_int_equal(bad, 0);
+    assert_true(all.n >= 10);
+    tt_builds_free(b, all.n);
+    tt_plan_free(&all);
+    tt_plan_free(&base);
+    tt_cache_close(&cache);
+    free(failed);
+    free(tu);
+    tu_rm_rf(dir);
+    tt_spec_free(&s);
+}
+
+static tt_tune_entry entry(const char *card, const char *sig, const char *variant, double best)
+{
+    tt_tune_entry e = {0};
+    snprintf(e.card, sizeof e.card, "%s", card);
+    snprintf(e.signature, sizeof e.signature, "%s", sig);
+    snprintf(e.variant, sizeof e.variant, "%s", variant);
+    snprintf(e.default_variant, sizeof e.default_variant, "G=4 TD=128");
+    e.best_ms = best;
+    e.default_ms = 0.09;
+    snprintf(e.unit, sizeof e.unit, "tt_mla_fwd");
+    snprintf(e.date, sizeof e.date, "2026-11-26");
+    return e;
+}
+
+/* The file: entries stored, replaced per (card, signature), read back; a bad line is an error. */
+static void test_cache_file(void **state)
+{
+    (void)state;
+    char dir[96], err[512];
+    tu_temp_dir("tune-file", dir, sizeof dir);
+    char *path = tt_tuning_path(dir);
+    tt_tune_entry *e;
+    int n;
+    assert_int_equal(tt_tuning_load(path, &e, &n, err, sizeof err), 0); /* none yet */
+    assert_int_equal(n, 0);
+    tt_tune_entry a = entry("NVIDIA H100 80GB HBM3", "mla_fwd|x", "G=2 TD=64", 0.08);
+    tt_tune_entry b = entry("NVIDIA H200", "mla_fwd|x", "G=1 TD=32", 0.07);
+    tt_tune_entry a2 = entry("NVIDIA H100 80GB HBM3", "mla_fwd|x", "G=4 TD=64", 0.075);
+    assert_int_equal(tt_tuning_store(path, &a, err, sizeof err), 0);
+    assert_int_equal(tt_tuning_store(path, &b, err, sizeof err), 0);
+    assert_int_equal(tt_tuning_store(path, &a2, err, sizeof err), 0);
+    assert_int_equal(tt_tuning_load(path, &e, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(e[0].card, "NVIDIA H200");
+    assert_string_equal(e[1].variant, "G=4 TD=64");
+    assert_true(e[1].best_ms == 0.075 && e[1].default_ms == 0.09);
+    assert_string_equal(e[1].unit, "tt_mla_fwd");
+    free(e);
+    tu_write_text(path, "NVIDIA H200\tsig\tG=2\tG=4\tfast\t0.09\ttt_mla_fwd\t2026-11-26\n");
+    assert_int_equal(tt_tuning_load(path, &e, &n, err, sizeof err), -1);
+    print_message("  %s\n", err);
+    assert_non_null(strstr(err, ":1:"));
+    free(path);
+    tu_rm_rf(dir);
+}
+
+/* A later plan takes the cached variant for its card and signature; other cards, TT_TUNE=0, an
+ * edited signature, and a variant the plan refuses all leave the heuristic, each said so. */
+static void test_plan_for_card(void **state)
+{
+    (void)state;
+    tt_spec s;
+    load("specs/wt103.yaml", &s);
+    tt_tunable *tu;
+    int nt;
+    tunables(&tu, &nt);
+    char dir[96], err[512], sig[320];
+    tu_temp_dir("tune-card", dir, sizeof dir);
+    char *path = tt_tuning_path(dir);
+    tt_plan base;
+    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
+    const tt_kernel *k = kernel_of(&base, "mla_fwd");
+    if (tt_kernel_signature(k, &s, ARCH, tu, nt, sig, sizeof sig, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    print_message("  signature %s\n", sig);
+    assert_non_null(strstr(sig, "mla_fwd|bf16|sm_90|batch=60|N=80,R=40,D=256"));
+    assert_null(strstr(sig, "G=")); /* the tunables are not part of it */
+    const char *card = "NVIDIA H100 80GB HBM3";
+    tt_tune_entry e = entry(card, sig, "G=2 TD=64", 0.08);
+    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
+
+    tt_plan p;
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    const tt_kernel *pk = kernel_of(&p, "mla_fwd");
+    print_message("  %s: %s\n", pk->name, pk->variant);
+    assert_int_equal(tt_kernel_const(pk, "G", 0), 2);
+    assert_int_equal(tt_kernel_const(pk, "TD", 0), 64);
+    assert_int_equal(tt_kernel_const(pk, "THREADS", 0), 64);
+    assert_non_null(strstr(pk->variant, "tuned on NVIDIA H100 80GB HBM3"));
+    assert_non_null(strstr(kernel_of(&p, "mla_bwd_wo")->variant, "heuristic"));
+    tt_plan_free(&p);
+
+    /* another card */
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, "NVIDIA H200", path, &p, err, sizeof err), 0);
+    assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
+    assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "not tuned on NVIDIA H200"));
+    tt_plan_free(&p);
+    /* no card */
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, NULL, path, &p, err, sizeof err), 0);
+    assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
+    tt_plan_free(&p);
+    /* TT_TUNE=0 */
+    setenv("TT_TUNE", "0", 1);
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
+    assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "TT_TUNE=0"));
+    tt_plan_free(&p);
+    unsetenv("TT_TUNE");
+    /* another batch: another signature */
+    tt_spec s2;
+    load("specs/wt103.yaml", &s2);
+    s2.train.batch = 32;
+    tt_plan heuristic;
+    if (tt_plan_build(&s2, ARCH, &heuristic, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(tt_plan_build_for_card(&s2, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_string_equal(kernel_of(&p, "mla_fwd")->name, kernel_of(&heuristic, "mla_fwd")->name);
+    assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "not tuned on"));
+    tt_plan_free(&p);
+    tt_plan_free(&heuristic);
+    tt_spec_free(&s2);
+    /* a variant the plan refuses (TD wider than D): the heuristic, and why */
+    e = entry(card, sig, "G=2 TD=512", 0.08);
+    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
+    print_message("  %s\n", kernel_of(&p, "mla_fwd")->variant);
+    assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "no longer fits"));
+    tt_plan_free(&p);
+
+    tt_plan_free(&base);
+    free(path);
+    free(tu);
+    tu_rm_rf(dir);
+    tt_spec_free(&s);
+}
+
+/* ttgen: --tune without a GPU says so and fails; --card reports the tuned variant. */
+static void test_cli(void **state)
+{
+    (void)state;
+    char dir[96], err[512], sig[320];
+    tu_temp_dir("tune-cli", dir, sizeof dir);
+    const char *spec = TT_SOURCE_DIR "/specs/wt103.yaml";
+    tu_proc p;
+    const char *const tune[] = {TTGEN_BIN, spec, "--tune", "--cache-dir", dir, NULL};
+    tu_proc_start(&p, tune, NULL);
+    tu_proc_wait(&p, 120);
+    if (strstr(p.err, "no CUDA device")) {
+        tu_expect_exit(&p, 1, "ttgen --tune without a GPU");
+        print_message("  %s", p.err);
+    } else {
+        print_message("  a GPU is here: ttgen --tune ran (exit %d)\n", p.status);
+    }
+    tu_proc_free(&p);
+
+    /* an entry for a card, then ttgen --card with it */
+    tt_spec s;
+    load("specs/wt103.yaml", &s);
+    tt_tunable *tu;
+    int nt;
+    tunables(&tu, &nt);
+    tt_plan base;
+    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_kernel_signature(kernel_of(&base, "mla_bwd_q"), &s, ARCH, tu, nt, sig, sizeof sig, err,
+                            sizeof err) != 0)
+        fail_msg("%s", err);
+    tt_cache cache;
+    if (tt_cache_open(&cache, dir, err, sizeof err) != 0) fail_msg("%s", err);
+    char *path = tt_tuning_path(cache.dir);
+    tt_tune_entry e = entry("Some Card", sig, "G=2 JS=16", 0.2);
+    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
+    const char *const report[] = {TTGEN_BIN, spec, "--no-compile", "--cache-dir", dir, "--card",
+                                  "Some Card", NULL};
+    tu_proc_start(&p, report, NULL);
+    tu_proc_wait(&p, 120);
+    tu_expect_exit(&p, 0, "ttgen --card");
+    assert_non_null(strstr(p.out, "mla_bwd_q_N80_R40_D256_causal_mma_G2_TI16_JS16_JP5_bf16"));
+    assert_non_null(strstr(p.out, "variant G=2 JS=16: tuned on Some Card"));
+    tu_proc_free(&p);
+    const char *const both[] = {TTGEN_BIN, spec, "--tune", "--card", "X", NULL};
+    tu_proc_start(&p, both, NULL);
+    tu_proc_wait(&p, 60);
+    tu_expect_exit(&p, 2, "ttgen --tune --card");
+    tu_proc_free(&p);
+    free(path);
+    tt_cache_close(&cache);
+    tt_plan_free(&base);
+    free(tu);
+    tt_spec_free(&s);
+    tu_rm_rf(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_declarations),     cmocka_unit_test(test_bad_declaration),
+        cmocka_unit_test(test_plan_honors_values), cmocka_unit_test(test_cache_file),
+        cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_variants_compile),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
