@@ -15,12 +15,12 @@
 // Tunable (ttgen --tune times them; the plan's heuristic otherwise): sequences (warps) per block
 // and features per block of the forward; j (warps) per block, features per block and splits of
 // the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q.
-// ttgen: tunable mla_fwd G 1 2 4
+// ttgen: tunable mla_fwd G 1 2 4 8
 // ttgen: tunable mla_fwd TD 32 64 128
-// ttgen: tunable mla_bwd_wo W 2 4 8
+// ttgen: tunable mla_bwd_wo W 2 4 8 16
 // ttgen: tunable mla_bwd_wo TD 32 64 128
-// ttgen: tunable mla_bwd_wo S 1 2 4 6 8
-// ttgen: tunable mla_bwd_q G 1 2 4
+// ttgen: tunable mla_bwd_wo S 1 2 4 6 8 12 16
+// ttgen: tunable mla_bwd_q G 1 2 4 8
 // ttgen: tunable mla_bwd_q JS 8 16
 
 #define TT_RK ((TT_R + 15) / 16)        // k-steps of 16 over the rank
