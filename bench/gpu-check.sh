@@ -51,11 +51,11 @@ fi
 # TT_BENCH_SET (default all): which benchmark parts, any of attn ptb wt103 tune txl tt-bench
 want() { [ -z "${TT_BENCH_SET:-}" ] || [[ " $TT_BENCH_SET " == *" $1 "* ]]; }
 if [ -z "${TT_CHECK_ONLY:-}" ]; then
+    # issue 6: ttgen --tune first (wt103, PTB, PTB at fp32), so that what follows runs tuned
+    want tune && step tune-bench bash bench/tune-bench.sh "$logs/tune"
     want attn && step attn-bench bash -c "bash bench/attn-bench.sh $logs/attn && rm -f $logs/attn/attn.safetensors"
     want ptb && step peer-ptb bash -c "mkdir -p $logs/peer && bash bench/peer-ptb.sh $logs/peer bf16"
     want wt103 && [ -f bench/wt103-bench.sh ] && step wt103-bench bash bench/wt103-bench.sh "$logs/wt103"
-    # issue 6: ttgen --tune on wt103, PTB and PTB at fp32, then the attention tuned and not
-    want tune && step tune-bench bash bench/tune-bench.sh "$logs/tune"
     want txl && step txl-peer bash bench/txl-peer.sh "$logs/txl-peer"
     want txl && step txl-bench env TXL_BENCH=ptb bash bench/txl-bench.sh "$logs/txl-bench"
     # issue 6: tt-bench's measurements and a small sweep (ptb over rank and cores, 300 steps each)

@@ -214,7 +214,7 @@ static void set_defaults(tt_spec *s)
     /* -1: not given, root_check takes the model's value once every section has been read */
     s->eval.tgt_len = s->eval.mem_len = s->eval.clamp_len = -1;
     strcpy(s->kernels.arch, "auto");
-    s->kernels.tune = false;
+    s->kernels.tune = true;
 }
 
 /* ---- small helpers ------------------------------------------------------------------------- */

@@ -76,7 +76,8 @@ typedef struct {
 
 typedef struct {
     char arch[TT_ARCH_MAX]; /* "auto" or sm_XY / sm_XYa */
-    bool tune;
+    bool tune; /* take the variants ttgen --tune chose for this card (gen/tune.h); false: the
+                * plan's heuristics */
 } tt_kernels_spec;
 
 typedef struct {

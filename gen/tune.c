@@ -315,13 +315,14 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
     tt_tune_entry *entries = NULL;
     int ne = 0;
     char why[256];
-    if (!use) snprintf(why, sizeof why, "TT_TUNE=0");
+    if (!spec->kernels.tune) snprintf(why, sizeof why, "kernels.tune: false");
+    else if (!use) snprintf(why, sizeof why, "TT_TUNE=0");
     else if (!card) snprintf(why, sizeof why, "no card named: no GPU here, and no --card");
     else if (!tuning_path) snprintf(why, sizeof why, "no tuning cache");
     else if (tt_tuning_load(tuning_path, &entries, &ne, why, sizeof why) == 0)
         snprintf(why, sizeof why, "not tuned on %s: ttgen --tune", card);
     note_defaults(plan, tu, nt, why);
-    if (!use || !card || !ne) goto done;
+    if (!spec->kernels.tune || !use || !card || !ne) goto done;
 
     /* the entries that match this plan's kernels, found by the default plan's signatures */
     tt_tuning t = {0};

@@ -92,7 +92,7 @@ static const char tensorized_full[] = "model:\n"
                                       "  test: 'data/wiki test.tokens'\n"
                                       "kernels:\n"
                                       "  arch: sm_90a\n"
-                                      "  tune: true\n";
+                                      "  tune: false\n";
 
 static const char txl_full[] = "model:\n"
                                "  kind: transformer-xl\n"
@@ -378,7 +378,7 @@ static void test_defaults_tensorized(void **state)
     assert_null(s.data.valid);
     assert_null(s.data.test);
     assert_string_equal(s.kernels.arch, "auto");
-    assert_false(s.kernels.tune);
+    assert_true(s.kernels.tune);
 
     assert_string_equal(s.path, "test.yaml");
     assert_string_equal(s.dir, ".");
@@ -439,7 +439,7 @@ static void test_full_specs(void **state)
     assert_int_equal(s.train.checkpoint_interval, 5000);
     assert_string_equal(s.data.test, "data/wiki test.tokens");
     assert_string_equal(s.kernels.arch, "sm_90a");
-    assert_true(s.kernels.tune);
+    assert_false(s.kernels.tune);
     assert_round_trip(&s);
     tt_spec_free(&s);
 

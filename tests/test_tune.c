@@ -324,6 +324,13 @@ static void test_plan_for_card(void **state)
     assert_int_equal(tt_plan_build_for_card(&s, ARCH, NULL, path, &p, err, sizeof err), 0);
     assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
     tt_plan_free(&p);
+    /* kernels.tune: false */
+    s.kernels.tune = false;
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
+    assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "kernels.tune: false"));
+    tt_plan_free(&p);
+    s.kernels.tune = true;
     /* TT_TUNE=0 */
     setenv("TT_TUNE", "0", 1);
     assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
