@@ -125,13 +125,32 @@ static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *
     return k;
 }
 
-static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
+/* A tuning's rows per block for op (a warp per row only), or the heuristic's; -1 with a message
+ * when it does not fit: the backward's shared buffer of 2 x rows x d floats within the static
+ * limit. */
+static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr, long heuristic,
+                           char *err, size_t errlen)
+{
+    const long rows = pick(plan, op, "ROWS", heuristic);
+    if (rows == heuristic) return rows;
+    if (rows < 1 || (tpr > 32 && rows > 1) || 2 * rows * d * 4 + 64 > SMEM_STATIC_LIMIT)
+        return tt_errf(err, errlen, "%s: ROWS=%ld: a warp per row (D %d needs %ld threads a row) "
+                       "and 2 x ROWS x D floats within %d KiB", op, rows, d, tpr,
+                       SMEM_STATIC_LIMIT / 1024), -1;
+    return rows;
+}
+
+static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                          size_t errlen)
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
     long tpr, rpb;
     layernorm_shape(d, &tpr, &rpb);
     const long vpt = ceil_div(d, tpr);
+    /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block */
+    const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr, rpb, err, errlen);
+    if (rpb_b < 0) return -1;
     const char *const flags[] = {NULL};
 
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
@@ -141,14 +160,14 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
     whyf(k, "%s per row, %ld values per thread in registers: one read of x",
          tpr == 32 ? "one warp" : "one block", vpt);
 
-    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb);
-    unsigned blocks = ceil_div(rows, rpb);
+    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb_b);
+    unsigned blocks = ceil_div(rows, rpb_b);
     if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
     b->grid[0] = blocks;
-    snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb,
+    snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb_b,
              TT_LN_BWD_MAX_BLOCKS);
     b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
-                    (rpb > 1 ? (unsigned)(2 * rpb * d * 4) : 0);
+                    (rpb_b > 1 ? (unsigned)(2 * rpb_b * d * 4) : 0);
     whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");
 
     /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta). */
@@ -164,6 +183,7 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = sets", d);
     whyf(c, "32 columns a block, %d warps over %u partials, fixed order: deterministic",
          COLSUM_THREADS / 32, blocks);
+    return 0;
 }
 
 /* Kernels whose partial sums a second, fixed-order pass adds up: two blocks per SM of an H100. */
@@ -171,12 +191,15 @@ static void plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype)
 
 /* The residual sum in front of each post-LN (MODEL.md section 2), fused with it: templates/
  * layernorm.cu with the residual op flags, the plain LayerNorm's shape and its colsum. */
-static void plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype)
+static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                            size_t errlen)
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
-    long tpr, rpb;
-    layernorm_shape(d, &tpr, &rpb);
+    long tpr, heuristic;
+    layernorm_shape(d, &tpr, &heuristic);
+    long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
+    if (rpb < 0) return -1;
     tt_kernel *k = layernorm_instance(plan, "residual_ln_fwd", "OP_RESIDUAL_LN_FWD", dtype, d, tpr,
                                       rpb);
     k->grid[0] = ceil_div(rows, rpb);
@@ -184,6 +207,8 @@ static void plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype)
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
     whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
             "stored for the backward");
+    rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, heuristic, err, errlen);
+    if (rpb < 0) return -1;
 
     tt_kernel *b = layernorm_instance(plan, "residual_ln_bwd", "OP_RESIDUAL_LN_BWD", dtype, d, tpr,
                                       rpb);
@@ -196,6 +221,7 @@ static void plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype)
                     (rpb > 1 ? (unsigned)(2 * rpb * d * 4) : 0);
     whyf(b, "LayerNorm backward, then dx = ds and dy = dropout_bwd(ds) from the same registers "
             "(mask redrawn); dgamma/dbeta partials for colsum");
+    return 0;
 }
 
 /* Widest vector access (up to 4 values) that divides a row of w features. */
@@ -466,16 +492,18 @@ static void plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype)
 }
 
 /* Adam over the flat fp32 parameters, and the gradient norm that clips it. */
-static void plan_adam(tt_plan *plan, const char *dtype)
+static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
 {
-    const long threads = 256;
+    const long threads = 256, at = pick(plan, "adam", "THREADS", threads);
+    if (at < 32 || at > 1024 || at % 32)
+        return tt_errf(err, errlen, "adam: THREADS=%ld: whole warps, at most 1024", at);
     const char *const flags[] = {NULL};
     tt_kernel *k = add_kernel(plan, "adam", "adam.cu", dtype);
-    set_const(k, "THREADS", threads);
+    set_const(k, "THREADS", at);
     name_kernel(k, flags);
     set_const(k, "OP_ADAM", 1);
-    k->block[0] = (unsigned)threads;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(parameters / %ld)", 4 * threads);
+    k->block[0] = (unsigned)at;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(parameters / %ld)", 4 * at);
     whyf(k, "one pass over w, g, m, v (16-byte accesses)%s; scalars read from device memory",
          strcmp(dtype, "bf16") == 0 ? ", bf16 copy of w for the GEMMs" : "");
 
@@ -494,6 +522,7 @@ static void plan_adam(tt_plan *plan, const char *dtype)
         whyf(g, i == 0 ? "sums of squares in double, a partial per block of a fixed grid"
                        : "the partials in a fixed order; norm and clip factor into device memory");
     }
+    return 0;
 }
 
 /* fp32 -> storage type, for the bf16 path's fp32 results and master weights. */
@@ -1052,7 +1081,10 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     snprintf(plan->arch, sizeof plan->arch, "%s", arch);
     plan->tuning = t;
     const char *dtype = spec->train.precision == TT_PREC_BF16 ? "bf16" : "f32";
-    plan_layernorm(plan, spec, dtype);
+    if (plan_layernorm(plan, spec, dtype, err, errlen) != 0) {
+        tt_plan_free(plan);
+        return -1;
+    }
     if (spec->model.kind == TT_KIND_TENSORIZED &&
         (plan_mla(plan, spec, dtype, err, errlen) != 0 ||
          plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ||
@@ -1067,11 +1099,17 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     /* what both kinds share: the embedding, the layers' residual LayerNorms and FFN, the
      * adaptive softmax and the loss, the optimizer */
     plan_embedding(plan, spec, dtype);
-    plan_residual_ln(plan, spec, dtype);
+    if (plan_residual_ln(plan, spec, dtype, err, errlen) != 0) {
+        tt_plan_free(plan);
+        return -1;
+    }
     plan_ffn_act(plan, spec, dtype);
     plan_xent(plan, spec, dtype);
     plan_adaptive(plan, spec, dtype);
-    plan_adam(plan, dtype);
+    if (plan_adam(plan, dtype, err, errlen) != 0) {
+        tt_plan_free(plan);
+        return -1;
+    }
     if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
     plan->tuning = NULL;
     return 0;

@@ -2,6 +2,7 @@
  * the search over its variants, and the entry it leaves in the tuning cache. */
 #include "autotune.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "compile.h"
 #include "cpu_ops.h"
 #include "launch.h"
+#include "optim.h"
 #include "rng.h"
 #include "tune.h"
 #include "util.h"
@@ -19,12 +21,17 @@
 #define CHECK_BATCH_MAX 16
 
 /* The ops with a harness, in the order they are tuned, and what is timed for each. */
+typedef enum { MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM } harness;
 static const struct {
     const char *op, *unit;
+    harness h;
 } units[] = {
-    {"mla_fwd", "tt_mla_fwd"},
-    {"mla_bwd_q", "tt_mla_bwd"},
-    {"mla_bwd_wo", "tt_mla_bwd"},
+    {"mla_fwd", "tt_mla_fwd", MLA_FWD},
+    {"mla_bwd_q", "tt_mla_bwd", MLA_BWD},
+    {"mla_bwd_wo", "tt_mla_bwd", MLA_BWD},
+    {"residual_ln_fwd", "tt_residual_ln_fwd", LN_FWD},
+    {"residual_ln_bwd", "tt_residual_ln_bwd", LN_BWD},
+    {"adam", "tt_adam", ADAM},
 };
 
 const char *tt_tune_unit(const char *op)
@@ -196,25 +203,314 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The median of iters event-timed runs at the whole batch, after WARMUP. */
+/* --- LayerNorm fused with the residual and dropout (templates/layernorm.cu) ----------------- */
+
 typedef struct {
-    const attn *a;
+    int rows, d, bf16;
+    float *x, *y, *dout, *gamma, *beta;                 /* host inputs, storage-rounded */
+    float *out, *sum, *mean, *rstd, *ds, *dy, *dgb;     /* the CPU twin */
+    void *d_x, *d_y, *d_out, *d_sum, *d_s, *d_dout, *d_dx, *d_dy;
+    float *d_gamma, *d_beta, *d_mean, *d_rstd, *d_mean2, *d_rstd2, *d_dgb;
+    unsigned long long *d_step;
+    tt_dropout drop;
+} ln;
+
+static void round_to(float *x, size_t n, int bf16)
+{
+    if (bf16)
+        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(tt_bf16_from_float(x[i]));
+}
+
+static void ln_init(ln *l, const tt_spec *s)
+{
+    memset(l, 0, sizeof *l);
+    l->rows = s->train.batch * s->model.seq_len, l->d = s->model.d_model;
+    l->bf16 = s->train.precision == TT_PREC_BF16;
+    const int rows = l->rows, d = l->d, bf = l->bf16;
+    const size_t nd = (size_t)rows * d;
+    l->x = tt_xmalloc(nd * 4), l->y = tt_xmalloc(nd * 4), l->dout = tt_xmalloc(nd * 4);
+    l->gamma = tt_xmalloc(d * 4), l->beta = tt_xmalloc(d * 4);
+    randn(l->x, nd, 1.5f, 11, bf);
+    randn(l->y, nd, 1.f, 12, bf);
+    randn(l->dout, nd, 1.f, 13, bf);
+    randn(l->gamma, d, 0.5f, 14, 0);
+    randn(l->beta, d, 0.5f, 15, 0);
+    for (int i = 0; i < d; i++) l->gamma[i] += 1.f;
+    const unsigned long long step = 4242;
+    TT_CUDA(cudaMalloc((void **)&l->d_step, sizeof step));
+    TT_CUDA(cudaMemcpy(l->d_step, &step, sizeof step, cudaMemcpyHostToDevice));
+    l->drop = (tt_dropout){.p = 0.1f, .seed = 0x7475ae, .step = l->d_step, .site = 3};
+    /* the CPU twin: s = x + dropout(y) (rounded as the device stores it), LayerNorm, backward */
+    l->sum = tt_xmalloc(nd * 4), l->out = tt_xmalloc(nd * 4), l->mean = tt_xmalloc(rows * 4);
+    l->rstd = tt_xmalloc(rows * 4), l->ds = tt_xmalloc(nd * 4), l->dy = tt_xmalloc(nd * 4);
+    l->dgb = tt_xcalloc(2 * (size_t)d, 4);
+    uint8_t *mask = tt_xmalloc(nd);
+    cpu_dropout_fwd(l->sum, mask, l->y, (long)nd, l->drop.p, l->drop.seed,
+                    tt_dropout_stream(step, l->drop.site));
+    for (size_t i = 0; i < nd; i++) l->sum[i] += l->x[i];
+    round_to(l->sum, nd, bf);
+    cpu_layernorm_fwd(l->out, l->mean, l->rstd, l->sum, l->gamma, l->beta, rows, d);
+    cpu_layernorm_bwd(l->ds, l->dgb, l->dgb + d, l->dout, l->sum, l->mean, l->rstd, l->gamma, rows, d);
+    cpu_dropout_bwd(l->dy, l->ds, mask, (long)nd, l->drop.p);
+    free(mask);
+    const size_t es = bf ? 2 : 4;
+    l->d_x = tt_gpu_upload(l->x, nd, bf), l->d_y = tt_gpu_upload(l->y, nd, bf);
+    l->d_gamma = tt_gpu_upload(l->gamma, d, 0), l->d_beta = tt_gpu_upload(l->beta, d, 0);
+    /* the backward reads the CPU's s and statistics, as the test of this kernel does */
+    l->d_s = tt_gpu_upload(l->sum, nd, bf), l->d_dout = tt_gpu_upload(l->dout, nd, bf);
+    l->d_mean2 = tt_gpu_upload(l->mean, rows, 0), l->d_rstd2 = tt_gpu_upload(l->rstd, rows, 0);
+    void **outs[] = {&l->d_out, &l->d_sum, &l->d_dx, &l->d_dy};
+    for (int i = 0; i < 4; i++) TT_CUDA(cudaMalloc(outs[i], nd * es));
+    TT_CUDA(cudaMalloc((void **)&l->d_mean, rows * 4));
+    TT_CUDA(cudaMalloc((void **)&l->d_rstd, rows * 4));
+    TT_CUDA(cudaMalloc((void **)&l->d_dgb, 2 * (size_t)d * 4));
+}
+
+static void ln_free(ln *l)
+{
+    float *host[] = {l->x, l->y, l->dout, l->gamma, l->beta, l->out, l->sum, l->mean, l->rstd,
+                     l->ds, l->dy, l->dgb};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    void *dev[] = {l->d_x, l->d_y, l->d_out, l->d_sum, l->d_s, l->d_dout, l->d_dx, l->d_dy,
+                   l->d_gamma, l->d_beta, l->d_mean, l->d_rstd, l->d_mean2, l->d_rstd2, l->d_dgb,
+                   l->d_step};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+static void ln_run(const ln *l, const tt_gpu_program *p, const tt_gpu *gpu, int bwd, float *part)
+{
+    if (!bwd)
+        tt_residual_ln_fwd(p, gpu->stream, l->d_out, l->d_sum, l->d_mean, l->d_rstd, l->d_x, l->d_y,
+                           l->d_gamma, l->d_beta, l->rows, l->d, l->drop);
+    else
+        tt_residual_ln_bwd(p, gpu->stream, l->d_dx, l->d_dy, l->d_dgb, l->d_dgb + l->d, part,
+                           l->d_dout, l->d_s, l->d_mean2, l->d_rstd2, l->d_gamma, l->rows, l->d,
+                           l->drop);
+}
+
+static size_t ln_part_floats(const ln *l, const tt_gpu_program *p)
+{
+    return 2 * (size_t)tt_layernorm_bwd_parts(p, l->rows) * l->d;
+}
+
+/* worst of got against want over its tolerance, into *ratio and *worst */
+static void judge(const void *dev, const float *want, size_t n, int bf16, double tol,
+                  double *ratio, double *worst)
+{
+    float *got = tt_gpu_download(dev, n, bf16);
+    const double e = rel_err(got, want, n);
+    if (!(e / tol <= *ratio)) *ratio = e / tol, *worst = e;
+    free(got);
+}
+
+static double ln_check(const ln *l, const tt_gpu_program *p, const tt_gpu *gpu, int bwd,
+                       float *part, double *worst)
+{
+    const size_t nd = (size_t)l->rows * l->d, es = l->bf16 ? 2 : 4;
+    const double tol = l->bf16 ? 1e-2 : 1e-5;
+    double ratio = 0;
+    *worst = 0;
+    void *outs[] = {bwd ? l->d_dx : l->d_out, bwd ? l->d_dy : l->d_sum};
+    for (int i = 0; i < 2; i++) TT_CUDA(cudaMemset(outs[i], 0xff, nd * es));
+    TT_CUDA(cudaMemset(bwd ? l->d_dgb : l->d_mean, 0xff, (bwd ? 2 * (size_t)l->d : (size_t)l->rows) * 4));
+    if (!bwd) TT_CUDA(cudaMemset(l->d_rstd, 0xff, (size_t)l->rows * 4));
+    ln_run(l, p, gpu, bwd, part);
+    TT_CUDA(cudaDeviceSynchronize());
+    if (!bwd) {
+        judge(l->d_out, l->out, nd, l->bf16, tol, &ratio, worst);
+        judge(l->d_sum, l->sum, nd, l->bf16, 1e-6, &ratio, worst);
+        judge(l->d_mean, l->mean, (size_t)l->rows, 0, 1e-5, &ratio, worst);
+        judge(l->d_rstd, l->rstd, (size_t)l->rows, 0, 1e-5, &ratio, worst);
+    } else {
+        judge(l->d_dx, l->ds, nd, l->bf16, tol, &ratio, worst);
+        judge(l->d_dy, l->dy, nd, l->bf16, tol, &ratio, worst);
+        judge(l->d_dgb, l->dgb, 2 * (size_t)l->d, 0, 1e-5, &ratio, worst);
+    }
+    return ratio;
+}
+
+/* --- Adam (templates/adam.cu) ------------------------------------------------------------------ */
+
+#define ADAM_CHECK 100003 /* elements checked: odd, so that the vector loop's tail runs too */
+
+typedef struct {
+    size_t n;                       /* elements timed */
+    int bf16;
+    tt_train_spec t;
+    float *w, *m, *v, *g;           /* host, ADAM_CHECK of each */
+    float *w_ref, *m_ref, *v_ref;   /* tt_adam_step's results */
+    float *d_w, *d_m, *d_v, *d_g;   /* device, n of each */
+    void *d_copy;
+    tt_adam_scalars *d_sc;
+} adam_in;
+
+static void adam_init(adam_in *a, const tt_spec *s, long params)
+{
+    memset(a, 0, sizeof *a);
+    a->n = params > ADAM_CHECK ? (size_t)params : (size_t)1 << 24;
+    a->bf16 = s->train.precision == TT_PREC_BF16;
+    a->t = s->train;
+    const size_t c = ADAM_CHECK;
+    a->w = tt_xmalloc(c * 4), a->m = tt_xmalloc(c * 4), a->v = tt_xmalloc(c * 4), a->g = tt_xmalloc(c * 4);
+    randn(a->w, c, 0.02f, 21, 0);
+    randn(a->g, c, 0.01f, 22, 0);
+    randn(a->m, c, 0.01f, 23, 0);
+    randn(a->v, c, 1e-4f, 24, 0);
+    for (size_t i = 0; i < c; i++) a->v[i] = fabsf(a->v[i]);
+    const long step = 7;
+    const double lr = 2.5e-4;
+    tt_adam_scalars host = {.clip = 1.0};
+    tt_adam_scalars_at(&host, &a->t, lr, step);
+    TT_CUDA(cudaMalloc((void **)&a->d_sc, sizeof host));
+    TT_CUDA(cudaMemcpy(a->d_sc, &host, sizeof host, cudaMemcpyHostToDevice));
+    a->w_ref = tt_xmalloc(c * 4), a->m_ref = tt_xmalloc(c * 4), a->v_ref = tt_xmalloc(c * 4);
+    memcpy(a->w_ref, a->w, c * 4), memcpy(a->m_ref, a->m, c * 4), memcpy(a->v_ref, a->v, c * 4);
+    tt_adam_step(a->w_ref, a->g, a->m_ref, a->v_ref, c, &a->t, lr, step);
+    float **dev[] = {&a->d_w, &a->d_m, &a->d_v, &a->d_g};
+    const float *from[] = {a->w, a->m, a->v, a->g};
+    for (int i = 0; i < 4; i++) {
+        TT_CUDA(cudaMalloc((void **)dev[i], a->n * 4));
+        TT_CUDA(cudaMemset(*dev[i], 0, a->n * 4));
+        TT_CUDA(cudaMemcpy(*dev[i], from[i], c * 4, cudaMemcpyHostToDevice));
+    }
+    /* past the checked part, the same values repeated: what is timed is never zeros */
+    for (int i = 0; i < 4; i++)
+        for (size_t at = c; at < a->n; at += c)
+            TT_CUDA(cudaMemcpy(*dev[i] + at, *dev[i], (a->n - at < c ? a->n - at : c) * 4,
+                               cudaMemcpyDeviceToDevice));
+    TT_CUDA(cudaMalloc(&a->d_copy, a->n * (a->bf16 ? 2 : 4)));
+}
+
+static void adam_free(adam_in *a)
+{
+    float *host[] = {a->w, a->m, a->v, a->g, a->w_ref, a->m_ref, a->v_ref};
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+    void *dev[] = {a->d_w, a->d_m, a->d_v, a->d_g, a->d_copy, a->d_sc};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+static void adam_run(const adam_in *a, const tt_gpu_program *p, const tt_gpu *gpu, size_t n)
+{
+    tt_adam(p, gpu->stream, a->d_w, a->d_m, a->d_v, a->d_copy, a->d_g, a->d_sc, n, &a->t);
+}
+
+static long ulps_apart(float a, float b)
+{
+    int32_t x, y;
+    memcpy(&x, &a, 4), memcpy(&y, &b, 4);
+    if (x < 0) x = INT32_MIN - x;
+    if (y < 0) y = INT32_MIN - y;
+    return labs((long)x - (long)y);
+}
+
+/* As the kernel test: w, m, v within one ulp of tt_adam_step's, the copy w in the storage type. */
+static double adam_check(const adam_in *a, const tt_gpu_program *p, const tt_gpu *gpu, double *worst)
+{
+    const size_t c = ADAM_CHECK;
+    float *dev[] = {a->d_w, a->d_m, a->d_v};
+    const float *from[] = {a->w, a->m, a->v}, *want[] = {a->w_ref, a->m_ref, a->v_ref};
+    for (int i = 0; i < 3; i++) TT_CUDA(cudaMemcpy(dev[i], from[i], c * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMemset(a->d_copy, 0xff, c * (a->bf16 ? 2 : 4)));
+    adam_run(a, p, gpu, c);
+    TT_CUDA(cudaDeviceSynchronize());
+    long most = 0;
+    for (int i = 0; i < 3; i++) {
+        float *got = tt_gpu_download(dev[i], c, 0);
+        for (size_t e = 0; e < c; e++) {
+            const long u = isfinite(got[e]) ? ulps_apart(got[e], want[i][e]) : LONG_MAX / 2;
+            if (u > most) most = u;
+        }
+        free(got);
+    }
+    float *copy = tt_gpu_download(a->d_copy, c, a->bf16), *w = tt_gpu_download(a->d_w, c, 0);
+    round_to(w, c, a->bf16);
+    for (size_t e = 0; e < c; e++)
+        if (!(copy[e] == w[e])) most = LONG_MAX / 2;
+    free(copy), free(w);
+    *worst = (double)most; /* in ulps */
+    return most <= 1 ? 0 : INFINITY;
+}
+
+/* --- every harness behind one pair of calls ------------------------------------------------------ */
+
+typedef struct {
+    attn a;
+    ln l;
+    adam_in ad;
+    int have_a, have_l, have_ad;
+} inputs;
+
+static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long params, FILE *out)
+{
+    if ((h == MLA_FWD || h == MLA_BWD) && !in->have_a) {
+        if (out) {
+            fprintf(out, "the attention's CPU twin at batch %d (the reference every variant is held to)...\n",
+                    check);
+            fflush(out);
+        }
+        attn_init(&in->a, s, check);
+        in->have_a = 1;
+    }
+    if ((h == LN_FWD || h == LN_BWD) && !in->have_l) ln_init(&in->l, s), in->have_l = 1;
+    if (h == ADAM && !in->have_ad) adam_init(&in->ad, s, params), in->have_ad = 1;
+}
+
+static void inputs_free(inputs *in)
+{
+    if (in->have_a) attn_free(&in->a);
+    if (in->have_l) ln_free(&in->l);
+    if (in->have_ad) adam_free(&in->ad);
+}
+
+/* The scratch a variant's program needs for harness h (floats). */
+static size_t scratch_floats(const inputs *in, harness h, const tt_gpu_program *p)
+{
+    if (h == MLA_FWD || h == MLA_BWD) return tt_mla_scratch_floats(p, in->a.batch);
+    if (h == LN_BWD) return ln_part_floats(&in->l, p);
+    return 0;
+}
+
+static double unit_check(const inputs *in, harness h, const tt_gpu_program *p, const tt_gpu *gpu,
+                         float *scratch, double *worst)
+{
+    switch (h) {
+    case MLA_FWD:
+    case MLA_BWD: return attn_check(&in->a, p, gpu, h == MLA_BWD, scratch, worst);
+    case LN_FWD:
+    case LN_BWD: return ln_check(&in->l, p, gpu, h == LN_BWD, scratch, worst);
+    case ADAM: return adam_check(&in->ad, p, gpu, worst);
+    }
+    return INFINITY;
+}
+
+typedef struct {
+    const inputs *in;
+    harness h;
     const tt_gpu_program *p;
     const tt_gpu *gpu;
-    int bwd;
     float *scratch;
 } timed;
 
+/* One run of the unit at the spec's sizes, as the trainer runs it. */
 static void timed_run(const void *arg)
 {
     const timed *t = arg;
-    attn_run(t->a, t->p, t->gpu, t->bwd, t->a->batch, t->scratch);
+    switch (t->h) {
+    case MLA_FWD:
+    case MLA_BWD: attn_run(&t->in->a, t->p, t->gpu, t->h == MLA_BWD, t->in->a.batch, t->scratch); break;
+    case LN_FWD:
+    case LN_BWD: ln_run(&t->in->l, t->p, t->gpu, t->h == LN_BWD, t->scratch); break;
+    case ADAM: adam_run(&t->in->ad, t->p, t->gpu, t->in->ad.n); break;
+    }
 }
 
-static double attn_time(const attn *a, const tt_gpu_program *p, const tt_gpu *gpu, int bwd,
+/* The median of iters event-timed runs, after WARMUP. */
+static double unit_time(const inputs *in, harness h, const tt_gpu_program *p, const tt_gpu *gpu,
                         float *scratch, int iters)
 {
-    const timed t = {a, p, gpu, bwd, scratch};
+    const timed t = {in, h, p, gpu, scratch};
     for (int i = 0; i < WARMUP; i++) timed_run(&t);
     return tt_gpu_median_ms(gpu->stream, iters, timed_run, &t);
 }
@@ -334,12 +630,11 @@ static void release(variant *v)
 
 /* Tunes one op; its choice joins *so_far. */
 static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache,
-                   const tt_tune_opts *o, const attn *a, const tt_kernel *k, const tt_tunable *tu,
-                   int nt, tt_tuning *so_far, char *err, size_t errlen)
+                   const tt_tune_opts *o, const inputs *in, harness h, const tt_kernel *k,
+                   const tt_tunable *tu, int nt, tt_tuning *so_far, char *err, size_t errlen)
 {
     FILE *out = o->out;
     const char *unit = tt_tune_unit(k->op);
-    const int bwd = !strcmp(unit, "tt_mla_bwd");
     /* the heuristic's kernel, given the choices so far */
     tt_plan base;
     if (tt_plan_build_tuned(spec, gpu->arch, so_far, &base, err, errlen) != 0) return -1;
@@ -354,14 +649,22 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
     variant *v = enumerate(spec, gpu->arch, k, tu, nt, so_far, hk, &nv);
     tt_plan_free(&base);
     if (out) {
-        fprintf(out, "\n%s (templates/%s): %d variants, timing %s at batch %d, checked against "
-                "the CPU at batch %d\n", k->op, k->template_file, nv, unit, a->batch, a->check);
+        fprintf(out, "\n%s (templates/%s): %d variants, timing %s", k->op, k->template_file, nv, unit);
+        if (h == MLA_FWD || h == MLA_BWD)
+            fprintf(out, " at batch %d, checked against the CPU at batch %d\n", in->a.batch,
+                    in->a.check);
+        else if (h == ADAM)
+            fprintf(out, " over %zu parameters, checked against the CPU on %d\n", in->ad.n,
+                    ADAM_CHECK);
+        else
+            fprintf(out, " on %d rows of %d, checked against the CPU on all of them\n", in->l.rows,
+                    in->l.d);
         fflush(out);
     }
     const double t0 = tt_now_seconds();
     if (compile_all(spec, gpu->arch, v, nv, cache, o->jobs, err, errlen) != 0) goto fail;
     if (out) fprintf(out, "  built in %.1f s\n  %-22s %-22s %10s %8s\n", tt_now_seconds() - t0,
-                     "variant", "check (rel. error)", "ms", "speed");
+                     "variant", h == ADAM ? "check (ulps)" : "check (rel. error)", "ms", "speed");
     int best = -1, heur = -1;
     for (int i = 0; i < nv; i++) {
         variant *x = &v[i];
@@ -376,19 +679,19 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
             goto fail;
         x->loaded = 1;
         float *scratch;
-        TT_CUDA(cudaMalloc((void **)&scratch, (tt_mla_scratch_floats(&x->prog, a->batch) + 1) * 4));
-        double worst;
-        const double ratio = attn_check(a, &x->prog, gpu, bwd, scratch, &worst);
+        TT_CUDA(cudaMalloc((void **)&scratch, (scratch_floats(in, h, &x->prog) + 1) * 4));
+        double worst = 0;
+        const double ratio = unit_check(in, h, &x->prog, gpu, scratch, &worst);
         x->err = worst;
         if (!(ratio <= 1)) {
-            snprintf(x->error, sizeof x->error, "WRONG: relative error %.2e over its tolerance",
-                     worst);
+            snprintf(x->error, sizeof x->error, "WRONG: %s %.2e over its tolerance",
+                     h == ADAM ? "ulps" : "relative error", worst);
             if (out) fprintf(out, "  %-22s %s\n", x->label, x->error);
             cudaFree(scratch);
             release(x);
             continue;
         }
-        x->ms = attn_time(a, &x->prog, gpu, bwd, scratch, o->iters);
+        x->ms = unit_time(in, h, &x->prog, gpu, scratch, o->iters);
         cudaFree(scratch);
         if (best < 0 || x->ms < v[best].ms) best = i;
         if (!x->heuristic) release(x); /* kept: the heuristic's, for the final comparison */
@@ -401,7 +704,7 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
     for (int i = 0; i < nv && out; i++) {
         if (v[i].error[0]) continue;
         char check[32];
-        snprintf(check, sizeof check, "ok (%.1e)", v[i].err);
+        snprintf(check, sizeof check, h == ADAM ? "ok (%.0f)" : "ok (%.1e)", v[i].err);
         fprintf(out, "  %-22s %-22s %10.4f %7.2fx%s%s\n", v[i].label, check, v[i].ms,
                 v[heur].ms / v[i].ms, i == heur ? "  the heuristic's" : "", i == best ? "  fastest" : "");
     }
@@ -414,13 +717,12 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
             goto fail;
         v[best].loaded = 1;
         float *scratch;
-        const size_t f1 = tt_mla_scratch_floats(&v[best].prog, a->batch),
-                     f2 = tt_mla_scratch_floats(&v[heur].prog, a->batch);
+        const size_t f1 = scratch_floats(in, h, &v[best].prog), f2 = scratch_floats(in, h, &v[heur].prog);
         TT_CUDA(cudaMalloc((void **)&scratch, ((f1 > f2 ? f1 : f2) + 1) * 4));
         double hb[3], bb[3];
         for (int round = 0; round < 3; round++) {
-            hb[round] = attn_time(a, &v[heur].prog, gpu, bwd, scratch, o->iters);
-            bb[round] = attn_time(a, &v[best].prog, gpu, bwd, scratch, o->iters);
+            hb[round] = unit_time(in, h, &v[heur].prog, gpu, scratch, o->iters);
+            bb[round] = unit_time(in, h, &v[best].prog, gpu, scratch, o->iters);
         }
         cudaFree(scratch);
         qsort(hb, 3, sizeof *hb, cmp_double);
@@ -481,8 +783,8 @@ int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const
     int check = opts.check_batch > 0 ? opts.check_batch : spec->train.batch;
     if (check > spec->train.batch) check = spec->train.batch;
     if (opts.check_batch <= 0 && check > CHECK_BATCH_MAX) check = CHECK_BATCH_MAX;
-    attn a = {0};
-    int have_attn = 0, rc = 0, tuned = 0;
+    inputs in = {0};
+    int rc = 0, tuned = 0;
     tt_tuning so_far = {0};
     for (size_t u = 0; u < sizeof units / sizeof *units && rc == 0; u++) {
         const tt_kernel *k = kernel_of(&plan, units[u].op);
@@ -490,21 +792,13 @@ int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const
         for (int i = 0; k && i < nt; i++)
             declared |= !strcmp(tu[i].template_file, k->template_file) && !strcmp(tu[i].op, k->op);
         if (!declared) continue;
-        if (!have_attn) {
-            if (opts.out) {
-                fprintf(opts.out, "the CPU twin at batch %d (the reference every variant is held to)...\n",
-                        check);
-                fflush(opts.out);
-            }
-            attn_init(&a, spec, check);
-            have_attn = 1;
-        }
-        rc = tune_op(spec, gpu, cache, &opts, &a, k, tu, nt, &so_far, err, errlen);
+        inputs_need(&in, units[u].h, spec, check, opts.params, opts.out);
+        rc = tune_op(spec, gpu, cache, &opts, &in, units[u].h, k, tu, nt, &so_far, err, errlen);
         tuned += rc == 0;
     }
     if (rc == 0 && !tuned)
         rc = tt_errf(err, errlen, "no kernel of this spec's plan declares tunables");
-    if (have_attn) attn_free(&a);
+    inputs_free(&in);
     tt_tuning_free(&so_far);
     tt_plan_free(&plan);
     free(tu);

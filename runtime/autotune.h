@@ -18,6 +18,7 @@ typedef struct {
     int iters;       /* timed runs per measurement, the median kept (default 30) */
     int check_batch; /* sequences of the check against the CPU (0: the batch, at most 16) */
     int jobs;        /* parallel compiles (0: one per CPU) */
+    long params;     /* parameters of the model, what adam is timed on (0: 2^24) */
     FILE *out;       /* the tables; NULL: silent */
 } tt_tune_opts;
 

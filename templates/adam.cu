@@ -10,6 +10,9 @@
 // of ~1e8 of them keeps ~1e-16 relative error in any order, so the norm is the CPU's to the last
 // float bit (bar ties), and so is the clip factor. Its order is fixed by TT_BLOCKS and TT_THREADS
 // alone (grid-stride partials per block, then one block over the partials): deterministic.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): adam's threads per block (each element's
+// arithmetic is the same whatever the grid, so every variant gives the same bits).
+// ttgen: tunable adam THREADS 128 256 512 1024
 // adam's arithmetic is the CPU's, operation for operation (the _rn intrinsics are never fused
 // into FMAs), so w, m and v match the CPU's bit for bit given the same clip factor.
 // Constants: TT_THREADS per block; grad_norm: TT_BLOCKS partial sums.

@@ -3,6 +3,10 @@
 // Constants: TT_D features, TT_TPR threads per row (power of two), TT_ROWS rows per block
 // (1 when TT_TPR > 32), TT_VPT = ceil(TT_D / TT_TPR) values per thread.
 // A thread keeps its TT_VPT values in registers: the row is read from memory once.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): rows per block of the fused residual
+// kernels (residual_ln_bwd's also sets layernorm_bwd's: they write the same partials).
+// ttgen: tunable residual_ln_fwd ROWS 1 2 4 8 16
+// ttgen: tunable residual_ln_bwd ROWS 1 2 4 8 16
 
 #define TT_THREADS (TT_TPR * TT_ROWS)
 #define TT_EPS 1e-5f // nn.LayerNorm's default, which the CPU reference and PyTorch use
