@@ -133,9 +133,12 @@ static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr,
 {
     const long rows = pick(plan, op, "ROWS", heuristic);
     if (rows == heuristic) return rows;
-    if (rows < 1 || (tpr > 32 && rows > 1) || 2 * rows * d * 4 + 64 > SMEM_STATIC_LIMIT)
-        return tt_errf(err, errlen, "%s: ROWS=%ld: a warp per row (D %d needs %ld threads a row) "
-                       "and 2 x ROWS x D floats within %d KiB", op, rows, d, tpr,
+    if (rows < 1 || (tpr > 32 && rows > 1))
+        return tt_errf(err, errlen, "%s: ROWS=%ld: D %d takes a block of %ld threads a row, so one "
+                       "row a block", op, rows, d, tpr), -1;
+    if (2 * rows * d * 4 + 64 > SMEM_STATIC_LIMIT)
+        return tt_errf(err, errlen, "%s: ROWS=%ld: the backward's 2 x ROWS x D floats (%ld KiB) are "
+                       "over %d KiB of shared memory", op, rows, 2 * rows * d * 4 / 1024,
                        SMEM_STATIC_LIMIT / 1024), -1;
     return rows;
 }
