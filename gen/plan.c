@@ -352,7 +352,19 @@ static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
 
 /* The FFN's ReLU and inner dropout between its GEMMs, the first GEMM's bias fused in; the
  * backward's bias gradient as per-row-group partials that bias_colsum adds up. */
-static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
+/* A tuning's threads per block for op (whole warps, at most 1024), else the heuristic's; -1 with
+ * a message when it is not a block size. */
+static long block_threads(const tt_plan *plan, const char *op, long heuristic, char *err,
+                          size_t errlen)
+{
+    const long t = pick(plan, op, "THREADS", heuristic);
+    if (t < 32 || t > 1024 || t % 32)
+        return tt_errf(err, errlen, "%s: THREADS=%ld: whole warps, at most 1024", op, t), -1;
+    return t;
+}
+
+static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                        size_t errlen)
 {
     const int f = s->model.d_inner;
     const long rows = (long)s->train.batch * s->model.seq_len, ld = tt_row_pitch(f);
@@ -360,7 +372,8 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     long vec = 1;
     /* up to 16-byte accesses; a power of two up to 8 that divides F also divides ld */
     while (vec < (bf16 ? 8 : 4) && f % (vec * 2) == 0) vec *= 2;
-    const long nv = f / vec, threads = 256;
+    const long nv = f / vec, threads = block_threads(plan, "ffn_act_fwd", 256, err, errlen);
+    if (threads < 0) return -1;
     const char *const flags[] = {NULL};
 
     tt_kernel *k = add_kernel(plan, "ffn_act_fwd", "ffn_act.cu", dtype);
@@ -379,11 +392,17 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     long tx = (nv + 31) / 32 * 32;
     const long tx_max = 256 / vec > 32 ? 256 / vec : 32;
     if (tx > tx_max) tx = tx_max;
-    const long ty = threads / tx, gx = ceil_div(nv, tx);
+    const long ty = 256 / tx, gx = ceil_div(nv, tx);
     /* eight blocks an SM: a streaming kernel needs every warp it can get (two an SM ran at a
      * third of the card's bandwidth); the partials stay small (parts x F floats) */
     long parts = ceil_div(4 * PARTIAL_BLOCKS, gx);
     if (parts > (long)ceil_div(rows, ty)) parts = ceil_div(rows, ty);
+    if (pick(plan, "ffn_act_bwd", "PARTS", parts) != parts) {
+        parts = pick(plan, "ffn_act_bwd", "PARTS", parts);
+        if (parts < 1 || parts > (long)ceil_div(rows, ty))
+            return tt_errf(err, errlen, "ffn_act_bwd: PARTS=%ld: from 1 to the %u groups of %ld "
+                           "rows", parts, ceil_div(rows, ty), ty);
+    }
     tt_kernel *b = add_kernel(plan, "ffn_act_bwd", "ffn_act.cu", dtype);
     set_const(b, "F", f);
     set_const(b, "LD", ld);
@@ -412,6 +431,7 @@ static void plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype)
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32)", f);
     whyf(c, "db1: 32 columns a block, %d warps over %ld partials, fixed order: deterministic",
          COLSUM_THREADS / 32, parts);
+    return 0;
 }
 
 /* The core g = mean of h softmaxes of rank R: one small block, a warp per core. */
@@ -459,9 +479,11 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, 
     return k;
 }
 
-static void plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype)
+static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
 {
-    const long rows = (long)s->train.batch * s->model.seq_len, threads = 512, sthreads = 256;
+    const long rows = (long)s->train.batch * s->model.seq_len, sthreads = 256;
+    const long threads = block_threads(plan, "xent", 512, err, errlen);
+    if (threads < 0) return -1;
     const char *const flags[] = {NULL};
     /* the head's row (the whole vocabulary without cutoffs) kept in registers between the two
      * passes, up to 7 float4 a thread (the most that fits two blocks an SM without spilling);
@@ -480,7 +502,7 @@ static void plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype)
     /* Rows longer than the head's (an adaptive softmax's tails): the same kernel keeping one
      * float4, with fewer registers, more blocks an SM (the few hundred long rows of a tail are a
      * few waves: the last one is shorter with more in flight) */
-    k = xent_kernel(plan, "xent_long", dtype, rows, threads, 1);
+    k = xent_kernel(plan, "xent_long", dtype, rows, 512, 1);
     whyf(k, "xent for rows over the head's %ld logits: one float4 a thread kept, the rest read "
             "twice", head);
 
@@ -492,6 +514,7 @@ static void plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype)
     snprintf(t->grid_rule, sizeof t->grid_rule, "x = 1");
     t->smem_bytes = 32 * 8;
     whyf(t, "the per-row losses summed in double in a fixed order: a deterministic total");
+    return 0;
 }
 
 /* Adam over the flat fp32 parameters, and the gradient norm that clips it. */
@@ -990,16 +1013,19 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
  * mask, the softmax and dropatt between its products, forward and backward; a warp per row of
  * keys, which it holds in registers: as many as training's or evaluation's memory and segment
  * need. */
-static void plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype)
+static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
+                            size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const long train_k = (long)m->mem_len + m->seq_len, eval_k = (long)s->eval.mem_len + s->eval.tgt_len;
-    const long kk = train_k > eval_k ? train_k : eval_k, kmax = (kk + 31) / 32 * 32, threads = 128;
+    const long kk = train_k > eval_k ? train_k : eval_k, kmax = (kk + 31) / 32 * 32;
     const long rows = (long)s->train.batch * m->n_head * m->seq_len;
     const char *const flags[] = {NULL};
     static const char *const ops[2][2] = {{"txl_softmax_fwd", "OP_TXL_SOFTMAX_FWD"},
                                           {"txl_softmax_bwd", "OP_TXL_SOFTMAX_BWD"}};
     for (int b = 0; b < 2; b++) {
+        const long threads = block_threads(plan, ops[b][0], 128, err, errlen);
+        if (threads < 0) return -1;
         tt_kernel *k = add_kernel(plan, ops[b][0], "txl_softmax.cu", dtype);
         set_const(k, "KMAX", kmax);
         name_kernel(k, flags);
@@ -1014,6 +1040,7 @@ static void plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype)
                   : "warp per row of up to %ld keys in registers: relative shift, mask over memory "
                     "and segment, softmax, dropatt, in one pass", kmax);
     }
+    return 0;
 }
 
 /* The rest of Transformer-XL's attention between its products (templates/txl.cu): position
@@ -1096,7 +1123,10 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         return -1;
     }
     if (spec->model.kind == TT_KIND_TXL) {
-        plan_txl_softmax(plan, spec, dtype);
+        if (plan_txl_softmax(plan, spec, dtype, err, errlen) != 0) {
+            tt_plan_free(plan);
+            return -1;
+        }
         plan_txl(plan, spec, dtype);
     }
     /* what both kinds share: the embedding, the layers' residual LayerNorms and FFN, the
@@ -1106,8 +1136,11 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         tt_plan_free(plan);
         return -1;
     }
-    plan_ffn_act(plan, spec, dtype);
-    plan_xent(plan, spec, dtype);
+    if (plan_ffn_act(plan, spec, dtype, err, errlen) != 0 ||
+        plan_xent(plan, spec, dtype, err, errlen) != 0) {
+        tt_plan_free(plan);
+        return -1;
+    }
     plan_adaptive(plan, spec, dtype);
     if (plan_adam(plan, dtype, err, errlen) != 0) {
         tt_plan_free(plan);

@@ -308,7 +308,7 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
 
 /* --tune: every tunable kernel of the spec timed on this machine's GPU (runtime/autotune.h). */
 static int tune(const options *o, const tt_spec *spec, const char *arch, const tt_cache *cache,
-                long params)
+                long params, long vocab)
 {
     char err[4096];
     tt_gpu gpu;
@@ -323,6 +323,7 @@ static int tune(const options *o, const tt_spec *spec, const char *arch, const t
         rc = -1;
     } else {
         const tt_tune_opts to = {.iters = o->tune_iters, .jobs = o->jobs, .params = params,
+                                 .vocab = vocab,
                                  .out = o->quiet || o->json ? NULL : stdout};
         if (!o->quiet && !o->json)
             printf("tuning %s on %s (%s); tuning cache %s/tuning.tsv\n", spec->path, gpu.name,
@@ -386,7 +387,7 @@ int main(int argc, char **argv)
         tt_spec_free(&spec);
         return 1;
     }
-    if (o.tune && tune(&o, &spec, arch, &cache, (long)costs.params_total) != 0) {
+    if (o.tune && tune(&o, &spec, arch, &cache, (long)costs.params_total, vocab) != 0) {
         tt_cache_close(&cache);
         tt_spec_free(&spec);
         return 1;

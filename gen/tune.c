@@ -165,6 +165,15 @@ int tt_kernel_signature(const tt_kernel *k, const tt_spec *spec, const char *arc
     return 0;
 }
 
+int tt_kernel_same(const tt_kernel *a, const tt_kernel *b)
+{
+    if (strcmp(a->name, b->name) || a->n_consts != b->n_consts) return 0;
+    for (int i = 0; i < a->n_consts; i++)
+        if (strcmp(a->consts[i].key, b->consts[i].key) || a->consts[i].value != b->consts[i].value)
+            return 0;
+    return 1;
+}
+
 void tt_kernel_variant(const tt_kernel *k, const tt_tunable *tunables, int n_tunables, char *out,
                        size_t n)
 {

@@ -64,6 +64,10 @@ int tt_kernel_signature(const tt_kernel *k, const tt_spec *spec, const char *arc
                         const tt_tunable *tunables, int n_tunables, char *out, size_t n,
                         char *err, size_t errlen);
 
+/* Whether a and b are the same instance: name and every constant (a tunable that is not part of
+ * the name, such as adam's THREADS, makes variants of one name). */
+int tt_kernel_same(const tt_kernel *a, const tt_kernel *b);
+
 /* "G=2 TD=64": k's values of op's tunables. */
 void tt_kernel_variant(const tt_kernel *k, const tt_tunable *tunables, int n_tunables, char *out,
                        size_t n);

@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "compile.h"
 #include "cpu_ops.h"
+#include "cpu_txl.h"
 #include "launch.h"
 #include "optim.h"
 #include "rng.h"
@@ -21,7 +22,7 @@
 #define CHECK_BATCH_MAX 16
 
 /* The ops with a harness, in the order they are tuned, and what is timed for each. */
-typedef enum { MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM } harness;
+typedef enum { MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM, FFN_FWD, FFN_BWD, XENT, TXL_FWD, TXL_BWD } harness;
 static const struct {
     const char *op, *unit;
     harness h;
@@ -32,6 +33,11 @@ static const struct {
     {"residual_ln_fwd", "tt_residual_ln_fwd", LN_FWD},
     {"residual_ln_bwd", "tt_residual_ln_bwd", LN_BWD},
     {"adam", "tt_adam", ADAM},
+    {"ffn_act_fwd", "tt_ffn_act_fwd", FFN_FWD},
+    {"ffn_act_bwd", "tt_ffn_act_bwd", FFN_BWD},
+    {"xent", "tt_xent", XENT},
+    {"txl_softmax_fwd", "tt_txl_softmax_fwd", TXL_FWD},
+    {"txl_softmax_bwd", "tt_txl_softmax_bwd", TXL_BWD},
 };
 
 const char *tt_tune_unit(const char *op)
@@ -433,16 +439,319 @@ static double adam_check(const adam_in *a, const tt_gpu_program *p, const tt_gpu
     return most <= 1 ? 0 : INFINITY;
 }
 
+/* A dropout site for a harness: p, the step in device memory (a graph replay's), a fixed seed. */
+static tt_dropout harness_dropout(float p, unsigned long long **d_step, uint32_t site)
+{
+    const unsigned long long step = 4243 + site;
+    TT_CUDA(cudaMalloc((void **)d_step, sizeof step));
+    TT_CUDA(cudaMemcpy(*d_step, &step, sizeof step, cudaMemcpyHostToDevice));
+    return (tt_dropout){.p = p, .seed = 0x7475ae, .step = *d_step, .site = site};
+}
+
+static void host_dropout(float *y, uint8_t *mask, const float *x, size_t n, tt_dropout dr)
+{
+    unsigned long long step;
+    TT_CUDA(cudaMemcpy(&step, dr.step, sizeof step, cudaMemcpyDeviceToHost));
+    cpu_dropout_fwd(y, mask, x, (long)n, dr.p, dr.seed, tt_dropout_stream(step, dr.site));
+}
+
+/* rows [rows, cols] into device memory ld apart, the padding zero; and back, compact */
+static void *upload_rows(const float *x, int rows, int cols, int ld, int bf16)
+{
+    float *p = tt_xcalloc((size_t)rows * ld, 4);
+    for (int r = 0; r < rows; r++) memcpy(p + (size_t)r * ld, x + (size_t)r * cols, (size_t)cols * 4);
+    void *d = tt_gpu_upload(p, (size_t)rows * ld, bf16);
+    free(p);
+    return d;
+}
+
+static float *download_rows(const void *d, int rows, int cols, int ld, int bf16)
+{
+    float *all = tt_gpu_download(d, (size_t)rows * ld, bf16), *x = tt_xmalloc((size_t)rows * cols * 4);
+    for (int r = 0; r < rows; r++) memcpy(x + (size_t)r * cols, all + (size_t)r * ld, (size_t)cols * 4);
+    free(all);
+    return x;
+}
+
+static void judge_host(const float *got, const float *want, size_t n, double tol, double *ratio,
+                       double *worst)
+{
+    const double e = rel_err(got, want, n);
+    if (!(e / tol <= *ratio)) *ratio = e / tol, *worst = e;
+}
+
+/* --- the FFN's activation (templates/ffn_act.cu) ------------------------------------------------ */
+
+typedef struct {
+    int rows, f, ld, bf16;
+    float *h, *hd, *dz, *db1;            /* the CPU twin, compact */
+    void *d_z, *d_h, *d_hd, *d_hc, *d_dhd, *d_dz;
+    float *d_b1, *d_db1;
+    unsigned long long *d_step;
+    tt_dropout drop;
+} ffn;
+
+static void ffn_init(ffn *a, const tt_spec *s)
+{
+    memset(a, 0, sizeof *a);
+    a->rows = s->train.batch * s->model.seq_len, a->f = s->model.d_inner;
+    a->ld = (int)tt_row_pitch(a->f), a->bf16 = s->train.precision == TT_PREC_BF16;
+    const int rows = a->rows, f = a->f, bf = a->bf16;
+    const size_t nf = (size_t)rows * f;
+    float *z = tt_xmalloc(nf * 4), *b1 = tt_xmalloc(f * 4), *dhd = tt_xmalloc(nf * 4);
+    randn(z, nf, 1.f, 31, bf);
+    randn(b1, f, 0.5f, 32, 0);
+    randn(dhd, nf, 1.f, 33, bf);
+    a->drop = harness_dropout(0.1f, &a->d_step, 7);
+    a->h = tt_xmalloc(nf * 4), a->hd = tt_xmalloc(nf * 4), a->dz = tt_xmalloc(nf * 4);
+    a->db1 = tt_xcalloc(f, 4);
+    uint8_t *mask = tt_xmalloc(nf);
+    for (size_t i = 0; i < nf; i++) a->h[i] = z[i] + b1[i % f];
+    cpu_relu_fwd(a->h, a->h, (long)nf);
+    host_dropout(a->hd, mask, a->h, nf, a->drop);
+    round_to(a->h, nf, bf); /* the backward reads the stored h */
+    cpu_dropout_bwd(a->dz, dhd, mask, (long)nf, a->drop.p);
+    cpu_relu_bwd(a->dz, a->dz, a->h, (long)nf);
+    cpu_linear_bwd(NULL, NULL, a->db1, a->dz, NULL, NULL, rows, 1, f);
+    free(mask);
+    const size_t bytes = (size_t)rows * a->ld * (bf ? 2 : 4);
+    a->d_z = upload_rows(z, rows, f, a->ld, bf), a->d_b1 = tt_gpu_upload(b1, f, 0);
+    a->d_hc = upload_rows(a->h, rows, f, a->ld, bf), a->d_dhd = upload_rows(dhd, rows, f, a->ld, bf);
+    TT_CUDA(cudaMalloc(&a->d_h, bytes));
+    TT_CUDA(cudaMalloc(&a->d_hd, bytes));
+    TT_CUDA(cudaMalloc(&a->d_dz, bytes));
+    TT_CUDA(cudaMalloc((void **)&a->d_db1, (size_t)f * 4));
+    free(z), free(b1), free(dhd);
+}
+
+static void ffn_free(ffn *a)
+{
+    free(a->h), free(a->hd), free(a->dz), free(a->db1);
+    void *dev[] = {a->d_z, a->d_h, a->d_hd, a->d_hc, a->d_dhd, a->d_dz, a->d_b1, a->d_db1, a->d_step};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+static void ffn_run(const ffn *a, const tt_gpu_program *p, const tt_gpu *gpu, int bwd, float *part)
+{
+    if (!bwd)
+        tt_ffn_act_fwd(p, gpu->stream, a->d_h, a->d_hd, a->d_z, a->d_b1, a->rows, a->f, a->ld, a->drop);
+    else
+        tt_ffn_act_bwd(p, gpu->stream, a->d_dz, a->d_db1, part, a->d_dhd, a->d_hc, a->rows, a->f,
+                       a->ld, a->drop);
+}
+
+static double ffn_check(const ffn *a, const tt_gpu_program *p, const tt_gpu *gpu, int bwd,
+                        float *part, double *worst)
+{
+    const size_t bytes = (size_t)a->rows * a->ld * (a->bf16 ? 2 : 4), nf = (size_t)a->rows * a->f;
+    const double tol = a->bf16 ? 1e-2 : 1e-5;
+    double ratio = 0;
+    *worst = 0;
+    void *outs[] = {bwd ? a->d_dz : a->d_h, bwd ? a->d_db1 : a->d_hd};
+    TT_CUDA(cudaMemset(outs[0], 0xff, bytes));
+    TT_CUDA(cudaMemset(outs[1], 0xff, bwd ? (size_t)a->f * 4 : bytes));
+    ffn_run(a, p, gpu, bwd, part);
+    TT_CUDA(cudaDeviceSynchronize());
+    float *x = download_rows(outs[0], a->rows, a->f, a->ld, a->bf16);
+    judge_host(x, bwd ? a->dz : a->h, nf, tol, &ratio, worst);
+    free(x);
+    if (bwd) {
+        judge(a->d_db1, a->db1, (size_t)a->f, 0, 1e-5, &ratio, worst);
+    } else {
+        x = download_rows(a->d_hd, a->rows, a->f, a->ld, a->bf16);
+        judge_host(x, a->hd, nf, tol, &ratio, worst);
+        free(x);
+    }
+    return ratio;
+}
+
+/* --- the cross-entropy of the head's logits (templates/xent.cu) --------------------------------- */
+
+typedef struct {
+    int rows, v, ld, bf16;
+    float eps, scale;
+    float *logits, *loss, *nll, *dl; /* host: the inputs, then the CPU twin */
+    void *d_logits;
+    float *d_loss, *d_nll;
+    int32_t *d_t;
+} xent_in;
+
+static void xent_init(xent_in *a, const tt_spec *s, long vocab)
+{
+    memset(a, 0, sizeof *a);
+    const tt_model_spec *m = &s->model;
+    a->rows = s->train.batch * m->seq_len;
+    a->v = (int)(m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : vocab);
+    a->ld = (int)tt_row_pitch(a->v), a->bf16 = s->train.precision == TT_PREC_BF16;
+    a->eps = m->n_cutoffs ? 0.f : (float)s->train.label_smoothing, a->scale = 1.f / (float)a->rows;
+    const size_t nl = (size_t)a->rows * a->v;
+    a->logits = tt_xmalloc(nl * 4), a->dl = tt_xmalloc(nl * 4);
+    a->loss = tt_xmalloc((size_t)a->rows * 4), a->nll = tt_xmalloc((size_t)a->rows * 4);
+    randn(a->logits, nl, 2.f, 41, a->bf16);
+    int32_t *t = tt_xmalloc((size_t)a->rows * 4);
+    for (int r = 0; r < a->rows; r++) t[r] = (int32_t)(tt_uniform(0x7475ae, 42, (uint64_t)r) * a->v);
+    for (int r = 0; r < a->rows; r++) {
+        double n1;
+        a->loss[r] = (float)cpu_cross_entropy(a->dl + (size_t)r * a->v, &n1, a->logits + (size_t)r * a->v,
+                                              t + r, 1, a->v, a->eps, a->scale);
+        a->nll[r] = (float)n1;
+    }
+    a->d_logits = upload_rows(a->logits, a->rows, a->v, a->ld, a->bf16);
+    TT_CUDA(cudaMalloc((void **)&a->d_t, (size_t)a->rows * 4));
+    TT_CUDA(cudaMemcpy(a->d_t, t, (size_t)a->rows * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMalloc((void **)&a->d_loss, (size_t)a->rows * 4));
+    TT_CUDA(cudaMalloc((void **)&a->d_nll, (size_t)a->rows * 4));
+    free(t);
+}
+
+static void xent_free(xent_in *a)
+{
+    free(a->logits), free(a->loss), free(a->nll), free(a->dl);
+    void *dev[] = {a->d_logits, a->d_loss, a->d_nll, a->d_t};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+/* As training runs it: the losses, and the gradient over the logits in place. */
+static void xent_run(const xent_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    tt_xent(p, gpu->stream, a->d_loss, a->d_nll, a->d_logits, a->d_t, NULL, a->rows, a->v, a->ld,
+            a->eps, a->scale, true);
+}
+
+static double xent_check(const xent_in *a, const tt_gpu_program *p, const tt_gpu *gpu, double *worst)
+{
+    const size_t nl = (size_t)a->rows * a->v;
+    double ratio = 0;
+    *worst = 0;
+    void *fresh = upload_rows(a->logits, a->rows, a->v, a->ld, a->bf16);
+    TT_CUDA(cudaMemcpy(a->d_logits, fresh, (size_t)a->rows * a->ld * (a->bf16 ? 2 : 4),
+                       cudaMemcpyDeviceToDevice));
+    cudaFree(fresh);
+    TT_CUDA(cudaMemset(a->d_loss, 0xff, (size_t)a->rows * 4));
+    TT_CUDA(cudaMemset(a->d_nll, 0xff, (size_t)a->rows * 4));
+    xent_run(a, p, gpu);
+    TT_CUDA(cudaDeviceSynchronize());
+    judge(a->d_loss, a->loss, (size_t)a->rows, 0, 1e-5, &ratio, worst);
+    judge(a->d_nll, a->nll, (size_t)a->rows, 0, 1e-5, &ratio, worst);
+    float *dl = download_rows(a->d_logits, a->rows, a->v, a->ld, a->bf16);
+    judge_host(dl, a->dl, nl, a->bf16 ? 1e-2 : 1e-5, &ratio, worst);
+    free(dl);
+    return ratio;
+}
+
+/* --- Transformer-XL's shift, mask, softmax and dropatt (templates/txl_softmax.cu) --------------- */
+
+typedef struct {
+    int batch, heads, n, m, k, bf16;
+    float scale;
+    float *prob, *pdrop, *dac, *dbd;   /* the CPU twin, rows in the reference's order */
+    float *d_ac, *d_bd, *d_dpd;        /* device inputs, rows head-major as the model keeps them */
+    void *d_prob, *d_pdrop, *d_dac, *d_dbd, *d_probc;
+    unsigned long long *d_step;
+    tt_dropout drop;
+} txl_sm;
+
+/* rows (b, c, i) of the reference <-> (c, b, i) of the GPU (back: GPU to reference) */
+static float *head_major(const float *src, const txl_sm *a, int back)
+{
+    const int b = a->batch, h = a->heads, n = a->n, k = a->k;
+    float *dst = tt_xmalloc((size_t)b * h * n * k * 4);
+    for (int s = 0; s < b; s++)
+        for (int c = 0; c < h; c++) {
+            const size_t ref = ((size_t)s * h + c) * n * k, gpu = ((size_t)c * b + s) * n * k;
+            memcpy(dst + (back ? ref : gpu), src + (back ? gpu : ref), (size_t)n * k * 4);
+        }
+    return dst;
+}
+
+static void txl_sm_init(txl_sm *a, const tt_spec *s)
+{
+    memset(a, 0, sizeof *a);
+    const tt_model_spec *m = &s->model;
+    a->batch = s->train.batch, a->heads = m->n_head, a->n = m->seq_len, a->m = m->mem_len;
+    a->k = a->m + a->n, a->bf16 = s->train.precision == TT_PREC_BF16;
+    a->scale = (float)(1.0 / sqrt((double)m->d_head));
+    const int rows = a->batch * a->heads * a->n, bf = a->bf16;
+    const size_t ne = (size_t)rows * a->k;
+    float *ac = tt_xmalloc(ne * 4), *bd = tt_xmalloc(ne * 4), *dpd = tt_xmalloc(ne * 4);
+    randn(ac, ne, 2.f, 51, 0);
+    randn(bd, ne, 2.f, 52, 0);
+    randn(dpd, ne, 1.f, 53, 0);
+    a->drop = harness_dropout((float)(m->dropatt > 0 ? m->dropatt : 0.1), &a->d_step, 9);
+    a->prob = tt_xmalloc(ne * 4), a->pdrop = tt_xmalloc(ne * 4);
+    a->dac = tt_xmalloc(ne * 4), a->dbd = tt_xmalloc(ne * 4);
+    float *dprob = tt_xmalloc(ne * 4);
+    uint8_t *mask = tt_xmalloc(ne);
+    cpu_txl_probs(a->prob, ac, bd, rows, a->n, a->m, a->scale);
+    round_to(a->prob, ne, bf); /* the backward reads the stored prob */
+    host_dropout(a->pdrop, mask, a->prob, ne, a->drop);
+    for (size_t e = 0; e < ne; e++) dprob[e] = mask[e] ? dpd[e] / (1.f - a->drop.p) : 0.f;
+    cpu_txl_probs_bwd(a->dac, a->dbd, a->prob, dprob, rows, a->n, a->m, a->scale);
+    float *hac = head_major(ac, a, 0), *hbd = head_major(bd, a, 0), *hdpd = head_major(dpd, a, 0);
+    float *hprob = head_major(a->prob, a, 0);
+    a->d_ac = tt_gpu_upload(hac, ne, 0), a->d_bd = tt_gpu_upload(hbd, ne, 0);
+    a->d_dpd = tt_gpu_upload(hdpd, ne, 0), a->d_probc = tt_gpu_upload(hprob, ne, bf);
+    void **outs[] = {&a->d_prob, &a->d_pdrop, &a->d_dac, &a->d_dbd};
+    for (int i = 0; i < 4; i++) TT_CUDA(cudaMalloc(outs[i], ne * (bf ? 2 : 4)));
+    free(ac), free(bd), free(dpd), free(dprob), free(mask), free(hac), free(hbd), free(hdpd), free(hprob);
+}
+
+static void txl_sm_free(txl_sm *a)
+{
+    free(a->prob), free(a->pdrop), free(a->dac), free(a->dbd);
+    void *dev[] = {a->d_ac, a->d_bd, a->d_dpd, a->d_prob, a->d_pdrop, a->d_dac, a->d_dbd,
+                   a->d_probc, a->d_step};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+/* The backward reads the CPU's prob (as the kernel test does), so each direction stands alone. */
+static void txl_sm_run(const txl_sm *a, const tt_gpu_program *p, const tt_gpu *gpu, int bwd)
+{
+    if (!bwd)
+        tt_txl_softmax_fwd(p, gpu->stream, a->d_prob, a->d_pdrop, a->d_ac, a->d_bd, a->batch,
+                           a->heads, a->n, a->m, a->scale, a->drop);
+    else
+        tt_txl_softmax_bwd(p, gpu->stream, a->d_dac, a->d_dbd, a->d_dpd, a->d_probc, a->batch,
+                           a->heads, a->n, a->m, a->scale, a->drop);
+}
+
+static double txl_sm_check(const txl_sm *a, const tt_gpu_program *p, const tt_gpu *gpu, int bwd,
+                           double *worst)
+{
+    const size_t ne = (size_t)a->batch * a->heads * a->n * a->k, es = a->bf16 ? 2 : 4;
+    const double tol = a->bf16 ? 1e-2 : 1e-5;
+    double ratio = 0;
+    *worst = 0;
+    void *outs[2] = {bwd ? a->d_dac : a->d_prob, bwd ? a->d_dbd : a->d_pdrop};
+    const float *want[2] = {bwd ? a->dac : a->prob, bwd ? a->dbd : a->pdrop};
+    for (int i = 0; i < 2; i++) TT_CUDA(cudaMemset(outs[i], 0xff, ne * es));
+    txl_sm_run(a, p, gpu, bwd);
+    TT_CUDA(cudaDeviceSynchronize());
+    for (int i = 0; i < 2; i++) {
+        float *x = tt_gpu_download(outs[i], ne, a->bf16), *ref = head_major(x, a, 1);
+        judge_host(ref, want[i], ne, tol, &ratio, worst);
+        free(x), free(ref);
+    }
+    return ratio;
+}
+
 /* --- every harness behind one pair of calls ------------------------------------------------------ */
 
 typedef struct {
     attn a;
     ln l;
     adam_in ad;
-    int have_a, have_l, have_ad;
+    ffn f;
+    xent_in x;
+    txl_sm t;
+    int have_a, have_l, have_ad, have_f, have_x, have_t;
 } inputs;
 
-static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long params, FILE *out)
+static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long params,
+                        long vocab, FILE *out)
 {
     if ((h == MLA_FWD || h == MLA_BWD) && !in->have_a) {
         if (out) {
@@ -455,6 +764,9 @@ static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long
     }
     if ((h == LN_FWD || h == LN_BWD) && !in->have_l) ln_init(&in->l, s), in->have_l = 1;
     if (h == ADAM && !in->have_ad) adam_init(&in->ad, s, params), in->have_ad = 1;
+    if ((h == FFN_FWD || h == FFN_BWD) && !in->have_f) ffn_init(&in->f, s), in->have_f = 1;
+    if (h == XENT && !in->have_x) xent_init(&in->x, s, vocab), in->have_x = 1;
+    if ((h == TXL_FWD || h == TXL_BWD) && !in->have_t) txl_sm_init(&in->t, s), in->have_t = 1;
 }
 
 static void inputs_free(inputs *in)
@@ -462,6 +774,9 @@ static void inputs_free(inputs *in)
     if (in->have_a) attn_free(&in->a);
     if (in->have_l) ln_free(&in->l);
     if (in->have_ad) adam_free(&in->ad);
+    if (in->have_f) ffn_free(&in->f);
+    if (in->have_x) xent_free(&in->x);
+    if (in->have_t) txl_sm_free(&in->t);
 }
 
 /* The scratch a variant's program needs for harness h (floats). */
@@ -469,6 +784,7 @@ static size_t scratch_floats(const inputs *in, harness h, const tt_gpu_program *
 {
     if (h == MLA_FWD || h == MLA_BWD) return tt_mla_scratch_floats(p, in->a.batch);
     if (h == LN_BWD) return ln_part_floats(&in->l, p);
+    if (h == FFN_BWD) return tt_ffn_act_bwd_part_floats(p);
     return 0;
 }
 
@@ -481,6 +797,11 @@ static double unit_check(const inputs *in, harness h, const tt_gpu_program *p, c
     case LN_FWD:
     case LN_BWD: return ln_check(&in->l, p, gpu, h == LN_BWD, scratch, worst);
     case ADAM: return adam_check(&in->ad, p, gpu, worst);
+    case FFN_FWD:
+    case FFN_BWD: return ffn_check(&in->f, p, gpu, h == FFN_BWD, scratch, worst);
+    case XENT: return xent_check(&in->x, p, gpu, worst);
+    case TXL_FWD:
+    case TXL_BWD: return txl_sm_check(&in->t, p, gpu, h == TXL_BWD, worst);
     }
     return INFINITY;
 }
@@ -503,6 +824,11 @@ static void timed_run(const void *arg)
     case LN_FWD:
     case LN_BWD: ln_run(&t->in->l, t->p, t->gpu, t->h == LN_BWD, t->scratch); break;
     case ADAM: adam_run(&t->in->ad, t->p, t->gpu, t->in->ad.n); break;
+    case FFN_FWD:
+    case FFN_BWD: ffn_run(&t->in->f, t->p, t->gpu, t->h == FFN_BWD, t->scratch); break;
+    case XENT: xent_run(&t->in->x, t->p, t->gpu); break;
+    case TXL_FWD:
+    case TXL_BWD: txl_sm_run(&t->in->t, t->p, t->gpu, t->h == TXL_BWD); break;
     }
 }
 
@@ -547,7 +873,7 @@ static int compile_all(const tt_spec *spec, const char *arch, variant *v, int nv
         if (tt_plan_build_tuned(spec, arch, &v[i].t, &p, err, errlen) != 0) return -1;
         for (int k = 0; k < p.n; k++) {
             int seen = 0;
-            for (int j = 0; j < all.n && !seen; j++) seen = !strcmp(all.kernels[j].name, p.kernels[k].name);
+            for (int j = 0; j < all.n && !seen; j++) seen = tt_kernel_same(&all.kernels[j], &p.kernels[k]);
             if (seen) continue;
             all.kernels = tt_xrealloc(all.kernels, (size_t)(all.n + 1) * sizeof *all.kernels);
             all.kernels[all.n++] = p.kernels[k];
@@ -601,7 +927,7 @@ static variant *enumerate(const tt_spec *spec, const char *arch, const tt_kernel
         tt_plan p;
         if (tt_plan_build_tuned(spec, arch, &x->t, &p, x->error, sizeof x->error) == 0) {
             const tt_kernel *mk = kernel_of(&p, k->op);
-            x->heuristic = mk && !strcmp(mk->name, heuristic->name);
+            x->heuristic = mk && tt_kernel_same(mk, heuristic);
             tt_plan_free(&p);
         }
     }
@@ -656,6 +982,15 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
         else if (h == ADAM)
             fprintf(out, " over %zu parameters, checked against the CPU on %d\n", in->ad.n,
                     ADAM_CHECK);
+        else if (h == FFN_FWD || h == FFN_BWD)
+            fprintf(out, " on %d rows of %d, checked against the CPU on all of them\n", in->f.rows,
+                    in->f.f);
+        else if (h == XENT)
+            fprintf(out, " on %d rows of %d logits, checked against the CPU on all of them\n",
+                    in->x.rows, in->x.v);
+        else if (h == TXL_FWD || h == TXL_BWD)
+            fprintf(out, " on %d rows of %d keys, checked against the CPU on all of them\n",
+                    in->t.batch * in->t.heads * in->t.n, in->t.k);
         else
             fprintf(out, " on %d rows of %d, checked against the CPU on all of them\n", in->l.rows,
                     in->l.d);
@@ -792,7 +1127,12 @@ int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const
         for (int i = 0; k && i < nt; i++)
             declared |= !strcmp(tu[i].template_file, k->template_file) && !strcmp(tu[i].op, k->op);
         if (!declared) continue;
-        inputs_need(&in, units[u].h, spec, check, opts.params, opts.out);
+        if (units[u].h == XENT && opts.vocab <= 0 && spec->model.vocab <= 0) {
+            if (opts.out) fprintf(opts.out, "\nxent: not tuned: the vocabulary is not known yet\n");
+            continue;
+        }
+        inputs_need(&in, units[u].h, spec, check, opts.params,
+                    opts.vocab > 0 ? opts.vocab : spec->model.vocab, opts.out);
         rc = tune_op(spec, gpu, cache, &opts, &in, units[u].h, k, tu, nt, &so_far, err, errlen);
         tuned += rc == 0;
     }

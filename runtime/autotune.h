@@ -19,6 +19,7 @@ typedef struct {
     int check_batch; /* sequences of the check against the CPU (0: the batch, at most 16) */
     int jobs;        /* parallel compiles (0: one per CPU) */
     long params;     /* parameters of the model, what adam is timed on (0: 2^24) */
+    long vocab;      /* the vocabulary (0: the spec's model.vocab) */
     FILE *out;       /* the tables; NULL: silent */
 } tt_tune_opts;
 

@@ -197,3 +197,41 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
     free(dqkv_r), free(dx);
     acts_free(&t);
 }
+
+void cpu_txl_probs(tt_real *prob, const tt_real *ac, const tt_real *bd, int rows, int n, int m,
+                   tt_real scale)
+{
+    const int k = m + n;
+    for (int r = 0; r < rows; r++) {
+        const int i = r % n, end = m + i + 1;
+        const tt_real *a = ac + (size_t)r * k, *b = bd + (size_t)r * k + (n - 1 - i);
+        tt_real *p = prob + (size_t)r * k;
+        double mx = -INFINITY, z = 0;
+        for (int j = 0; j < end; j++) {
+            const double x = ((double)a[j] + b[j]) * scale;
+            mx = x > mx ? x : mx;
+        }
+        for (int j = 0; j < end; j++) z += exp(((double)a[j] + b[j]) * scale - mx);
+        for (int j = 0; j < end; j++) p[j] = (tt_real)(exp(((double)a[j] + b[j]) * scale - mx) / z);
+        for (int j = end; j < k; j++) p[j] = 0;
+    }
+}
+
+void cpu_txl_probs_bwd(tt_real *dac, tt_real *dbd, const tt_real *prob, const tt_real *dprob,
+                       int rows, int n, int m, tt_real scale)
+{
+    const int k = m + n;
+    memset(dac, 0, (size_t)rows * k * sizeof *dac);
+    memset(dbd, 0, (size_t)rows * k * sizeof *dbd);
+    for (int r = 0; r < rows; r++) {
+        const int i = r % n, end = m + i + 1;
+        const tt_real *p = prob + (size_t)r * k, *dp = dprob + (size_t)r * k;
+        double dot = 0;
+        for (int j = 0; j < end; j++) dot += (double)p[j] * dp[j];
+        for (int j = 0; j < end; j++) {
+            const tt_real ds = (tt_real)(p[j] * (dp[j] - dot) * scale);
+            dac[(size_t)r * k + j] = ds;
+            dbd[(size_t)r * k + n - 1 - i + j] = ds;
+        }
+    }
+}

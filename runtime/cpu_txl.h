@@ -45,6 +45,17 @@ typedef struct {
     const tt_real *wqkv, *wr, *wo, *u, *v;
 } cpu_txl_weights;
 
+/* The attention probabilities between Transformer-XL's products, for rows of queries of k = m + n
+ * keys each (m of memory, then n of the segment), as templates/txl_softmax.cu computes them: row r
+ * is query i = r % n, and p[j] = softmax over the visible j <= m + i of (ac[j] + bd[n - 1 - i + j])
+ * * scale (BD's relative shift, MODEL.md section 3), 0 past them. */
+void cpu_txl_probs(tt_real *prob, const tt_real *ac, const tt_real *bd, int rows, int n, int m,
+                   tt_real scale);
+/* Its backward from d prob: ds = prob (dprob - sum_j prob dprob) scale, into dac[j] and
+ * dbd[n - 1 - i + j]; everything else of both rows 0. */
+void cpu_txl_probs_bwd(tt_real *dac, tt_real *dbd, const tt_real *prob, const tt_real *dprob,
+                       int rows, int n, int m, tt_real scale);
+
 /* The parameter gradients, added into; any may be NULL. */
 typedef struct {
     tt_real *wqkv, *wr, *wo, *u, *v;

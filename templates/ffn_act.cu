@@ -11,6 +11,10 @@
 // backward: the block is TT_TX threads across columns by TT_TY rows, and blockIdx.y of TT_PARTS
 // row groups, each of which writes its own partial sums of db1 (the bias_colsum kernel adds the
 // TT_PARTS rows of partials in a fixed order: deterministic, no atomics).
+// Tunable (ttgen --tune; the plan's heuristic otherwise): the forward's threads per block, the
+// backward's row groups (more partials to add, more blocks in flight).
+// ttgen: tunable ffn_act_fwd THREADS 128 256 512 1024
+// ttgen: tunable ffn_act_bwd PARTS 32 64 128 256 512
 
 #define TT_NV (TT_F / TT_VEC) // vectors per row
 static_assert(TT_F % TT_VEC == 0 && TT_LD % TT_VEC == 0 && TT_LD >= TT_F,

@@ -18,6 +18,9 @@
 // after them read them.
 // A warp per row (b, c, i), TT_THREADS / 32 rows a block; the row's scores in registers up to
 // TT_KMAX keys (klen <= TT_KMAX, checked by the launcher). Constants: TT_THREADS, TT_KMAX.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): rows (warps) per block.
+// ttgen: tunable txl_softmax_fwd THREADS 64 128 256 512
+// ttgen: tunable txl_softmax_bwd THREADS 64 128 256 512
 #define TT_PER_LANE ((TT_KMAX + 31) / 32)
 
 // The reference's number of row (c B + b) n + i: ((b H + c) n + i).

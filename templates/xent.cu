@@ -11,6 +11,9 @@
 // target outside [0, v) gives a NaN loss.
 // xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
 // Constants: TT_THREADS per block.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): the threads of a row's block (fewer
+// keep more of the row in registers; more read it with more loads in flight).
+// ttgen: tunable xent THREADS 256 512 1024
 
 #define TT_WARPS (TT_THREADS / 32)
 // e^x as 2^(x log2 e) on the special-function unit (ex2.approx: 2 ulp, and x log2 e rounded: a

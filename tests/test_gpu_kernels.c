@@ -15,6 +15,7 @@
 #include "bf16.h"
 #include "cache.h"
 #include "cpu_ops.h"
+#include "cpu_txl.h"
 #include "gemm.h"
 #include "gpu.h"
 #include "gpu_testutil.h"
@@ -965,11 +966,10 @@ static float *txl_rows(const float *src, int b, int h, int n, int k, int back)
 }
 
 /* Transformer-XL's fused relative shift, mask, softmax and dropatt (templates/txl_softmax.cu)
- * against the formulas of MODEL.md section 3 written out here (as runtime/cpu_txl.c computes
- * them), at fp32 and bf16, with and without memory, dropatt 0.2, outputs poisoned first: prob,
- * pdrop (the same mask as cpu_dropout_fwd draws, in the reference's order although the GPU's
- * rows are head-major) and the backward's dAC and dBD (every element, the unread columns of dBD
- * zero). */
+ * against its CPU twin (cpu_txl_probs and cpu_txl_probs_bwd: the formulas of MODEL.md section
+ * 3), at fp32 and bf16, with and without memory, dropatt 0.2, outputs poisoned first: prob, pdrop
+ * (the same mask as cpu_dropout_fwd draws, in the reference's order although the GPU's rows are
+ * head-major) and the backward's dAC and dBD (every element, the unread columns of dBD zero). */
 static void test_txl_softmax(void **state)
 {
     (void)state;
@@ -999,29 +999,11 @@ static void test_txl_softmax(void **state)
         float *prob = tt_xcalloc(ne, 4), *pdrop = tt_xmalloc(ne * 4), *dac = tt_xcalloc(ne, 4);
         float *dbd = tt_xcalloc(ne, 4), *dprob = tt_xmalloc(ne * 4);
         uint8_t *mask = tt_xmalloc(ne);
-        for (int r = 0; r < rows; r++) {
-            const int i = r % n, end = m + i + 1;
-            double mx = -INFINITY, z = 0, sc[256];
-            for (int j = 0; j < end; j++) {
-                sc[j] = ((double)ac[(size_t)r * k + j] + bd[(size_t)r * k + n - 1 - i + j]) * scale;
-                mx = sc[j] > mx ? sc[j] : mx;
-            }
-            for (int j = 0; j < end; j++) z += sc[j] = exp(sc[j] - mx);
-            for (int j = 0; j < end; j++) prob[(size_t)r * k + j] = (float)(sc[j] / z);
-        }
+        cpu_txl_probs(prob, ac, bd, rows, n, m, scale);
         round_storage(prob, ne, bf); /* the backward reads the stored prob */
         cpu_dropout(pdrop, mask, prob, (long)ne, dr);
         for (size_t e = 0; e < ne; e++) dprob[e] = mask[e] ? dpd[e] / (1.f - dr.p) : 0.f;
-        for (int r = 0; r < rows; r++) {
-            const int i = r % n, end = m + i + 1;
-            double dot = 0;
-            for (int j = 0; j < end; j++) dot += (double)prob[(size_t)r * k + j] * dprob[(size_t)r * k + j];
-            for (int j = 0; j < end; j++) {
-                const float ds = (float)(prob[(size_t)r * k + j] * (dprob[(size_t)r * k + j] - dot) * scale);
-                dac[(size_t)r * k + j] = ds;
-                dbd[(size_t)r * k + n - 1 - i + j] = ds;
-            }
-        }
+        cpu_txl_probs_bwd(dac, dbd, prob, dprob, rows, n, m, scale);
         /* GPU, head-major */
         float *hac = txl_rows(ac, b, h, n, k, 0), *hbd = txl_rows(bd, b, h, n, k, 0);
         float *hdpd = txl_rows(dpd, b, h, n, k, 0);
