@@ -175,17 +175,18 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
 
     /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta). */
     tt_kernel *c = add_kernel(plan, "colsum", "colsum.cu", "f32");
+    const long ct = pick(plan, "colsum", "THREADS", COLSUM_THREADS);
     set_const(c, "D", d);
     set_const(c, "SETS", 2);
     set_const(c, "ACCUMULATE", 0);
-    set_const(c, "THREADS", COLSUM_THREADS);
+    set_const(c, "THREADS", ct);
     name_kernel(c, flags);
-    c->block[0] = COLSUM_THREADS;
+    c->block[0] = (unsigned)ct;
     c->grid[0] = ceil_div(d, 32);
     c->grid[1] = 2;
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = sets", d);
-    whyf(c, "32 columns a block, %d warps over %u partials, fixed order: deterministic",
-         COLSUM_THREADS / 32, blocks);
+    whyf(c, "32 columns a block, %ld warps over %u partials, fixed order: deterministic", ct / 32,
+         blocks);
     return 0;
 }
 
@@ -236,7 +237,7 @@ static tt_kernel *row_kernel(tt_plan *plan, const char *op, const char *op_flag,
                              const char *dtype, const char *key, long w, long rows,
                              const char *count)
 {
-    const long vec = row_vec(w), nv = w / vec, threads = 256;
+    const long vec = row_vec(w), nv = w / vec, threads = pick(plan, op, "THREADS", 256);
     const char *const flags[] = {NULL};
     tt_kernel *k = add_kernel(plan, op, tpl, dtype);
     set_const(k, key, w);
@@ -421,16 +422,17 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     whyf(b, "dz = dropout_bwd(dhd) * (h > 0); db1 partials of %ld row groups, no atomics", parts);
 
     tt_kernel *c = add_kernel(plan, "bias_colsum", "colsum.cu", "f32");
+    const long ct = pick(plan, "bias_colsum", "THREADS", COLSUM_THREADS);
     set_const(c, "D", f);
     set_const(c, "SETS", 1);
     set_const(c, "ACCUMULATE", 0);
-    set_const(c, "THREADS", COLSUM_THREADS);
+    set_const(c, "THREADS", ct);
     name_kernel(c, flags);
-    c->block[0] = COLSUM_THREADS;
+    c->block[0] = (unsigned)ct;
     c->grid[0] = ceil_div(f, 32);
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32)", f);
-    whyf(c, "db1: 32 columns a block, %d warps over %ld partials, fixed order: deterministic",
-         COLSUM_THREADS / 32, parts);
+    whyf(c, "db1: 32 columns a block, %ld warps over %ld partials, fixed order: deterministic",
+         ct / 32, parts);
     return 0;
 }
 
@@ -556,7 +558,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
 /* fp32 -> storage type, for the bf16 path's fp32 results and master weights. */
 static void plan_cast(tt_plan *plan, const char *dtype)
 {
-    const long threads = 256;
+    const long threads = pick(plan, "cast", "THREADS", 256);
     const char *const flags[] = {NULL};
     tt_kernel *k = add_kernel(plan, "cast", "cast.cu", dtype);
     set_const(k, "THREADS", threads);
@@ -1150,6 +1152,17 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     }
     if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
     plan->tuning = NULL;
+    /* what a tuning may have set: every block whole warps, at most 1024 threads */
+    for (int i = 0; t && i < plan->n; i++) {
+        const tt_kernel *k = &plan->kernels[i];
+        const unsigned threads = k->block[0] * k->block[1] * k->block[2];
+        if (threads > 1024 || threads % 32) {
+            tt_errf(err, errlen, "%s: blocks of %u threads: whole warps, at most 1024", k->op,
+                    threads);
+            tt_plan_free(plan);
+            return -1;
+        }
+    }
     return 0;
 }
 

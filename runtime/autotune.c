@@ -22,7 +22,9 @@
 #define CHECK_BATCH_MAX 16
 
 /* The ops with a harness, in the order they are tuned, and what is timed for each. */
-typedef enum { MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM, FFN_FWD, FFN_BWD, XENT, TXL_FWD, TXL_BWD } harness;
+typedef enum {
+    MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM, FFN_FWD, FFN_BWD, XENT, TXL_FWD, TXL_BWD, CAST, EMB_FWD
+} harness;
 static const struct {
     const char *op, *unit;
     harness h;
@@ -32,12 +34,16 @@ static const struct {
     {"mla_bwd_wo", "tt_mla_bwd", MLA_BWD},
     {"residual_ln_fwd", "tt_residual_ln_fwd", LN_FWD},
     {"residual_ln_bwd", "tt_residual_ln_bwd", LN_BWD},
+    {"colsum", "tt_residual_ln_bwd", LN_BWD}, /* its second stage */
     {"adam", "tt_adam", ADAM},
     {"ffn_act_fwd", "tt_ffn_act_fwd", FFN_FWD},
     {"ffn_act_bwd", "tt_ffn_act_bwd", FFN_BWD},
+    {"bias_colsum", "tt_ffn_act_bwd", FFN_BWD}, /* its second stage */
     {"xent", "tt_xent", XENT},
     {"txl_softmax_fwd", "tt_txl_softmax_fwd", TXL_FWD},
     {"txl_softmax_bwd", "tt_txl_softmax_bwd", TXL_BWD},
+    {"cast", "tt_cast", CAST},
+    {"embedding_fwd", "tt_embedding_fwd", EMB_FWD},
 };
 
 const char *tt_tune_unit(const char *op)
@@ -738,6 +744,137 @@ static double txl_sm_check(const txl_sm *a, const tt_gpu_program *p, const tt_gp
     return ratio;
 }
 
+/* --- fp32 to the storage type (templates/cast.cu), over the model's parameters ----------------- */
+
+#define PATTERN ((size_t)1 << 20) /* floats repeated over a large device array (never zeros) */
+
+typedef struct {
+    size_t n;
+    int bf16;
+    float *pattern; /* host: what every PATTERN floats of the input hold */
+    float *d_in;
+    void *d_out;
+} cast_in;
+
+/* a device array of n floats holding pattern (PATTERN of them) over and over */
+static float *repeated(const float *pattern, size_t n)
+{
+    float *d;
+    TT_CUDA(cudaMalloc((void **)&d, n * 4));
+    TT_CUDA(cudaMemcpy(d, pattern, (n < PATTERN ? n : PATTERN) * 4, cudaMemcpyHostToDevice));
+    for (size_t at = PATTERN; at < n; at += PATTERN)
+        TT_CUDA(cudaMemcpy(d + at, d, (n - at < PATTERN ? n - at : PATTERN) * 4,
+                           cudaMemcpyDeviceToDevice));
+    return d;
+}
+
+static void cast_init(cast_in *a, const tt_spec *s, long params)
+{
+    memset(a, 0, sizeof *a);
+    a->n = params > 0 ? (size_t)params : (size_t)1 << 24;
+    a->bf16 = s->train.precision == TT_PREC_BF16;
+    a->pattern = tt_xmalloc(PATTERN * 4);
+    randn(a->pattern, PATTERN, 0.02f, 61, 0);
+    a->d_in = repeated(a->pattern, a->n);
+    TT_CUDA(cudaMalloc(&a->d_out, a->n * (a->bf16 ? 2 : 4)));
+}
+
+static void cast_free(cast_in *a)
+{
+    free(a->pattern);
+    cudaFree(a->d_in), cudaFree(a->d_out);
+}
+
+static void cast_run(const cast_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    tt_cast(p, gpu->stream, a->d_out, a->d_in, (long)a->n);
+}
+
+/* every element, rounded as the CPU rounds (to nearest, ties to even): the same bits */
+static double cast_check(const cast_in *a, const tt_gpu_program *p, const tt_gpu *gpu, double *worst)
+{
+    TT_CUDA(cudaMemset(a->d_out, 0xff, a->n * (a->bf16 ? 2 : 4)));
+    cast_run(a, p, gpu);
+    TT_CUDA(cudaDeviceSynchronize());
+    float *got = tt_gpu_download(a->d_out, a->n, a->bf16);
+    size_t differ = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        float want = a->pattern[i % PATTERN];
+        round_to(&want, 1, a->bf16);
+        differ += !(got[i] == want);
+    }
+    free(got);
+    *worst = (double)differ; /* elements that differ */
+    return differ ? INFINITY : 0;
+}
+
+/* --- the embedding of one table (templates/embedding.cu) ---------------------------------------- */
+
+typedef struct {
+    int rows, d, bf16;
+    long vocab;
+    float *pattern, *x0;  /* the table's repeated values; the CPU twin's x0 */
+    float *d_emb;
+    int32_t *d_tok;
+    void *d_x0;
+    unsigned long long *d_step;
+    tt_dropout drop;
+} emb_in;
+
+static void emb_init(emb_in *a, const tt_spec *s, long vocab)
+{
+    memset(a, 0, sizeof *a);
+    a->rows = s->train.batch * s->model.seq_len, a->d = s->model.d_model, a->vocab = vocab;
+    a->bf16 = s->train.precision == TT_PREC_BF16;
+    const int rows = a->rows, d = a->d;
+    const size_t nd = (size_t)rows * d;
+    a->pattern = tt_xmalloc(PATTERN * 4);
+    randn(a->pattern, PATTERN, 0.5f, 71, 0);
+    a->d_emb = repeated(a->pattern, (size_t)vocab * d);
+    int32_t *tok = tt_xmalloc((size_t)rows * 4);
+    for (int r = 0; r < rows; r++) /* frequent words often, as text has them */
+        tok[r] = (int32_t)((double)vocab * pow(tt_uniform(0x7475ae, 72, (uint64_t)r), 4.0));
+    a->drop = harness_dropout((float)(s->model.dropout > 0 ? s->model.dropout : 0.1), &a->d_step, 0);
+    const float scale = (float)sqrt((double)d);
+    a->x0 = tt_xmalloc(nd * 4);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < d; i++)
+            a->x0[(size_t)r * d + i] = a->pattern[((size_t)tok[r] * d + i) % PATTERN] * scale;
+    uint8_t *mask = tt_xmalloc(nd);
+    host_dropout(a->x0, mask, a->x0, nd, a->drop);
+    free(mask);
+    TT_CUDA(cudaMalloc((void **)&a->d_tok, (size_t)rows * 4));
+    TT_CUDA(cudaMemcpy(a->d_tok, tok, (size_t)rows * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMalloc(&a->d_x0, nd * (a->bf16 ? 2 : 4)));
+    free(tok);
+}
+
+static void emb_free(emb_in *a)
+{
+    free(a->pattern), free(a->x0);
+    void *dev[] = {a->d_emb, a->d_tok, a->d_x0, a->d_step};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+static void emb_run(const emb_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    tt_embedding_fwd(p, gpu->stream, a->d_x0, a->d_emb, a->d_tok, a->rows, a->d, (int)a->vocab,
+                     a->drop);
+}
+
+static double emb_check(const emb_in *a, const tt_gpu_program *p, const tt_gpu *gpu, double *worst)
+{
+    const size_t nd = (size_t)a->rows * a->d;
+    double ratio = 0;
+    *worst = 0;
+    TT_CUDA(cudaMemset(a->d_x0, 0xff, nd * (a->bf16 ? 2 : 4)));
+    emb_run(a, p, gpu);
+    TT_CUDA(cudaDeviceSynchronize());
+    judge(a->d_x0, a->x0, nd, a->bf16, a->bf16 ? 1e-2 : 1e-5, &ratio, worst);
+    return ratio;
+}
+
 /* --- every harness behind one pair of calls ------------------------------------------------------ */
 
 typedef struct {
@@ -747,7 +884,9 @@ typedef struct {
     ffn f;
     xent_in x;
     txl_sm t;
-    int have_a, have_l, have_ad, have_f, have_x, have_t;
+    cast_in c;
+    emb_in e;
+    int have_a, have_l, have_ad, have_f, have_x, have_t, have_c, have_e;
 } inputs;
 
 static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long params,
@@ -767,6 +906,8 @@ static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long
     if ((h == FFN_FWD || h == FFN_BWD) && !in->have_f) ffn_init(&in->f, s), in->have_f = 1;
     if (h == XENT && !in->have_x) xent_init(&in->x, s, vocab), in->have_x = 1;
     if ((h == TXL_FWD || h == TXL_BWD) && !in->have_t) txl_sm_init(&in->t, s), in->have_t = 1;
+    if (h == CAST && !in->have_c) cast_init(&in->c, s, params), in->have_c = 1;
+    if (h == EMB_FWD && !in->have_e) emb_init(&in->e, s, vocab), in->have_e = 1;
 }
 
 static void inputs_free(inputs *in)
@@ -777,6 +918,8 @@ static void inputs_free(inputs *in)
     if (in->have_f) ffn_free(&in->f);
     if (in->have_x) xent_free(&in->x);
     if (in->have_t) txl_sm_free(&in->t);
+    if (in->have_c) cast_free(&in->c);
+    if (in->have_e) emb_free(&in->e);
 }
 
 /* The scratch a variant's program needs for harness h (floats). */
@@ -802,6 +945,8 @@ static double unit_check(const inputs *in, harness h, const tt_gpu_program *p, c
     case XENT: return xent_check(&in->x, p, gpu, worst);
     case TXL_FWD:
     case TXL_BWD: return txl_sm_check(&in->t, p, gpu, h == TXL_BWD, worst);
+    case CAST: return cast_check(&in->c, p, gpu, worst);
+    case EMB_FWD: return emb_check(&in->e, p, gpu, worst);
     }
     return INFINITY;
 }
@@ -829,6 +974,8 @@ static void timed_run(const void *arg)
     case XENT: xent_run(&t->in->x, t->p, t->gpu); break;
     case TXL_FWD:
     case TXL_BWD: txl_sm_run(&t->in->t, t->p, t->gpu, t->h == TXL_BWD); break;
+    case CAST: cast_run(&t->in->c, t->p, t->gpu); break;
+    case EMB_FWD: emb_run(&t->in->e, t->p, t->gpu); break;
     }
 }
 
@@ -988,6 +1135,11 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
         else if (h == XENT)
             fprintf(out, " on %d rows of %d logits, checked against the CPU on all of them\n",
                     in->x.rows, in->x.v);
+        else if (h == CAST)
+            fprintf(out, " over %zu parameters, checked against the CPU on all of them\n", in->c.n);
+        else if (h == EMB_FWD)
+            fprintf(out, " on %d rows of %d from %ld words, checked against the CPU on all of them\n",
+                    in->e.rows, in->e.d, in->e.vocab);
         else if (h == TXL_FWD || h == TXL_BWD)
             fprintf(out, " on %d rows of %d keys, checked against the CPU on all of them\n",
                     in->t.batch * in->t.heads * in->t.n, in->t.k);
@@ -999,7 +1151,8 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
     const double t0 = tt_now_seconds();
     if (compile_all(spec, gpu->arch, v, nv, cache, o->jobs, err, errlen) != 0) goto fail;
     if (out) fprintf(out, "  built in %.1f s\n  %-22s %-22s %10s %8s\n", tt_now_seconds() - t0,
-                     "variant", h == ADAM ? "check (ulps)" : "check (rel. error)", "ms", "speed");
+                     "variant", h == ADAM ? "check (ulps)" : h == CAST ? "check (differ)" : "check (rel. error)",
+                     "ms", "speed");
     int best = -1, heur = -1;
     for (int i = 0; i < nv; i++) {
         variant *x = &v[i];
@@ -1020,7 +1173,7 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
         x->err = worst;
         if (!(ratio <= 1)) {
             snprintf(x->error, sizeof x->error, "WRONG: %s %.2e over its tolerance",
-                     h == ADAM ? "ulps" : "relative error", worst);
+                     h == ADAM ? "ulps" : h == CAST ? "elements differ:" : "relative error", worst);
             if (out) fprintf(out, "  %-22s %s\n", x->label, x->error);
             cudaFree(scratch);
             release(x);
@@ -1039,7 +1192,7 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
     for (int i = 0; i < nv && out; i++) {
         if (v[i].error[0]) continue;
         char check[32];
-        snprintf(check, sizeof check, h == ADAM ? "ok (%.0f)" : "ok (%.1e)", v[i].err);
+        snprintf(check, sizeof check, h == ADAM || h == CAST ? "ok (%.0f)" : "ok (%.1e)", v[i].err);
         fprintf(out, "  %-22s %-22s %10.4f %7.2fx%s%s\n", v[i].label, check, v[i].ms,
                 v[heur].ms / v[i].ms, i == heur ? "  the heuristic's" : "", i == best ? "  fastest" : "");
     }
@@ -1127,8 +1280,10 @@ int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const
         for (int i = 0; k && i < nt; i++)
             declared |= !strcmp(tu[i].template_file, k->template_file) && !strcmp(tu[i].op, k->op);
         if (!declared) continue;
-        if (units[u].h == XENT && opts.vocab <= 0 && spec->model.vocab <= 0) {
-            if (opts.out) fprintf(opts.out, "\nxent: not tuned: the vocabulary is not known yet\n");
+        if ((units[u].h == XENT || units[u].h == EMB_FWD) && opts.vocab <= 0 &&
+            spec->model.vocab <= 0) {
+            if (opts.out)
+                fprintf(opts.out, "\n%s: not tuned: the vocabulary is not known yet\n", units[u].op);
             continue;
         }
         inputs_need(&in, units[u].h, spec, check, opts.params,

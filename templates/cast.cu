@@ -1,6 +1,8 @@
 // fp32 -> the storage type TT_T, element by element (rounding as tt_store_as: to nearest, ties to
 // even): the bf16 path's conversions of fp32 results (dP) and of the master weights.
 // Constants: TT_THREADS. Grid-stride, so any grid covers any n.
+// Tunable (ttgen --tune; the plan's heuristic otherwise):
+// ttgen: tunable cast THREADS 128 256 512 1024
 
 #ifdef TT_OP_CAST
 extern "C" __global__ void __launch_bounds__(TT_THREADS)

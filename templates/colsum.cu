@@ -8,6 +8,10 @@
 // in four chains), then the warps' sums in warp order: a fixed order, and enough blocks and loads
 // in flight for a few hundred partials (one thread per column walking them all was 16 us for
 // LayerNorm's 264).
+// Tunable (ttgen --tune, timed inside the backward it ends; the plan's heuristic otherwise): the
+// warps over the partials (the order of the sums changes with them, and stays fixed for each).
+// ttgen: tunable colsum THREADS 64 128 256 512 1024
+// ttgen: tunable bias_colsum THREADS 64 128 256 512 1024
 #define TT_PW (TT_THREADS / 32)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ out, const float *__restrict__ in, int parts)

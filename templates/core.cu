@@ -4,6 +4,7 @@
 // (added into, as every parameter gradient). One small block: warp w handles cores w, w + warps..,
 // and the mean over cores is taken in core order, so the result is deterministic.
 // Constants: TT_H cores, TT_R rank, TT_THREADS (a multiple of 32).
+// Tunable: nothing (ttgen --tune): one block of h warps over h x R values, a launch's cost.
 
 #define TT_WARPS (TT_THREADS / 32)
 

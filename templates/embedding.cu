@@ -7,6 +7,8 @@
 // cluster's table; TT_VEC features per thread (divides the width), TT_THREADS per block;
 // embedding_sort: TT_P (a power of two >= the rows it sorts), TT_CHUNK (keys sorted in shared
 // memory at a time, a power of two <= TT_P), TT_THREADS.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): the forward's threads per block.
+// ttgen: tunable embedding_fwd THREADS 64 128 256 512 1024
 //
 // The backward is a scatter-add: dE[t] += sum over the rows r with tokens[r] = t of
 // dropout_bwd(dx0[r]) * sqrt(D). It is deterministic without float atomics: embedding_sort puts the
