@@ -1054,7 +1054,7 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
 static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
-    const long dp = tt_row_pitch(m->d_head), threads = 256;
+    const long dp = tt_row_pitch(m->d_head);
     static const struct {
         const char *op, *define, *why;
         bool heads;    /* shaped by the heads: H, DH, DP */
@@ -1083,6 +1083,7 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
                           b * (3 * n + 2L * m->mem_len) * hd, 0};
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        const long threads = pick(plan, ops[i].op, "THREADS", 256);
         tt_kernel *k = add_kernel(plan, ops[i].op, "txl.cu", dtype);
         if (ops[i].heads) {
             set_const(k, "H", m->n_head);

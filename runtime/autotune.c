@@ -23,7 +23,8 @@
 
 /* The ops with a harness, in the order they are tuned, and what is timed for each. */
 typedef enum {
-    MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM, FFN_FWD, FFN_BWD, XENT, TXL_FWD, TXL_BWD, CAST, EMB_FWD
+    MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM, FFN_FWD, FFN_BWD, XENT, TXL_FWD, TXL_BWD, CAST, EMB_FWD,
+    GATHER, TXL_QKV
 } harness;
 static const struct {
     const char *op, *unit;
@@ -44,6 +45,8 @@ static const struct {
     {"txl_softmax_bwd", "tt_txl_softmax_bwd", TXL_BWD},
     {"cast", "tt_cast", CAST},
     {"embedding_fwd", "tt_embedding_fwd", EMB_FWD},
+    {"adaptive_gather", "tt_adaptive_gather", GATHER},
+    {"txl_heads_qkv", "tt_txl_heads_qkv", TXL_QKV},
 };
 
 const char *tt_tune_unit(const char *op)
@@ -875,6 +878,148 @@ static double emb_check(const emb_in *a, const tt_gpu_program *p, const tt_gpu *
     return ratio;
 }
 
+/* --- a tail cluster's rows gathered (templates/adaptive.cu) -------------------------------------- */
+
+typedef struct {
+    int rows, d, count, bf16;
+    float *xc;      /* the CPU twin: the listed rows, zero rows for the padding */
+    void *d_x, *d_xc;
+    int32_t *d_idx;
+} gather_in;
+
+/* Every fifth row listed (a tail's share of the rows), padded with -1 to the bucket, as
+ * route_batch lists a cluster's rows. */
+static void gather_init(gather_in *a, const tt_spec *s)
+{
+    memset(a, 0, sizeof *a);
+    a->rows = s->train.batch * s->model.seq_len, a->d = s->model.d_model;
+    a->bf16 = s->train.precision == TT_PREC_BF16;
+    const int listed = (a->rows + 4) / 5;
+    a->count = (listed + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
+    const size_t nd = (size_t)a->rows * a->d;
+    float *x = tt_xmalloc(nd * 4);
+    randn(x, nd, 1.f, 81, a->bf16);
+    int32_t *idx = tt_xmalloc((size_t)a->count * 4);
+    a->xc = tt_xcalloc((size_t)a->count * a->d, 4);
+    for (int i = 0; i < a->count; i++) {
+        idx[i] = i < listed ? 5 * i : -1;
+        if (i < listed) memcpy(a->xc + (size_t)i * a->d, x + (size_t)idx[i] * a->d, (size_t)a->d * 4);
+    }
+    a->d_x = tt_gpu_upload(x, nd, a->bf16);
+    TT_CUDA(cudaMalloc((void **)&a->d_idx, (size_t)a->count * 4));
+    TT_CUDA(cudaMemcpy(a->d_idx, idx, (size_t)a->count * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMalloc(&a->d_xc, (size_t)a->count * a->d * (a->bf16 ? 2 : 4)));
+    free(x), free(idx);
+}
+
+static void gather_free(gather_in *a)
+{
+    free(a->xc);
+    cudaFree(a->d_x), cudaFree(a->d_xc), cudaFree(a->d_idx);
+}
+
+static void gather_run(const gather_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    tt_adaptive_gather(p, gpu->stream, a->d_xc, a->d_x, a->d_idx, a->count, a->d);
+}
+
+/* copies: the same values exactly */
+static double gather_check(const gather_in *a, const tt_gpu_program *p, const tt_gpu *gpu,
+                           double *worst)
+{
+    double ratio = 0;
+    *worst = 0;
+    TT_CUDA(cudaMemset(a->d_xc, 0xff, (size_t)a->count * a->d * (a->bf16 ? 2 : 4)));
+    gather_run(a, p, gpu);
+    TT_CUDA(cudaDeviceSynchronize());
+    judge(a->d_xc, a->xc, (size_t)a->count * a->d, a->bf16, 1e-30, &ratio, worst);
+    return *worst == 0 ? 0 : INFINITY;
+}
+
+/* --- Transformer-XL's heads split out of the projections (templates/txl.cu) --------------------- */
+
+typedef struct {
+    int batch, n, m, heads, dh, dp, bf16;
+    float *qu, *qv, *k, *v;       /* the CPU twin, [H][rows][DP], zero past d_head */
+    void *d_qkv, *d_kvm, *d_qu, *d_qv, *d_k, *d_v;
+    float *d_u, *d_vb;
+} heads_in;
+
+static void heads_init(heads_in *a, const tt_spec *s)
+{
+    memset(a, 0, sizeof *a);
+    const tt_model_spec *m = &s->model;
+    a->batch = s->train.batch, a->n = m->seq_len, a->m = m->mem_len, a->heads = m->n_head;
+    a->dh = m->d_head, a->dp = (int)tt_row_pitch(m->d_head);
+    a->bf16 = s->train.precision == TT_PREC_BF16;
+    const int B = a->batch, n = a->n, mm = a->m, H = a->heads, dh = a->dh, dp = a->dp, hd = H * dh;
+    const int klen = mm + n, bf = a->bf16;
+    float *qkv = tt_xmalloc((size_t)B * n * 3 * hd * 4), *kvm = tt_xmalloc((size_t)B * mm * 2 * hd * 4 + 4);
+    float *u = tt_xmalloc((size_t)hd * 4), *vb = tt_xmalloc((size_t)hd * 4);
+    randn(qkv, (size_t)B * n * 3 * hd, 1.f, 91, bf);
+    randn(kvm, (size_t)B * mm * 2 * hd, 1.f, 92, bf);
+    randn(u, hd, 0.5f, 93, 0);
+    randn(vb, hd, 0.5f, 94, 0);
+    a->qu = tt_xcalloc((size_t)H * B * n * dp, 4), a->qv = tt_xcalloc((size_t)H * B * n * dp, 4);
+    a->k = tt_xcalloc((size_t)H * B * klen * dp, 4), a->v = tt_xcalloc((size_t)H * B * klen * dp, 4);
+    for (int c = 0; c < H; c++)
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < klen; j++)
+                for (int e = 0; e < dh; e++) {
+                    const int col = c * dh + e;
+                    const size_t at = (((size_t)c * B + b) * klen + j) * dp + e;
+                    const float *src = j < mm ? kvm + ((size_t)b * mm + j) * 2 * hd
+                                              : qkv + ((size_t)b * n + j - mm) * 3 * hd + hd;
+                    a->k[at] = src[col], a->v[at] = src[hd + col];
+                    if (j < mm) continue;
+                    const size_t q = (((size_t)c * B + b) * n + j - mm) * dp + e;
+                    const float x = qkv[((size_t)b * n + j - mm) * 3 * hd + col];
+                    a->qu[q] = x + u[col], a->qv[q] = x + vb[col];
+                }
+    round_to(a->qu, (size_t)H * B * n * dp, bf);
+    round_to(a->qv, (size_t)H * B * n * dp, bf);
+    a->d_qkv = tt_gpu_upload(qkv, (size_t)B * n * 3 * hd, bf);
+    a->d_kvm = tt_gpu_upload(kvm, (size_t)B * mm * 2 * hd, bf);
+    a->d_u = tt_gpu_upload(u, hd, 0), a->d_vb = tt_gpu_upload(vb, hd, 0);
+    const size_t es = bf ? 2 : 4;
+    TT_CUDA(cudaMalloc(&a->d_qu, (size_t)H * B * n * dp * es));
+    TT_CUDA(cudaMalloc(&a->d_qv, (size_t)H * B * n * dp * es));
+    TT_CUDA(cudaMalloc(&a->d_k, (size_t)H * B * klen * dp * es));
+    TT_CUDA(cudaMalloc(&a->d_v, (size_t)H * B * klen * dp * es));
+    free(qkv), free(kvm), free(u), free(vb);
+}
+
+static void heads_free(heads_in *a)
+{
+    free(a->qu), free(a->qv), free(a->k), free(a->v);
+    void *dev[] = {a->d_qkv, a->d_kvm, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_u, a->d_vb};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+}
+
+static void heads_run(const heads_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    tt_txl_heads_qkv(p, gpu->stream, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_qkv,
+                     a->m ? a->d_kvm : NULL, a->d_u, a->d_vb, a->batch, a->n, a->m);
+}
+
+/* moves and one rounded sum: the same values exactly, the padding zero */
+static double heads_check(const heads_in *a, const tt_gpu_program *p, const tt_gpu *gpu,
+                          double *worst)
+{
+    const size_t nq = (size_t)a->heads * a->batch * a->n * a->dp;
+    const size_t nk = (size_t)a->heads * a->batch * (a->m + a->n) * a->dp, es = a->bf16 ? 2 : 4;
+    double ratio = 0;
+    *worst = 0;
+    void *outs[] = {a->d_qu, a->d_qv, a->d_k, a->d_v};
+    const float *want[] = {a->qu, a->qv, a->k, a->v};
+    for (int i = 0; i < 4; i++) TT_CUDA(cudaMemset(outs[i], 0xff, (i < 2 ? nq : nk) * es));
+    heads_run(a, p, gpu);
+    TT_CUDA(cudaDeviceSynchronize());
+    for (int i = 0; i < 4; i++) judge(outs[i], want[i], i < 2 ? nq : nk, a->bf16, 1e-30, &ratio, worst);
+    return *worst == 0 ? 0 : INFINITY;
+}
+
 /* --- every harness behind one pair of calls ------------------------------------------------------ */
 
 typedef struct {
@@ -886,7 +1031,9 @@ typedef struct {
     txl_sm t;
     cast_in c;
     emb_in e;
-    int have_a, have_l, have_ad, have_f, have_x, have_t, have_c, have_e;
+    gather_in g;
+    heads_in q;
+    int have_a, have_l, have_ad, have_f, have_x, have_t, have_c, have_e, have_g, have_q;
 } inputs;
 
 static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long params,
@@ -908,6 +1055,8 @@ static void inputs_need(inputs *in, harness h, const tt_spec *s, int check, long
     if ((h == TXL_FWD || h == TXL_BWD) && !in->have_t) txl_sm_init(&in->t, s), in->have_t = 1;
     if (h == CAST && !in->have_c) cast_init(&in->c, s, params), in->have_c = 1;
     if (h == EMB_FWD && !in->have_e) emb_init(&in->e, s, vocab), in->have_e = 1;
+    if (h == GATHER && !in->have_g) gather_init(&in->g, s), in->have_g = 1;
+    if (h == TXL_QKV && !in->have_q) heads_init(&in->q, s), in->have_q = 1;
 }
 
 static void inputs_free(inputs *in)
@@ -920,6 +1069,8 @@ static void inputs_free(inputs *in)
     if (in->have_t) txl_sm_free(&in->t);
     if (in->have_c) cast_free(&in->c);
     if (in->have_e) emb_free(&in->e);
+    if (in->have_g) gather_free(&in->g);
+    if (in->have_q) heads_free(&in->q);
 }
 
 /* The scratch a variant's program needs for harness h (floats). */
@@ -947,6 +1098,8 @@ static double unit_check(const inputs *in, harness h, const tt_gpu_program *p, c
     case TXL_BWD: return txl_sm_check(&in->t, p, gpu, h == TXL_BWD, worst);
     case CAST: return cast_check(&in->c, p, gpu, worst);
     case EMB_FWD: return emb_check(&in->e, p, gpu, worst);
+    case GATHER: return gather_check(&in->g, p, gpu, worst);
+    case TXL_QKV: return heads_check(&in->q, p, gpu, worst);
     }
     return INFINITY;
 }
@@ -976,6 +1129,8 @@ static void timed_run(const void *arg)
     case TXL_BWD: txl_sm_run(&t->in->t, t->p, t->gpu, t->h == TXL_BWD); break;
     case CAST: cast_run(&t->in->c, t->p, t->gpu); break;
     case EMB_FWD: emb_run(&t->in->e, t->p, t->gpu); break;
+    case GATHER: gather_run(&t->in->g, t->p, t->gpu); break;
+    case TXL_QKV: heads_run(&t->in->q, t->p, t->gpu); break;
     }
 }
 
@@ -1135,6 +1290,12 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
         else if (h == XENT)
             fprintf(out, " on %d rows of %d logits, checked against the CPU on all of them\n",
                     in->x.rows, in->x.v);
+        else if (h == GATHER)
+            fprintf(out, " on %d listed rows of %d, checked against the CPU on all of them\n",
+                    in->g.count, in->g.d);
+        else if (h == TXL_QKV)
+            fprintf(out, " for %d sequences of %d rows and %d of memory, checked against the CPU on "
+                    "all of them\n", in->q.batch, in->q.n, in->q.m);
         else if (h == CAST)
             fprintf(out, " over %zu parameters, checked against the CPU on all of them\n", in->c.n);
         else if (h == EMB_FWD)

@@ -8,6 +8,8 @@
 // A row's target is in one cluster, so a row of dx is in at most one list: one writer per row,
 // and the head's part of it is there before (stream order), as the CPU adds them.
 // Constants: TT_D features (d_model), TT_VEC features per thread (divides TT_D), TT_THREADS.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): the gather's threads per block.
+// ttgen: tunable adaptive_gather THREADS 64 128 256 512 1024
 
 #ifdef TT_OP_ADAPTIVE_GATHER
 extern "C" __global__ void __launch_bounds__(TT_THREADS)

@@ -5,6 +5,8 @@
 // TT_DP, zero from TT_DH on (d_head padded to a multiple of 8, so that every product's rows are
 // 16-byte aligned). Keys of sequence b: its m memory rows, then its n current rows.
 // Constants: TT_H (heads), TT_DH (d_head), TT_DP (padded), TT_THREADS. Runtime: batch, n, m.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): the heads split's threads per block.
+// ttgen: tunable txl_heads_qkv THREADS 128 256 512 1024
 #define TT_HD (TT_H * TT_DH)
 
 #ifdef TT_OP_TXL_PE
