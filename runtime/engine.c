@@ -154,11 +154,8 @@ static void run_txl_gpu(void *ctx, const int32_t *inputs, const int32_t *targets
 static int evaluate_txl_gpu(tt_engine *e, const tt_tokens *tokens, long max_tokens,
                             tt_eval_result *res, char *err, size_t errlen)
 {
-    const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
-    if (total < 2) {
-        memset(res, 0, sizeof *res);
-        return tt_errf(err, errlen, "the split has %ld tokens: nothing to predict", total);
-    }
+    const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
+    if (total < 0) return -1;
     tt_spec s = *e->spec;
     s.model.seq_len = s.eval.tgt_len;
     s.model.mem_len = s.eval.mem_len;

@@ -82,12 +82,20 @@ static long *txl_streams(long preds, int b)
     return first;
 }
 
-int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
-                    long max_tokens, tt_eval_result *res, char *err, size_t errlen)
+long tt_eval_total(const tt_tokens *tokens, long max_tokens, tt_eval_result *res, char *err,
+                   size_t errlen)
 {
     const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
     memset(res, 0, sizeof *res);
     if (total < 2) return tt_errf(err, errlen, "the split has %ld tokens: nothing to predict", total);
+    return total;
+}
+
+int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
+                    long max_tokens, tt_eval_result *res, char *err, size_t errlen)
+{
+    const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
+    if (total < 0) return -1;
     /* predictions p = 0 .. preds-1 read token p and predict token p + 1 */
     const long preds = total - 1;
     const int b = tt_txl_eval_streams(total, batch);
@@ -141,11 +149,8 @@ static void run_txl_cpu(void *ctx, const int32_t *in, const int32_t *tg, const f
 int tt_evaluate_txl_cpu(const tt_layout *l, int batch, tt_real *w, const tt_tokens *tokens,
                         long max_tokens, tt_eval_result *res, char *err, size_t errlen)
 {
-    const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
-    if (total < 2) {
-        memset(res, 0, sizeof *res);
-        return tt_errf(err, errlen, "the split has %ld tokens: nothing to predict", total);
-    }
+    const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
+    if (total < 0) return -1;
     const int b = tt_txl_eval_streams(total, batch);
     txl_cpu_ctx c = {.w = w, .mlen = 0};
     tt_cpu_lm_init(&c.lm, l, b);

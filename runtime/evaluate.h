@@ -46,5 +46,9 @@ typedef void (*tt_txl_eval_fn)(void *ctx, const int32_t *inputs, const int32_t *
 int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
                     long max_tokens, tt_eval_result *res, char *err, size_t errlen);
 int tt_txl_eval_streams(long total, int batch);
+/* The tokens an evaluation reads: all of them, or the first max_tokens (> 0); res zeroed. -1 with
+ * a message when they are fewer than 2 (nothing to predict). */
+long tt_eval_total(const tt_tokens *tokens, long max_tokens, tt_eval_result *res, char *err,
+                   size_t errlen);
 
 #endif

@@ -68,6 +68,8 @@ struct tt_gpu_lm {
     tt_gemm gemm;
     const tt_gpu_side *side; /* for work beside the main stream's; NULL: all on one stream */
     tt_gemm gemm_side;       /* gemm's products on side's stream (the weight gradients) */
+    cublasHandle_t blas;     /* the model's own, its workspace in the arena: another model on
+                              * the same device cannot move it from under a captured step */
     cublasHandle_t side_blas;
     int batch, rows;
     int pad;   /* rows rounded up to TT_ADAPTIVE_BUCKET: the longest list of a cluster */
@@ -366,7 +368,10 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
     b = (bump){lm->arena, 0};
     carve(lm, &b);
-    TT_CUBLAS(cublasSetWorkspace(gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
+    TT_CUBLAS(cublasCreate(&lm->blas));
+    TT_CUBLAS(cublasSetStream(lm->blas, gpu->stream));
+    TT_CUBLAS(cublasSetWorkspace(lm->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
+    lm->gemm.h = lm->blas;
     tt_gemm_set_workspace(&lm->gemm, lm->blas_ws, TT_BLAS_WORKSPACE);
     const char *graphs = getenv("TT_CUDA_GRAPH");
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
@@ -428,11 +433,8 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     if (!lm) return;
     drop_graphs(lm);
     if (lm->arena) {
-        TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, NULL, 0)); /* ours goes with the arena */
-        if (lm->side_blas) {
-            TT_CUBLAS(cublasSetWorkspace(lm->side_blas, NULL, 0));
-            TT_CUBLAS(cublasDestroy(lm->side_blas));
-        }
+        if (lm->blas) TT_CUBLAS(cublasDestroy(lm->blas)); /* its workspace goes with the arena */
+        if (lm->side_blas) TT_CUBLAS(cublasDestroy(lm->side_blas));
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
     }
@@ -864,6 +866,21 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
 }
 
+/* The elements of lm->pe (and of its table) before the current run's position embeddings:
+ * they are the last mlen + N of the kmax rows, distances mlen + N - 1 .. 0. */
+static size_t txl_pe_skip(const tt_gpu_lm *lm)
+{
+    const tt_model_spec *m = &lm->l->m;
+    return (size_t)(lm->kmax - lm->mlen - m->seq_len) * m->d_model;
+}
+
+/* The memory the run after this one attends to: the last min(mlen + N, M) rows. */
+static int txl_next_mlen(const tt_gpu_lm *lm)
+{
+    const tt_model_spec *m = &lm->l->m;
+    return lm->mlen + m->seq_len < m->mem_len ? lm->mlen + m->seq_len : m->mem_len;
+}
+
 /* Transformer-XL's layer k attention (MODEL.md section 3) over the memory of mlen rows a sequence
  * and the segment x: y = o_net(P' V) with P = softmax of the shifted, masked (q + u) k^T +
  * (q + v) r^T. Its heads are head-major and padded (templates/txl.cu), so that each product is
@@ -878,7 +895,7 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
     const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
-    const void *wqkv = wcp(lm, lw->qkv), *pe = (const char *)lm->pe + (size_t)(lm->kmax - klen) * d * lm->es;
+    const void *wqkv = wcp(lm, lw->qkv), *pe = (const char *)lm->pe + txl_pe_skip(lm) * lm->es;
     tt_gemm_fwd(gm, a->qkv, false, x, wqkv, rows, d, 3 * hd, 0.f);
     if (ml) /* the memory rows' k and v: W_kv is W_qkv's rows from HD on */
         tt_gemm_fwd(gm, a->kvm, false, lm->mem[lm->par][k], (const char *)wqkv + (size_t)hd * d * lm->es,
@@ -914,7 +931,7 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
     const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
-    const void *pe = (const char *)lm->pe + (size_t)(lm->kmax - klen) * d * lm->es;
+    const void *pe = (const char *)lm->pe + txl_pe_skip(lm) * lm->es;
     /* o_net */
     tt_gemm_bwd_w(gm, lg->o, lm->dy, a->om, rows, hd, d);
     tt_gemm_bwd_x(gm, lm->dom, lm->dy, wcp(lm, lw->o), rows, hd, d, 0.f);
@@ -954,7 +971,7 @@ static void txl_update_memory(tt_gpu_lm *lm)
 {
     const tt_model_spec *m = &lm->l->m;
     const cudaStream_t st = lm->gpu->stream;
-    const int n = m->seq_len, ml = lm->mlen, keep = ml + n < m->mem_len ? ml + n : m->mem_len;
+    const int n = m->seq_len, ml = lm->mlen, keep = txl_next_mlen(lm);
     const size_t row = (size_t)m->d_model * lm->es;
     const int old = keep > n ? keep - n : 0, cur = keep - old; /* rows from each */
     for (int k = 0; k < m->layers; k++) {
@@ -982,7 +999,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     /* forward */
     enqueue_embedding(lm, o, false);
     if (lm->txl) { /* pos_emb of distances klen-1 .. 0 with its dropout, for every layer */
-        const size_t skip = (size_t)(lm->kmax - lm->mlen - m->seq_len) * m->d_model;
+        const size_t skip = txl_pe_skip(lm);
         tt_txl_pe(&lm->prog, lm->gpu->stream, (char *)lm->pe + skip * lm->es, lm->pe_tab + skip,
                   (long)(lm->mlen + m->seq_len) * m->d_model, drop_at(lm, o, (float)m->dropout, 1));
     }
@@ -1035,9 +1052,6 @@ static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
  * again with it. */
 static void tune_products(tt_gpu_lm *lm)
 {
-    /* (the cuBLAS handle is the device's: another model opened on it may have moved its
-     * workspace, which the products of a captured step must not allocate) */
-    TT_CUBLAS(cublasSetWorkspace(lm->gpu->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
     int timed;
     if (tt_gemm_tune(&lm->gemm, &timed) > 0) drop_graphs(lm);
     lm->tuned += timed;
@@ -1047,8 +1061,7 @@ static void tune_products(tt_gpu_lm *lm)
 static void txl_advance(tt_gpu_lm *lm)
 {
     if (!lm->txl) return;
-    const tt_model_spec *m = &lm->l->m;
-    lm->mlen = lm->mlen + m->seq_len < m->mem_len ? lm->mlen + m->seq_len : m->mem_len;
+    lm->mlen = txl_next_mlen(lm);
     lm->par ^= 1;
 }
 

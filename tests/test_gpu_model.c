@@ -116,6 +116,34 @@ static double rel_l2(const float *a, const float *b, size_t n)
 /* One run with gradients on both sides from the same weights: the loss and every parameter
  * tensor's gradient within the variant's tolerances. Leaves the CPU's gradients in gc and returns
  * the number of comparisons over their tolerance. */
+/* The GPU's gradients gg against the CPU's gc: all of them within v->tol, each tensor within
+ * v->tol_tensor (else v->tol). Returns the comparisons over their tolerance. */
+static int compare_grads(const variant *v, const char *what, const tt_layout *l, const float *gc,
+                         const float *gg)
+{
+    int failures = 0;
+    double worst = 0;
+    const char *worst_name = "";
+    const double tol_t = v->tol_tensor > 0 ? v->tol_tensor : v->tol;
+    for (int i = 0; i < l->n_params; i++) {
+        const tt_param *p = &l->params[i];
+        const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
+        if (e > worst) worst = e, worst_name = p->name;
+        if (!(e <= tol_t)) {
+            print_error("%s, %s: gradient of %s differs by %.2e\n", v->name, what, p->name, e);
+            failures++;
+        }
+    }
+    const double all = rel_l2(gg, gc, l->n_floats);
+    printf("%-28s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "", all,
+           v->tol, tol_t, worst_name, worst);
+    if (!(all <= v->tol)) {
+        print_error("%s, %s: the gradients differ by %.2e\n", v->name, what, all);
+        failures++;
+    }
+    return failures;
+}
+
 static int compare_run(const variant *v, const char *what, const tt_layout *l, tt_cpu_lm *cpu,
                        tt_gpu_lm *lm, float *w, float *gc, float *gg, const int32_t *in,
                        const int32_t *tg, const tt_lm_opts *o)
@@ -135,26 +163,7 @@ static int compare_run(const variant *v, const char *what, const tt_layout *l, t
         print_error("%s, %s: loss differs by %.2e, nll by %.2e\n", v->name, what, lrel, nrel);
         failures++;
     }
-    double worst = 0;
-    const char *worst_name = "";
-    const double tol_t = v->tol_tensor > 0 ? v->tol_tensor : v->tol;
-    for (int i = 0; i < l->n_params; i++) {
-        const tt_param *p = &l->params[i];
-        const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
-        if (e > worst) worst = e, worst_name = p->name;
-        if (!(e <= tol_t)) {
-            print_error("%s, %s: gradient of %s differs by %.2e\n", v->name, what, p->name, e);
-            failures++;
-        }
-    }
-    const double all = rel_l2(gg, gc, nf);
-    printf("%-28s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "", all,
-           v->tol, tol_t, worst_name, worst);
-    if (!(all <= v->tol)) {
-        print_error("%s, %s: the gradients differ by %.2e\n", v->name, what, all);
-        failures++;
-    }
-    return failures;
+    return failures + compare_grads(v, what, l, gc, gg);
 }
 
 static void test_step(void **state)
@@ -315,25 +324,7 @@ static void test_txl(void **state)
             }
             if (!train) continue;
             TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
-            double worst = 0;
-            const char *worst_name = "";
-            const double tol_t = v.tol_tensor > 0 ? v.tol_tensor : v.tol;
-            for (int i = 0; i < l.n_params; i++) {
-                const tt_param *p = &l.params[i];
-                const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
-                if (e > worst) worst = e, worst_name = p->name;
-                if (!(e <= tol_t)) {
-                    print_error("%s, %s: gradient of %s differs by %.2e\n", tv->name, what, p->name, e);
-                    failures++;
-                }
-            }
-            const double all = rel_l2(gg, gc, nf);
-            printf("%-28s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "",
-                   all, v.tol, tol_t, worst_name, worst);
-            if (!(all <= v.tol)) {
-                print_error("%s, %s: the gradients differ by %.2e\n", tv->name, what, all);
-                failures++;
-            }
+            failures += compare_grads(&v, what, &l, gc, gg);
         }
         tt_gpu_lm_close(lm);
         tt_cpu_lm_free(&cpu);
