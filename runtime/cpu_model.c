@@ -87,6 +87,30 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
     lm->d_emb = tt_xmalloc(rows * d * sizeof(tt_real));
 }
 
+double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double *rms)
+{
+    const tt_model_spec *m = &lm->layout->m;
+    const int d = m->d_model, f = m->d_inner;
+    double best = INFINITY;
+    *layer = *unit = -1;
+    for (int k = 0; k < m->layers; k++) {
+        const tt_layer_view *lw = &lm->w.layer[k];
+        const tt_real *x1 = lm->acts[k].x1;
+        double sq = 0, near = INFINITY;
+        int at = -1;
+        for (int r = 0; r < lm->rows; r++)
+            for (int u = 0; u < f; u++) {
+                double z = lw->ff1_b[u];
+                for (int c = 0; c < d; c++) z += (double)x1[(size_t)r * d + c] * lw->ff1_w[(size_t)u * d + c];
+                sq += z * z;
+                if (fabs(z) < near) near = fabs(z), at = u;
+            }
+        const double q = sqrt(sq / ((double)lm->rows * f)), rel = near / (q > 0 ? q : 1);
+        if (rel < best) best = rel, *layer = k, *unit = at, *rms = q;
+    }
+    return best;
+}
+
 void tt_cpu_lm_free(tt_cpu_lm *lm)
 {
     if (!lm->layout) return;

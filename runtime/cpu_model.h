@@ -38,6 +38,13 @@ typedef struct {
 void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *layout, int batch);
 void tt_cpu_lm_free(tt_cpu_lm *lm);
 
+/* The FFN's ReLU input of the last run nearest zero, as a fraction of its layer's RMS; its layer,
+ * unit and that RMS into *layer, *unit and *rms. Where it is within rounding of zero, two correct
+ * implementations (another summation order) disagree on the ReLU's mask there, and W1, b1 and
+ * everything below them differ by a whole term: a gradient test moves that unit's bias off the
+ * kink first. */
+double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double *rms);
+
 typedef struct {
     bool train;            /* dropout on */
     uint64_t seed, step;   /* the dropout masks' RNG stream */

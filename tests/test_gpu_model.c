@@ -53,8 +53,9 @@ static const variant variants[] = {
      * product is within 1e-3 (test_gpu_kernels), all gradients together within a few 1e-4 here,
      * so 1e-2. bf16 also stores every activation and dlogits with 8 bits (2^-9): all gradients
      * within 5e-3 seen, so 2e-2. A tensor behind a ReLU (W1, b1) sees its mask flip wherever the
-     * rounding moved an input across zero: up to 2.3e-2 seen at tf32 and 8e-2 at bf16. A broken
-     * backward is off by order 1, so each tensor is held to 0.15. Both at the initial scale: at
+     * rounding moved an input across zero: up to 2.3e-2 seen at tf32 and 0.21 at bf16 (see
+     * compare_grads: they are held to twice the others' bound). A broken backward is off by
+     * order 1, so each other tensor is held to 0.15. Both at the initial scale: at
      * 8 times it the logits are so large that the softmax amplifies the rounding further. */
     {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1e-2, 1, 0.15, 0, 0, 0},
     {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 2e-2, 1, 0.15, 0, 0, 0},
@@ -94,6 +95,36 @@ static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
     if (tt_layout_build(&s->model, s->model.vocab, l, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
+/* A gradient test is ill-posed where an FFN's ReLU input lies within rounding of zero: the CPU
+ * and the GPU sum it in different orders, may disagree on its sign, and then W1, b1 and every
+ * layer below differ by a whole term (seen: 2% at fp32, from one input at 3.8e-7 of its layer's
+ * RMS). fp32 dot products of these lengths agree to about 1e-6 of the RMS, at worst 1e-5. So
+ * before an fp32 comparison the CPU runs the forward, and a unit with an input within 3e-5 of
+ * its layer's RMS has its bias moved by 1e-3 of it, until none is. Returns whether w changed. */
+static bool off_the_kinks(const tt_layout *l, tt_cpu_lm *cpu, float *w, const int32_t *in,
+                          const int32_t *tg, const tt_lm_opts *o)
+{
+    bool moved = false;
+    for (int tries = 0; tries < 16; tries++) {
+        tt_lm_result r;
+        tt_cpu_lm_run(cpu, w, NULL, in, tg, o, &r);
+        int k, u;
+        double rms;
+        const double margin = tt_cpu_lm_relu_margin(cpu, &k, &u, &rms);
+        if (margin > 3e-5) return moved;
+        char name[64];
+        snprintf(name, sizeof name, "layers.%d.pos_ff.CoreNet.0.bias", k);
+        const tt_param *b = tt_layout_find(l, name);
+        assert_non_null(b);
+        w[b->offset + u] += (float)(1e-3 * rms);
+        printf("%-28s moved %s[%d] by %.2e: a ReLU input at %.1e of its layer's RMS\n", "", name,
+               u, 1e-3 * rms, margin);
+        moved = true;
+    }
+    fail_msg("16 ReLU inputs within rounding of zero: no well-posed point near these weights");
+    return moved;
+}
+
 /* Weights that exercise every path: the initial ones scaled up, constants perturbed. */
 static void weights(const tt_layout *l, float *w, float scale)
 {
@@ -128,15 +159,22 @@ static int compare_grads(const variant *v, const char *what, const tt_layout *l,
     for (int i = 0; i < l->n_params; i++) {
         const tt_param *p = &l->params[i];
         const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
+        /* W1 and b1 right behind the ReLU, at tf32 and bf16: where rounding flips the mask of a
+         * unit (its input within about 2^-8 of the RMS at bf16: some 0.8% of them), that unit's
+         * gradient loses or gains one row's term, about 1/sqrt(its active rows) of it. With 24
+         * to 64 rows a unit, a unit in five or six holds a flip, so the tensor's error is about
+         * sqrt(0.2) x 0.25 = 0.11, and its spread over seeds reaches 0.21 (Transformer-XL, F 36,
+         * seed 12345). Held to twice the others' bound: a broken backward is still order 1. */
+        const double tol_p = v->tol_tensor > 0 && strstr(p->name, "pos_ff.CoreNet.0.") ? 2 * tol_t : tol_t;
         if (e > worst) worst = e, worst_name = p->name;
-        if (!(e <= tol_t)) {
+        if (!(e <= tol_p)) {
             print_error("%s, %s: gradient of %s differs by %.2e\n", v->name, what, p->name, e);
             failures++;
         }
     }
     const double all = rel_l2(gg, gc, l->n_floats);
-    printf("%-28s all gradients %.1e (tol %.0e); each within %.1e (worst %s: %.1e)\n", "", all,
-           v->tol, tol_t, worst_name, worst);
+    printf("%-28s all gradients %.1e (tol %.0e); each within %.1e%s (worst %s: %.1e)\n", "", all,
+           v->tol, tol_t, v->tol_tensor > 0 ? ", W1 and b1 twice that" : "", worst_name, worst);
     if (!(all <= v->tol)) {
         print_error("%s, %s: the gradients differ by %.2e\n", v->name, what, all);
         failures++;
@@ -190,6 +228,8 @@ static void test_step(void **state)
                         .label_smoothing = v->eps > 0 ? v->eps : (float)s.train.label_smoothing};
         tt_cpu_lm cpu;
         tt_cpu_lm_init(&cpu, &l, batch);
+        const bool fp32 = s.train.precision == TT_PREC_FP32;
+        if (fp32) off_the_kinks(&l, &cpu, w, in, tg, &o);
         char err[1024];
         tt_gpu_lm *lm;
         if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
@@ -218,6 +258,10 @@ static void test_step(void **state)
         }
         /* a run from the weights Adam left on the GPU, which it also wrote into the copies the
          * products read (the storage type's, W2's padded one): the CPU from the same weights */
+        if (fp32 && off_the_kinks(&l, &cpu, wg, in, tg, &o)) { /* the GPU takes the same point */
+            TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), wg, nf * 4, cudaMemcpyHostToDevice));
+            tt_gpu_lm_weights_changed(lm);
+        }
         failures += compare_run(v, "after Adam", &l, &cpu, lm, wg, gc, gg, in, tg, &o);
         free(wc), free(m), free(vv), free(wg);
         /* the runs after the first timed the products the first made (tt_gemm_tune, on by
