@@ -2,9 +2,13 @@
 #include "tune.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "emit.h"
 #include "sha256.h"
@@ -210,6 +214,8 @@ int tt_variant_parse(const char *variant, const char *op, tt_tuning *t)
 
 char *tt_tuning_path(const char *cache_dir) { return tt_xasprintf("%s/tuning.tsv", cache_dir); }
 
+static int store_locked(const char *path, const tt_tune_entry *e, char *err, size_t errlen);
+
 /* A line: card, signature, variant, default variant, best ms, default ms, unit, date; tabs. */
 #define TUNE_FIELDS 8
 
@@ -277,6 +283,21 @@ int tt_tuning_load(const char *path, tt_tune_entry **out, int *n, char *err, siz
 }
 
 int tt_tuning_store(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
+{
+    /* read, replace, write under an exclusive lock: two ttgen --tune at once keep both entries */
+    char *lock_path = tt_xasprintf("%s.lock", path);
+    const int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(lock_path);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+        if (lock >= 0) close(lock);
+        return tt_errf(err, errlen, "%s: cannot lock the tuning cache: %s", path, strerror(errno));
+    }
+    const int rc = store_locked(path, e, err, errlen);
+    close(lock); /* releases the lock */
+    return rc;
+}
+
+static int store_locked(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
 {
     tt_tune_entry *all;
     int n;

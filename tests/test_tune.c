@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "autotune.h"
 #include "cache.h"
@@ -294,6 +296,42 @@ static void test_cache_file(void **state)
     tu_rm_rf(dir);
 }
 
+/* Four processes storing at once (four ttgen --tune on one cache): every entry kept. */
+static void test_concurrent_store(void **state)
+{
+    (void)state;
+    char dir[96], err[512];
+    tu_temp_dir("tune-lock", dir, sizeof dir);
+    char *path = tt_tuning_path(dir);
+    pid_t kids[4];
+    for (int k = 0; k < 4; k++) {
+        kids[k] = fork();
+        assert_true(kids[k] >= 0);
+        if (kids[k] == 0) {
+            for (int i = 0; i < 25; i++) {
+                char sig[32];
+                snprintf(sig, sizeof sig, "op|%d|%d", k, i);
+                tt_tune_entry e = entry("NVIDIA H200", sig, "G=2 TD=64", 0.08);
+                if (tt_tuning_store(path, &e, err, sizeof err) != 0) _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        int st;
+        assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    tt_tune_entry *e;
+    int n;
+    assert_int_equal(tt_tuning_load(path, &e, &n, err, sizeof err), 0);
+    print_message("  %d entries from 4 writers of 25\n", n);
+    assert_int_equal(n, 100);
+    free(e);
+    free(path);
+    tu_rm_rf(dir);
+}
+
 /* A later plan takes the cached variant for its card and signature; other cards, TT_TUNE=0, an
  * edited signature, and a variant the plan refuses all leave the heuristic, each said so. */
 static void test_plan_for_card(void **state)
@@ -442,6 +480,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_declarations),     cmocka_unit_test(test_bad_declaration),
         cmocka_unit_test(test_plan_honors_values), cmocka_unit_test(test_cache_file),
+        cmocka_unit_test(test_concurrent_store),
         cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_cli),
         cmocka_unit_test(test_variants_compile),
     };
