@@ -430,9 +430,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
 #ifdef TT_OP_MLA_BWD_PARAMS
 // dp[j, r] = sum_{b,it} dP partials (written); dg, du, dv [R] += sums of their partials. A warp
 // per output: lane l adds the partials of sequences l, l + 32, ... in order, then the lanes'
-// sums meet in a fixed butterfly: the same bits on every run. In double: the partials of the
-// core's 3R gradients cancel (large terms of both signs, a small sum), and an fp32 sum of a few
-// thousand of them lost up to 1.35e-5 of dg against the CPU.
+// sums meet in a fixed butterfly: the same bits on every run.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
           float *__restrict__ dv, const float *__restrict__ part, int batch)
@@ -441,12 +439,12 @@ TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du
     int e = (int)((blockIdx.x * (size_t)TT_THREADS + threadIdx.x) / 32);
 #if TT_POS_KEY
     if (e < (int)TT_PART_NR) {
-        double s = 0.0;
+        float s = 0.f;
         for (int b = lane; b < batch; b += 32)
 #pragma unroll
             for (int it = 0; it < TT_IT; it++) s += TT_PART_P(b, it)[e];
-        s = tt_group_sum_of<double, 32>(s);
-        if (lane == 0) dp[e] = (float)s;
+        s = tt_group_sum<32>(s);
+        if (lane == 0) dp[e] = s;
         return;
     }
     e -= (int)TT_PART_NR;
@@ -454,20 +452,20 @@ TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du
     (void)dp;
 #endif
     if (e >= 3 * TT_R) return;
-    double s = 0.0;
+    float s = 0.f;
     for (int b = lane; b < batch; b += 32)
         // (tiles and parts have compile-time bounds: unrolled, the loads are all in flight at once)
 #pragma unroll
         for (int it = 0; it < TT_IT; it++)
 #pragma unroll
             for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
-    s = tt_group_sum_of<double, 32>(s);
+    s = tt_group_sum<32>(s);
     if (lane != 0) return;
     const int which = e / TT_R, r = e % TT_R;
-    if (which == 0) dg[r] += (float)s;
+    if (which == 0) dg[r] += s;
 #if TT_POS_KEY
-    else if (which == 1) du[r] += (float)s;
-    else dv[r] += (float)s;
+    else if (which == 1) du[r] += s;
+    else dv[r] += s;
 #else
     (void)du, (void)dv;
 #endif
