@@ -314,6 +314,7 @@ static void test_concurrent_store(void **state)
                 tt_tune_entry e = entry("NVIDIA H200", sig, "G=2 TD=64", 0.08);
                 if (tt_tuning_store(path, &e, err, sizeof err) != 0) _exit(1);
             }
+            free(path); /* (the child's copy: valgrind follows children) */
             _exit(0);
         }
     }
