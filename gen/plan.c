@@ -652,6 +652,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     set_const(k, "JP", ceil_div(n, 16));
     name_kernel(k, flags);
     set_const(k, "THREADS", 32 * g);
+    set_const(k, "MINB", pick(plan, "mla_fwd", "MINB", 0)); /* 0: the compiler's registers */
     set_const(k, "OP_MLA_FWD", 1);
     k->block[0] = (unsigned)(32 * g);
     k->grid[0] = (unsigned)tasks;
@@ -949,6 +950,7 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     set_const(q, "JP", ceil_div(n, js));
     name_kernel(q, flags);
     set_const(q, "THREADS", 32 * g);
+    set_const(q, "MINB", pick(plan, "mla_bwd_q", "MINB", 0));
     set_const(q, "OP_MLA_BWD_Q", 1);
     q->block[0] = (unsigned)(32 * g);
     q->grid[0] = (unsigned)tasks;
@@ -1157,6 +1159,13 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     for (int i = 0; t && i < plan->n; i++) {
         const tt_kernel *k = &plan->kernels[i];
         const unsigned threads = k->block[0] * k->block[1] * k->block[2];
+        const long minb = tt_kernel_const(k, "MINB", 0);
+        if (minb < 0 || minb * threads > 2048) {
+            tt_errf(err, errlen, "%s: MINB=%ld blocks of %u threads: up to the 2048 threads an SM "
+                    "holds", k->op, minb, threads);
+            tt_plan_free(plan);
+            return -1;
+        }
         if (threads > 1024 || threads % 32) {
             tt_errf(err, errlen, "%s: blocks of %u threads: whole warps, at most 1024", k->op,
                     threads);

@@ -36,9 +36,9 @@ static int parse_declaration(const char *tpl, const char *line, size_t len, tt_t
     for (char *v; (v = strtok_r(NULL, " \t", &save));) {
         char *end;
         const long x = strtol(v, &end, 10);
-        if (*end || x < 1 || t->n_values == TT_TUNE_VALUES)
-            return tt_errf(err, errlen, "templates/%s: tunable %s %s: '%s' (at most %d positive "
-                           "integers)", tpl, op, key, v, TT_TUNE_VALUES);
+        if (*end || x < 0 || t->n_values == TT_TUNE_VALUES)
+            return tt_errf(err, errlen, "templates/%s: tunable %s %s: '%s' (at most %d integers "
+                           "from 0)", tpl, op, key, v, TT_TUNE_VALUES);
         t->values[t->n_values++] = x;
     }
     if (t->n_values < 2)

@@ -22,6 +22,10 @@
 // ttgen: tunable mla_bwd_wo S 1 2 4 6 8 12 16
 // ttgen: tunable mla_bwd_q G 1 2 4 8
 // ttgen: tunable mla_bwd_q JS 8 16
+// and of both, the blocks an SM should hold at once (MINB: fewer registers a thread as it grows,
+// and spills past the register file's share; 0, the heuristic's, leaves it to the compiler):
+// ttgen: tunable mla_fwd MINB 0 2 3 4
+// ttgen: tunable mla_bwd_q MINB 0 2 3 4
 
 #define TT_RK ((TT_R + 15) / 16)        // k-steps of 16 over the rank
 #define TT_NPAD ((TT_N + 15) / 16 * 16) // keys, in whole chunks of 16
@@ -303,7 +307,11 @@ static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
 // With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
 // up in order; with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], the
 // part's K rows [G][16][SR], then two Wo slabs [TD][SW] (j's, and j + 1's on its way).
+#if TT_MINB > 0
+extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
+#else
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
+#endif
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ ypart)
@@ -663,7 +671,11 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the 16-wide tiles (slab of Wo, dT), in bf16
 #define TT_RN (TT_RK * 2)        // n8 tiles over the rank
+#if TT_MINB > 0
+extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
+#else
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
+#endif
 TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restrict__ dy,
           const TT_T *__restrict__ qkv, const float *__restrict__ g, const TT_T *__restrict__ wo,
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
