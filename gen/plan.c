@@ -886,6 +886,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     set_const(k, "S", splits);
     name_kernel(k, flags);
     set_const(k, "THREADS", 32 * w);
+    set_const(k, "MINB", pick(plan, "mla_bwd_wo", "MINB", 512 / (32 * w) > 0 ? 512 / (32 * w) : 1));
     set_const(k, "OP_MLA_BWD_WO", 1);
     k->block[0] = (unsigned)(32 * w);
     k->grid[0] = ceil_div(n, w);

@@ -26,6 +26,8 @@
 // and spills past the register file's share; 0, the heuristic's, leaves it to the compiler):
 // ttgen: tunable mla_fwd MINB 0 2 3 4
 // ttgen: tunable mla_bwd_q MINB 0 2 3 4
+// (mla_bwd_wo's heuristic: 512 / THREADS, at most 128 registers a thread)
+// ttgen: tunable mla_bwd_wo MINB 1 2 3 4
 
 #define TT_RK ((TT_R + 15) / 16)        // k-steps of 16 over the rank
 #define TT_NPAD ((TT_N + 15) / 16 * 16) // keys, in whole chunks of 16
@@ -486,7 +488,7 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
 }
 
 // (at most 128 registers: 512 threads of these blocks per SM)
-extern "C" __global__ void __launch_bounds__(TT_THREADS, 512 / TT_THREADS)
+extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ wpart)
