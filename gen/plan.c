@@ -972,7 +972,6 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, tc = !strcmp(dtype, "bf16");
-    const long threads = 256;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     if (tc ? plan_mla_bwd_wo_tc(plan, s, err, errlen) != 0
            : plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0)
@@ -991,6 +990,7 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};
     const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
     for (int i = 0; i < 2; i++) {
+        const long threads = pick(plan, ops[i], "THREADS", 256);
         tt_kernel *c = add_kernel(plan, ops[i], "mla.cu", dtype);
         mla_shape_consts(c, m);
         set_const(c, "TI", tq);

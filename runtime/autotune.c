@@ -33,6 +33,8 @@ static const struct {
     {"mla_fwd", "tt_mla_fwd", MLA_FWD},
     {"mla_bwd_q", "tt_mla_bwd", MLA_BWD},
     {"mla_bwd_wo", "tt_mla_bwd", MLA_BWD},
+    {"mla_bwd_reduce", "tt_mla_bwd", MLA_BWD},
+    {"mla_bwd_params", "tt_mla_bwd", MLA_BWD},
     {"residual_ln_fwd", "tt_residual_ln_fwd", LN_FWD},
     {"residual_ln_bwd", "tt_residual_ln_bwd", LN_BWD},
     {"colsum", "tt_residual_ln_bwd", LN_BWD}, /* its second stage */

@@ -16,6 +16,9 @@
 // ttgen: tunable mla_bwd_wo TI 8 16 32
 // ttgen: tunable mla_bwd_wo TD 32 64 128
 // ttgen: tunable mla_bwd_q TI 8 16 32
+// and the threads of the two sums of mla_bwd_q's partials (both paths'):
+// ttgen: tunable mla_bwd_reduce THREADS 128 256 512 1024
+// ttgen: tunable mla_bwd_params THREADS 64 128 256 512
 
 #define TT_WARPS (TT_THREADS / 32)
 #define TT_RPT (TT_TI / TT_WARPS) // rows of Y per thread
