@@ -398,12 +398,11 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
      * third of the card's bandwidth); the partials stay small (parts x F floats) */
     long parts = ceil_div(4 * PARTIAL_BLOCKS, gx);
     if (parts > (long)ceil_div(rows, ty)) parts = ceil_div(rows, ty);
-    if (pick(plan, "ffn_act_bwd", "PARTS", parts) != parts) {
-        parts = pick(plan, "ffn_act_bwd", "PARTS", parts);
-        if (parts < 1 || parts > (long)ceil_div(rows, ty))
-            return tt_errf(err, errlen, "ffn_act_bwd: PARTS=%ld: from 1 to the %u groups of %ld "
-                           "rows", parts, ceil_div(rows, ty), ty);
-    }
+    const long tuned_parts = pick(plan, "ffn_act_bwd", "PARTS", parts);
+    if (tuned_parts != parts && (tuned_parts < 1 || tuned_parts > (long)ceil_div(rows, ty)))
+        return tt_errf(err, errlen, "ffn_act_bwd: PARTS=%ld: from 1 to the %u groups of %ld rows",
+                       tuned_parts, ceil_div(rows, ty), ty);
+    parts = tuned_parts;
     tt_kernel *b = add_kernel(plan, "ffn_act_bwd", "ffn_act.cu", dtype);
     set_const(b, "F", f);
     set_const(b, "LD", ld);

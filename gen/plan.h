@@ -45,6 +45,7 @@ typedef struct {
     int n;
     char arch[16];
     const struct tt_tuning *tuning; /* while it is built: values that replace the heuristics' */
+    char warning[320];              /* tt_plan_build_for_card: a tuning cache it could not read */
 } tt_plan;
 
 /* Builds the plan for spec on arch ("sm_90"). -1 with a message when no variant fits. */

@@ -401,6 +401,7 @@ int main(int argc, char **argv)
     tt_plan plan;
     const int planned = tt_plan_build_for_card(&spec, arch, card, tuning, &plan, err, sizeof err);
     free(tuning);
+    if (planned == 0 && plan.warning[0]) fprintf(stderr, "ttgen: %s\n", plan.warning);
     if (planned != 0) {
         fprintf(stderr, "%s: %s\n", spec.path, err);
         if (!o.no_cache) tt_cache_close(&cache);

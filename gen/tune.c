@@ -351,6 +351,8 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
     else if (!tuning_path) snprintf(why, sizeof why, "no tuning cache");
     else if (tt_tuning_load(tuning_path, &entries, &ne, why, sizeof why) == 0)
         snprintf(why, sizeof why, "not tuned on %s: ttgen --tune", card);
+    else /* said once by the caller, and beside each kernel */
+        snprintf(plan->warning, sizeof plan->warning, "%s; the plan's heuristics instead", why);
     note_defaults(plan, tu, nt, why);
     if (!spec->kernels.tune || !use || !card || !ne) goto done;
 

@@ -97,7 +97,8 @@ int tt_variant_parse(const char *variant, const char *op, tt_tuning *t);
 /* The plan for spec on arch as card runs it: tt_plan_build's, with the variants the tuning cache
  * at tuning_path holds for (card, signature). Each tunable kernel's `variant` note says what was
  * chosen and why. card NULL or tuning_path NULL (or TT_TUNE=0 in the environment): the plan's
- * own heuristics, said so in the notes. */
+ * own heuristics, said so in the notes. A tuning cache that cannot be read leaves the
+ * heuristics too, and plan->warning says why (for the caller to print once). */
 int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *card,
                            const char *tuning_path, tt_plan *plan, char *err, size_t errlen);
 

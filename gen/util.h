@@ -35,6 +35,9 @@ int tt_write_file_atomic(const char *path, const void *const *parts, const size_
 int tt_mkdir_p(const char *path, char *err, size_t errlen);
 
 double tt_now_seconds(void);
+/* The relative L2 error of got against want, ||got - want|| / ||want|| (want all zero: the
+ * absolute error); infinity when got holds anything not finite. */
+double tt_rel_l2(const float *got, const float *want, size_t n);
 
 /* The integer in environment variable name: fallback when it is unset or empty; when it is not
  * an integer from lo to hi, one line on stderr says so and fallback is used (a knob for tests

@@ -21,40 +21,49 @@
 #define WARMUP 5
 #define CHECK_BATCH_MAX 16
 
-/* The ops with a harness, in the order they are tuned, and what is timed for each. */
+/* The harnesses, each with what it times. */
 typedef enum {
     MLA_FWD, MLA_BWD, LN_FWD, LN_BWD, ADAM, FFN_FWD, FFN_BWD, XENT, TXL_FWD, TXL_BWD, CAST, EMB_FWD,
     GATHER, TXL_QKV
 } harness;
+static const char *const timed_unit[] = {
+    [MLA_FWD] = "tt_mla_fwd", [MLA_BWD] = "tt_mla_bwd", [LN_FWD] = "tt_residual_ln_fwd",
+    [LN_BWD] = "tt_residual_ln_bwd", [ADAM] = "tt_adam", [FFN_FWD] = "tt_ffn_act_fwd",
+    [FFN_BWD] = "tt_ffn_act_bwd", [XENT] = "tt_xent", [TXL_FWD] = "tt_txl_softmax_fwd",
+    [TXL_BWD] = "tt_txl_softmax_bwd", [CAST] = "tt_cast", [EMB_FWD] = "tt_embedding_fwd",
+    [GATHER] = "tt_adaptive_gather", [TXL_QKV] = "tt_txl_heads_qkv",
+};
+
+/* The ops with a harness, in the order they are tuned. */
 static const struct {
-    const char *op, *unit;
+    const char *op;
     harness h;
 } units[] = {
-    {"mla_fwd", "tt_mla_fwd", MLA_FWD},
-    {"mla_bwd_q", "tt_mla_bwd", MLA_BWD},
-    {"mla_bwd_wo", "tt_mla_bwd", MLA_BWD},
-    {"mla_bwd_reduce", "tt_mla_bwd", MLA_BWD},
-    {"mla_bwd_params", "tt_mla_bwd", MLA_BWD},
-    {"residual_ln_fwd", "tt_residual_ln_fwd", LN_FWD},
-    {"residual_ln_bwd", "tt_residual_ln_bwd", LN_BWD},
-    {"colsum", "tt_residual_ln_bwd", LN_BWD}, /* its second stage */
-    {"adam", "tt_adam", ADAM},
-    {"ffn_act_fwd", "tt_ffn_act_fwd", FFN_FWD},
-    {"ffn_act_bwd", "tt_ffn_act_bwd", FFN_BWD},
-    {"bias_colsum", "tt_ffn_act_bwd", FFN_BWD}, /* its second stage */
-    {"xent", "tt_xent", XENT},
-    {"txl_softmax_fwd", "tt_txl_softmax_fwd", TXL_FWD},
-    {"txl_softmax_bwd", "tt_txl_softmax_bwd", TXL_BWD},
-    {"cast", "tt_cast", CAST},
-    {"embedding_fwd", "tt_embedding_fwd", EMB_FWD},
-    {"adaptive_gather", "tt_adaptive_gather", GATHER},
-    {"txl_heads_qkv", "tt_txl_heads_qkv", TXL_QKV},
+    {"mla_fwd", MLA_FWD},
+    {"mla_bwd_q", MLA_BWD},
+    {"mla_bwd_wo", MLA_BWD},
+    {"mla_bwd_reduce", MLA_BWD},
+    {"mla_bwd_params", MLA_BWD},
+    {"residual_ln_fwd", LN_FWD},
+    {"residual_ln_bwd", LN_BWD},
+    {"colsum", LN_BWD}, /* its second stage */
+    {"adam", ADAM},
+    {"ffn_act_fwd", FFN_FWD},
+    {"ffn_act_bwd", FFN_BWD},
+    {"bias_colsum", FFN_BWD}, /* its second stage */
+    {"xent", XENT},
+    {"txl_softmax_fwd", TXL_FWD},
+    {"txl_softmax_bwd", TXL_BWD},
+    {"cast", CAST},
+    {"embedding_fwd", EMB_FWD},
+    {"adaptive_gather", GATHER},
+    {"txl_heads_qkv", TXL_QKV},
 };
 
 const char *tt_tune_unit(const char *op)
 {
     for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-        if (!strcmp(units[i].op, op)) return units[i].unit;
+        if (!strcmp(units[i].op, op)) return timed_unit[units[i].h];
     return NULL;
 }
 
@@ -157,17 +166,6 @@ static void attn_run(const attn *a, const tt_gpu_program *p, const tt_gpu *gpu, 
                a->d_qkv, a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, batch, a->n, a->r, a->d);
 }
 
-/* Relative L2 error of got against want; infinity when anything is not finite. */
-static double rel_err(const float *got, const float *want, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(got[i])) return INFINITY;
-        num += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
-        den += (double)want[i] * want[i];
-    }
-    return sqrt(num / (den > 0 ? den : 1));
-}
 
 /* The variant against the CPU twin on the first `check` sequences, outputs poisoned first.
  * Returns the largest error relative to its tolerance (<= 1 passes); *worst names it. */
@@ -185,7 +183,7 @@ static double attn_check(const attn *a, const tt_gpu_program *p, const tt_gpu *g
         attn_run(a, p, gpu, 0, c, scratch);
         TT_CUDA(cudaDeviceSynchronize());
         float *y = tt_gpu_download(a->d_y, (size_t)c * n * d, bf);
-        *worst = rel_err(y, a->y, (size_t)c * n * d);
+        *worst = tt_rel_l2(y, a->y, (size_t)c * n * d);
         free(y);
         return *worst / tol;
     }
@@ -199,14 +197,14 @@ static double attn_check(const attn *a, const tt_gpu_program *p, const tt_gpu *g
     TT_CUDA(cudaDeviceSynchronize());
     float *dqkv = tt_gpu_download(a->d_dqkv, nq, bf), *dwo = tt_gpu_download(a->d_dwo, nw, 0);
     float *vec = tt_gpu_download(a->d_vec, 3 * (size_t)r, 0);
-    const double e[3] = {rel_err(dqkv, a->dqkv, nq), rel_err(dwo, a->dwo, nw),
-                         rel_err(vec, a->vec, a->key ? 3 * (size_t)r : (size_t)r)};
+    const double e[3] = {tt_rel_l2(dqkv, a->dqkv, nq), tt_rel_l2(dwo, a->dwo, nw),
+                         tt_rel_l2(vec, a->vec, a->key ? 3 * (size_t)r : (size_t)r)};
     const double t[3] = {tol, tol_wo, tol_q};
     for (int i = 0; i < 3; i++)
         if (!(e[i] / t[i] <= ratio)) ratio = e[i] / t[i], *worst = e[i];
     if (a->key) {
         float *dp = tt_gpu_download(a->d_dp, (size_t)n * r, 0);
-        const double ep = rel_err(dp, a->dp, (size_t)n * r);
+        const double ep = tt_rel_l2(dp, a->dp, (size_t)n * r);
         if (!(ep / tol_q <= ratio)) ratio = ep / tol_q, *worst = ep;
         free(dp);
     }
@@ -316,7 +314,7 @@ static void judge(const void *dev, const float *want, size_t n, int bf16, double
                   double *ratio, double *worst)
 {
     float *got = tt_gpu_download(dev, n, bf16);
-    const double e = rel_err(got, want, n);
+    const double e = tt_rel_l2(got, want, n);
     if (!(e / tol <= *ratio)) *ratio = e / tol, *worst = e;
     free(got);
 }
@@ -487,7 +485,7 @@ static float *download_rows(const void *d, int rows, int cols, int ld, int bf16)
 static void judge_host(const float *got, const float *want, size_t n, double tol, double *ratio,
                        double *worst)
 {
-    const double e = rel_err(got, want, n);
+    const double e = tt_rel_l2(got, want, n);
     if (!(e / tol <= *ratio)) *ratio = e / tol, *worst = e;
 }
 
@@ -1264,7 +1262,7 @@ static int tune_op(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache
                    const tt_tunable *tu, int nt, tt_tuning *so_far, char *err, size_t errlen)
 {
     FILE *out = o->out;
-    const char *unit = tt_tune_unit(k->op);
+    const char *unit = timed_unit[h];
     /* the heuristic's kernel, given the choices so far */
     tt_plan base;
     if (tt_plan_build_tuned(spec, gpu->arch, so_far, &base, err, errlen) != 0) return -1;

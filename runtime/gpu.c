@@ -85,6 +85,7 @@ int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gp
     tt_plan plan;
     const int rc = tt_plan_build_for_card(spec, gpu->arch, gpu->name, tuning, &plan, err, errlen);
     free(tuning);
+    if (rc == 0 && plan.warning[0]) fprintf(stderr, "tuning cache: %s\n", plan.warning);
     if (rc != 0) {
         memset(p, 0, sizeof *p);
         return -1;

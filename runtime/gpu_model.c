@@ -212,6 +212,11 @@ static void carve(tt_gpu_lm *lm, bump *b)
     const size_t hd = (size_t)lm->hd, dp = (size_t)lm->dpad, heads = txl ? (size_t)m->n_head : 0;
     const size_t kmax = (size_t)lm->kmax, bm = (size_t)lm->batch * (txl ? m->mem_len : 0);
     const size_t bk = (size_t)lm->batch * kmax;
+    /* Transformer-XL's head-major tiles ([H][rows][dp] of the queries and the output, [H][B*kmax]
+     * [dp] of the keys and values, [H][kmax][dp] of r) and its probabilities' [H*rows, kmax]
+     * elements: each gradient takes its value's size */
+    const size_t q_tile = heads * rows * dp * es, k_tile = heads * bk * dp * es;
+    const size_t r_tile = heads * kmax * dp * es, probs = heads * rows * kmax;
     lm->x0 = take(b, rows * d * es);
     lm->pe = take(b, (txl ? kmax : n) * d * es);
     lm->ones = take(b, pad * es);
@@ -220,13 +225,13 @@ static void carve(tt_gpu_lm *lm, bump *b)
         a->qkv = take(b, rows * 3 * (txl ? hd : r) * es);
         if (txl) {
             a->kvm = take(b, bm * 2 * hd * es);
-            a->qu = take(b, heads * rows * dp * es);
-            a->qv = take(b, heads * rows * dp * es);
-            a->tk = take(b, heads * bk * dp * es);
-            a->tv = take(b, heads * bk * dp * es);
-            a->rh = take(b, heads * kmax * dp * es);
-            a->prob = take(b, heads * rows * kmax * es);
-            a->pdrop = take(b, heads * rows * kmax * es);
+            a->qu = take(b, q_tile);
+            a->qv = take(b, q_tile);
+            a->tk = take(b, k_tile);
+            a->tv = take(b, k_tile);
+            a->rh = take(b, r_tile);
+            a->prob = take(b, probs * es);
+            a->pdrop = take(b, probs * es);
             a->om = take(b, rows * hd * es);
         } else {
             a->g = take(b, r * 4);
@@ -272,18 +277,18 @@ static void carve(tt_gpu_lm *lm, bump *b)
             for (int k = 0; k < m->layers; k++) lm->mem[par][k] = take(b, bm * d * es);
         lm->pe_tab = take(b, kmax * d * 4);
         lm->r = take(b, kmax * hd * es);
-        lm->ac = take(b, heads * rows * kmax * 4);
-        lm->bd = take(b, heads * rows * kmax * 4);
-        lm->dpd = take(b, heads * rows * kmax * 4);
-        lm->dac = take(b, heads * rows * kmax * es);
-        lm->dbd = take(b, heads * rows * kmax * es);
-        lm->oh = take(b, heads * rows * dp * es);
-        lm->doh = take(b, heads * rows * dp * es);
-        lm->dquh = take(b, heads * rows * dp * es);
-        lm->dqvh = take(b, heads * rows * dp * es);
-        lm->dkh = take(b, heads * bk * dp * es);
-        lm->dvh = take(b, heads * bk * dp * es);
-        lm->drh = take(b, heads * kmax * dp * es);
+        lm->ac = take(b, probs * 4);
+        lm->bd = take(b, probs * 4);
+        lm->dpd = take(b, probs * 4);
+        lm->dac = take(b, probs * es);
+        lm->dbd = take(b, probs * es);
+        lm->oh = take(b, q_tile);
+        lm->doh = take(b, q_tile);
+        lm->dquh = take(b, q_tile);
+        lm->dqvh = take(b, q_tile);
+        lm->dkh = take(b, k_tile);
+        lm->dvh = take(b, k_tile);
+        lm->drh = take(b, r_tile);
         lm->dr = take(b, kmax * hd * es);
         lm->dkvm = take(b, bm * 2 * hd * es);
         lm->dom = take(b, rows * hd * es);

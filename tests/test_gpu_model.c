@@ -133,16 +133,6 @@ static void weights(const tt_layout *l, float *w, float scale)
         w[i] = w[i] * scale + 0.05f * (tt_uniform(seed, 99, i) - 0.5f);
 }
 
-static double rel_l2(const float *a, const float *b, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        den += (double)b[i] * b[i];
-    }
-    return sqrt(num / (den > 0 ? den : 1));
-}
 
 /* One run with gradients on both sides from the same weights: the loss and every parameter
  * tensor's gradient within the variant's tolerances. Leaves the CPU's gradients in gc and returns
@@ -158,7 +148,7 @@ static int compare_grads(const variant *v, const char *what, const tt_layout *l,
     const double tol_t = v->tol_tensor > 0 ? v->tol_tensor : v->tol;
     for (int i = 0; i < l->n_params; i++) {
         const tt_param *p = &l->params[i];
-        const double e = rel_l2(gg + p->offset, gc + p->offset, p->numel);
+        const double e = tt_rel_l2(gg + p->offset, gc + p->offset, p->numel);
         /* W1 and b1 right behind the ReLU, at tf32 and bf16: where rounding flips the mask of a
          * unit (its input within about 2^-8 of the RMS at bf16: some 0.8% of them), that unit's
          * gradient loses or gains one row's term, about 1/sqrt(its active rows) of it. With 24
@@ -172,7 +162,7 @@ static int compare_grads(const variant *v, const char *what, const tt_layout *l,
             failures++;
         }
     }
-    const double all = rel_l2(gg, gc, l->n_floats);
+    const double all = tt_rel_l2(gg, gc, l->n_floats);
     printf("%-28s all gradients %.1e (tol %.0e); each within %.1e%s (worst %s: %.1e)\n", "", all,
            v->tol, tol_t, v->tol_tensor > 0 ? ", W1 and b1 twice that" : "", worst_name, worst);
     if (!(all <= v->tol)) {
@@ -250,7 +240,7 @@ static void test_step(void **state)
         const double norm_g = tt_gpu_lm_adam(lm, 1);
         float *wg = tt_xmalloc(nf * 4);
         TT_CUDA(cudaMemcpy(wg, tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
-        const double we = rel_l2(wg, wc, nf), ne = fabs(norm_g - norm_c) / norm_c;
+        const double we = tt_rel_l2(wg, wc, nf), ne = fabs(norm_g - norm_c) / norm_c;
         printf("%-28s after Adam: weights rel %.1e, grad norm %.6f vs %.6f\n", "", we, norm_g, norm_c);
         if (!(ne <= v->tol) || !(we <= v->tol)) {
             print_error("%s: Adam step differs\n", v->name);

@@ -104,9 +104,14 @@ static void test_bad_declaration(void **state)
     tu_rm_rf(dir);
 }
 
-/* Every declared value of every tunable of the plan's kernels: the plan either takes it (the
- * kernel carries it) or refuses it with a reason; the heuristic's own values are accepted. */
-static void check_values(const tt_spec *s, int *taken, int *refused)
+/* Every declared value of every tunable of spec's plan, and the heuristic's own when it is not
+ * among them (as ttgen --tune times it), one tunable at a time over the heuristic's plan: visit
+ * gets the tunable, the value, the plan it gave (NULL when refused, err saying why) and the
+ * heuristic's kernel of that op. */
+typedef void (*value_visit)(const tt_tunable *t, long value, const tt_plan *p, const char *err,
+                            const tt_kernel *heuristic, void *ctx);
+
+static void each_value(const tt_spec *s, value_visit visit, void *ctx)
 {
     tt_tunable *tu;
     int nt;
@@ -117,35 +122,57 @@ static void check_values(const tt_spec *s, int *taken, int *refused)
     for (int i = 0; i < nt; i++) {
         const tt_kernel *k = kernel_of(&base, tu[i].op);
         if (!k || strcmp(k->template_file, tu[i].template_file)) continue;
-        for (int v = 0; v < tu[i].n_values; v++) {
+        const long own = tt_kernel_const(k, tu[i].key, -1);
+        int declared = 0;
+        for (int v = 0; v < tu[i].n_values; v++) declared |= tu[i].values[v] == own;
+        for (int v = 0; v <= tu[i].n_values; v++) {
+            if (v == tu[i].n_values && declared) break;
+            const long value = v < tu[i].n_values ? tu[i].values[v] : own;
             tt_tuning t = {0};
-            tt_tuning_set(&t, tu[i].op, tu[i].key, tu[i].values[v]);
+            tt_tuning_set(&t, tu[i].op, tu[i].key, value);
             tt_plan p;
-            if (tt_plan_build_tuned(s, ARCH, &t, &p, err, sizeof err) != 0) {
-                assert_non_null(strstr(err, tu[i].op));
-                ++*refused;
-            } else {
-                const tt_kernel *pk = kernel_of(&p, tu[i].op);
-                assert_non_null(pk);
-                if (tt_kernel_const(pk, tu[i].key, -1) != tu[i].values[v])
-                    fail_msg("%s: %s %s=%ld not in the plan's kernel %s", s->path, tu[i].op,
-                             tu[i].key, tu[i].values[v], pk->name);
-                ++*taken;
-                tt_plan_free(&p);
-            }
+            const int ok = tt_plan_build_tuned(s, ARCH, &t, &p, err, sizeof err) == 0;
+            visit(&tu[i], value, ok ? &p : NULL, err, k, ctx);
+            if (ok) tt_plan_free(&p);
             tt_tuning_free(&t);
         }
-        /* the heuristic's value, set explicitly, gives the same kernel */
-        tt_tuning t = {0};
-        tt_tuning_set(&t, tu[i].op, tu[i].key, tt_kernel_const(k, tu[i].key, -1));
-        tt_plan p;
-        if (tt_plan_build_tuned(s, ARCH, &t, &p, err, sizeof err) != 0) fail_msg("%s", err);
-        assert_true(tt_kernel_same(kernel_of(&p, tu[i].op), k));
-        tt_plan_free(&p);
-        tt_tuning_free(&t);
     }
     tt_plan_free(&base);
     free(tu);
+}
+
+typedef struct {
+    const tt_spec *s;
+    int taken, refused;
+} value_counts;
+
+/* The plan either takes a value (the kernel carries it) or refuses it with a reason naming the
+ * op; the heuristic's own value, set explicitly, is taken and gives the heuristic's kernel. */
+static void check_value(const tt_tunable *t, long value, const tt_plan *p, const char *err,
+                        const tt_kernel *heuristic, void *ctx)
+{
+    value_counts *c = ctx;
+    if (!p && tt_kernel_const(heuristic, t->key, -1) == value) fail_msg("%s", err);
+    if (!p) {
+        assert_non_null(strstr(err, t->op));
+        c->refused++;
+        return;
+    }
+    const tt_kernel *pk = kernel_of(p, t->op);
+    assert_non_null(pk);
+    if (tt_kernel_const(pk, t->key, -1) != value)
+        fail_msg("%s: %s %s=%ld not in the plan's kernel %s", c->s->path, t->op, t->key, value,
+                 pk->name);
+    c->taken++;
+    if (tt_kernel_const(heuristic, t->key, -1) == value)
+        assert_true(tt_kernel_same(pk, heuristic));
+}
+
+static void check_values(const tt_spec *s, int *taken, int *refused)
+{
+    value_counts c = {s, 0, 0};
+    each_value(s, check_value, &c);
+    *taken = c.taken, *refused = c.refused;
 }
 
 static void test_plan_honors_values(void **state)
@@ -180,6 +207,20 @@ static const char *variant_of(const tt_kernel *k, const tt_tunable *tu, int nt)
     return v;
 }
 
+/* The variant's kernel of the op into the plan ctx, once. */
+static void collect_kernel(const tt_tunable *t, long value, const tt_plan *p, const char *err,
+                           const tt_kernel *heuristic, void *ctx)
+{
+    (void)value, (void)err, (void)heuristic;
+    tt_plan *all = ctx;
+    if (!p) return;
+    const tt_kernel *pk = kernel_of(p, t->op);
+    for (int j = 0; j < all->n; j++)
+        if (tt_kernel_same(&all->kernels[j], pk)) return;
+    all->kernels = tt_xrealloc(all->kernels, (size_t)(all->n + 1) * sizeof *all->kernels);
+    all->kernels[all->n++] = *pk;
+}
+
 /* Each variant of a spec's tunable kernels, one tunable at a time, compiles for sm_90. */
 static void compile_variants(const char *rel)
 {
@@ -192,30 +233,10 @@ static void compile_variants(const char *rel)
     tu_temp_dir("tune-compile", dir, sizeof dir);
     tt_cache cache;
     if (tt_cache_open(&cache, dir, err, sizeof err) != 0) fail_msg("%s", err);
-    tt_plan all = {0}, base;
+    tt_plan all = {0};
     snprintf(all.arch, sizeof all.arch, ARCH);
-    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
     /* one tunable at a time over the heuristic (the product is what --tune walks on the GPU) */
-    for (int i = 0; i < nt; i++) {
-        const tt_kernel *k = kernel_of(&base, tu[i].op);
-        if (!k || strcmp(k->template_file, tu[i].template_file)) continue;
-        for (int v = 0; v < tu[i].n_values; v++) {
-            tt_tuning t = {0};
-            tt_tuning_set(&t, tu[i].op, tu[i].key, tu[i].values[v]);
-            tt_plan p;
-            if (tt_plan_build_tuned(&s, ARCH, &t, &p, err, sizeof err) == 0) {
-                const tt_kernel *pk = kernel_of(&p, tu[i].op);
-                int seen = 0;
-                for (int j = 0; j < all.n; j++) seen |= tt_kernel_same(&all.kernels[j], pk);
-                if (!seen) {
-                    all.kernels = tt_xrealloc(all.kernels, (size_t)(all.n + 1) * sizeof *all.kernels);
-                    all.kernels[all.n++] = *pk;
-                }
-                tt_plan_free(&p);
-            }
-            tt_tuning_free(&t);
-        }
-    }
+    each_value(&s, collect_kernel, &all);
     char *failed = tt_xasprintf("%s/failed", dir);
     const tt_build_opts o = {.arch = ARCH, .cache = &cache, .failure_dir = failed, .jobs = 2};
     tt_build *b;
@@ -233,7 +254,6 @@ static void compile_variants(const char *rel)
     assert_true(all.n >= 10);
     tt_builds_free(b, all.n);
     tt_plan_free(&all);
-    tt_plan_free(&base);
     tt_cache_close(&cache);
     free(failed);
     free(tu);
@@ -420,6 +440,13 @@ static void test_plan_for_card(void **state)
     tt_spec_free(&s);
 }
 
+static int count_lines(const char *text)
+{
+    int lines = 0;
+    for (const char *c = text; *c; c++) lines += *c == '\n';
+    return lines;
+}
+
 /* ttgen: --tune without a GPU says so and fails; --card reports the tuned variant. */
 static void test_cli(void **state)
 {
@@ -463,10 +490,34 @@ static void test_cli(void **state)
     assert_non_null(strstr(p.out, "mla_bwd_q_N80_R40_D256_causal_mma_G2_TI16_JS16_JP5_bf16"));
     assert_non_null(strstr(p.out, "variant G=2 JS=16: tuned on Some Card"));
     tu_proc_free(&p);
+    /* the user's mistakes with the new options: exit 2, one line each */
     const char *const both[] = {TTGEN_BIN, spec, "--tune", "--card", "X", NULL};
-    tu_proc_start(&p, both, NULL);
-    tu_proc_wait(&p, 60);
-    tu_expect_exit(&p, 2, "ttgen --tune --card");
+    const char *const iters[] = {TTGEN_BIN, spec, "--tune", "--tune-iters", "2", NULL};
+    const char *const nocache[] = {TTGEN_BIN, spec, "--tune", "--no-cache", NULL};
+    const struct {
+        const char *const *argv;
+        const char *says;
+    } usage[] = {{both, "not with --card"},
+                 {iters, "--tune-iters takes a number from 3 to 10000, not '2'"},
+                 {nocache, "not with --no-cache or --no-compile"}};
+    for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
+        tu_proc_start(&p, usage[i].argv, NULL);
+        tu_proc_wait(&p, 60);
+        tu_expect_exit(&p, 2, usage[i].says);
+        assert_non_null(strstr(p.err, usage[i].says));
+        assert_int_equal(count_lines(p.err), 1);
+        tu_proc_free(&p);
+    }
+    /* a tuning cache that is not one: one line, and the plan's heuristics */
+    tu_write_text(path, "NVIDIA H200\tsig\tG=2\n");
+    tu_proc_start(&p, report, NULL);
+    tu_proc_wait(&p, 120);
+    tu_expect_exit(&p, 0, "ttgen --card with a broken tuning cache");
+    print_message("  %s", p.err);
+    assert_non_null(strstr(p.err, "tuning.tsv:1: not a tuning entry"));
+    assert_non_null(strstr(p.err, "the plan's heuristics instead"));
+    assert_int_equal(count_lines(p.err), 1);
+    assert_non_null(strstr(p.out, "mla_bwd_q_N80_R40_D256_causal_mma_G4_TI16_JS8_JP10_bf16"));
     tu_proc_free(&p);
     free(path);
     tt_cache_close(&cache);
