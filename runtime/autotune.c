@@ -297,11 +297,11 @@ static void ln_run(const ln *l, const tt_gpu_program *p, const tt_gpu *gpu, int 
 {
     if (!bwd)
         tt_residual_ln_fwd(p, gpu->stream, l->d_out, l->d_sum, l->d_mean, l->d_rstd, l->d_x, l->d_y,
-                           l->d_gamma, l->d_beta, l->rows, l->d, l->drop);
+                           l->d_gamma, l->d_beta, l->rows, l->d, l->d, l->drop);
     else
         tt_residual_ln_bwd(p, gpu->stream, l->d_dx, l->d_dy, l->d_dgb, l->d_dgb + l->d, part,
                            l->d_dout, l->d_s, l->d_mean2, l->d_rstd2, l->d_gamma, l->rows, l->d,
-                           l->drop);
+                           l->d, l->drop);
 }
 
 static size_t ln_part_floats(const ln *l, const tt_gpu_program *p)
@@ -862,7 +862,7 @@ static void emb_free(emb_in *a)
 
 static void emb_run(const emb_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
 {
-    tt_embedding_fwd(p, gpu->stream, a->d_x0, a->d_emb, a->d_tok, a->rows, a->d, (int)a->vocab,
+    tt_embedding_fwd(p, gpu->stream, a->d_x0, a->d_emb, a->d_tok, a->rows, a->d, a->d, (int)a->vocab,
                      a->drop);
 }
 
@@ -920,7 +920,7 @@ static void gather_free(gather_in *a)
 
 static void gather_run(const gather_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
 {
-    tt_adaptive_gather(p, gpu->stream, a->d_xc, a->d_x, a->d_idx, a->count, a->d);
+    tt_adaptive_gather(p, gpu->stream, a->d_xc, a->d_x, a->d_idx, a->count, a->d, a->d);
 }
 
 /* copies: the same values exactly */
@@ -1000,7 +1000,8 @@ static void heads_free(heads_in *a)
 static void heads_run(const heads_in *a, const tt_gpu_program *p, const tt_gpu *gpu)
 {
     tt_txl_heads_qkv(p, gpu->stream, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_qkv,
-                     a->m ? a->d_kvm : NULL, a->d_u, a->d_vb, a->batch, a->n, a->m);
+                     a->m ? a->d_kvm : NULL, a->d_u, a->d_vb, a->batch, a->n, a->m,
+                     (tt_qkv_rows){3 * a->heads * a->dh, 2 * a->heads * a->dh, a->heads * a->dh});
 }
 
 /* moves and one rounded sum: the same values exactly, the padding zero */

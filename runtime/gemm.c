@@ -364,9 +364,21 @@ void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float beta, float *db, cons
                         int out)
 {
     bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
+    tt_gemm_bias_grad(g, db, dy, ldy, ones, rows, out);
+}
+
+void tt_gemm_bias_grad(const tt_gemm *g, float *db, const void *dy, int ldy, const void *ones,
+                       int rows, int out)
+{
     /* db [out, 1] = dy^T [out, rows] ones [rows, 1] (dy stored [rows, out]: [out, rows] here) */
     lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, dy, out, rows, ldy, ones, rows, 1, rows, db, CUDA_R_32F,
               out, 1, out, 0.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+}
+
+void tt_gemm_bwd_w_beta(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
+                        const void *x, int ldx, int rows, int in, int out)
+{
+    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
 }
 
 void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,

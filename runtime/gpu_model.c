@@ -48,6 +48,30 @@ typedef struct {
     int tail[TT_MAX_CLUSTERS], emb[TT_MAX_CLUSTERS];
 } route_counts;
 
+/* A weight the products read from a copy whose rows are padded to whole 16-byte groups
+ * (tt_row_pitch: Transformer-XL's D and H d_head of 410 in rows of 416, the FFN's F of 2100 in
+ * 2104), because cuBLASLt runs Hopper's kernels only on such rows: 4-byte aligned rows of 410
+ * ran about two thirds of txl-wt103-base's step on sm_80 kernels. The master [blocks * rows,
+ * cols] as [blocks][prow][pcol] of the storage type, zero between (the arena is zeroed once;
+ * refresh_padded rewrites the rest after every write of wc). copy NULL: nothing is padded, and
+ * the products read wc. The products run over the padded extents, so that what they write into
+ * the padding of an activation is zero. The gradient's product writes the master's gradient
+ * directly, unless its rows are not whole 16-byte groups of fp32 or its blocks lie apart
+ * (scratch): then an fp32 scratch of the copy's shape, copied into the gradient after. */
+typedef struct {
+    const float *w;
+    float *g;
+    void *copy;
+    int blocks, rows, cols, prow, pcol;
+    bool scratch;
+} padded;
+
+/* A layer's padded weights: Transformer-XL's projections (qkv in three blocks, q, k, v), and
+ * both kinds' FFN and its output bias. */
+typedef struct {
+    padded qkv, r, o, w1, w2, b2;
+} layer_padded;
+
 /* A captured training step and what it was captured for. */
 typedef struct {
     cudaGraphExec_t exec; /* NULL: a free slot */
@@ -76,13 +100,19 @@ struct tt_gpu_lm {
     size_t es; /* bytes per activation element */
     int fp;    /* elements from one row of the FFN's [rows, F] activations to the next: F padded to
                 * whole 16-byte groups (tt_row_pitch), for cuBLAS's tensor-core kernels */
+    int dl;    /* the same for the D-wide activations (x, y, the sums, the memories, their
+                * gradients): Transformer-XL's D padded (410 -> 416); the tensorized model's D,
+                * whose attention kernels take packed rows */
+    int hl;    /* Transformer-XL: H d_head padded; a row of qkv holds q, k, v hl apart */
+    tt_qkv_rows lay; /* {3 hl, 2 hl, hl} */
     char *arena;
     size_t bytes;
     float *w, *g, *m, *v;
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
-    void *w2; /* [layers][D, fp] each layer's W2 from wc, its rows padded with zeros for the FFN's
-               * products (refresh_ffn keeps it equal to wc's) */
-    void *w1; /* [layers][fp, D] each layer's W1 from wc and fp - F rows of zeros after it */
+    layer_padded *pw;  /* [layers] */
+    padded out[TT_MAX_CLUSTERS], cluster; /* the output layer's (div_val 1: no projections) */
+    float *wscr;       /* the padded gradients' scratch on the main stream, */
+    float *wscr_ffn;   /* and the FFN's (on the stream of the weight gradients' products) */
     tt_view wv, gv;
     int32_t *tokens;
     float *weight;
@@ -191,11 +221,77 @@ static size_t logit_elements(const tt_gpu_lm *lm)
     return most;
 }
 
+static void pad_shape(padded *pd, int blocks, int rows, int cols, int prow, int pcol)
+{
+    if (!rows || !cols) prow = rows, pcol = cols; /* (nothing there) */
+    *pd = (padded){.blocks = blocks, .rows = rows, .cols = cols, .prow = prow, .pcol = pcol};
+    const bool padding = prow != rows || pcol != cols;
+    pd->scratch = padding && ((cols % 4 && pcol != cols) || (blocks > 1 && prow != rows));
+}
+
+/* What is padded, and how (padded says why): Transformer-XL's D-wide and H d_head-wide weights,
+ * the output layer's when it reads x itself (no projections), and the FFN's. */
+static void pad_shapes(tt_gpu_lm *lm)
+{
+    const tt_layout *l = lm->l;
+    const tt_model_spec *m = &l->m;
+    const int d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
+    for (int k = 0; k < m->layers; k++) {
+        layer_padded *lp = &lm->pw[k];
+        const int hd = lm->txl ? lm->hd : 0, hl = lm->txl ? lm->hl : 0;
+        pad_shape(&lp->qkv, 3, hd, d, hl, dl);
+        pad_shape(&lp->r, 1, hd, d, hl, dl);
+        pad_shape(&lp->o, 1, d, hd, dl, hl);
+        pad_shape(&lp->w1, 1, f, d, fp, dl);
+        pad_shape(&lp->w2, 1, d, f, dl, fp);
+        pad_shape(&lp->b2, 1, 1, d, 1, dl);
+    }
+    const int nc = l->n_clusters - 1;
+    for (int c = 0; c < TT_MAX_CLUSTERS; c++) { /* with projections the clusters read h, packed */
+        const int vc = c < l->n_clusters ? (int)(l->hi[c] - l->lo[c]) : 0;
+        const int dc = c < l->n_clusters ? l->dim[c] : d;
+        pad_shape(&lm->out[c], 1, vc, dc, vc, l->proj ? dc : dl);
+    }
+    pad_shape(&lm->cluster, 1, nc, d, nc, l->proj ? d : dl);
+}
+
+/* The padded weights one after the other (NULL past the last): each layer's qkv, r, o, W1, W2, b2,
+ * then the output layer's clusters and the cluster weights. */
+static padded *pad_at(tt_gpu_lm *lm, int i)
+{
+    const int layers = lm->l->m.layers;
+    if (i < 6 * layers) {
+        layer_padded *lp = &lm->pw[i / 6];
+        padded *const all[6] = {&lp->qkv, &lp->r, &lp->o, &lp->w1, &lp->w2, &lp->b2};
+        return all[i % 6];
+    }
+    i -= 6 * layers;
+    return i < TT_MAX_CLUSTERS ? &lm->out[i] : i == TT_MAX_CLUSTERS ? &lm->cluster : NULL;
+}
+
+/* The masters and gradients of the padded weights, once their views exist. */
+static void pad_bind(tt_gpu_lm *lm)
+{
+    const tt_layout *l = lm->l;
+    for (int k = 0; k < l->m.layers; k++) {
+        layer_padded *lp = &lm->pw[k];
+        const tt_layer_view *w = &lm->wv.layer[k], *g = &lm->gv.layer[k];
+        lp->qkv.w = w->qkv, lp->qkv.g = g->qkv;
+        lp->r.w = w->r_net, lp->r.g = g->r_net;
+        lp->o.w = w->o, lp->o.g = g->o;
+        lp->w1.w = w->ff1_w, lp->w1.g = g->ff1_w;
+        lp->w2.w = w->ff2_w, lp->w2.g = g->ff2_w;
+        lp->b2.w = w->ff2_b, lp->b2.g = g->ff2_b;
+    }
+    for (int c = 0; c < l->n_clusters; c++) lm->out[c].w = lm->wv.out_w[c], lm->out[c].g = lm->gv.out_w[c];
+    lm->cluster.w = lm->wv.cluster_w, lm->cluster.g = lm->gv.cluster_w;
+}
+
 static void carve(tt_gpu_lm *lm, bump *b)
 {
     const tt_layout *l = lm->l;
     const tt_model_spec *m = &l->m;
-    const size_t rows = (size_t)lm->rows, d = m->d_model, fp = (size_t)lm->fp, r = m->rank;
+    const size_t rows = (size_t)lm->rows, d = (size_t)lm->dl, fp = (size_t)lm->fp, r = m->rank;
     const size_t n = m->seq_len, es = lm->es, nf = l->n_floats, pad = (size_t)lm->pad;
     const size_t nc = (size_t)l->n_clusters - 1;
     lm->w = take(b, nf * 4);
@@ -203,13 +299,21 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->m = take(b, nf * 4);
     lm->v = take(b, nf * 4);
     lm->wc = es == 4 ? lm->w : take(b, nf * es);
-    lm->w2 = take(b, (size_t)m->layers * d * fp * es);
-    lm->w1 = take(b, (size_t)m->layers * fp * d * es);
+    size_t scr = 0, scr_ffn = 0; /* the padded gradients' scratch, in floats */
+    padded *pd;
+    for (int i = 0; (pd = pad_at(lm, i)); i++) {
+        const size_t cnt = (size_t)pd->blocks * pd->prow * pd->pcol;
+        pd->copy = pd->prow != pd->rows || pd->pcol != pd->cols ? take(b, cnt * es) : NULL;
+        size_t *most = i < 6 * m->layers && (i % 6 == 3 || i % 6 == 4) ? &scr_ffn : &scr; /* W1, W2 */
+        if (pd->scratch && cnt > *most) *most = cnt;
+    }
+    lm->wscr = scr ? take(b, scr * 4) : NULL;
+    lm->wscr_ffn = scr_ffn ? take(b, scr_ffn * 4) : NULL;
     lm->tokens = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
     route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
     const bool txl = lm->txl;
-    const size_t hd = (size_t)lm->hd, dp = (size_t)lm->dpad, heads = txl ? (size_t)m->n_head : 0;
+    const size_t hd = (size_t)lm->hl, dp = (size_t)lm->dpad, heads = txl ? (size_t)m->n_head : 0;
     const size_t kmax = (size_t)lm->kmax, bm = (size_t)lm->batch * (txl ? m->mem_len : 0);
     const size_t bk = (size_t)lm->batch * kmax;
     /* Transformer-XL's head-major tiles ([H][rows][dp] of the queries and the output, [H][B*kmax]
@@ -275,7 +379,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     if (txl) {
         for (int par = 0; par < 2; par++)
             for (int k = 0; k < m->layers; k++) lm->mem[par][k] = take(b, bm * d * es);
-        lm->pe_tab = take(b, kmax * d * 4);
+        lm->pe_tab = take(b, kmax * (size_t)m->d_model * 4);
         lm->r = take(b, kmax * hd * es);
         lm->ac = take(b, probs * 4);
         lm->bd = take(b, probs * 4);
@@ -337,8 +441,11 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->es = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
     lm->fp = (int)tt_row_pitch(m->d_inner);
     lm->txl = m->kind == TT_KIND_TXL;
+    lm->dl = lm->txl ? (int)tt_row_pitch(m->d_model) : m->d_model;
     if (lm->txl) {
         lm->hd = m->n_head * m->d_head;
+        lm->hl = (int)tt_row_pitch(lm->hd);
+        lm->lay = (tt_qkv_rows){3 * lm->hl, 2 * lm->hl, lm->hl};
         lm->dpad = (int)tt_row_pitch(m->d_head);
         lm->kmax = m->mem_len + m->seq_len;
         for (int par = 0; par < 2; par++) lm->mem[par] = tt_xcalloc((size_t)m->layers, sizeof(void *));
@@ -354,6 +461,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     }
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
     lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
+    lm->pw = tt_xcalloc((size_t)m->layers, sizeof *lm->pw);
+    pad_shapes(lm);
     lm->route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->host_route_mem = tt_xmalloc(lm->route_bytes);
     route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
@@ -371,6 +480,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         return -1;
     }
     TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
+    /* zero: the padding of every copy and activation stays so (nothing writes it but the
+     * products, with zeros: see padded) */
+    TT_CUDA(cudaMemset(lm->arena, 0, lm->bytes));
     b = (bump){lm->arena, 0};
     carve(lm, &b);
     TT_CUBLAS(cublasCreate(&lm->blas));
@@ -387,20 +499,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUBLAS(cublasSetWorkspace(lm->side_blas, lm->side_ws, TT_BLAS_WORKSPACE));
     tt_gemm_beside(&lm->gemm_side, &lm->gemm, lm->side_blas, gpu->side.stream, lm->side_ws,
                    TT_BLAS_WORKSPACE);
-    TT_CUDA(cudaMemset(lm->m, 0, layout->n_floats * 4));
-    TT_CUDA(cudaMemset(lm->v, 0, layout->n_floats * 4));
-    /* the padding of W2's columns and W1's rows: zero once; refresh_ffn writes the others. And
-     * the padding of each layer's hd, which the FFN's second product reads (times W2's zero
-     * columns) and nothing writes. */
-    TT_CUDA(cudaMemset(lm->w2, 0, (size_t)m->layers * m->d_model * lm->fp * lm->es));
-    TT_CUDA(cudaMemset(lm->w1, 0, (size_t)m->layers * m->d_model * lm->fp * lm->es));
-    if (lm->fp > m->d_inner)
-        for (int k = 0; k < m->layers; k++)
-            TT_CUDA(cudaMemset2D((char *)lm->acts[k].hd + (size_t)m->d_inner * lm->es,
-                                 (size_t)lm->fp * lm->es, 0, (size_t)(lm->fp - m->d_inner) * lm->es,
-                                 (size_t)lm->rows));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
+    pad_bind(lm);
     /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
     const int n = m->seq_len, d = m->d_model;
     float *h = tt_xmalloc((size_t)(lm->pad > n * d ? lm->pad : n * d) * sizeof *h);
@@ -448,6 +549,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     tt_view_free(&lm->gv);
     tt_gpu_program_free(&lm->prog);
     free(lm->acts);
+    free(lm->pw);
     free(lm->host_route_mem);
     free(lm->mem[0]);
     free(lm->mem[1]);
@@ -462,40 +564,71 @@ static const void *wcp(const tt_gpu_lm *lm, const float *master)
     return (const char *)lm->wc + (size_t)(master - lm->w) * lm->es;
 }
 
-/* Layer k's padded copy of W2 [D, fp]. */
-static void *w2_of(const tt_gpu_lm *lm, int k)
+/* What the products read of a padded weight, and the elements from one of its rows to the next
+ * (the extent of the products' contraction over its columns). */
+static const void *pad_src(const tt_gpu_lm *lm, const padded *pd)
 {
-    return (char *)lm->w2 + (size_t)k * lm->l->m.d_model * lm->fp * lm->es;
+    return pd->copy ? pd->copy : wcp(lm, pd->w);
+}
+static int pad_ld(const padded *pd) { return pd->copy ? pd->pcol : pd->cols; }
+/* Its rows (of one block) as the products see them. */
+static int pad_rows(const padded *pd) { return pd->copy ? pd->prow : pd->rows; }
+/* Block i of it (pad_src's rows from i * pad_rows on). */
+static const void *pad_block(const tt_gpu_lm *lm, const padded *pd, int i)
+{
+    return (const char *)pad_src(lm, pd) + (size_t)i * pad_rows(pd) * pad_ld(pd) * lm->es;
 }
 
-/* Layer k's padded copy of W1 [fp, D]. */
-static void *w1_of(const tt_gpu_lm *lm, int k)
-{
-    return (char *)lm->w1 + (size_t)k * lm->fp * lm->l->m.d_model * lm->es;
-}
-
-/* Each layer's W2 [D, F] from wc (F apart) into its padded copy (fp apart), and W1 [F, D] into
- * the first F rows of its copy, on the stream: after every write of wc (the host's weights cast,
+/* Every padded copy from wc, on the stream: after every write of wc (the host's weights cast,
  * each Adam step), so that the products never read a stale one. Memory copy nodes in a captured
  * step. */
-static void refresh_ffn(tt_gpu_lm *lm)
+static void refresh_padded(tt_gpu_lm *lm)
 {
-    const tt_model_spec *m = &lm->l->m;
     const size_t es = lm->es;
-    for (int k = 0; k < m->layers; k++) {
-        TT_CUDA(cudaMemcpy2DAsync(w2_of(lm, k), (size_t)lm->fp * es, wcp(lm, lm->wv.layer[k].ff2_w),
-                                  (size_t)m->d_inner * es, (size_t)m->d_inner * es,
-                                  (size_t)m->d_model, cudaMemcpyDeviceToDevice, lm->gpu->stream));
-        TT_CUDA(cudaMemcpyAsync(w1_of(lm, k), wcp(lm, lm->wv.layer[k].ff1_w),
-                                (size_t)m->d_inner * m->d_model * es, cudaMemcpyDeviceToDevice,
-                                lm->gpu->stream));
+    const padded *pd;
+    for (int i = 0; (pd = pad_at(lm, i)); i++) {
+        if (!pd->copy) continue;
+        for (int blk = 0; blk < pd->blocks; blk++)
+            TT_CUDA(cudaMemcpy2DAsync((char *)pd->copy + (size_t)blk * pd->prow * pd->pcol * es,
+                                      (size_t)pd->pcol * es,
+                                      (const char *)wcp(lm, pd->w) + (size_t)blk * pd->rows * pd->cols * es,
+                                      (size_t)pd->cols * es, (size_t)pd->cols * es, (size_t)pd->rows,
+                                      cudaMemcpyDeviceToDevice, lm->gpu->stream));
     }
+}
+
+/* The gradient of blocks [blk, blk + nb) of a padded weight from a product over `rows` rows:
+ * dW = dy^T x (dy's columns the blocks' rows, x's the weight's columns, as the products see
+ * them). Into the gradient itself (beta: 1 adds, as the gradients zeroed at the start of a step
+ * expect; 0 for a first writer), or into scr (padded's scratch: the first product of a weight
+ * writes it, later ones add) for pad_commit to copy. */
+static void pad_dw(const tt_gemm *g, const padded *pd, float *scr, int blk, int nb, bool first,
+                   float beta, const void *dy, int ldy, const void *x, int ldx, int rows)
+{
+    if (pd->scratch)
+        tt_gemm_bwd_w_beta(g, scr + (size_t)blk * pd->prow * pd->pcol, first ? 0.f : 1.f, dy, ldy, x,
+                           ldx, rows, pd->pcol, nb * pd->prow);
+    else
+        tt_gemm_bwd_w_beta(g, pd->g + (size_t)blk * pd->rows * pd->cols, beta, dy, ldy, x, ldx, rows,
+                           pd->cols, nb * pd->rows);
+}
+
+/* The scratch's gradient into the master's (overwriting it: the scratch holds the whole step's),
+ * on g's stream, after the products pad_dw queued there. */
+static void pad_commit(const tt_gemm *g, const padded *pd, const float *scr)
+{
+    if (!pd->scratch) return;
+    for (int blk = 0; blk < pd->blocks; blk++)
+        TT_CUDA(cudaMemcpy2DAsync(pd->g + (size_t)blk * pd->rows * pd->cols, (size_t)pd->cols * 4,
+                                  scr + (size_t)blk * pd->prow * pd->pcol, (size_t)pd->pcol * 4,
+                                  (size_t)pd->cols * 4, (size_t)pd->rows, cudaMemcpyDeviceToDevice,
+                                  g->stream));
 }
 
 void tt_gpu_lm_weights_changed(tt_gpu_lm *lm)
 {
     if (lm->es != 4) tt_cast(&lm->prog, lm->gpu->stream, lm->wc, lm->w, (long)lm->l->n_floats);
-    refresh_ffn(lm);
+    refresh_padded(lm);
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 }
 float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
@@ -511,12 +644,12 @@ static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uin
  * next multiple of TT_ADAPTIVE_BUCKET; returns that length. */
 static int pad_list(int32_t *rows, int32_t *target, float *weight, int m)
 {
-    const int padded = (m + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
-    for (int i = m; i < padded; i++) {
+    const int len = (m + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET;
+    for (int i = m; i < len; i++) {
         rows[i] = -1;
         if (target) target[i] = 0, weight[i] = 0.f;
     }
-    return padded;
+    return len;
 }
 
 /* Routes a batch on the host, which has its tokens and targets before the step runs: each row's
@@ -584,13 +717,14 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const tt_dropout drop = drop_at(lm, o, (float)l->m.dropout, 0);
-    const int rows = lm->rows, d = l->m.d_model;
+    const int rows = lm->rows, d = l->m.d_model, dl = lm->dl;
     if (!l->proj) {
         if (bwd)
-            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->dx, lm->tokens, rows, d,
+            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->dx, lm->tokens, rows, d, dl,
                              (int)l->vocab, drop);
         else
-            tt_embedding_fwd(p, st, lm->x0, lm->wv.emb[0], lm->tokens, rows, d, (int)l->vocab, drop);
+            tt_embedding_fwd(p, st, lm->x0, lm->wv.emb[0], lm->tokens, rows, d, dl, (int)l->vocab,
+                             drop);
         return;
     }
     if (bwd) tt_embedding_sort(p, st, lm->keys, lm->tokens, rows);
@@ -604,10 +738,10 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
             tt_adaptive_emb_gather(p, st, lm->emb_e[c], lm->wv.emb[c], lm->tokens, listed, m, lo,
                                    vc, dim);
             tt_gemm_fwd(&lm->gemm, lm->emb_y, true, lm->emb_e[c], proj, m, dim, d, 0.f);
-            tt_adaptive_emb_scatter(p, st, lm->x0, lm->emb_y, listed, m, d, drop);
+            tt_adaptive_emb_scatter(p, st, lm->x0, lm->emb_y, listed, m, d, dl, drop);
             continue;
         }
-        tt_adaptive_emb_grad(p, st, lm->emb_dy, lm->dx, listed, m, d, drop);
+        tt_adaptive_emb_grad(p, st, lm->emb_dy, lm->dx, listed, m, d, dl, drop);
         tt_gemm_bwd_w(&lm->gemm, lm->gv.emb_proj[c], lm->emb_dy, lm->emb_e[c], m, dim, d);
         tt_gemm_bwd_x(&lm->gemm, lm->emb_de, lm->emb_dy, proj, m, dim, d, 0.f);
         tt_adaptive_emb_bwd(p, st, lm->gv.emb[c], lm->keys, lm->emb_de, lm->dev_route.emb_pos,
@@ -616,23 +750,28 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
 }
 
 /* logits y [rows, out] (the storage type, ld apart, from the start of a row) = x [rows, in] w^T +
- * 1 b^T, the bias (its storage-type copy) added in cuBLASLt's epilogue. bf16 logits, as PyTorch's
- * autocast leaves them: half the bytes of fp32 to write and for tt_xent to read (the wt103 step's
- * tail of 160,000 words, 704 rows: 450 MB in fp32), while tt_xent's sums stay fp32. */
-static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, const float *w,
-                       const float *b, int rows, int in, int out)
+ * 1 b^T, the bias (its storage-type copy) added in cuBLASLt's epilogue; w the cluster's padded
+ * weight (in: its padded width), x's rows ldx apart. bf16 logits, as PyTorch's autocast leaves
+ * them: half the bytes of fp32 to write and for tt_xent to read (the wt103 step's tail of
+ * 160,000 words, 704 rows: 450 MB in fp32), while tt_xent's sums stay fp32. */
+static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, const padded *w,
+                       const float *b, int rows, int out)
 {
-    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, in, wcp(lm, w), in, wcp(lm, b), rows, in, out);
+    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), pad_ld(w), wcp(lm, b), rows,
+                     pad_ld(w), out);
 }
 
 /* Its backward from dy (the storage type, ld apart): dw and db written, not added (the output
  * layer's weights are its first writer in a step: zero_grads leaves them out; the tied embedding's
- * backward adds into them later); dx = dy w + beta dx. */
+ * backward adds into them later); dx = dy w + beta dx (dx's rows ldx apart, as x's). */
 static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
-                       const float *w, float *dw, float *db, int rows, int in, int out)
+                       int ldx, const padded *w, float *db, int rows, int out)
 {
-    tt_gemm_bwd_w_bias(&lm->gemm, dw, 0.f, db, dy, ld, x, in, lm->ones, rows, in, out);
-    tt_gemm_bwd_x_ld(&lm->gemm, dx, in, dy, ld, wcp(lm, w), in, rows, in, out, beta);
+    pad_dw(&lm->gemm, w, lm->wscr, 0, 1, true, 0.f, dy, ld, x, ldx, rows);
+    pad_commit(&lm->gemm, w, lm->wscr);
+    tt_gemm_bias_grad(&lm->gemm, db, dy, ld, lm->ones, rows, out);
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), pad_ld(w), rows, pad_ld(w), out,
+                     beta);
 }
 
 /* The head's cluster logits, one column per tail cluster after the shortlist's c0 columns: their
@@ -640,36 +779,39 @@ static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int 
  * c0 = 50), for which cuBLASLt's epilogues are not documented to have an algorithm. So the
  * bias is a rank-1 product with ones (the storage type's, and the bias's storage-type copy), and
  * so is its gradient, added into; at most 8 columns, a small cost either way. */
-static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int rows)
+static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, int rows)
 {
-    const tt_layout *l = lm->l;
-    const int d = l->m.d_model, nc = l->n_clusters - 1;
-    tt_gemm_fwd_ld(&lm->gemm, y, false, ld, x, d, wcp(lm, lm->wv.cluster_w), d, rows, d, nc, 0.f);
+    const padded *w = &lm->cluster;
+    const int nc = lm->l->n_clusters - 1;
+    tt_gemm_fwd_ld(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), pad_ld(w), rows, pad_ld(w), nc,
+                   0.f);
     tt_gemm_fwd_ld(&lm->gemm, y, false, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
                    1.f);
 }
 static void cluster_logits_bwd(tt_gpu_lm *lm, void *dx, const void *dy, int ld, const void *x,
-                               int rows)
+                               int ldx, int rows)
 {
-    const tt_layout *l = lm->l;
-    const int d = l->m.d_model, nc = l->n_clusters - 1;
-    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_w, dy, ld, x, d, rows, d, nc);
+    const padded *w = &lm->cluster;
+    const int nc = lm->l->n_clusters - 1;
+    pad_dw(&lm->gemm, w, lm->wscr, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
+    pad_commit(&lm->gemm, w, lm->wscr);
     tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, dy, ld, lm->ones, 1, rows, 1, nc);
-    tt_gemm_bwd_x_ld(&lm->gemm, dx, d, dy, ld, wcp(lm, lm->wv.cluster_w), d, rows, d, nc, 1.f);
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), pad_ld(w), rows, pad_ld(w), nc, 1.f);
 }
 
-/* h = x P (P [D, dc]: a cluster's projection, div_val > 1; cpu_model.c's cluster_input), and its
- * backward: dP += x^T dh, dx = dh P^T. */
-static void proj_fwd(tt_gpu_lm *lm, void *h, const void *x, const float *proj, int rows, int dc)
+/* h = x P (P [D, dc]: a cluster's projection, div_val > 1; cpu_model.c's cluster_input; x's rows
+ * ldx apart, h packed), and its backward: dP += x^T dh, dx = dh P^T. */
+static void proj_fwd(tt_gpu_lm *lm, void *h, const void *x, int ldx, const float *proj, int rows,
+                     int dc)
 {
-    tt_gemm_bwd_x(&lm->gemm, h, x, wcp(lm, proj), rows, dc, lm->l->m.d_model, 0.f);
+    tt_gemm_bwd_x_ld(&lm->gemm, h, dc, x, ldx, wcp(lm, proj), dc, rows, dc, lm->l->m.d_model, 0.f);
 }
-static void proj_bwd(tt_gpu_lm *lm, void *dx, float *dproj, const float *proj, const void *x,
-                     const void *dh, int rows, int dc)
+static void proj_bwd(tt_gpu_lm *lm, void *dx, int ldx, float *dproj, const float *proj,
+                     const void *x, const void *dh, int rows, int dc)
 {
     const int d = lm->l->m.d_model;
-    tt_gemm_bwd_w(&lm->gemm, dproj, x, dh, rows, dc, d);
-    tt_gemm_fwd(&lm->gemm, dx, false, dh, wcp(lm, proj), rows, dc, d, 0.f);
+    tt_gemm_bwd_w_ld(&lm->gemm, dproj, x, ldx, dh, dc, rows, dc, d);
+    tt_gemm_fwd_ld(&lm->gemm, dx, false, ldx, dh, dc, wcp(lm, proj), dc, rows, dc, d, 0.f);
 }
 
 /* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
@@ -684,50 +826,52 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
     const cudaStream_t st = lm->gpu->stream;
     const tt_view *w = &lm->wv, *g = &lm->gv;
     const route *rt = &lm->dev_route;
-    const int rows = lm->rows, d = l->m.d_model, nc = l->n_clusters - 1, c0 = (int)l->hi[0];
-    const int cols = c0 + nc, ldh = logit_ld(cols);
+    const int rows = lm->rows, d = l->m.d_model, dl = lm->dl, nc = l->n_clusters - 1;
+    const int c0 = (int)l->hi[0], cols = c0 + nc, ldh = logit_ld(cols);
 
-    const void *h0 = x;
+    const void *h0 = x; /* the head's input, its rows ld0 apart */
+    int ld0 = dl;
     if (l->proj) {
-        proj_fwd(lm, lm->tail_h, x, w->out_proj[0], rows, d);
-        h0 = lm->tail_h;
+        proj_fwd(lm, lm->tail_h, x, dl, w->out_proj[0], rows, d);
+        h0 = lm->tail_h, ld0 = d;
     }
-    logits_fwd(lm, lm->logits, ldh, h0, w->out_w[0], w->out_b[0], rows, d, c0);
-    if (nc) cluster_logits_fwd(lm, (char *)lm->logits + (size_t)c0 * lm->es, ldh, h0, rows);
+    logits_fwd(lm, lm->logits, ldh, h0, ld0, &lm->out[0], w->out_b[0], rows, c0);
+    if (nc) cluster_logits_fwd(lm, (char *)lm->logits + (size_t)c0 * lm->es, ldh, h0, ld0, rows);
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
     tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
             cols, ldh, o->label_smoothing, scale, grads);
     if (grads) { /* tt_xent left dlogits over the logits */
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
-        logits_bwd(lm, dh0, 0.f, lm->logits, ldh, h0, w->out_w[0], g->out_w[0], g->out_b[0], rows,
-                   d, c0);
+        logits_bwd(lm, dh0, 0.f, lm->logits, ldh, h0, ld0, &lm->out[0], g->out_b[0], rows, c0);
         if (nc)
             cluster_logits_bwd(lm, dh0, (const char *)lm->logits + (size_t)c0 * lm->es, ldh, h0,
-                               rows);
-        if (l->proj) proj_bwd(lm, lm->dx, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
+                               ld0, rows);
+        if (l->proj)
+            proj_bwd(lm, lm->dx, dl, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
     }
     int scored = rows; /* per-row losses so far: the head's, then each tail's list */
     for (int c = 1; c <= nc; c++) {
         const int m = lm->counts.tail[c], dc = l->dim[c], vc = (int)(l->hi[c] - l->lo[c]);
         const int ldt = logit_ld(vc);
         if (!m) continue;
-        tt_adaptive_gather(p, st, lm->tail_x, x, rt->rows[c], m, d);
+        tt_adaptive_gather(p, st, lm->tail_x, x, rt->rows[c], m, d, dl);
         const void *hc = lm->tail_x;
+        int ldc = dl;
         if (l->proj) {
-            proj_fwd(lm, lm->tail_h, lm->tail_x, w->out_proj[c], m, dc);
-            hc = lm->tail_h;
+            proj_fwd(lm, lm->tail_h, lm->tail_x, dl, w->out_proj[c], m, dc);
+            hc = lm->tail_h, ldc = dc;
         }
-        logits_fwd(lm, lm->logits, ldt, hc, w->out_w[c], w->out_b[c], m, dc, vc);
+        logits_fwd(lm, lm->logits, ldt, hc, ldc, &lm->out[c], w->out_b[c], m, vc);
         tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, rt->target[c],
                 rt->weight[c], m, vc, ldt, 0.f, scale, grads);
         scored += m;
         if (!grads) continue;
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
-        logits_bwd(lm, dhc, 0.f, lm->logits, ldt, hc, w->out_w[c], g->out_w[c], g->out_b[c], m, dc,
-                   vc);
+        logits_bwd(lm, dhc, 0.f, lm->logits, ldt, hc, ldc, &lm->out[c], g->out_b[c], m, vc);
         if (l->proj)
-            proj_bwd(lm, lm->tail_dx, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m, dc);
-        tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d);
+            proj_bwd(lm, lm->tail_dx, dl, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m,
+                     dc);
+        tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d, dl);
     }
     tt_xent_sum(p, st, lm->sums, lm->loss, lm->nll, scored);
 }
@@ -772,23 +916,25 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const tt_layer_view *lw = &lm->wv.layer[k];
+    const layer_padded *lp = &lm->pw[k];
     layer_acts *a = &lm->acts[k];
-    const int rows = lm->rows, d = m->d_model, f = m->d_inner, fp = lm->fp;
+    const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
-                       d, drop_at(lm, o, drop, tail_site(lm, k, 0)));
+                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0)));
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
      * rows and W2's zero columns in their copies, so h's and dff's padding is written with
      * zeros and hd's (zero since tt_gpu_lm_open) adds nothing. The kernels between them leave
      * the padding alone. */
-    tt_gemm_fwd_ld(&lm->gemm, a->h, false, fp, a->x1, d, w1_of(lm, k), d, rows, d, fp, 0.f);
+    tt_gemm_fwd_ld(&lm->gemm, a->h, false, fp, a->x1, dl, pad_src(lm, &lp->w1), pad_ld(&lp->w1), rows,
+                   pad_ld(&lp->w1), fp, 0.f);
     tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
                    drop_at(lm, o, drop, tail_site(lm, k, 1)));
-    tt_gemm_fwd_bias(&lm->gemm, a->f, false, d, a->hd, fp, w2_of(lm, k), fp, wcp(lm, lw->ff2_b),
-                     rows, fp, d);
+    tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), pad_ld(&lp->w2),
+                     pad_src(lm, &lp->b2), rows, fp, pad_rows(&lp->w2));
     tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w, lw->ln2_b,
-                       rows, d, drop_at(lm, o, drop, tail_site(lm, k, 2)));
+                       rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2)));
 }
 
 /* Its backward, from lm->dx = d x2: lm->dx = d x through the residual alone and lm->dy = d y.
@@ -800,25 +946,37 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     const cudaStream_t st = lm->gpu->stream;
     const tt_gemm *gm = &lm->gemm;
     const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
+    const layer_padded *lp = &lm->pw[k];
     layer_acts *a = &lm->acts[k];
-    const int rows = lm->rows, d = m->d_model, f = m->d_inner, fp = lm->fp;
+    const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f */
     tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lm->dln, lm->dln + d, lm->ln_part, lm->dx, a->s2,
-                       a->mean2, a->rstd2, lw->ln2_w, rows, d, drop_at(lm, o, drop, tail_site(lm, k, 2)));
+                       a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
+                       drop_at(lm, o, drop, tail_site(lm, k, 2)));
     TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    tt_gemm_bwd_w_bias(gw, lg->ff2_w, 1.f, lg->ff2_b, lm->dyf, d, a->hd, fp, lm->ones, rows, f, d);
-    tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, d, w2_of(lm, k), fp, rows, fp, d, 0.f);
+    if (lp->w2.scratch) {
+        pad_dw(gw, &lp->w2, lm->wscr_ffn, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
+        pad_commit(gw, &lp->w2, lm->wscr_ffn);
+        tt_gemm_bias_grad(gw, lg->ff2_b, lm->dyf, dl, lm->ones, rows, d);
+    } else {
+        tt_gemm_bwd_w_bias(gw, lg->ff2_w, 1.f, lg->ff2_b, lm->dyf, dl, a->hd, fp, lm->ones, rows, f, d);
+    }
+    tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), pad_ld(&lp->w2), rows, fp,
+                     pad_rows(&lp->w2), 0.f);
     tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
                    drop_at(lm, o, drop, tail_site(lm, k, 1)));
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    tt_gemm_bwd_w_ld(gw, lg->ff1_w, lm->dff, fp, a->x1, d, rows, d, f);
-    tt_gemm_bwd_x_ld(gm, lm->dres, d, lm->dff, fp, w1_of(lm, k), d, rows, d, fp, 1.f); /* d x1 in full */
+    pad_dw(gw, &lp->w1, lm->wscr_ffn, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
+    pad_commit(gw, &lp->w1, lm->wscr_ffn);
+    tt_gemm_bwd_x_ld(gm, lm->dres, dl, lm->dff, fp, pad_src(lm, &lp->w1), pad_ld(&lp->w1), rows,
+                     pad_ld(&lp->w1), fp, 1.f); /* d x1 in full */
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
     tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres, a->s1,
-                       a->mean1, a->rstd1, lw->ln1_w, rows, d, drop_at(lm, o, drop, tail_site(lm, k, 0)));
+                       a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
+                       drop_at(lm, o, drop, tail_site(lm, k, 0)));
     TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
 }
@@ -871,12 +1029,11 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
 }
 
-/* The elements of lm->pe (and of its table) before the current run's position embeddings:
- * they are the last mlen + N of the kmax rows, distances mlen + N - 1 .. 0. */
+/* The rows of lm->pe (and of its table) before the current run's position embeddings: they
+ * are the last mlen + N of the kmax rows, distances mlen + N - 1 .. 0. */
 static size_t txl_pe_skip(const tt_gpu_lm *lm)
 {
-    const tt_model_spec *m = &lm->l->m;
-    return (size_t)(lm->kmax - lm->mlen - m->seq_len) * m->d_model;
+    return (size_t)(lm->kmax - lm->mlen - lm->l->m.seq_len);
 }
 
 /* The memory the run after this one attends to: the last min(mlen + N, M) rows. */
@@ -889,26 +1046,27 @@ static int txl_next_mlen(const tt_gpu_lm *lm)
 /* Transformer-XL's layer k attention (MODEL.md section 3) over the memory of mlen rows a sequence
  * and the segment x: y = o_net(P' V) with P = softmax of the shifted, masked (q + u) k^T +
  * (q + v) r^T. Its heads are head-major and padded (templates/txl.cu), so that each product is
- * one strided batch: AC and P'V over (head, sequence), BD over heads with every sequence's rows. */
+ * one strided batch: AC and P'V over (head, sequence), BD over heads with every sequence's rows.
+ * The projections' rows are padded too (dl, hl; see padded), their weights' copies with them. */
 static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *x)
 {
     const tt_model_spec *m = &lm->l->m;
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const tt_gemm *gm = &lm->gemm;
-    const tt_layer_view *lw = &lm->wv.layer[k];
+    const layer_padded *lp = &lm->pw[k];
     layer_acts *a = &lm->acts[k];
-    const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
+    const int rows = lm->rows, dl = lm->dl, hl = lm->hl, dp = lm->dpad, H = m->n_head;
     const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
-    const void *wqkv = wcp(lm, lw->qkv), *pe = (const char *)lm->pe + txl_pe_skip(lm) * lm->es;
-    tt_gemm_fwd(gm, a->qkv, false, x, wqkv, rows, d, 3 * hd, 0.f);
-    if (ml) /* the memory rows' k and v: W_kv is W_qkv's rows from HD on */
-        tt_gemm_fwd(gm, a->kvm, false, lm->mem[lm->par][k], (const char *)wqkv + (size_t)hd * d * lm->es,
-                    B * ml, d, 2 * hd, 0.f);
-    tt_gemm_fwd(gm, lm->r, false, pe, wcp(lm, lw->r_net), klen, d, hd, 0.f);
-    tt_txl_heads(p, st, a->rh, lm->r, klen, hd, 0);
+    const void *pe = (const char *)lm->pe + txl_pe_skip(lm) * dl * lm->es;
+    tt_gemm_fwd_ld(gm, a->qkv, false, 3 * hl, x, dl, pad_src(lm, &lp->qkv), dl, rows, dl, 3 * hl, 0.f);
+    if (ml) /* the memory rows' k and v: W_kv is W_qkv's blocks from the second on */
+        tt_gemm_fwd_ld(gm, a->kvm, false, 2 * hl, lm->mem[lm->par][k], dl, pad_block(lm, &lp->qkv, 1),
+                       dl, B * ml, dl, 2 * hl, 0.f);
+    tt_gemm_fwd_ld(gm, lm->r, false, hl, pe, dl, pad_src(lm, &lp->r), dl, klen, dl, hl, 0.f);
+    tt_txl_heads(p, st, a->rh, lm->r, klen, hl, 0);
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
-                     lm->wv.v, B, n, ml);
+                     lm->wv.v, B, n, ml, lm->lay);
     /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
     tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
                     a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
@@ -920,8 +1078,8 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     /* P' V [H*B][n, dp], heads merged into rows, o_net */
     tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
                     (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
-    tt_txl_unheads(p, st, a->om, lm->oh, rows, hd, 0);
-    tt_gemm_fwd(gm, a->y, false, a->om, wcp(lm, lw->o), rows, hd, d, 0.f);
+    tt_txl_unheads(p, st, a->om, lm->oh, rows, hl, 0);
+    tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
 }
 
 /* Its backward from lm->dy: the parameters' gradients (u and v shared by every layer), and d x
@@ -932,15 +1090,16 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const tt_gemm *gm = &lm->gemm;
-    const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
-    layer_acts *a = &lm->acts[k];
-    const int rows = lm->rows, d = m->d_model, hd = lm->hd, dp = lm->dpad, H = m->n_head;
+    const layer_padded *lp = &lm->pw[k];
+    const int rows = lm->rows, dl = lm->dl, hl = lm->hl, dp = lm->dpad, H = m->n_head;
     const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
-    const void *pe = (const char *)lm->pe + txl_pe_skip(lm) * lm->es;
+    layer_acts *a = &lm->acts[k];
+    const void *pe = (const char *)lm->pe + txl_pe_skip(lm) * dl * lm->es;
     /* o_net */
-    tt_gemm_bwd_w(gm, lg->o, lm->dy, a->om, rows, hd, d);
-    tt_gemm_bwd_x(gm, lm->dom, lm->dy, wcp(lm, lw->o), rows, hd, d, 0.f);
-    tt_txl_heads(p, st, lm->doh, lm->dom, rows, hd, 0);
+    pad_dw(gm, &lp->o, lm->wscr, 0, 1, true, 1.f, lm->dy, dl, a->om, hl, rows);
+    pad_commit(gm, &lp->o, lm->wscr);
+    tt_gemm_bwd_x_ld(gm, lm->dom, hl, lm->dy, dl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
+    tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
     tt_gemm_batched(gm, lm->dpd, true, klen, (long long)n * klen, lm->doh, false, dp,
                     (long long)n * dp, a->tv, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
@@ -959,14 +1118,19 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, klen,
                     (long long)rows * klen, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
     /* r_net, the biases, then qkv_net over the segment's rows and the memory's */
-    tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hd, 0);
-    tt_gemm_bwd_w(gm, lg->r_net, lm->dr, pe, klen, d, hd);
+    tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hl, 0);
+    pad_dw(gm, &lp->r, lm->wscr, 0, 1, true, 1.f, lm->dr, hl, pe, dl, klen);
+    pad_commit(gm, &lp->r, lm->wscr);
     tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
     tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, B,
-                     n, ml);
-    tt_gemm_bwd_w(gm, lg->qkv, lm->dqkv, xin, rows, d, 3 * hd);
-    if (ml) tt_gemm_bwd_w(gm, lg->qkv + (size_t)hd * d, lm->dkvm, lm->mem[lm->par][k], B * ml, d, 2 * hd);
-    tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * hd, 1.f);
+                     n, ml, lm->lay);
+    pad_dw(gm, &lp->qkv, lm->wscr, 0, 3, true, 1.f, lm->dqkv, 3 * hl, xin, dl, rows);
+    if (ml)
+        pad_dw(gm, &lp->qkv, lm->wscr, 1, 2, false, 1.f, lm->dkvm, 2 * hl, lm->mem[lm->par][k], dl,
+               B * ml);
+    pad_commit(gm, &lp->qkv, lm->wscr);
+    tt_gemm_bwd_x_ld(gm, lm->dx, dl, lm->dqkv, 3 * hl, pad_src(lm, &lp->qkv), dl, rows, dl, 3 * hl,
+                     1.f);
 }
 
 /* Transformer-XL's memories for the next segment: layer k's = the last min(mlen + N, M) rows of
@@ -977,7 +1141,7 @@ static void txl_update_memory(tt_gpu_lm *lm)
     const tt_model_spec *m = &lm->l->m;
     const cudaStream_t st = lm->gpu->stream;
     const int n = m->seq_len, ml = lm->mlen, keep = txl_next_mlen(lm);
-    const size_t row = (size_t)m->d_model * lm->es;
+    const size_t row = (size_t)lm->dl * lm->es;
     const int old = keep > n ? keep - n : 0, cur = keep - old; /* rows from each */
     for (int k = 0; k < m->layers; k++) {
         const char *in = k ? lm->acts[k - 1].x2 : lm->x0;
@@ -1005,8 +1169,9 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     enqueue_embedding(lm, o, false);
     if (lm->txl) { /* pos_emb of distances klen-1 .. 0 with its dropout, for every layer */
         const size_t skip = txl_pe_skip(lm);
-        tt_txl_pe(&lm->prog, lm->gpu->stream, (char *)lm->pe + skip * lm->es, lm->pe_tab + skip,
-                  (long)(lm->mlen + m->seq_len) * m->d_model, drop_at(lm, o, (float)m->dropout, 1));
+        tt_txl_pe(&lm->prog, lm->gpu->stream, (char *)lm->pe + skip * lm->dl * lm->es,
+                  lm->pe_tab + skip * m->d_model, lm->mlen + m->seq_len, m->d_model, lm->dl,
+                  drop_at(lm, o, (float)m->dropout, 1));
     }
     const void *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
@@ -1103,7 +1268,7 @@ static void enqueue_adam(tt_gpu_lm *lm)
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
             lm->l->n_floats, t);
-    refresh_ffn(lm);
+    refresh_padded(lm);
 }
 
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)

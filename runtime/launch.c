@@ -24,6 +24,15 @@ static void expect(const tt_gpu_kernel *k, const char *key, long given)
                  key, baked, given);
 }
 
+/* Rows ld elements apart, ld >= d: so that every row starts as aligned as the first, a multiple
+ * of VEC where the kernel moves VEC values at a time (vec 0: it does not). */
+static void expect_pitch(const tt_gpu_kernel *k, int d, int ld, bool vec)
+{
+    if (ld < d || (vec && ld % need(k, "VEC") != 0))
+        tt_panic(__FILE__, __LINE__, "%s: rows %d apart cannot hold %d values%s", k->k->name, ld, d,
+                 vec ? " in whole vectors" : "");
+}
+
 /* Kernels that move VEC values at a time need their arrays aligned to the whole vector: of fp32
  * values (es 4) or of the storage type (es 0). */
 static void expect_aligned(const tt_gpu_kernel *k, const void *a, int es)
@@ -71,11 +80,12 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
 
 void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
                         float *rstd, const void *x, const void *y, const float *gamma,
-                        const float *beta, int rows, int d, tt_dropout drop)
+                        const float *beta, int rows, int d, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_fwd");
     expect(k, "D", d);
-    void *args[] = {&out, &sum, &mean, &rstd, &x, &y, &gamma, &beta, &rows,
+    expect_pitch(k, d, ld, false);
+    void *args[] = {&out, &sum, &mean, &rstd, &x, &y, &gamma, &beta, &rows, &ld,
                     &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "ROWS")), 1, 1}, args, st);
 }
@@ -83,14 +93,15 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
                         float *dbeta, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
-                        tt_dropout drop)
+                        int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_bwd");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, false);
     /* the same partials as layernorm_bwd's, so that its scratch size and colsum serve */
     expect(k, "ROWS", need(tt_gpu_kernel_of(p, "layernorm_bwd"), "ROWS"));
     int parts = tt_layernorm_bwd_parts(p, rows);
-    void *args[] = {&dx, &dy, &part, &dout, &sum, &mean, &rstd, &gamma, &rows,
+    void *args[] = {&dx, &dy, &part, &dout, &sum, &mean, &rstd, &gamma, &rows, &ld,
                     &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, st);
     const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
@@ -120,13 +131,15 @@ static const tt_gpu_kernel *kernel_with(const tt_gpu_program *p, const char *op,
 }
 
 void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *emb,
-                      const int32_t *tokens, int rows, int d, int vocab, tt_dropout drop)
+                      const int32_t *tokens, int rows, int d, int ld, int vocab, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_fwd");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, true);
     expect_aligned(k, emb, 4);
     expect_aligned(k, x0, 0);
-    void *args[] = {&x0, &emb, &tokens, &rows, &vocab, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&x0, &emb, &tokens, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
+                    &drop.site};
     launch_rows(k, rows, d, args, st);
 }
 
@@ -148,16 +161,18 @@ void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
 }
 
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
-                      const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
+                      const void *dx0, const int32_t *tokens, int rows, int d, int ld, int vocab,
                       tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, true);
     expect_aligned(k, demb, 4);
     expect_aligned(k, dx0, 0);
     tt_embedding_sort(p, st, keys, tokens, rows);
     if (rows == 0) return;
-    void *args[] = {&demb, &dx0, &keys, &rows, &vocab, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&demb, &dx0, &keys, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
+                    &drop.site};
     tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
 }
 
@@ -174,24 +189,26 @@ void tt_adaptive_emb_gather(const tt_gpu_program *p, cudaStream_t st, void *e, c
 }
 
 void tt_adaptive_emb_scatter(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *y,
-                             const int32_t *idx, int count, int d, tt_dropout drop)
+                             const int32_t *idx, int count, int d, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_emb_scatter");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, true);
     expect_aligned(k, x0, 0);
     expect_aligned(k, y, 4);
-    void *args[] = {&x0, &y, &idx, &count, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&x0, &y, &idx, &count, &ld, &drop.p, &drop.seed, &drop.step, &drop.site};
     launch_rows(k, count, d, args, st);
 }
 
 void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, const void *dx0,
-                          const int32_t *idx, int count, int d, tt_dropout drop)
+                          const int32_t *idx, int count, int d, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_emb_grad");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, true);
     expect_aligned(k, dy, 0);
     expect_aligned(k, dx0, 0);
-    void *args[] = {&dy, &dx0, &idx, &count, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&dy, &dx0, &idx, &count, &ld, &drop.p, &drop.seed, &drop.step, &drop.site};
     launch_rows(k, count, d, args, st);
 }
 
@@ -211,24 +228,26 @@ void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
 }
 
 void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, const void *x,
-                        const int32_t *idx, int count, int d)
+                        const int32_t *idx, int count, int d, int ld)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_gather");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, true);
     expect_aligned(k, xc, 0);
     expect_aligned(k, x, 0);
-    void *args[] = {&xc, &x, &idx, &count};
+    void *args[] = {&xc, &x, &idx, &count, &ld};
     launch_rows(k, count, d, args, st);
 }
 
 void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx, const void *dxc,
-                             const int32_t *idx, int count, int d)
+                             const int32_t *idx, int count, int d, int ld)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adaptive_scatter_add");
     expect(k, "D", d);
+    expect_pitch(k, d, ld, true);
     expect_aligned(k, dx, 0);
     expect_aligned(k, dxc, 0);
-    void *args[] = {&dx, &dxc, &idx, &count};
+    void *args[] = {&dx, &dxc, &idx, &count, &ld};
     launch_rows(k, count, d, args, st);
 }
 
@@ -340,22 +359,32 @@ static unsigned stride_blocks(const tt_gpu_kernel *k, long long total)
     return (unsigned)(b < 1 ? 1 : b > 2048 ? 2048 : b);
 }
 
-void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *src, long count,
-               tt_dropout drop)
+void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *src, int rows,
+               int d, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_pe");
-    long long n = count;
-    void *args[] = {&pe, &src, &n, &drop.p, &drop.seed, &drop.step, &drop.site};
-    tt_gpu_launch(k, (dim3){stride_blocks(k, n), 1, 1}, args, st);
+    expect_pitch(k, d, ld, false);
+    void *args[] = {&pe, &src, &rows, &d, &ld, &drop.p, &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(k, (dim3){stride_blocks(k, (long long)rows * d), 1, 1}, args, st);
+}
+
+/* q, k, v blocks of H d_head each, hs apart, inside rows of ldq (and k, v inside rows of ldkv). */
+static void expect_qkv_rows(const tt_gpu_kernel *k, tt_qkv_rows lay)
+{
+    const long hd = need(k, "H") * need(k, "DH");
+    if (lay.hs < hd || lay.ldq < 2 * lay.hs + hd || lay.ldkv < lay.hs + hd)
+        tt_panic(__FILE__, __LINE__, "%s: blocks of %ld values %d apart do not fit rows of %d and %d",
+                 k->k->name, hd, lay.hs, lay.ldq, lay.ldkv);
 }
 
 void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *qv, void *k,
                       void *v, const void *qkv, const void *kvm, const float *u, const float *vb,
-                      int batch, int n, int m)
+                      int batch, int n, int m, tt_qkv_rows lay)
 {
     const tt_gpu_kernel *kk = tt_gpu_kernel_of(p, "txl_heads_qkv");
     TT_ASSERT(m == 0 || kvm);
-    void *args[] = {&qu, &qv, &k, &v, &qkv, &kvm, &u, &vb, &batch, &n, &m};
+    expect_qkv_rows(kk, lay);
+    void *args[] = {&qu, &qv, &k, &v, &qkv, &kvm, &u, &vb, &batch, &n, &m, &lay.ldq, &lay.ldkv, &lay.hs};
     const long long total = need(kk, "H") * (long long)batch * (m + n) * need(kk, "DP");
     tt_gpu_launch(kk, (dim3){stride_blocks(kk, total), 1, 1}, args, st);
 }
@@ -383,11 +412,12 @@ void tt_txl_unheads(const tt_gpu_program *p, cudaStream_t st, void *dst, const v
 
 void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
                       const void *dqu, const void *dqv, const void *dk, const void *dv, int batch,
-                      int n, int m)
+                      int n, int m, tt_qkv_rows lay)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_heads_bwd");
     TT_ASSERT(m == 0 || dkvm);
-    void *args[] = {&dqkv, &dkvm, &dqu, &dqv, &dk, &dv, &batch, &n, &m};
+    expect_qkv_rows(k, lay);
+    void *args[] = {&dqkv, &dkvm, &dqu, &dqv, &dk, &dv, &batch, &n, &m, &lay.ldq, &lay.ldkv, &lay.hs};
     const long long hd = need(k, "H") * need(k, "DH"), total = (long long)batch * (3LL * n + 2LL * m) * hd;
     tt_gpu_launch(k, (dim3){stride_blocks(k, total), 1, 1}, args, st);
 }

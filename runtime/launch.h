@@ -31,28 +31,32 @@ typedef struct {
 } tt_dropout;
 
 /* s = x + dropout(y), out = LayerNorm(s) (the residual variant of templates/layernorm.cu): out,
- * sum (= s, kept for the backward), x, y: [rows, d] of the storage type; mean, rstd: [rows]. */
+ * sum (= s, kept for the backward), x, y: [rows, d] of the storage type, rows ld >= d apart (the
+ * columns from d on neither read nor written); mean, rstd: [rows]. */
 void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
                         float *rstd, const void *x, const void *y, const float *gamma,
-                        const float *beta, int rows, int d, tt_dropout drop);
-/* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d];
- * dgamma, dbeta [d] written, dbeta = dgamma + d; part: as tt_layernorm_bwd's. */
+                        const float *beta, int rows, int d, int ld, tt_dropout drop);
+/* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d]
+ * ld apart; dgamma, dbeta [d] written, dbeta = dgamma + d; part: as tt_layernorm_bwd's. */
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
                         float *dbeta, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
-                        tt_dropout drop);
+                        int ld, tt_dropout drop);
 
-/* The embedding of one table E [vocab, d] fp32 (div_val 1; templates/embedding.cu):
+/* Every kernel below that takes d and ld: rows of d values ld apart (a multiple of the kernel's
+ * vector, so that every row is as aligned as the first), the columns from d on neither read nor
+ * written; dropout draws are numbered row * d + column whatever ld is.
+ * The embedding of one table E [vocab, d] fp32 (div_val 1; templates/embedding.cu):
  * x0 [rows, d] (storage type) = dropout(E[tokens] * sqrt(d)). A token outside the vocabulary
  * gives a row of NaN. */
 void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *emb,
-                      const int32_t *tokens, int rows, int d, int vocab, tt_dropout drop);
+                      const int32_t *tokens, int rows, int d, int ld, int vocab, tt_dropout drop);
 /* The uint64 keys of scratch tt_embedding_bwd needs; rows may not exceed it. */
 size_t tt_embedding_keys(const tt_gpu_program *p);
 /* dE [vocab, d] += dropout_bwd(dx0[r]) * sqrt(d) for each row r, into the row of its token, each
  * token's rows added in increasing order (as the CPU: deterministic, no atomics). */
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
-                      const void *dx0, const int32_t *tokens, int rows, int d, int vocab,
+                      const void *dx0, const int32_t *tokens, int rows, int d, int ld, int vocab,
                       tt_dropout drop);
 /* keys [tt_embedding_keys] = the pairs (token, row) of tokens [rows] in ascending order, then
  * all-ones: the order tt_embedding_bwd and tt_adaptive_emb_bwd add rows in. */
@@ -68,10 +72,11 @@ void tt_adaptive_emb_gather(const tt_gpu_program *p, cudaStream_t st, void *e, c
                             int dim);
 /* x0[idx[i]] = dropout(y[i] * sqrt(d)) for the listed rows; y [count, d] fp32 (e P_c^T). */
 void tt_adaptive_emb_scatter(const tt_gpu_program *p, cudaStream_t st, void *x0, const float *y,
-                             const int32_t *idx, int count, int d, tt_dropout drop);
-/* dy [count, d] (storage type) = dropout_bwd(dx0[idx[i]]) * sqrt(d); zero rows for padding. */
+                             const int32_t *idx, int count, int d, int ld, tt_dropout drop);
+/* dy [count, d] (storage type, packed) = dropout_bwd(dx0[idx[i]]) * sqrt(d) (dx0's rows ld
+ * apart); zero rows for padding. */
 void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, const void *dx0,
-                          const int32_t *idx, int count, int d, tt_dropout drop);
+                          const int32_t *idx, int count, int d, int ld, tt_dropout drop);
 /* dE_c [vc, dim] += de[pos[r]] (storage type) for each of the rows r whose token t is in
  * [lo, lo + vc), into row t - lo, each token's rows in increasing order; keys:
  * tt_embedding_sort's of all rows' tokens; pos [rows]: row r's place in its cluster's list. */
@@ -83,10 +88,10 @@ void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
  * target is in the cluster, ascending, then -1 (padding). xc [count, d] = x[idx[i]], zero rows for
  * padding (storage type). */
 void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, const void *x,
-                        const int32_t *idx, int count, int d);
+                        const int32_t *idx, int count, int d, int ld);
 /* dx[idx[i]] += dxc[i] for the listed rows (a row in at most one list). */
 void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx, const void *dxc,
-                             const int32_t *idx, int count, int d);
+                             const int32_t *idx, int count, int d, int ld);
 
 /* h = relu(z + b1), hd = dropout(h) (templates/ffn_act.cu): h, hd, z [rows, f] of the storage
  * type, ld = tt_row_pitch(f) elements from one row to the next (h may be z); b1 [f]. The ld - f
@@ -130,24 +135,31 @@ void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, voi
 /* The rest of Transformer-XL's attention between its products (templates/txl.cu). Heads are
  * head-major and padded, X[c][row][e] with e < DP (d_head rounded up to a multiple of 8, zero
  * past d_head); keys of sequence b are its m memory rows, then its n segment rows.
- * pe [count] (storage type) = dropout of src (fp32), element e of the drop's stream. */
-void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *src, long count,
-               tt_dropout drop);
-/* qu = q + u, qv = q + v [H][batch*n][DP]; k, v [H][batch*(m+n)][DP] from qkv [batch*n, 3 H dh]
- * (the segment's rows) and kvm [batch*m, 2 H dh] (the memory's; NULL when m is 0). */
+ * pe [rows, d] (storage type, rows ld apart) = dropout of src [rows, d] (fp32), element row d +
+ * col of the drop's stream. */
+void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *src, int rows,
+               int d, int ld, tt_dropout drop);
+/* Where the rows of the projections hold q, k, v (H dh values each): qkv's rows are ldq apart with
+ * q, k, v at 0, hs, 2 hs; kvm's (the memory's k and v) ldkv apart with k, v at 0, hs. Packed:
+ * {3 H dh, 2 H dh, H dh}. */
+typedef struct {
+    int ldq, ldkv, hs;
+} tt_qkv_rows;
+/* qu = q + u, qv = q + v [H][batch*n][DP]; k, v [H][batch*(m+n)][DP] from qkv [batch*n rows]
+ * (the segment's) and kvm [batch*m rows] (the memory's; NULL when m is 0). */
 void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *qv, void *k,
                       void *v, const void *qkv, const void *kvm, const float *u, const float *vb,
-                      int batch, int n, int m);
+                      int batch, int n, int m, tt_qkv_rows lay);
 /* dst [H][rows][DP] = the heads of src [rows, ld] from column off, and back. */
 void tt_txl_heads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
                   int ld, int off);
 void tt_txl_unheads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
                     int ld, int off);
-/* dqkv [batch*n, 3 H dh] (dq = dqu + dqv) and dkvm [batch*m, 2 H dh] (NULL when m is 0) from the
- * heads' gradients. */
+/* dqkv [batch*n rows] (dq = dqu + dqv) and dkvm [batch*m rows] (NULL when m is 0), laid out as
+ * qkv and kvm, from the heads' gradients; what lies between the blocks is not written. */
 void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
                       const void *dqu, const void *dqv, const void *dk, const void *dv, int batch,
-                      int n, int m);
+                      int n, int m, tt_qkv_rows lay);
 /* du, dv [H dh] (fp32) += the sums over rows of dqu, dqv [H][rows][DP]. */
 void tt_txl_uv_bwd(const tt_gpu_program *p, cudaStream_t st, float *du, float *dv, const void *dqu,
                    const void *dqv, int rows);

@@ -5,6 +5,8 @@
 //   x0[row] = dropout((P_c E_c[tokens[row] - lo_c]) * sqrt(D))
 // Constants: TT_D features (d_model), or TT_DE (a cluster's width) for the kernels of one
 // cluster's table; TT_VEC features per thread (divides the width), TT_THREADS per block;
+// rows of x0 (and dx0) ld elements apart (ld a multiple of TT_VEC: Transformer-XL's padded
+// rows), while a dropout draw is numbered row * D + col whatever the pitch;
 // embedding_sort: TT_P (a power of two >= the rows it sorts), TT_CHUNK (keys sorted in shared
 // memory at a time, a power of two <= TT_P), TT_THREADS.
 // Tunable (ttgen --tune; the plan's heuristic otherwise): the forward's threads per block.
@@ -56,7 +58,7 @@ __device__ __forceinline__ float tt_embed_grad(float d, size_t index, float p,
 #ifdef TT_OP_EMBEDDING_FWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__restrict__ tokens,
-          int rows, int vocab, float p, unsigned long long seed,
+          int rows, int ld, int vocab, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 {
     int row, col;
@@ -65,12 +67,11 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__res
     const bool known = t >= 0 && t < vocab;
     float v[TT_VEC];
     tt_load<TT_VEC>(v, emb + (size_t)(known ? t : 0) * TT_D + col);
-    const size_t base = (size_t)row * TT_D + col;
-    tt_embed_out(v, base, p, seed, tt_dropout_stream(*step, site));
+    tt_embed_out(v, (size_t)row * TT_D + col, p, seed, tt_dropout_stream(*step, site));
     if (!known)
 #pragma unroll
         for (int j = 0; j < TT_VEC; j++) v[j] = __uint_as_float(0x7fffffffu); // a token outside the vocabulary shows
-    tt_store<TT_VEC>(x0 + base, v);
+    tt_store<TT_VEC>(x0 + (size_t)row * ld + col, v);
 }
 #endif
 
@@ -102,8 +103,8 @@ TT_KERNEL(TT_T *__restrict__ e, const float *__restrict__ emb, const int *__rest
 // x0[idx[i]] = dropout(y[i] * sqrt(D)) for the listed rows (y fp32: the cluster's projection).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restrict__ idx,
-          int count, float p, unsigned long long seed, const unsigned long long *__restrict__ step,
-          unsigned site)
+          int count, int ld, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
 {
     int i, col;
     if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
@@ -111,9 +112,8 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restr
     if (r < 0) return;
     float v[TT_VEC];
     tt_load<TT_VEC>(v, y + (size_t)i * TT_D + col);
-    const size_t base = (size_t)r * TT_D + col;
-    tt_embed_out(v, base, p, seed, tt_dropout_stream(*step, site));
-    tt_store<TT_VEC>(x0 + base, v);
+    tt_embed_out(v, (size_t)r * TT_D + col, p, seed, tt_dropout_stream(*step, site));
+    tt_store<TT_VEC>(x0 + (size_t)r * ld + col, v);
 }
 #endif
 
@@ -121,8 +121,8 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restr
 // dy [count, D] (storage type) = dropout_bwd(dx0[idx[i]]) * sqrt(D); a zero row for padding.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__restrict__ idx,
-          int count, float p, unsigned long long seed, const unsigned long long *__restrict__ step,
-          unsigned site)
+          int count, int ld, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
 {
     int i, col;
     if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
@@ -131,7 +131,7 @@ TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__rest
     if (r >= 0) {
         const size_t base = (size_t)r * TT_D + col;
         const uint64_t stream = tt_dropout_stream(*step, site);
-        tt_load<TT_VEC>(v, dx0 + base);
+        tt_load<TT_VEC>(v, dx0 + (size_t)r * ld + col);
 #pragma unroll
         for (int j = 0; j < TT_VEC; j++) v[j] = tt_embed_grad(v[j], base + j, p, seed, stream);
     }
@@ -251,13 +251,13 @@ __device__ __forceinline__ void tt_sorted_add(float *__restrict__ table,
 #ifdef TT_OP_EMBEDDING_BWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
-          const unsigned long long *__restrict__ keys, int rows, int vocab, float p,
+          const unsigned long long *__restrict__ keys, int rows, int ld, int vocab, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const uint64_t stream = tt_dropout_stream(*step, site);
     tt_sorted_add<TT_D, TT_VEC>(
         demb, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
-        [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, dx0 + (size_t)row * TT_D + col); },
+        [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, dx0 + (size_t)row * ld + col); },
         [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)row * TT_D + e, p, seed, stream); });
 }
 #endif

@@ -3,6 +3,10 @@
 // Constants: TT_D features, TT_TPR threads per row (power of two), TT_ROWS rows per block
 // (1 when TT_TPR > 32), TT_VPT = ceil(TT_D / TT_TPR) values per thread.
 // A thread keeps its TT_VPT values in registers: the row is read from memory once.
+// The residual kernels' rows are ld elements apart (a pitch of whole 16-byte groups, so that the
+// products around them stay aligned: Transformer-XL's D 410 in rows of 416); the columns from
+// TT_D on are neither read nor written, and a dropout draw is numbered row * TT_D + i whatever
+// the pitch, as the CPU numbers it.
 // Tunable (ttgen --tune; the plan's heuristic otherwise): rows per block of the fused residual
 // kernels (residual_ln_bwd's also sets layernorm_bwd's: they write the same partials).
 // ttgen: tunable residual_ln_fwd ROWS 1 2 4 8 16
@@ -175,8 +179,9 @@ TT_KERNEL(TT_T *__restrict__ y, float *__restrict__ mean_out, float *__restrict_
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ mean_out,
           float *__restrict__ rstd_out, const TT_T *__restrict__ x, const TT_T *__restrict__ y,
-          const float *__restrict__ gamma, const float *__restrict__ beta, int rows, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          const float *__restrict__ gamma, const float *__restrict__ beta, int rows, int ld,
+          float p, unsigned long long seed, const unsigned long long *__restrict__ step,
+          unsigned site)
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
     const int lane = threadIdx.x % TT_TPR;
@@ -184,7 +189,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
     if (row >= rows) return;
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float inv_keep = 1.f / (1.f - p);
-    const size_t base = (size_t)row * TT_D;
+    const size_t base = (size_t)row * ld, drop = (size_t)row * TT_D;
 
     float v[TT_VPT];
 #pragma unroll
@@ -192,7 +197,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
         const int i = lane + c * TT_TPR;
         v[c] = 0.f;
         if (i < TT_D) {
-            const bool keep = tt_dropout_keep(seed, stream, base + i, p);
+            const bool keep = tt_dropout_keep(seed, stream, drop + i, p);
             // __fmul_rn: never fused into an FMA with the add, so the sum rounds as on the CPU
             const float yd = keep ? __fmul_rn(tt_float(y[base + i]), inv_keep) : 0.f;
             const float sum = tt_float(x[base + i]) + yd;
@@ -231,7 +236,7 @@ TT_KERNEL(TT_T *__restrict__ dx, float *__restrict__ part, const TT_T *__restric
 TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part,
           const TT_T *__restrict__ dout, const TT_T *__restrict__ x,
           const float *__restrict__ mean_in, const float *__restrict__ rstd_in,
-          const float *__restrict__ gamma, int rows, float p, unsigned long long seed,
+          const float *__restrict__ gamma, int rows, int ld, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 #endif
 {
@@ -251,8 +256,12 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) dg[c] = db[c] = 0.f;
 
+#ifdef TT_OP_LAYERNORM_BWD
+    const int ld = TT_D;
+#endif
     for (int row = blockIdx.x * TT_ROWS + sub; row < rows; row += gridDim.x * TT_ROWS) {
-        const size_t base = (size_t)row * TT_D;
+        const size_t base = (size_t)row * ld, drop = (size_t)row * TT_D;
+        (void)drop;
         float g[TT_VPT];
 #ifdef TT_OP_RESIDUAL_LN_BWD
         // The forward's keep decisions, a bit per value this thread holds, drawn before the row
@@ -261,7 +270,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
         unsigned kept = 0;
 #pragma unroll
         for (int c = 0; c < TT_VPT; c++)
-            if (tt_dropout_keep(seed, stream, base + lane + c * TT_TPR, p)) kept |= 1u << c;
+            if (tt_dropout_keep(seed, stream, drop + lane + c * TT_TPR, p)) kept |= 1u << c;
 #endif
         tt_ln_row_bwd(g, dg, db, dout + base, x + base, mean_in[row], rstd_in[row], gamma, lane,
                       scratch);

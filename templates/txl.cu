@@ -4,34 +4,41 @@
 // head-major and padded: X[c][row][e] for head c, row (b n + i, or b klen + j for keys), e <
 // TT_DP, zero from TT_DH on (d_head padded to a multiple of 8, so that every product's rows are
 // 16-byte aligned). Keys of sequence b: its m memory rows, then its n current rows.
-// Constants: TT_H (heads), TT_DH (d_head), TT_DP (padded), TT_THREADS. Runtime: batch, n, m.
+// Constants: TT_H (heads), TT_DH (d_head), TT_DP (padded), TT_THREADS. Runtime: batch, n, m,
+// and the layout of the rows of projections: qkv's rows ldq elements apart with q, k, v starting
+// 0, hs and 2 hs into a row, kvm's (the memory's k, v) ldkv apart with k and v at 0 and hs, so
+// that the rows can be padded to whole 16-byte groups (Transformer-XL's H d_head 410 in blocks
+// of 416); what lies between is neither read nor written.
 // Tunable (ttgen --tune; the plan's heuristic otherwise): the heads split's threads per block.
 // ttgen: tunable txl_heads_qkv THREADS 128 256 512 1024
 #define TT_HD (TT_H * TT_DH)
 
 #ifdef TT_OP_TXL_PE
-// pe [klen, d] = dropout(src [klen, d]): the sinusoids of distances klen-1 .. 0 (the last klen
-// rows of the host's table), element e of the stream tt_dropout_stream(step, site), as
-// cpu_dropout_fwd draws it.
+// pe [rows, d] (rows ld apart) = dropout(src [rows, d]): the sinusoids of distances rows-1 .. 0
+// (the last rows of the host's table), element e = row d + col of the stream
+// tt_dropout_stream(step, site), as cpu_dropout_fwd draws it.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, long long count, float p,
+TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, int rows, int d, int ld, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float scale = 1.f / (1.f - p);
+    const long long count = (long long)rows * d;
     for (long long e = (long long)blockIdx.x * TT_THREADS + threadIdx.x; e < count;
-         e += (long long)gridDim.x * TT_THREADS)
-        pe[e] = tt_store_as<TT_T>(tt_dropout_keep(seed, stream, (uint64_t)e, p) ? src[e] * scale : 0.f);
+         e += (long long)gridDim.x * TT_THREADS) {
+        const float x = tt_dropout_keep(seed, stream, (uint64_t)e, p) ? src[e] * scale : 0.f;
+        pe[e / d * ld + e % d] = tt_store_as<TT_T>(x);
+    }
 }
 #endif
 
 #ifdef TT_OP_TXL_HEADS_QKV
-// From qkv [batch*n, 3 HD] (x Wqkv^T of the current rows) and kvm [batch*m, 2 HD] (mem Wkv^T):
+// From qkv [batch*n rows] (x Wqkv^T of the current rows) and kvm [batch*m rows] (mem Wkv^T):
 // qu = q + u and qv = q + v [H][batch*n][DP], k and v [H][batch*klen][DP].
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT_T *__restrict__ v,
           const TT_T *__restrict__ qkv, const TT_T *__restrict__ kvm, const float *__restrict__ u,
-          const float *__restrict__ vb, int batch, int n, int m)
+          const float *__restrict__ vb, int batch, int n, int m, int ldq, int ldkv, int hs)
 {
     const int klen = m + n;
     const long long total = (long long)TT_H * batch * klen * TT_DP;
@@ -45,11 +52,11 @@ TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT
         float kx = 0.f, vx = 0.f;
         if (e < TT_DH) {
             if (j < m) {
-                const TT_T *src = kvm + ((size_t)b * m + j) * 2 * TT_HD;
-                kx = tt_float(src[col]), vx = tt_float(src[TT_HD + col]);
+                const TT_T *src = kvm + ((size_t)b * m + j) * ldkv;
+                kx = tt_float(src[col]), vx = tt_float(src[hs + col]);
             } else {
-                const TT_T *src = qkv + ((size_t)b * n + j - m) * 3 * TT_HD;
-                kx = tt_float(src[TT_HD + col]), vx = tt_float(src[2 * TT_HD + col]);
+                const TT_T *src = qkv + ((size_t)b * n + j - m) * ldq;
+                kx = tt_float(src[hs + col]), vx = tt_float(src[2 * hs + col]);
             }
         }
         k[x] = tt_store_as<TT_T>(kx);
@@ -58,7 +65,7 @@ TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT
             const size_t at = (cb * n + j - m) * TT_DP + e;
             float q = 0.f, qa = 0.f, qb = 0.f;
             if (e < TT_DH) {
-                q = tt_float(qkv[((size_t)b * n + j - m) * 3 * TT_HD + col]);
+                q = tt_float(qkv[((size_t)b * n + j - m) * ldq + col]);
                 qa = q + u[col], qb = q + vb[col];
             }
             qu[at] = tt_store_as<TT_T>(qa);
@@ -99,12 +106,13 @@ TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld
 #endif
 
 #ifdef TT_OP_TXL_HEADS_BWD
-// The gradients of the split: dqkv [batch*n, 3 HD] (dq = dqu + dqv, and the current rows of dk,
-// dv) and dkvm [batch*m, 2 HD] (the memory rows of dk, dv; NULL when m is 0).
+// The gradients of the split: dqkv [batch*n rows] (dq = dqu + dqv, and the current rows of dk,
+// dv) and dkvm [batch*m rows] (the memory rows of dk, dv; NULL when m is 0), laid out as qkv and
+// kvm.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restrict__ dqu,
           const TT_T *__restrict__ dqv, const TT_T *__restrict__ dk, const TT_T *__restrict__ dv,
-          int batch, int n, int m)
+          int batch, int n, int m, int ldq, int ldkv, int hs)
 {
     const int klen = m + n;
     const long long cur = (long long)batch * n * 3 * TT_HD, total = cur + (long long)batch * m * 2 * TT_HD;
@@ -120,7 +128,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restri
             float g;
             if (part == 0) g = tt_float(dqu[q]) + tt_float(dqv[q]);
             else g = tt_float(part == 1 ? dk[kv] : dv[kv]);
-            dqkv[x] = tt_store_as<TT_T>(g);
+            dqkv[(size_t)r * ldq + part * hs + col % TT_HD] = tt_store_as<TT_T>(g);
         } else {
             const long long y = x - cur;
             const int col = (int)(y % (2 * TT_HD)), part = col / TT_HD, c = col % TT_HD / TT_DH;
@@ -128,7 +136,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restri
             const long long r = y / (2 * TT_HD); // b m + j
             const int b = (int)(r / m), j = (int)(r % m);
             const size_t kv = (((size_t)c * batch + b) * klen + j) * TT_DP + e;
-            dkvm[y] = part == 0 ? dk[kv] : dv[kv];
+            dkvm[(size_t)r * ldkv + part * hs + col % TT_HD] = part == 0 ? dk[kv] : dv[kv];
         }
     }
 }

@@ -428,11 +428,15 @@ static void test_embedding(void **state)
         /* GPU */
         float *d_emb = upload(emb, ne, 0), *d_demb = upload(demb0, ne, 0);
         int32_t *d_tok = upload_bytes(tok, (size_t)rows * sizeof *tok);
-        void *d_dx0 = upload(dx0, nd, c->bf16), *d_x0 = poisoned(nd, c->bf16 ? 2 : 4);
+        /* rows wider than d, as Transformer-XL's padded ones, the padding NaN */
+        const int ld = (int)tt_row_pitch(d) + 8;
+        void *d_dx0 = upload_pitched(dx0, rows, d, ld, c->bf16);
+        void *d_x0 = poisoned((size_t)rows * ld, c->bf16 ? 2 : 4);
         uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
-        tt_embedding_fwd(&p, gpu.stream, d_x0, d_emb, d_tok, rows, d, vocab, dr);
-        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, d_tok, rows, d, vocab, dr);
-        float *g_x0 = download(d_x0, nd, c->bf16), *g_demb = download(d_demb, ne, 0);
+        tt_embedding_fwd(&p, gpu.stream, d_x0, d_emb, d_tok, rows, d, ld, vocab, dr);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, d_tok, rows, d, ld, vocab, dr);
+        float *g_x0 = download_pitched(d_x0, rows, d, ld, c->bf16, "embedding_fwd x0");
+        float *g_demb = download(d_demb, ne, 0);
         compare("embedding_fwd", c, g_x0, x0, nd, c->bf16 ? 1e-2 : 1e-5);
         compare("embedding_bwd", c, g_demb, demb, ne, 1e-5);
         /* embedding_sort's own twin: the keys (token, row) in ascending order, then padding. A
@@ -449,7 +453,7 @@ static void test_embedding(void **state)
         free(want_keys), free(got_keys);
         /* the same again: bit for bit */
         TT_CUDA(cudaMemcpy(d_demb, demb0, ne * 4, cudaMemcpyHostToDevice));
-        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, d_tok, rows, d, vocab, dr);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, d_tok, rows, d, ld, vocab, dr);
         float *g_demb2 = download(d_demb, ne, 0);
         if (memcmp(g_demb, g_demb2, ne * 4) != 0)
             fail_msg("embedding_bwd %s: two runs differ", c->name);
@@ -499,6 +503,7 @@ static void test_adaptive(void **state)
         tt_gpu_program p;
         load_lm_program(c, 32, 2, ", adaptive: {cutoffs: [20, 50], div_val: 2}", &s, &p);
         const int rows = c->batch * c->n, d = c->d, bf = c->bf16;
+        const int ld = (int)tt_row_pitch(d) + 8; /* x0, dx0, x, dx: padded rows, NaN between */
         const size_t nd = (size_t)rows * d, es = bf ? 2 : 4;
         const float scale = (float)sqrt((double)d);
         const double tol = bf ? 1e-2 : 1e-5;
@@ -517,7 +522,7 @@ static void test_adaptive(void **state)
          * for the projection cuBLAS computes from e */
         float *z = tt_xcalloc(nd, 4), *x0 = tt_xmalloc(nd * 4);
         uint8_t *mask = tt_xmalloc(nd);
-        void *d_x0 = poisoned(nd, es);
+        void *d_x0 = poisoned((size_t)rows * ld, es);
         float *emb[ADAPTIVE_CLUSTERS];
         int32_t *d_idx[ADAPTIVE_CLUSTERS];
         for (int k = 0, dim = d; k < ADAPTIVE_CLUSTERS; k++, dim /= 2) {
@@ -538,7 +543,7 @@ static void test_adaptive(void **state)
             void *d_e = poisoned((size_t)m[k] * dim, es);
             tt_adaptive_emb_gather(&p, gpu.stream, d_e, d_emb, d_tok, d_idx[k], m[k],
                                    adaptive_lo[k], vc, dim);
-            tt_adaptive_emb_scatter(&p, gpu.stream, d_x0, d_y, d_idx[k], m[k], d, dr);
+            tt_adaptive_emb_scatter(&p, gpu.stream, d_x0, d_y, d_idx[k], m[k], d, ld, dr);
             float *g_e = download(d_e, (size_t)m[k] * dim, bf);
             char name[32];
             snprintf(name, sizeof name, "adaptive_emb_gather %d", k);
@@ -548,7 +553,7 @@ static void test_adaptive(void **state)
         }
         cpu_dropout(x0, mask, z, (long)nd, dr);
         round_storage(x0, nd, bf);
-        float *g_x0 = download(d_x0, nd, bf);
+        float *g_x0 = download_pitched(d_x0, rows, d, ld, bf, "adaptive_emb_scatter x0");
         compare("adaptive_emb_scatter", c, g_x0, x0, nd, tol);
 
         /* backward: dy = dropout_bwd(dx0[idx]) * sqrt(d); then dE_c[t - lo] += de[pos[r]] in row
@@ -557,7 +562,7 @@ static void test_adaptive(void **state)
         randn(dx0, nd, 1.f);
         round_storage(dx0, nd, bf);
         cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
-        void *d_dx0 = upload(dx0, nd, bf);
+        void *d_dx0 = upload_pitched(dx0, rows, d, ld, bf);
         uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
         tt_embedding_sort(&p, gpu.stream, keys, d_tok, rows);
         for (int k = 0, dim = d; k < ADAPTIVE_CLUSTERS; k++, dim /= 2) {
@@ -578,7 +583,7 @@ static void test_adaptive(void **state)
                         demb[(size_t)(tok[r] - adaptive_lo[k]) * dim + j] += de[(size_t)pos[r] * dim + j];
             void *d_dy = poisoned((size_t)m[k] * d, es), *d_de = upload(de, (size_t)m[k] * dim, bf);
             float *d_demb = upload(demb0, (size_t)vc * dim, 0);
-            tt_adaptive_emb_grad(&p, gpu.stream, d_dy, d_dx0, d_idx[k], m[k], d, dr);
+            tt_adaptive_emb_grad(&p, gpu.stream, d_dy, d_dx0, d_idx[k], m[k], d, ld, dr);
             tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, d_de, d_pos, rows, adaptive_lo[k], vc, dim);
             float *g_dy = download(d_dy, (size_t)m[k] * d, bf), *g_demb = download(d_demb, (size_t)vc * dim, 0);
             char name[32];
@@ -608,9 +613,9 @@ static void test_adaptive(void **state)
         randn(dx, nd, 1.f);
         round_storage(x, nd, bf);
         round_storage(dx, nd, bf);
-        void *d_x = upload(x, nd, bf), *d_dx = upload(dx, nd, bf);
+        void *d_x = upload_pitched(x, rows, d, ld, bf), *d_dx = upload_pitched(dx, rows, d, ld, bf);
         for (int k = 1; k < ADAPTIVE_CLUSTERS; k++) {
-            const size_t n = (size_t)tm[k] * d;
+            const size_t n = (size_t)tm[k] * d, np = (size_t)tm[k] * ld;
             float *xc = tt_xcalloc(n, 4), *dxc = tt_xmalloc(n * 4);
             randn(dxc, n, 1.f);
             round_storage(dxc, n, bf);
@@ -620,10 +625,10 @@ static void test_adaptive(void **state)
                     dx[(size_t)tidx[k][i] * d + j] += dxc[(size_t)i * d + j];
                 }
             int32_t *d_tidx = upload_bytes(tidx[k], (size_t)tm[k] * 4);
-            void *d_xc = poisoned(n, es), *d_dxc = upload(dxc, n, bf);
-            tt_adaptive_gather(&p, gpu.stream, d_xc, d_x, d_tidx, tm[k], d);
-            tt_adaptive_scatter_add(&p, gpu.stream, d_dx, d_dxc, d_tidx, tm[k], d);
-            float *g_xc = download(d_xc, n, bf);
+            void *d_xc = poisoned(np, es), *d_dxc = upload_pitched(dxc, tm[k], d, ld, bf);
+            tt_adaptive_gather(&p, gpu.stream, d_xc, d_x, d_tidx, tm[k], d, ld);
+            tt_adaptive_scatter_add(&p, gpu.stream, d_dx, d_dxc, d_tidx, tm[k], d, ld);
+            float *g_xc = download_pitched(d_xc, tm[k], d, ld, bf, "adaptive_gather xc");
             char name[32];
             snprintf(name, sizeof name, "adaptive_gather %d", k);
             compare(name, c, g_xc, xc, n, 0);
@@ -631,7 +636,7 @@ static void test_adaptive(void **state)
             free(xc), free(dxc), free(g_xc), free(tidx[k]);
         }
         round_storage(dx, nd, bf);
-        float *g_dx = download(d_dx, nd, bf);
+        float *g_dx = download_pitched(d_dx, rows, d, ld, bf, "adaptive_scatter_add dx");
         compare("adaptive_scatter_add", c, g_dx, dx, nd, tol);
 
         for (int k = 0; k < ADAPTIVE_CLUSTERS; k++) {
@@ -686,30 +691,34 @@ static void test_residual_ln(void **state)
         cpu_layernorm_fwd(out, mean, rstd, sum, gamma, beta, rows, d);
         cpu_layernorm_bwd(ds, dgb, dgb + d, dout, sum, mean, rstd, gamma, rows, d);
         cpu_dropout_bwd(dy, ds, mask, (long)nd, dr.p);
-        /* GPU forward */
+        /* GPU forward, on rows wider than d (as Transformer-XL's padded ones), the padding NaN */
         const size_t es = c->bf16 ? 2 : 4;
-        void *d_x = upload(x, nd, c->bf16), *d_y = upload(y, nd, c->bf16);
+        const int ld = (int)tt_row_pitch(d) + 8, bf = c->bf16;
+        const size_t np = (size_t)rows * ld;
+        void *d_x = upload_pitched(x, rows, d, ld, bf), *d_y = upload_pitched(y, rows, d, ld, bf);
         float *d_gamma = upload(gamma, d, 0), *d_beta = upload(beta, d, 0);
-        void *d_out = poisoned(nd, es), *d_sum = poisoned(nd, es);
+        void *d_out = poisoned(np, es), *d_sum = poisoned(np, es);
         float *d_mean = poisoned(rows, 4), *d_rstd = poisoned(rows, 4);
         tt_residual_ln_fwd(&p, gpu.stream, d_out, d_sum, d_mean, d_rstd, d_x, d_y, d_gamma, d_beta,
-                           rows, d, dr);
+                           rows, d, ld, dr);
         const double tol = c->bf16 ? 1e-2 : 1e-5;
-        float *g_out = download(d_out, nd, c->bf16), *g_sum = download(d_sum, nd, c->bf16);
+        float *g_out = download_pitched(d_out, rows, d, ld, bf, "residual_ln_fwd out");
+        float *g_sum = download_pitched(d_sum, rows, d, ld, bf, "residual_ln_fwd sum");
         float *g_mean = download(d_mean, rows, 0), *g_rstd = download(d_rstd, rows, 0);
         compare("residual_ln_fwd", c, g_out, out, nd, tol);
         compare("  sum", c, g_sum, sum, nd, 1e-6);
         compare("  mean", c, g_mean, mean, rows, 1e-5);
         compare("  rstd", c, g_rstd, rstd, rows, 1e-5);
         /* GPU backward, from the CPU's s and statistics */
-        void *d_s = upload(sum, nd, c->bf16), *d_dout = upload(dout, nd, c->bf16);
+        void *d_s = upload_pitched(sum, rows, d, ld, bf), *d_dout = upload_pitched(dout, rows, d, ld, bf);
         float *d_mean2 = upload(mean, rows, 0), *d_rstd2 = upload(rstd, rows, 0);
-        void *d_dx = poisoned(nd, es), *d_dy = poisoned(nd, es);
+        void *d_dx = poisoned(np, es), *d_dy = poisoned(np, es);
         float *d_dgb = poisoned(2 * (size_t)d, 4);
         float *part = poisoned(2 * (size_t)tt_layernorm_bwd_parts(&p, rows) * d, 4);
         tt_residual_ln_bwd(&p, gpu.stream, d_dx, d_dy, d_dgb, d_dgb + d, part, d_dout, d_s, d_mean2,
-                           d_rstd2, d_gamma, rows, d, dr);
-        float *g_dx = download(d_dx, nd, c->bf16), *g_dy = download(d_dy, nd, c->bf16);
+                           d_rstd2, d_gamma, rows, d, ld, dr);
+        float *g_dx = download_pitched(d_dx, rows, d, ld, bf, "residual_ln_bwd dx");
+        float *g_dy = download_pitched(d_dy, rows, d, ld, bf, "residual_ln_bwd dy");
         float *g_dgb = download(d_dgb, 2 * (size_t)d, 0);
         compare("residual_ln_bwd", c, g_dx, ds, nd, tol);
         compare("  dy", c, g_dy, dy, nd, tol);
