@@ -126,7 +126,7 @@ static void attn_init(attn *a, const tt_spec *s, int check)
     memcpy(a->dwo, a->dwo0, nw * 4);
     memcpy(a->vec, a->vec0, 3 * (size_t)r * 4);
     cpu_mla_bwd(a->dqkv, a->vec, a->dwo, key ? a->dp : NULL, key ? a->vec + r : NULL,
-                key ? a->vec + 2 * r : NULL, NULL, a->dy, a->qkv, a->g, a->wo, key ? a->pos : NULL,
+                key ? a->vec + 2 * r : NULL, a->dy, a->qkv, a->g, a->wo, key ? a->pos : NULL,
                 key ? a->u : NULL, key ? a->v : NULL, sh);
 
     a->d_qkv = tt_gpu_upload(a->qkv, nq, bf), a->d_wo = tt_gpu_upload(a->wo, nw, bf);

@@ -85,8 +85,7 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
     lm->dff = tt_xmalloc(rows * f * sizeof(tt_real));
     if (!txl) lm->dqkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
     lm->d_emb = tt_xmalloc(rows * d * sizeof(tt_real));
-    lm->core_cond = tt_xmalloc((size_t)m->layers * sizeof *lm->core_cond);
-    for (int k = 0; k < m->layers; k++) lm->core_cond[k] = 1; /* until measured */
+    lm->core_cond = tt_xcalloc((size_t)m->layers, sizeof *lm->core_cond);
 }
 
 double tt_cpu_lm_core_cond(const tt_cpu_lm *lm, int k) { return lm->core_cond[k]; }
@@ -446,12 +445,10 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
         /* x1 = LN(x + drop(MLA(x))): lm->dtmp holds d MLA(x) */
         tt_real *dg = tt_xcalloc((size_t)r, sizeof *dg);
         tt_real *dp = key ? tt_xcalloc((size_t)n * r, sizeof *dp) : NULL;
-        double *dg_abs = lm->measure_cond ? tt_xmalloc((size_t)r * sizeof *dg_abs) : NULL;
-        cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, dg_abs, lm->dtmp, a->qkv, a->g, lw->o,
-                    a->p, lm->w.u, lm->w.v, shape);
+        cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, lm->dtmp, a->qkv, a->g, lw->o, a->p,
+                    lm->w.u, lm->w.v, shape);
         cpu_core_bwd(lg->core, dg, lw->core, m->cores, r);
-        if (dg_abs) lm->core_cond[k] = cpu_core_cond(dg, dg_abs, lw->core, m->cores, r);
-        free(dg_abs);
+        lm->core_cond[k] = cpu_core_cond(dg, lw->core, m->cores, r);
         if (key) cpu_linear_bwd(NULL, lg->r_net, NULL, dp, lm->pe, lw->r_net, n, d, r);
         cpu_linear_bwd(lm->dtmp, lg->qkv, NULL, lm->dqkv, xin, lw->qkv, rows, d, 3 * r);
         for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i];

@@ -26,8 +26,7 @@ typedef struct {
     tt_real *dx, *dtmp, *dff;  /* [rows, D], [rows, D], [rows, F] */
     tt_real *dqkv;     /* [rows, 3R] (tensorized) */
     tt_real *d_emb;    /* [rows, D]: d loss / d (embedding output before dropout) */
-    bool measure_cond; /* (false) the backward measures each core's conditioning, */
-    double *core_cond; /* [L] (tensorized): cpu_core_cond of each layer's last such backward */
+    double *core_cond; /* [L] (tensorized): cpu_core_cond of each layer's last backward */
 } tt_cpu_lm;
 
 typedef struct {
@@ -47,12 +46,10 @@ void tt_cpu_lm_free(tt_cpu_lm *lm);
  * kink first. */
 double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double *rms);
 
-/* Layer k's core of the last backward run with measure_cond set (tensorized): how far its
- * gradient can move, relative to itself, when the inputs of dg move by a relative epsilon, in
- * units of epsilon (cpu_core_cond). dg is one sum over every (sequence, i, j, k, feature) of the
- * layer, and where it cancels (or dg - <s, dg> does) an implementation with another summation
- * order and inputs a rounding apart lands that much further off: a comparison of core_value's
- * gradient holds it to its tolerance times this. */
+/* Layer k's core of the last backward (tensorized): how much its gradient can magnify a relative
+ * error of dg (cpu_core_cond). A comparison of core_value's gradient holds it to its tolerance
+ * times this: the sum dg - <s, dg> inside it cancels where dg is nearly constant, and another
+ * summation order of dg (the GPU's) shows there magnified, not wrong. */
 double tt_cpu_lm_core_cond(const tt_cpu_lm *lm, int k);
 
 typedef struct {

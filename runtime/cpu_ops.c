@@ -175,11 +175,11 @@ void cpu_core_bwd(tt_real *dtheta, const tt_real *dg, const tt_real *theta, int 
     free(s);
 }
 
-double cpu_core_cond(const tt_real *dg, const double *dg_abs, const tt_real *theta, int h, int r)
+double cpu_core_cond(const tt_real *dg, const tt_real *theta, int h, int r)
 {
     double *s = tt_xmalloc((size_t)r * sizeof *s);
     double norm_j = 0, out = 0, in = 0;
-    for (int i = 0; i < r; i++) in += dg_abs ? dg_abs[i] * dg_abs[i] : (double)dg[i] * dg[i];
+    for (int i = 0; i < r; i++) in += (double)dg[i] * dg[i];
     for (int c = 0; c < h; c++) {
         softmax_row(s, theta + (size_t)c * r, r);
         double dot = 0, top = 0;
@@ -188,7 +188,7 @@ double cpu_core_cond(const tt_real *dg, const double *dg_abs, const tt_real *the
         norm_j += top * top;
     }
     free(s);
-    /* ||J||_2 ||dg_abs|| / ||J dg||, the 1/h of both norms cancelling */
+    /* ||J||_2 ||dg|| / ||J dg||, the 1/h of both norms cancelling */
     const double k = out > 0 ? sqrt(norm_j * in / out) : INFINITY;
     return k > 1 ? k : 1;
 }
@@ -255,17 +255,14 @@ void cpu_mla_fwd(tt_real *y, const tt_real *qkv, const tt_real *g, const tt_real
 }
 
 void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real *du, tt_real *dv,
-                 double *dg_abs, const tt_real *dy, const tt_real *qkv, const tt_real *g,
-                 const tt_real *wo, const tt_real *p, const tt_real *u, const tt_real *v,
-                 cpu_mla_shape s)
+                 const tt_real *dy, const tt_real *qkv, const tt_real *g, const tt_real *wo,
+                 const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s)
 {
     const int n = s.n, r = s.r, d = s.d;
     const size_t nn = (size_t)n * n;
     tt_real *wt = transpose(wo, d, (int)nn);
     double *a = tt_xmalloc((size_t)r * sizeof *a), *da = tt_xmalloc((size_t)r * sizeof *da);
-    double *da_abs = tt_xmalloc((size_t)r * sizeof *da_abs);
     double *dwt = tt_xcalloc(nn * d, sizeof *dwt);
-    if (dg_abs) memset(dg_abs, 0, (size_t)r * sizeof *dg_abs);
     double *dseq = tt_xmalloc((size_t)n * 3 * r * sizeof *dseq);
     double *dg_acc = tt_xcalloc((size_t)r, sizeof *dg_acc);
     double *dp_acc = tt_xcalloc((size_t)n * r, sizeof *dp_acc);
@@ -282,24 +279,20 @@ void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real 
                 const tt_real *pj = p ? p + (size_t)j * r : NULL;
                 key_factor(a, qi, kj, pj, g, u, v, r);
                 memset(da, 0, (size_t)r * sizeof *da);
-                memset(da_abs, 0, (size_t)r * sizeof *da_abs);
                 for (int k = 0; k < end; k++) {
                     const tt_real *vk = seq + (size_t)k * 3 * r + 2 * r;
                     const tt_real *w = wt + ((size_t)j * n + k) * d;
                     double *dw = dwt + ((size_t)j * n + k) * d;
-                    double t = 0, dt = 0, dt_abs = 0;
+                    double t = 0, dt = 0;
                     for (int q = 0; q < r; q++) t += a[q] * vk[q];
                     for (int e = 0; e < d; e++) {
                         dt += (double)dyi[e] * w[e];
                         dw[e] += t * dyi[e];
                     }
-                    if (dg_abs)
-                        for (int e = 0; e < d; e++) dt_abs += fabs((double)dyi[e] * w[e]);
                     double *dvk = dseq + (size_t)k * 3 * r + 2 * r;
                     for (int q = 0; q < r; q++) {
                         dvk[q] += dt * a[q];
                         da[q] += dt * vk[q];
-                        if (dg_abs) da_abs[q] += dt_abs * fabs((double)vk[q]);
                     }
                 }
                 /* a_q = g_q ((Q+u)_q K_q + (Q+v)_q P_q) */
@@ -319,7 +312,6 @@ void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real 
                         dp_acc[(size_t)j * r + q] += gq * qv;
                     }
                     dg_acc[q] += da[q] * x;
-                    if (dg_abs) dg_abs[q] += da_abs[q] * fabs(x);
                 }
             }
         }
@@ -340,7 +332,6 @@ void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real 
     free(wt);
     free(a);
     free(da);
-    free(da_abs);
     free(dwt);
     free(dseq);
     free(dg_acc);

@@ -59,13 +59,11 @@ void cpu_relu_bwd(tt_real *dx, const tt_real *dy, const tt_real *y, long n); /* 
 /* The core g = (1/h) sum_c softmax(theta_c) (MODEL.md section 1); theta [h, R]. */
 void cpu_core_fwd(tt_real *g, const tt_real *theta, int h, int r);
 void cpu_core_bwd(tt_real *dtheta, const tt_real *dg, const tt_real *theta, int h, int r);
-/* How much the core's gradient dtheta = J dg can move, relative to itself, when dg's inputs move
- * by a relative epsilon: at most epsilon ||J||_2 ||dg_abs|| / ||J dg||, and this returns that
- * factor (at least 1). J is (1/h) [diag(s_c) - s_c s_c^T] stacked over the cores, of norm at most
- * (1/h) sqrt(sum_c max_r s_c[r]^2); dg_abs is cpu_mla_bwd's (NULL: |dg|, the rounding of dg
- * alone). Large where dg's own sum cancels (dg_abs >> |dg|), or where dg is nearly constant over
- * the ranks s_c weighs (dg - <s_c, dg> cancels). */
-double cpu_core_cond(const tt_real *dg, const double *dg_abs, const tt_real *theta, int h, int r);
+/* How much cpu_core_bwd can magnify a relative error of dg: a bound on ||J||_2 ||dg|| / ||J dg||,
+ * J the Jacobian dtheta/dg, (1/h) [diag(s_c) - s_c s_c^T] stacked over the cores, whose norm is at
+ * most (1/h) sqrt(sum_c max_r s_c[r]^2). Large where dg is nearly constant over the ranks that
+ * s_c weighs: dg - <s_c, dg> cancels. At least 1 (an exact dtheta: 1). */
+double cpu_core_cond(const tt_real *dg, const tt_real *theta, int h, int r);
 
 /* Sinusoid of MODEL.md: pe(p) = [sin(p f_0..f_{D/2-1}), cos(p f_0..)], f_t = 10000^(-2t/D). */
 void cpu_sinusoid(tt_real *pe, const tt_real *positions, int n, int d);
@@ -81,14 +79,10 @@ typedef struct {
 } cpu_mla_shape;
 void cpu_mla_fwd(tt_real *y, const tt_real *qkv, const tt_real *g, const tt_real *wo, const tt_real *p,
                  const tt_real *u, const tt_real *v, cpu_mla_shape s);
-/* dqkv is written; dg, dwo, dp, du, dv are added into. dg_abs (NULL: not computed) [R] gets, for
- * each rank, the sum of the absolute values of dg's terms dY[i,e] Wo[e, jk] V[k,r] a_j[i,r] (a as
- * the forward's key factor): how far dg moves, at most, when its inputs move by a relative
- * epsilon is epsilon times it (a test's yardstick where dg's sum cancels). */
+/* dqkv is written; dg, dwo, dp, du, dv are added into. */
 void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real *du, tt_real *dv,
-                 double *dg_abs, const tt_real *dy, const tt_real *qkv, const tt_real *g,
-                 const tt_real *wo, const tt_real *p, const tt_real *u, const tt_real *v,
-                 cpu_mla_shape s);
+                 const tt_real *dy, const tt_real *qkv, const tt_real *g, const tt_real *wo,
+                 const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s);
 
 /* Cross-entropy of logits [rows, n] against targets, with label smoothing eps:
  *   loss_t = (1 - eps) * (-log p[target]) + eps * mean_v(-log p[v]).

@@ -293,7 +293,7 @@ static void test_mla_bwd(void **state)
         memcpy(vec, vec0, 3 * (size_t)r * 4);
         const cpu_mla_shape sh = {b, n, r, d, c->causal};
         cpu_mla_bwd(dqkv, vec, dwo, key ? dp : NULL, key ? vec + r : NULL, key ? vec + 2 * r : NULL,
-                    NULL, dy, qkv, g, wo, key ? pos : NULL, key ? u : NULL, key ? v : NULL, sh);
+                    dy, qkv, g, wo, key ? pos : NULL, key ? u : NULL, key ? v : NULL, sh);
         void *d_q = upload(qkv, nq, c->bf16), *d_wo = upload(wo, nw, c->bf16);
         void *d_dy = upload(dy, ny, c->bf16);
         void *d_pos = key ? upload(pos, nr, c->bf16) : NULL;
