@@ -85,10 +85,7 @@ void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
     lm->dff = tt_xmalloc(rows * f * sizeof(tt_real));
     if (!txl) lm->dqkv = tt_xmalloc(rows * 3 * r * sizeof(tt_real));
     lm->d_emb = tt_xmalloc(rows * d * sizeof(tt_real));
-    lm->core_cond = tt_xcalloc((size_t)m->layers, sizeof *lm->core_cond);
 }
-
-double tt_cpu_lm_core_cond(const tt_cpu_lm *lm, int k) { return lm->core_cond[k]; }
 
 double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double *rms)
 {
@@ -125,7 +122,6 @@ void tt_cpu_lm_free(tt_cpu_lm *lm)
     }
     free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe), free(lm->pe_mask), free(lm->mem);
     free(lm->dx), free(lm->dtmp), free(lm->dff), free(lm->dqkv), free(lm->d_emb);
-    free(lm->core_cond);
     tt_view_free(&lm->w);
     tt_view_free(&lm->g);
     memset(lm, 0, sizeof *lm);
@@ -448,7 +444,6 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
         cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, lm->dtmp, a->qkv, a->g, lw->o, a->p,
                     lm->w.u, lm->w.v, shape);
         cpu_core_bwd(lg->core, dg, lw->core, m->cores, r);
-        lm->core_cond[k] = cpu_core_cond(dg, lw->core, m->cores, r);
         if (key) cpu_linear_bwd(NULL, lg->r_net, NULL, dp, lm->pe, lw->r_net, n, d, r);
         cpu_linear_bwd(lm->dtmp, lg->qkv, NULL, lm->dqkv, xin, lw->qkv, rows, d, 3 * r);
         for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i];

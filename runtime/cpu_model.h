@@ -26,7 +26,6 @@ typedef struct {
     tt_real *dx, *dtmp, *dff;  /* [rows, D], [rows, D], [rows, F] */
     tt_real *dqkv;     /* [rows, 3R] (tensorized) */
     tt_real *d_emb;    /* [rows, D]: d loss / d (embedding output before dropout) */
-    double *core_cond; /* [L] (tensorized): cpu_core_cond of each layer's last backward */
 } tt_cpu_lm;
 
 typedef struct {
@@ -45,12 +44,6 @@ void tt_cpu_lm_free(tt_cpu_lm *lm);
  * everything below them differ by a whole term: a gradient test moves that unit's bias off the
  * kink first. */
 double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double *rms);
-
-/* Layer k's core of the last backward (tensorized): how much its gradient can magnify a relative
- * error of dg (cpu_core_cond). A comparison of core_value's gradient holds it to its tolerance
- * times this: the sum dg - <s, dg> inside it cancels where dg is nearly constant, and another
- * summation order of dg (the GPU's) shows there magnified, not wrong. */
-double tt_cpu_lm_core_cond(const tt_cpu_lm *lm, int k);
 
 typedef struct {
     bool train;            /* dropout on */

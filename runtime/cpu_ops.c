@@ -175,24 +175,6 @@ void cpu_core_bwd(tt_real *dtheta, const tt_real *dg, const tt_real *theta, int 
     free(s);
 }
 
-double cpu_core_cond(const tt_real *dg, const tt_real *theta, int h, int r)
-{
-    double *s = tt_xmalloc((size_t)r * sizeof *s);
-    double norm_j = 0, out = 0, in = 0;
-    for (int i = 0; i < r; i++) in += (double)dg[i] * dg[i];
-    for (int c = 0; c < h; c++) {
-        softmax_row(s, theta + (size_t)c * r, r);
-        double dot = 0, top = 0;
-        for (int i = 0; i < r; i++) dot += dg[i] * s[i], top = s[i] > top ? s[i] : top;
-        for (int i = 0; i < r; i++) out += (s[i] * (dg[i] - dot)) * (s[i] * (dg[i] - dot));
-        norm_j += top * top;
-    }
-    free(s);
-    /* ||J||_2 ||dg|| / ||J dg||, the 1/h of both norms cancelling */
-    const double k = out > 0 ? sqrt(norm_j * in / out) : INFINITY;
-    return k > 1 ? k : 1;
-}
-
 void cpu_sinusoid(tt_real *pe, const tt_real *positions, int n, int d)
 {
     const int half = d / 2;

@@ -59,11 +59,6 @@ void cpu_relu_bwd(tt_real *dx, const tt_real *dy, const tt_real *y, long n); /* 
 /* The core g = (1/h) sum_c softmax(theta_c) (MODEL.md section 1); theta [h, R]. */
 void cpu_core_fwd(tt_real *g, const tt_real *theta, int h, int r);
 void cpu_core_bwd(tt_real *dtheta, const tt_real *dg, const tt_real *theta, int h, int r);
-/* How much cpu_core_bwd can magnify a relative error of dg: a bound on ||J||_2 ||dg|| / ||J dg||,
- * J the Jacobian dtheta/dg, (1/h) [diag(s_c) - s_c s_c^T] stacked over the cores, whose norm is at
- * most (1/h) sqrt(sum_c max_r s_c[r]^2). Large where dg is nearly constant over the ranks that
- * s_c weighs: dg - <s_c, dg> cancels. At least 1 (an exact dtheta: 1). */
-double cpu_core_cond(const tt_real *dg, const tt_real *theta, int h, int r);
 
 /* Sinusoid of MODEL.md: pe(p) = [sin(p f_0..f_{D/2-1}), cos(p f_0..)], f_t = 10000^(-2t/D). */
 void cpu_sinusoid(tt_real *pe, const tt_real *positions, int n, int d);
