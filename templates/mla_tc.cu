@@ -424,19 +424,12 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
                     TT_FPARTS(it)))
         return;
     const size_t part_n = (size_t)batch * TT_N * TT_D;
-    const int nparts = TT_FPARTS(it);
-#pragma unroll 4
     for (int e = threadIdx.x; e < TT_G * 16 * TT_TD; e += TT_THREADS) {
         const int bb = blockIdx.y * TT_G + e / (16 * TT_TD), i = i0 + e / TT_TD % 16, d = d0 + e % TT_TD;
         if (bb >= batch || i >= TT_N || d >= TT_D) continue;
         const size_t at = ((size_t)bb * TT_N + i) * TT_D + d;
-        float x[TT_JP];
-#pragma unroll
-        for (int q = 0; q < TT_JP; q++) x[q] = q < nparts ? tt_ld_l2(ypart + q * part_n + at) : 0.f;
         float sum = 0.f;
-#pragma unroll
-        for (int q = 0; q < TT_JP; q++)
-            if (q < nparts) sum += x[q];
+        for (int q = 0; q < TT_FPARTS(it); q++) sum += tt_ld_l2(ypart + q * part_n + at);
         y[at] = tt_store_as<TT_T>(sum);
     }
 #endif
@@ -691,18 +684,13 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                     TT_S))
         return;
     const size_t split_n = (size_t)TT_D * TT_N * TT_N;
-    // keys fastest: each (feature, j) holds 16 consecutive keys, 64 bytes
-#pragma unroll 4
     for (int e = threadIdx.x; e < TT_W * 16 * TT_TD; e += TT_THREADS) {
-        const int k = kc + e % 16, jj2 = blockIdx.x * TT_W + e / 16 % TT_W, d = d0 + e / (16 * TT_W);
+        const int jj2 = blockIdx.x * TT_W + e / (16 * TT_TD), k = kc + e / TT_TD % 16, d = d0 + e % TT_TD;
         if (jj2 >= TT_N || k >= TT_N || d >= TT_D) continue;
         const size_t at = (size_t)d * TT_N * TT_N + (size_t)jj2 * TT_N + k;
-        float x[TT_S];
-#pragma unroll
-        for (int sp = 0; sp < TT_S; sp++) x[sp] = tt_ld_l2(wpart + sp * split_n + at);
         float sum = dwo[at];
 #pragma unroll
-        for (int sp = 0; sp < TT_S; sp++) sum += x[sp];
+        for (int sp = 0; sp < TT_S; sp++) sum += tt_ld_l2(wpart + sp * split_n + at);
         dwo[at] = sum;
     }
 #endif
