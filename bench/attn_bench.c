@@ -290,7 +290,6 @@ int main(int argc, char **argv)
     }
     b.part_floats = tt_mla_scratch_floats(&prog, B);
     TT_CUDA(cudaMalloc((void **)&b.part, b.part_floats * 4));
-    tt_mla_scratch_init(&prog, gpu.stream, b.part, B);
     const size_t part_bytes = b.part_floats * 4, total = in_bytes + out_bytes + part_bytes;
 
     /* Inputs: as the trainer's, Q|K|V and dY of unit scale, Wo as initialized, and g a softmax

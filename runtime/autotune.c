@@ -178,7 +178,6 @@ static double attn_check(const attn *a, const tt_gpu_program *p, const tt_gpu *g
     const double tol = bf ? 1e-2 : 1e-5;
     double ratio = 0;
     *worst = 0;
-    tt_mla_scratch_init(p, gpu->stream, scratch, c); /* this program's counts, at this batch */
     if (!bwd) {
         TT_CUDA(cudaMemset(a->d_y, 0xff, (size_t)c * n * d * es));
         attn_run(a, p, gpu, 0, c, scratch);
@@ -1141,8 +1140,6 @@ static double unit_time(const inputs *in, harness h, const tt_gpu_program *p, co
                         float *scratch, int iters)
 {
     const timed t = {in, h, p, gpu, scratch};
-    if (h == MLA_FWD || h == MLA_BWD) /* this program's counts, at this batch */
-        tt_mla_scratch_init(p, gpu->stream, scratch, in->a.batch);
     for (int i = 0; i < WARMUP; i++) timed_run(&t);
     return tt_gpu_median_ms(gpu->stream, iters, timed_run, &t);
 }

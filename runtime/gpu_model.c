@@ -485,7 +485,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUDA(cudaMemset(lm->arena, 0, lm->bytes));
     b = (bump){lm->arena, 0};
     carve(lm, &b);
-    if (lm->mla_part) tt_mla_scratch_init(&lm->prog, gpu->stream, lm->mla_part, lm->batch);
     TT_CUBLAS(cublasCreate(&lm->blas));
     TT_CUBLAS(cublasSetStream(lm->blas, gpu->stream));
     TT_CUBLAS(cublasSetWorkspace(lm->blas, lm->blas_ws, TT_BLAS_WORKSPACE));

@@ -518,38 +518,10 @@ static size_t mla_bwd_wo_floats(const tt_gpu_program *p)
     return splits > 1 ? (size_t)splits * need(w, "D") * n * n : 0;
 }
 
-/* The counts of the blocks that add up partial sums (tt_last_of in templates/mla_tc.cu): mla_fwd's
- * per tile, sequence group and feature tile, then mla_bwd_wo's per j group, key chunk and feature
- * tile; after the partials, at a whole float each. */
-static size_t mla_fwd_counts(const tt_gpu_program *p, int batch)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_fwd");
-    if (!tt_kernel_const(k->k, "MMA", 0) || need(k, "JP") == 1) return 0;
-    return (size_t)ceil_div(need(k, "N"), 16) * ceil_div(batch, need(k, "G")) *
-           ceil_div(need(k, "D"), need(k, "TD"));
-}
-static size_t mla_wo_counts(const tt_gpu_program *p)
-{
-    const tt_gpu_kernel *w = tt_gpu_kernel_of(p, "mla_bwd_wo");
-    if (!tt_kernel_const(w->k, "MMA", 0) || need(w, "S") == 1) return 0;
-    const long n = need(w, "N");
-    return (size_t)ceil_div(n, need(w, "W")) * ceil_div(n, 16) * ceil_div(need(w, "D"), need(w, "TD"));
-}
-static size_t mla_partial_floats(const tt_gpu_program *p, int batch)
+size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
 {
     const size_t fwd = mla_fwd_floats(p, batch), bwd = mla_bwd_q_floats(p, batch) + mla_bwd_wo_floats(p);
     return fwd > bwd ? fwd : bwd;
-}
-
-size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
-{
-    return mla_partial_floats(p, batch) + mla_fwd_counts(p, batch) + mla_wo_counts(p);
-}
-
-void tt_mla_scratch_init(const tt_gpu_program *p, cudaStream_t s, float *scratch, int batch)
-{
-    const size_t at = mla_partial_floats(p, batch), n = mla_fwd_counts(p, batch) + mla_wo_counts(p);
-    if (n) TT_CUDA(cudaMemsetAsync(scratch + at, 0, n * 4, s));
 }
 
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
@@ -561,12 +533,16 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     expect(k, "R", r);
     expect(k, "D", d);
     TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
-    if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu; the parts' sums into y by
-                                            * the last of each tile's part blocks */
-        unsigned *count = (unsigned *)(scratch + mla_partial_floats(p, batch));
-        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch, &count};
+    if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
+        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch};
         const dim3 grid = {mla_tasks(k), ceil_div(batch, need(k, "G")), ceil_div(d, need(k, "TD"))};
         tt_gpu_launch(k, grid, args, s);
+        if (need(k, "JP") > 1) { /* the parts' sums into y */
+            const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_fwd_sum");
+            expect(sum, "JP", need(k, "JP"));
+            void *sargs[] = {&y, &scratch, &batch};
+            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, s);
+        }
         return;
     }
     void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v};
@@ -614,11 +590,16 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
         /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
         const long splits = need(w, "S");
         float *wpart = part + mla_bwd_q_floats(p, batch);
-        unsigned *count = (unsigned *)(part + mla_partial_floats(p, batch) + mla_fwd_counts(p, batch));
-        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart, &count};
+        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart};
         tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16),
                                 ceil_div(d, need(w, "TD")) * (unsigned)splits},
-                      targs, ws); /* the splits' sums into dwo by the last of each group's */
+                      targs, ws);
+        if (splits > 1) {
+            const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_bwd_wo_sum");
+            expect(sum, "S", splits);
+            void *sargs[] = {&dwo, &wpart};
+            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, ws);
+        }
     } else {
         void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
         tt_gpu_launch(w, (dim3){(unsigned)n, ceil_div(n, need(w, "TK")), ceil_div(d, need(w, "TD"))},

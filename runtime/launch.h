@@ -189,12 +189,8 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
              const float *g, const tt_adam_scalars *sc, size_t n, const tt_train_spec *t);
 
 /* Floats of scratch tt_mla_fwd and tt_mla_bwd need for batch sequences (one buffer serves both:
- * a layer's forward and backward never overlap). Its last words count the blocks that have
- * written their partial sums; they start at zero (tt_mla_scratch_init, on the stream: once, and
- * again when the scratch is lent to another program or batch size) and every launch leaves
- * them so. */
+ * a layer's forward and backward never overlap). */
 size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch);
-void tt_mla_scratch_init(const tt_gpu_program *p, cudaStream_t s, float *scratch, int batch);
 /* Multi-linear attention forward (templates/mla.cu, or mla_tc.cu on the bf16 path); p, u, v
  * NULL unless position: key; scratch as tt_mla_scratch_floats says. */
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,

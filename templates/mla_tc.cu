@@ -171,32 +171,6 @@ __device__ __forceinline__ void tt_cp_commit() { asm volatile("cp.async.commit_g
 // Waits until at most n of this thread's groups are in flight.
 template <int n> __device__ __forceinline__ void tt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
 
-// Whether this block is the last of `blocks` to arrive at *count, every block's writes before its
-// arrival made visible to the last (which resets the count for the next launch: the counts start
-// at zero, tt_mla_scratch_init). By the whole block. The last then adds up the others' partial
-// sums in a fixed order (tt_ld_l2: read from L2, where the other blocks' writes are), so that no
-// separate kernel has to, and the result is the same bits on every run.
-__device__ __forceinline__ bool tt_last_of(unsigned *count, int blocks)
-{
-    __shared__ unsigned s_last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        const unsigned seen = atomicAdd(count, 1u);
-        s_last = seen == (unsigned)blocks - 1;
-        if (s_last) *count = 0;
-    }
-    __syncthreads();
-    if (s_last) __threadfence();
-    return s_last != 0;
-}
-__device__ __forceinline__ float tt_ld_l2(const float *p)
-{
-    float x;
-    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p));
-    return x;
-}
-
 // Rows row0 .. row0+NROWS-1 of one of a sequence's Q, K, V (column offset off in qkv's rows of
 // 3R) into a shared tile [NROWS][SR] by the threads of one warp, zero past N and from R to the
 // k-steps' end (the columns ldmatrix reads). With R a multiple of 8 (rows of qkv 16-byte
@@ -332,9 +306,8 @@ __device__ __forceinline__ void tt_task_of(int x, int &it, int &jp)
 static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
-// With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32, and the last of a tile's
-// parts to finish adds them up in part order into y (counts: one per tile, sequence group and
-// feature tile); with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], the
+// With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
+// up in order; with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], the
 // part's K rows [G][16][SR], then two Wo slabs [TD][SW] (j's, and j + 1's on its way).
 #if TT_MINB > 0
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
@@ -343,7 +316,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 #endif
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
-          const float *__restrict__ v, int batch, float *__restrict__ ypart, unsigned *__restrict__ count)
+          const float *__restrict__ v, int batch, float *__restrict__ ypart)
 {
     extern __shared__ __align__(16) tt_bf16 smem[];
     tt_bf16 *sv_all = smem, *sk_all = smem + (size_t)TT_G * TT_NPAD * TT_SR;
@@ -406,33 +379,20 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
         }
         __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
+    if (!live) return;
 #pragma unroll
     for (int nt = 0; nt < TT_TD / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int i = i0 + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
-            if (!live || i >= TT_N || d >= TT_D) continue;
+            if (i >= TT_N || d >= TT_D) continue;
 #if TT_JP == 1
-            (void)ypart, (void)count;
+            (void)ypart;
             y[((size_t)b * TT_N + i) * TT_D + d] = tt_store_as<TT_T>(acc[nt][e]);
 #else
             ypart[(((size_t)jp * batch + b) * TT_N + i) * TT_D + d] = acc[nt][e];
 #endif
         }
-#if TT_JP > 1
-    if (!tt_last_of(count + ((size_t)blockIdx.y * (TT_NPAD / 16) + it) * gridDim.z + blockIdx.z,
-                    TT_FPARTS(it)))
-        return;
-    const size_t part_n = (size_t)batch * TT_N * TT_D;
-    for (int e = threadIdx.x; e < TT_G * 16 * TT_TD; e += TT_THREADS) {
-        const int bb = blockIdx.y * TT_G + e / (16 * TT_TD), i = i0 + e / TT_TD % 16, d = d0 + e % TT_TD;
-        if (bb >= batch || i >= TT_N || d >= TT_D) continue;
-        const size_t at = ((size_t)bb * TT_N + i) * TT_D + d;
-        float sum = 0.f;
-        for (int q = 0; q < TT_FPARTS(it); q++) sum += tt_ld_l2(ypart + q * part_n + at);
-        y[at] = tt_store_as<TT_T>(sum);
-    }
-#endif
 }
 #endif
 
@@ -464,8 +424,7 @@ TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 // double-buffered: the next one is in flight while this one is used.
 // Block: TT_W warps (j = blockIdx.x * W + warp), keys blockIdx.y * 16, features of tile
 // blockIdx.z % NDT, and the sequences of split blockIdx.z / NDT: with TT_S > 1 splits, each
-// split's sums go to wpart [S][D][N*N], and the last of a block's splits to finish adds them up in
-// split order into dwo (counts: one per j group, key chunk and feature tile).
+// split's sums go to wpart [S][D][N*N] (every element written) and mla_bwd_wo_sum adds them up.
 #define TT_NDT ((TT_D + TT_TD - 1) / TT_TD)
 #define TT_WO_ASYNC (TT_R % 8 == 0 && TT_D % 8 == 0) // rows of Q and dY 16-byte aligned
 
@@ -532,7 +491,7 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
-          const float *__restrict__ v, int batch, float *__restrict__ wpart, unsigned *__restrict__ count)
+          const float *__restrict__ v, int batch, float *__restrict__ wpart)
 {
     __shared__ __align__(16) tt_bf16 s_q[2][32][TT_SR];      // Q rows of the tile
     __shared__ __align__(16) tt_bf16 s_dy[2][32][TT_TD + 8]; // dY rows of the tile, features d0..
@@ -663,37 +622,22 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
         }
         __syncthreads(); // this tile is no longer read: the one after next may land here
     }
+    if (!jlive) return;
 #if TT_S == 1
-    (void)wpart, (void)count;
-    float *mine = dwo;
+    (void)wpart;
 #else
-    float *mine = wpart + (size_t)split * TT_D * TT_N * TT_N; // this split's sums, written
+    dwo = wpart + (size_t)split * TT_D * TT_N * TT_N; // this split's sums, written
 #endif
 #pragma unroll
     for (int nt = 0; nt < TT_TD / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int k = kc + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
-            if (jlive && k < TT_N && d < TT_D) {
-                float *at = mine + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
+            if (k < TT_N && d < TT_D) {
+                float *at = dwo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
                 *at = TT_S == 1 ? *at + acc[nt][e] : acc[nt][e];
             }
         }
-#if TT_S > 1
-    if (!tt_last_of(count + ((size_t)blockIdx.x * gridDim.y + blockIdx.y) * TT_NDT + blockIdx.z % TT_NDT,
-                    TT_S))
-        return;
-    const size_t split_n = (size_t)TT_D * TT_N * TT_N;
-    for (int e = threadIdx.x; e < TT_W * 16 * TT_TD; e += TT_THREADS) {
-        const int jj2 = blockIdx.x * TT_W + e / (16 * TT_TD), k = kc + e / TT_TD % 16, d = d0 + e % TT_TD;
-        if (jj2 >= TT_N || k >= TT_N || d >= TT_D) continue;
-        const size_t at = (size_t)d * TT_N * TT_N + (size_t)jj2 * TT_N + k;
-        float sum = dwo[at];
-#pragma unroll
-        for (int sp = 0; sp < TT_S; sp++) sum += tt_ld_l2(wpart + sp * split_n + at);
-        dwo[at] = sum;
-    }
-#endif
 }
 #endif
 

@@ -243,7 +243,6 @@ static void test_mla_fwd(void **state)
               *dv = c->pos_key ? upload(v, r, 0) : NULL;
         void *dy = poisoned(ny, c->bf16 ? 2 : 4);
         float *scratch = poisoned(tt_mla_scratch_floats(&p, b) + 1, 4);
-        tt_mla_scratch_init(&p, gpu.stream, scratch, b);
         tt_mla_fwd(&p, gpu.stream, dy, dq, dg, dwo, dpos, du, dv, scratch, b, n, r, d);
         float *gy = download(dy, ny, c->bf16);
         compare("mla_fwd", c, gy, y, ny, c->bf16 ? 1e-2 : 1e-5);
@@ -304,7 +303,6 @@ static void test_mla_bwd(void **state)
         void *d_dqkv = poisoned(nq, c->bf16 ? 2 : 4);
         float *d_dp = key ? poisoned(nr, 4) : NULL;
         float *part = poisoned(tt_mla_scratch_floats(&p, b), 4);
-        tt_mla_scratch_init(&p, gpu.stream, part, b);
         /* dWo's kernels on the side stream, as the trainer runs them */
         tt_mla_bwd(&p, gpu.stream, &gpu.side, d_dqkv, d_dwo, d_dp, d_vec, key ? d_vec + r : NULL,
                    key ? d_vec + 2 * r : NULL, part, d_dy, d_q, d_g, d_wo, d_pos, d_u, d_v, b, n,
