@@ -911,14 +911,12 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     return 0;
 }
 
-/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs; per sequence dK~ and g K_j;
- * per warp (ds of them a sequence) V rows, dT, and with two its half of dT in two slots. */
-static long mla_tc_bwd_q_smem(long n, long r, long d, long g, long ds)
+/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp dK~, V rows, dT. */
+static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
 {
     const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
     (void)npad;
-    const long warp = 2 * 16 * (rpad + 8) + 2 * 16 * 24 + (ds > 1 ? 2 * 32 * 8 * 4 : 0);
-    return 2 * 2 * dpad * 24 + g * (2 * 16 * rpad * 4 + ds * warp);
+    return 2 * 2 * dpad * 24 + g * (2 * 16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
@@ -934,18 +932,14 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     if (js != 8 && js != 16)
         return tt_errf(err, errlen, "mla_bwd_q: JS=%ld: parts of 8 or 16 key positions", js), -1;
     const long tasks = mla_tc_tasks(m, js);
-    /* one warp a sequence, or a pair splitting dY's features and the rank (half the registers) */
-    const long ds = pick(plan, "mla_bwd_q", "DS", 1);
-    if (ds != 1 && ds != 2)
-        return tt_errf(err, errlen, "mla_bwd_q: DS=%ld: one or two warps a sequence", ds), -1;
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
-                     mla_tc_bwd_q_smem(n, r, d, g, ds) > SMEM_DYN_LIMIT))
+                     mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
         g /= 2;
     g = pick(plan, "mla_bwd_q", "G", g);
-    if (g < 1 || g > 8 || g * ds > 16 || mla_tc_bwd_q_smem(n, r, d, g, ds) > SMEM_DYN_LIMIT)
-        return tt_errf(err, errlen, "mla_bwd_q: G=%ld, DS=%ld: from 1 to 8 sequences, at most 16 "
-                       "warps, within %d KiB of shared memory", g, ds, SMEM_DYN_LIMIT / 1024), -1;
+    if (g < 1 || g > 8 || mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT)
+        return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
+                       g, SMEM_DYN_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(q, m);
@@ -955,16 +949,15 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     set_const(q, "JS", js);
     set_const(q, "JP", ceil_div(n, js));
     name_kernel(q, flags);
-    set_const(q, "DS", ds);
-    set_const(q, "THREADS", 32 * g * ds);
+    set_const(q, "THREADS", 32 * g);
     set_const(q, "MINB", pick(plan, "mla_bwd_q", "MINB", 0));
     set_const(q, "OP_MLA_BWD_Q", 1);
-    q->block[0] = (unsigned)(32 * g * ds);
+    q->block[0] = (unsigned)(32 * g);
     q->grid[0] = (unsigned)tasks;
     q->grid[1] = ceil_div(batch, g);
     snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
-    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(n, r, d, g, ds);
+    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(n, r, d, g);
     whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, dQ += dT V gK_j, F = dT^T Q in registers; a warp per "
             "16 rows x 16 j; partials summed in a fixed order");
     return 16;
@@ -984,7 +977,7 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
         return -1;
     long tq;
     if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
-        mla_tc_bwd_q_smem(n, r, m->d_model, 1, 1) <= SMEM_DYN_LIMIT)
+        mla_tc_bwd_q_smem(n, r, m->d_model, 1) <= SMEM_DYN_LIMIT)
         tq = plan_mla_bwd_q_tc(plan, s, err, errlen);
     else
         tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen);

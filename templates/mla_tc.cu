@@ -657,7 +657,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 #endif
 
 #ifdef TT_OP_MLA_BWD_Q
-// position: none (the plan keeps mla.cu's kernel for position: key). TT_DS warps own rows
+// position: none (the plan keeps mla.cu's kernel for position: key). A warp owns rows
 // i0 .. i0+15 of one sequence and one part of their keys j (TT_JS <= 16 of them); a block,
 // TT_G sequences with the same rows and part, which share each slab of Wo. Splitting j keeps the
 // longest walk (the last tile's, under the mask) as short as the others'. With a_j = g Q K_j,
@@ -670,17 +670,9 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The part's sums of dQ, dV, dg go to
 // the partials (templates/mla_parts.cuh, TT_TI = 16), which mla_bwd_reduce and
 // mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
-// With TT_DS = 2 a pair of warps shares a sequence's rows: each holds half of dY's features and
-// forms half of dT's sum, the two halves meet through shared memory (added in the same order by
-// both), and each does the rest for half of the rank's n8 tiles: half the registers a warp (so
-// twice the warps an SM), the same arithmetic.
-// ttgen: tunable mla_bwd_q DS 1 2
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the 16-wide tiles (slab of Wo, dT), in bf16
 #define TT_RN (TT_RK * 2)        // n8 tiles over the rank
-#define TT_KSH ((TT_DK + TT_DS - 1) / TT_DS) // k-steps of a warp
-#define TT_RNH (TT_RN / TT_DS)               // n8 tiles of the rank a warp
-static_assert(TT_DS == 1 || TT_DS == 2, "one or two warps a sequence");
 #if TT_MINB > 0
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 #else
@@ -691,25 +683,18 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
           int batch)
 {
-    // dynamic shared memory: two slabs [DK*16][SD]; per sequence dK~ and g K_j [16][RK*16] fp32;
-    // per warp the V rows of the chunk [16][SR], dT [16][SD] and (two warps a sequence) two
-    // slots of its half of dT [32 lanes][8] fp32
+    // dynamic shared memory: two slabs [DK*16][SD]; per warp dK~ [16][RK*16] fp32, the V rows
+    // of the chunk [16][SR], dT [16][SD]
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const int sq = warp / TT_DS, half = warp % TT_DS; // the warp's sequence in the block, its half
-    constexpr size_t slabs_bytes = (size_t)2 * TT_DK * 16 * TT_SD * 2, seq_bytes = (size_t)2 * 16 * TT_RK * 16 * 4;
-    constexpr size_t x_at = 16 * TT_SR * 2 + 16 * TT_SD * 2; // a warp's s_x, after its s_vc and s_dt
-    constexpr size_t warp_bytes = x_at + (TT_DS > 1 ? 2 * 32 * 8 * 4 : 0);
-    unsigned char *const warps_mem = smem_raw + slabs_bytes + TT_G * seq_bytes;
-    float *s_dk = reinterpret_cast<float *>(smem_raw + slabs_bytes + sq * seq_bytes);
+    const size_t warp_bytes = (size_t)2 * 16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
+    unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
+    float *s_dk = reinterpret_cast<float *>(mine);
     float *s_gk = s_dk + 16 * TT_RK * 16; // g K_j of the part's j, zero past R
-    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(warps_mem + warp * warp_bytes);
+    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_gk + 16 * TT_RK * 16);
     tt_bf16 *s_dt = s_vc + 16 * TT_SR;
-    // two warps a sequence: each one's half of dT, [2 slots][32 lanes][8], for its pair to read
-    float *s_x = reinterpret_cast<float *>(warps_mem + warp * warp_bytes + x_at);
-    const float *s_x_other = reinterpret_cast<const float *>(warps_mem + (warp ^ 1) * warp_bytes + x_at);
-    (void)p, (void)u, (void)v, (void)dqkv, (void)s_x, (void)s_x_other;
+    (void)p, (void)u, (void)v, (void)dqkv;
 
     // blockIdx.x: (tile, part) pairs, the last tile's (the most chunks) first
     int it = TT_IT - 1, jp = blockIdx.x;
@@ -717,18 +702,16 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         jp -= TT_NPARTS(it);
         it--;
     }
-    const int i0 = it * 16, b = blockIdx.y * TT_G + sq;
+    const int i0 = it * 16, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const TT_T *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
     const int j0 = jp * TT_JS, nj = min(TT_JS, jend - j0); // this part's keys j
     const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
-    const int ks0 = half * TT_KSH, nt0 = half * TT_RNH;      // the warp's k-steps, n8 tiles
-    // dY rows i0.. as A operands over the warp's features; Q rows as B operands of F (k = rows)
-    unsigned ady[TT_KSH][4], bq[TT_RNH][2];
+    // dY rows i0.. as A operands over the features; Q rows as B operands of F (k = rows)
+    unsigned ady[TT_DK][4], bq[TT_RN][2];
 #pragma unroll
-    for (int kk = 0; kk < TT_KSH; kk++) {
-        const int ks = ks0 + kk;
+    for (int ks = 0; ks < TT_DK; ks++) {
         float x[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) {
@@ -737,32 +720,31 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             x[e] = (live && i < TT_N && d < TT_D) ? tt_float(dy[((size_t)b * TT_N + i) * TT_D + d]) : 0.f;
         }
 #pragma unroll
-        for (int q = 0; q < 4; q++) ady[kk][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
+        for (int q = 0; q < 4; q++) ady[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
     }
 #pragma unroll
-    for (int nn = 0; nn < TT_RNH; nn++) {
-        const int r = (nt0 + nn) * 8 + gi;
+    for (int nt = 0; nt < TT_RN; nt++) {
+        const int r = nt * 8 + gi;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int ia = i0 + tq * 2 + h * 8;
             const float qa = (live && ia < TT_N && r < TT_R) ? tt_float(seq[(size_t)ia * 3 * TT_R + r]) : 0.f;
             const float qb = (live && ia + 1 < TT_N && r < TT_R) ? tt_float(seq[(size_t)(ia + 1) * 3 * TT_R + r]) : 0.f;
-            bq[nn][h] = tt_pack_bf16(qa, qb);
+            bq[nt][h] = tt_pack_bf16(qa, qb);
         }
     }
-    for (int e = lane + half * 32; e < 16 * TT_RK * 16; e += 32 * TT_DS) {
+    for (int e = lane; e < 16 * TT_RK * 16; e += 32) {
         const int jl = e / (TT_RK * 16), r = e % (TT_RK * 16);
         s_dk[e] = 0.f;
         s_gk[e] = live && jl < nj && r < TT_R ? g[r] * tt_float(seq[(size_t)(j0 + jl) * 3 * TT_R + TT_R + r]) : 0.f;
     }
-    // (the first pair's __syncthreads puts s_dk, s_gk before every warp's use)
 
     const unsigned ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u}; // bf16 1.0 pairs
-    float dq[TT_RNH][4];
+    float dq[TT_RN][4];
 #pragma unroll
-    for (int nn = 0; nn < TT_RNH; nn++)
+    for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) dq[nn][e] = 0.f;
+        for (int e = 0; e < 4; e++) dq[nt][e] = 0.f;
     float *pv = TT_PART_V(live ? b : 0, it, jp);
 
     // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
@@ -773,7 +755,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     tt_load_wo_slab<TT_DK * 16, 16>(slab[0], TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
     tt_cp_commit();
     unsigned vp[TT_RN][2];
-    float dv[TT_RNH][4];
+    float dv[TT_RN][4];
     for (int pi = 0; pi < npairs; pi++) {
         const int kc = pi / nj * 16, j = j0 + pi % nj;
         if (j == j0) { // a new chunk: its V rows, the B operands of dQ from them, dV from zero
@@ -794,9 +776,9 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 vp[nt][0] = m4[0], vp[nt][1] = m4[1], vp[nt + 1][0] = m4[2], vp[nt + 1][1] = m4[3];
             }
 #pragma unroll
-            for (int nn = 0; nn < TT_RNH; nn++)
+            for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) dv[nn][e] = 0.f;
+                for (int e = 0; e < 4; e++) dv[nt][e] = 0.f;
         }
         if (pi + 1 < npairs) {
             const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
@@ -808,43 +790,25 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         __syncthreads(); // this pair's slab is in shared memory
         const tt_bf16 *cur = slab[pi & 1];
         const float *gk = s_gk + (size_t)(j - j0) * TT_RK * 16; // g K_j, by rank
-        // dT = dY Wo_j[:, kc..] over the warp's features; even and odd k-steps in separate
-        // accumulators, so that four chains of products are in flight instead of two
+        // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
+        // four chains of products are in flight instead of two
         float dt[2][4], dt2[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) dt[nt][e] = dt2[nt][e] = 0.f;
 #pragma unroll
-        for (int kk = 0; kk < TT_KSH; kk++) {
-            const int ks = ks0 + kk;
-            if (TT_DK % TT_DS != 0 && ks >= TT_DK) break;
+        for (int ks = 0; ks < TT_DK; ks++) {
             unsigned w4[4];
             tt_ldsm_t(w4, cur + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
-            float(&acc)[2][4] = kk % 2 ? dt2 : dt;
-            tt_mma(acc[0], ady[kk], w4[0], w4[1]);
-            tt_mma(acc[1], ady[kk], w4[2], w4[3]);
+            float(&acc)[2][4] = ks % 2 ? dt2 : dt;
+            tt_mma(acc[0], ady[ks], w4[0], w4[1]);
+            tt_mma(acc[1], ady[ks], w4[2], w4[3]);
         }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) dt[nt][e] += dt2[nt][e];
-#if TT_DS == 2
-        { // the pair's halves meet: each adds the first warp's and the second's, in that order
-            float *own = s_x + ((size_t)(pi & 1) * 32 + lane) * 8;
-            const float *other = s_x_other + ((size_t)(pi & 1) * 32 + lane) * 8;
-            reinterpret_cast<float4 *>(own)[0] = make_float4(dt[0][0], dt[0][1], dt[0][2], dt[0][3]);
-            reinterpret_cast<float4 *>(own)[1] = make_float4(dt[1][0], dt[1][1], dt[1][2], dt[1][3]);
-            asm volatile("bar.sync %0, 64;\n" ::"r"(1 + sq) : "memory");
-            const float4 o0 = reinterpret_cast<const float4 *>(other)[0];
-            const float4 o1 = reinterpret_cast<const float4 *>(other)[1];
-            const float o[2][4] = {{o0.x, o0.y, o0.z, o0.w}, {o1.x, o1.y, o1.z, o1.w}};
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) dt[nt][e] = half ? o[nt][e] + dt[nt][e] : dt[nt][e] + o[nt][e];
-        }
-#endif
 #if TT_CAUSAL
         if (j > i0 || kc + 15 > i0) // some (row, j, key) of the tile is masked
 #pragma unroll
@@ -855,15 +819,14 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     if (j > i || k > i) dt[nt][e] = 0.f;
                 }
 #endif
-        // dQ += dT (V g K_j), the warp's n8 tiles of the rank
+        // dQ += dT (V g K_j)
         unsigned ta[4];
         tt_acc_to_a(ta, dt);
 #pragma unroll
-        for (int nn = 0; nn < TT_RNH; nn++) {
-            const int nt = nt0 + nn;
+        for (int nt = 0; nt < TT_RN; nt++) {
             const float c = gk[nt * 8 + gi];
             const unsigned lo = vp[nt][0], hi = vp[nt][1];
-            tt_mma(dq[nn], ta, tt_pack_bf16(__uint_as_float(lo << 16) * c, __uint_as_float(lo & 0xffff0000u) * c),
+            tt_mma(dq[nt], ta, tt_pack_bf16(__uint_as_float(lo << 16) * c, __uint_as_float(lo & 0xffff0000u) * c),
                    tt_pack_bf16(__uint_as_float(hi << 16) * c, __uint_as_float(hi & 0xffff0000u) * c));
         }
         // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
@@ -877,17 +840,16 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         tt_ldsm_t(at, s_dt + (size_t)((ql >> 1) * 8 + rl) * TT_SD + (ql & 1) * 8);
         __syncwarp(); // s_dt is read: the next j may write it
 #pragma unroll
-        for (int nn = 0; nn < TT_RNH; nn++) {
-            const int nt = nt0 + nn;
+        for (int nt = 0; nt < TT_RN; nt++) {
             float f[4] = {0.f, 0.f, 0.f, 0.f};
-            tt_mma(f, at, bq[nn][0], bq[nn][1]);
+            tt_mma(f, at, bq[nt][0], bq[nt][1]);
             // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
             const int r0 = nt * 8 + tq * 2;
             const float c0 = gk[r0], c1 = gk[r0 + 1];
-            dv[nn][0] += f[0] * c0;
-            dv[nn][1] += f[1] * c1;
-            dv[nn][2] += f[2] * c0;
-            dv[nn][3] += f[3] * c1;
+            dv[nt][0] += f[0] * c0;
+            dv[nt][1] += f[1] * c1;
+            dv[nt][2] += f[2] * c0;
+            dv[nt][3] += f[3] * c1;
             // dK~[j, r] += sum over the chunk's keys of V F: the products as bf16, transposed
             // (movmatrix) into the B operand of a product with a matrix of ones, whose every
             // row is then the column sums
@@ -904,30 +866,25 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
         if (j == j0 + nj - 1 && live) // the chunk is done: its rows of the dV partial, written once
 #pragma unroll
-            for (int nn = 0; nn < TT_RNH; nn++)
+            for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const int k = kc + tt_acc_row(lane, e), r = (nt0 + nn) * 8 + tt_acc_col(lane, e);
-                    if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[nn][e];
+                    const int k = kc + tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
+                    if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[nt][e];
                 }
     }
     if (live) // keys the tile never sees: their dV partial is zero
-        for (int e = nchunks * 16 * TT_R + lane + half * 32; e < TT_N * TT_R; e += 32 * TT_DS) pv[e] = 0.f;
+        for (int e = nchunks * 16 * TT_R + lane; e < TT_N * TT_R; e += 32) pv[e] = 0.f;
     if (!live) return;
-#if TT_DS == 2
-    asm volatile("bar.sync %0, 64;\n" ::"r"(1 + sq) : "memory"); // the pair's s_dk is complete
-#else
     __syncwarp();
-#endif
     float *pq = TT_PART_Q(b, it, jp), *pk = TT_PART_K(b, it), *vec = TT_PART_VEC(b, it, jp);
 #pragma unroll
-    for (int nn = 0; nn < TT_RNH; nn++)
+    for (int nt = 0; nt < TT_RN; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int i = tt_acc_row(lane, e), r = (nt0 + nn) * 8 + tt_acc_col(lane, e);
-            if (r < TT_R) pq[(size_t)i * TT_R + r] = dq[nn][e];
+            const int i = tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
+            if (r < TT_R) pq[(size_t)i * TT_R + r] = dq[nt][e];
         }
-    if (half) return; // the rest from the sequence's dK~, by its first warp
     // dK rows of the part's j; part 0 also writes the rows the tile never reaches (zero)
     for (int e = lane; e < nj * TT_R; e += 32)
         pk[(size_t)j0 * TT_R + e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
