@@ -47,14 +47,8 @@ int tt_gpu_open(tt_gpu *gpu, int ordinal, char *why, size_t whylen)
     gpu->sm_count = p.multiProcessorCount;
     gpu->total_mem = p.totalGlobalMem;
     snprintf(gpu->arch, sizeof gpu->arch, "sm_%d%d", p.major, p.minor);
-    /* The main stream carries a step's critical path (the chain to dx); the side stream's work
-     * (the weight gradients' products, the attention's dWo) fills what it leaves idle: so the
-     * main stream's blocks go first when both have some waiting. TT_CUDA_PRIORITY=0: equal. */
-    int least, greatest;
-    TT_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    const int main_priority = tt_env_long("TT_CUDA_PRIORITY", 0, 1, 1) ? greatest : least;
-    TT_CUDA(cudaStreamCreateWithPriority(&gpu->stream, cudaStreamNonBlocking, main_priority));
-    TT_CUDA(cudaStreamCreateWithPriority(&gpu->side.stream, cudaStreamNonBlocking, least));
+    TT_CUDA(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking));
+    TT_CUDA(cudaStreamCreateWithFlags(&gpu->side.stream, cudaStreamNonBlocking));
     TT_CUDA(cudaEventCreateWithFlags(&gpu->side.forked, cudaEventDisableTiming));
     TT_CUDA(cudaEventCreateWithFlags(&gpu->side.joined, cudaEventDisableTiming));
     TT_CUBLAS(cublasCreate(&gpu->blas));

@@ -1333,8 +1333,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
             enqueue_run(lm, o, true, weights);
             enqueue_adam(lm);
             TT_CUDA(cudaStreamEndCapture(st, &g));
-            /* the nodes keep their streams' priorities (the main stream's first, see gpu.c) */
-            TT_CUDA(cudaGraphInstantiate(&sg->exec, g, cudaGraphInstantiateFlagUseNodePriority));
+            TT_CUDA(cudaGraphInstantiate(&sg->exec, g, 0));
             TT_CUDA(cudaGraphDestroy(g));
             sg->opts = *o;
             sg->counts = lm->counts;
