@@ -663,7 +663,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // longest walk (the last tile's, under the mask) as short as the others'. With a_j = g Q K_j,
 // for each chunk of 16 keys kc and each of its j:
 //   dT  (rows x keys)   = dY Wo_j[:, kc..]            the contraction over D, dY in registers
-//   dQ += dT (V[kc..] g K_j)                           in registers across the whole walk
+//   dQ += (dT V[kc..]) g K_j                           in registers across the whole walk
 //   F   (keys x ranks)  = dT^T Q                       dT through shared memory, transposed
 //   dV[kc..] += F g K_j                                in registers across j; written per chunk
 //   dK~[j] += sum over keys of V F                     column sums by a product with ones, into shared memory
@@ -768,7 +768,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 s_vc[e] = x;
             }
             __syncwarp();
-            // V[kc + 2t.., r = nt*8 + g] as bf16 pairs (scaled by g K_j for each j)
+            // V[kc + 2t.., r = nt*8 + g] as bf16 pairs, the B operands of dT V
 #pragma unroll
             for (int nt = 0; nt < TT_RN; nt += 2) {
                 unsigned m4[4];
@@ -819,15 +819,18 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     if (j > i || k > i) dt[nt][e] = 0.f;
                 }
 #endif
-        // dQ += dT (V g K_j)
+        // dQ += (dT V) g K_j: the product with V as it is, then its columns scaled in fp32
         unsigned ta[4];
         tt_acc_to_a(ta, dt);
 #pragma unroll
         for (int nt = 0; nt < TT_RN; nt++) {
-            const float c = gk[nt * 8 + gi];
-            const unsigned lo = vp[nt][0], hi = vp[nt][1];
-            tt_mma(dq[nt], ta, tt_pack_bf16(__uint_as_float(lo << 16) * c, __uint_as_float(lo & 0xffff0000u) * c),
-                   tt_pack_bf16(__uint_as_float(hi << 16) * c, __uint_as_float(hi & 0xffff0000u) * c));
+            float e[4] = {0.f, 0.f, 0.f, 0.f};
+            tt_mma(e, ta, vp[nt][0], vp[nt][1]);
+            const float2 c = *reinterpret_cast<const float2 *>(gk + nt * 8 + tq * 2); // ranks 2t, 2t+1
+            dq[nt][0] += e[0] * c.x;
+            dq[nt][1] += e[1] * c.y;
+            dq[nt][2] += e[2] * c.x;
+            dq[nt][3] += e[3] * c.y;
         }
         // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
 #pragma unroll
