@@ -375,12 +375,6 @@ void tt_gemm_bias_grad(const tt_gemm *g, float *db, const void *dy, int ldy, con
               out, 1, out, 0.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
-void tt_gemm_bwd_w_beta(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
-                        const void *x, int ldx, int rows, int in, int out)
-{
-    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
-}
-
 void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                     const void *w, int ldw, int rows, int in, int out, float beta)
 {
@@ -397,10 +391,10 @@ void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int l
               ldx, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
-void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
-                      int rows, int in, int out)
+void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
+                      const void *x, int ldx, int rows, int in, int out)
 {
-    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, 1.f);
+    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
 }
 
 void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,
@@ -418,7 +412,7 @@ void tt_gemm_bwd_x(const tt_gemm *g, void *dx, const void *dy, const void *w, in
 void tt_gemm_bwd_w(const tt_gemm *g, float *dw, const void *dy, const void *x, int rows, int in,
                    int out)
 {
-    tt_gemm_bwd_w_ld(g, dw, dy, out, x, in, rows, in, out);
+    tt_gemm_bwd_w_ld(g, dw, 1.f, dy, out, x, in, rows, in, out);
 }
 
 void tt_gemm_batched(const tt_gemm *g, void *c, bool c_f32, int ldc, long long sc, const void *a,

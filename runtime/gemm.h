@@ -93,20 +93,18 @@ void tt_gemm_batched(const tt_gemm *g, void *c, bool c_f32, int ldc, long long s
                      bool ta, int lda, long long sa, const void *b, bool tb, int ldb, long long sb,
                      int m, int n, int k, int batch, float beta);
 
-/* dw[out, in] = dy[rows, out]^T x[rows, in] + beta dw (dw fp32, packed), each input ld apart. */
-void tt_gemm_bwd_w_beta(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
-                        const void *x, int ldx, int rows, int in, int out);
 /* db[out] = sum over rows of dy (written, not added; fp32) as a product with ones (rows ones of
  * the activation type), as tt_gemm_bwd_w_bias computes it. */
 void tt_gemm_bias_grad(const tt_gemm *g, float *db, const void *dy, int ldy, const void *ones,
                        int rows, int out);
 
-/* The same three with each operand's leading dimension (dw stays packed). */
+/* The same three with each operand's leading dimension (dw stays packed, and is added into with
+ * beta: 1 adds, 0 writes). */
 void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                     const void *w, int ldw, int rows, int in, int out, float beta);
 void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int ldy, const void *w,
                       int ldw, int rows, int in, int out, float beta);
-void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
-                      int rows, int in, int out);
+void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
+                      const void *x, int ldx, int rows, int in, int out);
 
 #endif

@@ -62,8 +62,9 @@ typedef struct {
     const float *w;
     float *g;
     void *copy;
-    int blocks, rows, cols, prow, pcol;
+    int blocks, rows, cols, prow, pcol; /* prow, pcol = rows, cols where nothing is padded */
     bool scratch;
+    float *scr; /* that scratch (shared by the weights whose gradients run on the same stream) */
 } padded;
 
 /* A layer's padded weights: Transformer-XL's projections (qkv in three blocks, q, k, v), and
@@ -104,15 +105,12 @@ struct tt_gpu_lm {
                 * gradients): Transformer-XL's D padded (410 -> 416); the tensorized model's D,
                 * whose attention kernels take packed rows */
     int hl;    /* Transformer-XL: H d_head padded; a row of qkv holds q, k, v hl apart */
-    tt_qkv_rows lay; /* {3 hl, 2 hl, hl} */
     char *arena;
     size_t bytes;
     float *w, *g, *m, *v;
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
     layer_padded *pw;  /* [layers] */
     padded out[TT_MAX_CLUSTERS], cluster; /* the output layer's (div_val 1: no projections) */
-    float *wscr;       /* the padded gradients' scratch on the main stream, */
-    float *wscr_ffn;   /* and the FFN's (on the stream of the weight gradients' products) */
     tt_view wv, gv;
     int32_t *tokens;
     float *weight;
@@ -221,12 +219,13 @@ static size_t logit_elements(const tt_gpu_lm *lm)
     return most;
 }
 
+static bool pad_needed(const padded *pd) { return pd->prow != pd->rows || pd->pcol != pd->cols; }
+
 static void pad_shape(padded *pd, int blocks, int rows, int cols, int prow, int pcol)
 {
     if (!rows || !cols) prow = rows, pcol = cols; /* (nothing there) */
     *pd = (padded){.blocks = blocks, .rows = rows, .cols = cols, .prow = prow, .pcol = pcol};
-    const bool padding = prow != rows || pcol != cols;
-    pd->scratch = padding && ((cols % 4 && pcol != cols) || (blocks > 1 && prow != rows));
+    pd->scratch = pad_needed(pd) && ((cols % 4 && pcol != cols) || (blocks > 1 && prow != rows));
 }
 
 /* What is padded, and how (padded says why): Transformer-XL's D-wide and H d_head-wide weights,
@@ -256,10 +255,12 @@ static void pad_shapes(tt_gpu_lm *lm)
 }
 
 /* The padded weights one after the other (NULL past the last): each layer's qkv, r, o, W1, W2, b2,
- * then the output layer's clusters and the cluster weights. */
-static padded *pad_at(tt_gpu_lm *lm, int i)
+ * then the output layer's clusters and the cluster weights; *ffn: W1 or W2, whose gradients run
+ * on the weight gradients' stream (the side stream's, for the tensorized model). */
+static padded *pad_at(tt_gpu_lm *lm, int i, bool *ffn)
 {
     const int layers = lm->l->m.layers;
+    *ffn = i < 6 * layers && (i % 6 == 3 || i % 6 == 4);
     if (i < 6 * layers) {
         layer_padded *lp = &lm->pw[i / 6];
         padded *const all[6] = {&lp->qkv, &lp->r, &lp->o, &lp->w1, &lp->w2, &lp->b2};
@@ -299,16 +300,17 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->m = take(b, nf * 4);
     lm->v = take(b, nf * 4);
     lm->wc = es == 4 ? lm->w : take(b, nf * es);
-    size_t scr = 0, scr_ffn = 0; /* the padded gradients' scratch, in floats */
+    /* the padded copies, and the gradients' scratch: one on each stream they run on */
+    size_t most[2] = {0, 0}; /* floats: the main stream's, the FFN's */
     padded *pd;
-    for (int i = 0; (pd = pad_at(lm, i)); i++) {
+    bool ffn;
+    for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) {
         const size_t cnt = (size_t)pd->blocks * pd->prow * pd->pcol;
-        pd->copy = pd->prow != pd->rows || pd->pcol != pd->cols ? take(b, cnt * es) : NULL;
-        size_t *most = i < 6 * m->layers && (i % 6 == 3 || i % 6 == 4) ? &scr_ffn : &scr; /* W1, W2 */
-        if (pd->scratch && cnt > *most) *most = cnt;
+        pd->copy = pad_needed(pd) ? take(b, cnt * es) : NULL;
+        if (pd->scratch && cnt > most[ffn]) most[ffn] = cnt;
     }
-    lm->wscr = scr ? take(b, scr * 4) : NULL;
-    lm->wscr_ffn = scr_ffn ? take(b, scr_ffn * 4) : NULL;
+    float *scr[2] = {most[0] ? take(b, most[0] * 4) : NULL, most[1] ? take(b, most[1] * 4) : NULL};
+    for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) pd->scr = pd->scratch ? scr[ffn] : NULL;
     lm->tokens = take(b, rows * 4);
     lm->weight = take(b, rows * 4);
     route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
@@ -431,6 +433,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
 {
     const tt_model_spec *m = &layout->m;
     if (tt_model_runs_on_gpu(m, spec->path, err, errlen) != 0) return -1;
+    if (batch > spec->train.batch)
+        return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
+                       "kernels are planned for", batch, spec->train.batch);
     tt_gpu_lm *lm = tt_xcalloc(1, sizeof *lm);
     lm->gpu = gpu;
     lm->spec = spec;
@@ -445,18 +450,12 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     if (lm->txl) {
         lm->hd = m->n_head * m->d_head;
         lm->hl = (int)tt_row_pitch(lm->hd);
-        lm->lay = (tt_qkv_rows){3 * lm->hl, 2 * lm->hl, lm->hl};
         lm->dpad = (int)tt_row_pitch(m->d_head);
         lm->kmax = m->mem_len + m->seq_len;
         for (int par = 0; par < 2; par++) lm->mem[par] = tt_xcalloc((size_t)m->layers, sizeof(void *));
     }
-    if (batch > spec->train.batch) {
-        free(lm);
-        return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
-                       "kernels are planned for", batch, spec->train.batch);
-    }
     if (tt_gpu_program_load(&lm->prog, spec, gpu, cache, err, errlen) != 0) {
-        free(lm);
+        free(lm->mem[0]), free(lm->mem[1]), free(lm);
         return -1;
     }
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
@@ -564,19 +563,16 @@ static const void *wcp(const tt_gpu_lm *lm, const float *master)
     return (const char *)lm->wc + (size_t)(master - lm->w) * lm->es;
 }
 
-/* What the products read of a padded weight, and the elements from one of its rows to the next
- * (the extent of the products' contraction over its columns). */
+/* What the products read of a padded weight: [blocks][prow][pcol], pcol apart (the extent of
+ * their contraction over its columns). */
 static const void *pad_src(const tt_gpu_lm *lm, const padded *pd)
 {
     return pd->copy ? pd->copy : wcp(lm, pd->w);
 }
-static int pad_ld(const padded *pd) { return pd->copy ? pd->pcol : pd->cols; }
-/* Its rows (of one block) as the products see them. */
-static int pad_rows(const padded *pd) { return pd->copy ? pd->prow : pd->rows; }
-/* Block i of it (pad_src's rows from i * pad_rows on). */
+/* Block i of it. */
 static const void *pad_block(const tt_gpu_lm *lm, const padded *pd, int i)
 {
-    return (const char *)pad_src(lm, pd) + (size_t)i * pad_rows(pd) * pad_ld(pd) * lm->es;
+    return (const char *)pad_src(lm, pd) + (size_t)i * pd->prow * pd->pcol * lm->es;
 }
 
 /* Every padded copy from wc, on the stream: after every write of wc (the host's weights cast,
@@ -586,7 +582,8 @@ static void refresh_padded(tt_gpu_lm *lm)
 {
     const size_t es = lm->es;
     const padded *pd;
-    for (int i = 0; (pd = pad_at(lm, i)); i++) {
+    bool ffn;
+    for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) {
         if (!pd->copy) continue;
         for (int blk = 0; blk < pd->blocks; blk++)
             TT_CUDA(cudaMemcpy2DAsync((char *)pd->copy + (size_t)blk * pd->prow * pd->pcol * es,
@@ -600,27 +597,27 @@ static void refresh_padded(tt_gpu_lm *lm)
 /* The gradient of blocks [blk, blk + nb) of a padded weight from a product over `rows` rows:
  * dW = dy^T x (dy's columns the blocks' rows, x's the weight's columns, as the products see
  * them). Into the gradient itself (beta: 1 adds, as the gradients zeroed at the start of a step
- * expect; 0 for a first writer), or into scr (padded's scratch: the first product of a weight
- * writes it, later ones add) for pad_commit to copy. */
-static void pad_dw(const tt_gemm *g, const padded *pd, float *scr, int blk, int nb, bool first,
-                   float beta, const void *dy, int ldy, const void *x, int ldx, int rows)
+ * expect; 0 for a first writer), or into its scratch (the first product of a weight writes it,
+ * later ones add) for pad_commit to copy. */
+static void pad_dw(const tt_gemm *g, const padded *pd, int blk, int nb, bool first, float beta,
+                   const void *dy, int ldy, const void *x, int ldx, int rows)
 {
     if (pd->scratch)
-        tt_gemm_bwd_w_beta(g, scr + (size_t)blk * pd->prow * pd->pcol, first ? 0.f : 1.f, dy, ldy, x,
-                           ldx, rows, pd->pcol, nb * pd->prow);
+        tt_gemm_bwd_w_ld(g, pd->scr + (size_t)blk * pd->prow * pd->pcol, first ? 0.f : 1.f, dy, ldy,
+                         x, ldx, rows, pd->pcol, nb * pd->prow);
     else
-        tt_gemm_bwd_w_beta(g, pd->g + (size_t)blk * pd->rows * pd->cols, beta, dy, ldy, x, ldx, rows,
-                           pd->cols, nb * pd->rows);
+        tt_gemm_bwd_w_ld(g, pd->g + (size_t)blk * pd->rows * pd->cols, beta, dy, ldy, x, ldx, rows,
+                         pd->cols, nb * pd->rows);
 }
 
 /* The scratch's gradient into the master's (overwriting it: the scratch holds the whole step's),
  * on g's stream, after the products pad_dw queued there. */
-static void pad_commit(const tt_gemm *g, const padded *pd, const float *scr)
+static void pad_commit(const tt_gemm *g, const padded *pd)
 {
     if (!pd->scratch) return;
     for (int blk = 0; blk < pd->blocks; blk++)
         TT_CUDA(cudaMemcpy2DAsync(pd->g + (size_t)blk * pd->rows * pd->cols, (size_t)pd->cols * 4,
-                                  scr + (size_t)blk * pd->prow * pd->pcol, (size_t)pd->pcol * 4,
+                                  pd->scr + (size_t)blk * pd->prow * pd->pcol, (size_t)pd->pcol * 4,
                                   (size_t)pd->cols * 4, (size_t)pd->rows, cudaMemcpyDeviceToDevice,
                                   g->stream));
 }
@@ -757,8 +754,8 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
 static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, const padded *w,
                        const float *b, int rows, int out)
 {
-    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), pad_ld(w), wcp(lm, b), rows,
-                     pad_ld(w), out);
+    tt_gemm_fwd_bias(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), w->pcol, wcp(lm, b), rows,
+                     w->pcol, out);
 }
 
 /* Its backward from dy (the storage type, ld apart): dw and db written, not added (the output
@@ -767,10 +764,10 @@ static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, c
 static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
                        int ldx, const padded *w, float *db, int rows, int out)
 {
-    pad_dw(&lm->gemm, w, lm->wscr, 0, 1, true, 0.f, dy, ld, x, ldx, rows);
-    pad_commit(&lm->gemm, w, lm->wscr);
+    pad_dw(&lm->gemm, w, 0, 1, true, 0.f, dy, ld, x, ldx, rows);
+    pad_commit(&lm->gemm, w);
     tt_gemm_bias_grad(&lm->gemm, db, dy, ld, lm->ones, rows, out);
-    tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), pad_ld(w), rows, pad_ld(w), out,
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), w->pcol, rows, w->pcol, out,
                      beta);
 }
 
@@ -783,7 +780,7 @@ static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, in
 {
     const padded *w = &lm->cluster;
     const int nc = lm->l->n_clusters - 1;
-    tt_gemm_fwd_ld(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), pad_ld(w), rows, pad_ld(w), nc,
+    tt_gemm_fwd_ld(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), w->pcol, rows, w->pcol, nc,
                    0.f);
     tt_gemm_fwd_ld(&lm->gemm, y, false, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
                    1.f);
@@ -793,10 +790,10 @@ static void cluster_logits_bwd(tt_gpu_lm *lm, void *dx, const void *dy, int ld, 
 {
     const padded *w = &lm->cluster;
     const int nc = lm->l->n_clusters - 1;
-    pad_dw(&lm->gemm, w, lm->wscr, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
-    pad_commit(&lm->gemm, w, lm->wscr);
-    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, dy, ld, lm->ones, 1, rows, 1, nc);
-    tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), pad_ld(w), rows, pad_ld(w), nc, 1.f);
+    pad_dw(&lm->gemm, w, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
+    pad_commit(&lm->gemm, w);
+    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, 1.f, dy, ld, lm->ones, 1, rows, 1, nc);
+    tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), w->pcol, rows, w->pcol, nc, 1.f);
 }
 
 /* h = x P (P [D, dc]: a cluster's projection, div_val > 1; cpu_model.c's cluster_input; x's rows
@@ -810,7 +807,7 @@ static void proj_bwd(tt_gpu_lm *lm, void *dx, int ldx, float *dproj, const float
                      const void *x, const void *dh, int rows, int dc)
 {
     const int d = lm->l->m.d_model;
-    tt_gemm_bwd_w_ld(&lm->gemm, dproj, x, ldx, dh, dc, rows, dc, d);
+    tt_gemm_bwd_w_ld(&lm->gemm, dproj, 1.f, x, ldx, dh, dc, rows, dc, d);
     tt_gemm_fwd_ld(&lm->gemm, dx, false, ldx, dh, dc, wcp(lm, proj), dc, rows, dc, d, 0.f);
 }
 
@@ -927,12 +924,12 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
      * rows and W2's zero columns in their copies, so h's and dff's padding is written with
      * zeros and hd's (zero since tt_gpu_lm_open) adds nothing. The kernels between them leave
      * the padding alone. */
-    tt_gemm_fwd_ld(&lm->gemm, a->h, false, fp, a->x1, dl, pad_src(lm, &lp->w1), pad_ld(&lp->w1), rows,
-                   pad_ld(&lp->w1), fp, 0.f);
+    tt_gemm_fwd_ld(&lm->gemm, a->h, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
+                   lp->w1.pcol, fp, 0.f);
     tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
                    drop_at(lm, o, drop, tail_site(lm, k, 1)));
-    tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), pad_ld(&lp->w2),
-                     pad_src(lm, &lp->b2), rows, fp, pad_rows(&lp->w2));
+    tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), lp->w2.pcol,
+                     pad_src(lm, &lp->b2), rows, fp, lp->w2.prow);
     tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w, lw->ln2_b,
                        rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2)));
 }
@@ -957,22 +954,18 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    if (lp->w2.scratch) {
-        pad_dw(gw, &lp->w2, lm->wscr_ffn, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
-        pad_commit(gw, &lp->w2, lm->wscr_ffn);
-        tt_gemm_bias_grad(gw, lg->ff2_b, lm->dyf, dl, lm->ones, rows, d);
-    } else {
-        tt_gemm_bwd_w_bias(gw, lg->ff2_w, 1.f, lg->ff2_b, lm->dyf, dl, a->hd, fp, lm->ones, rows, f, d);
-    }
-    tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), pad_ld(&lp->w2), rows, fp,
-                     pad_rows(&lp->w2), 0.f);
+    pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
+    pad_commit(gw, &lp->w2);
+    tt_gemm_bias_grad(gw, lg->ff2_b, lm->dyf, dl, lm->ones, rows, d);
+    tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
+                     lp->w2.prow, 0.f);
     tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
                    drop_at(lm, o, drop, tail_site(lm, k, 1)));
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    pad_dw(gw, &lp->w1, lm->wscr_ffn, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
-    pad_commit(gw, &lp->w1, lm->wscr_ffn);
-    tt_gemm_bwd_x_ld(gm, lm->dres, dl, lm->dff, fp, pad_src(lm, &lp->w1), pad_ld(&lp->w1), rows,
-                     pad_ld(&lp->w1), fp, 1.f); /* d x1 in full */
+    pad_dw(gw, &lp->w1, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
+    pad_commit(gw, &lp->w1);
+    tt_gemm_bwd_x_ld(gm, lm->dres, dl, lm->dff, fp, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
+                     lp->w1.pcol, fp, 1.f); /* d x1 in full */
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
     tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres, a->s1,
                        a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
@@ -1043,6 +1036,9 @@ static int txl_next_mlen(const tt_gpu_lm *lm)
     return lm->mlen + m->seq_len < m->mem_len ? lm->mlen + m->seq_len : m->mem_len;
 }
 
+/* Where qkv's and kvm's rows hold q, k, v: blocks hl apart (templates/txl.cu). */
+static tt_qkv_rows qkv_rows(const tt_gpu_lm *lm) { return (tt_qkv_rows){3 * lm->hl, 2 * lm->hl, lm->hl}; }
+
 /* Transformer-XL's layer k attention (MODEL.md section 3) over the memory of mlen rows a sequence
  * and the segment x: y = o_net(P' V) with P = softmax of the shifted, masked (q + u) k^T +
  * (q + v) r^T. Its heads are head-major and padded (templates/txl.cu), so that each product is
@@ -1066,7 +1062,7 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_gemm_fwd_ld(gm, lm->r, false, hl, pe, dl, pad_src(lm, &lp->r), dl, klen, dl, hl, 0.f);
     tt_txl_heads(p, st, a->rh, lm->r, klen, hl, 0);
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
-                     lm->wv.v, B, n, ml, lm->lay);
+                     lm->wv.v, B, n, ml, qkv_rows(lm));
     /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
     tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
                     a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
@@ -1096,8 +1092,8 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     layer_acts *a = &lm->acts[k];
     const void *pe = (const char *)lm->pe + txl_pe_skip(lm) * dl * lm->es;
     /* o_net */
-    pad_dw(gm, &lp->o, lm->wscr, 0, 1, true, 1.f, lm->dy, dl, a->om, hl, rows);
-    pad_commit(gm, &lp->o, lm->wscr);
+    pad_dw(gm, &lp->o, 0, 1, true, 1.f, lm->dy, dl, a->om, hl, rows);
+    pad_commit(gm, &lp->o);
     tt_gemm_bwd_x_ld(gm, lm->dom, hl, lm->dy, dl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
@@ -1119,16 +1115,16 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
                     (long long)rows * klen, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
     /* r_net, the biases, then qkv_net over the segment's rows and the memory's */
     tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hl, 0);
-    pad_dw(gm, &lp->r, lm->wscr, 0, 1, true, 1.f, lm->dr, hl, pe, dl, klen);
-    pad_commit(gm, &lp->r, lm->wscr);
+    pad_dw(gm, &lp->r, 0, 1, true, 1.f, lm->dr, hl, pe, dl, klen);
+    pad_commit(gm, &lp->r);
     tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
     tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, B,
-                     n, ml, lm->lay);
-    pad_dw(gm, &lp->qkv, lm->wscr, 0, 3, true, 1.f, lm->dqkv, 3 * hl, xin, dl, rows);
+                     n, ml, qkv_rows(lm));
+    pad_dw(gm, &lp->qkv, 0, 3, true, 1.f, lm->dqkv, 3 * hl, xin, dl, rows);
     if (ml)
-        pad_dw(gm, &lp->qkv, lm->wscr, 1, 2, false, 1.f, lm->dkvm, 2 * hl, lm->mem[lm->par][k], dl,
+        pad_dw(gm, &lp->qkv, 1, 2, false, 1.f, lm->dkvm, 2 * hl, lm->mem[lm->par][k], dl,
                B * ml);
-    pad_commit(gm, &lp->qkv, lm->wscr);
+    pad_commit(gm, &lp->qkv);
     tt_gemm_bwd_x_ld(gm, lm->dx, dl, lm->dqkv, 3 * hl, pad_src(lm, &lp->qkv), dl, rows, dl, 3 * hl,
                      1.f);
 }

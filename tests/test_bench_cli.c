@@ -358,32 +358,32 @@ static void expect_refusal(const tu_proc *p, const char *what, const char *part)
     if (p->out[0]) fail_msg("%s: stdout is not empty:\n%s", what, p->out);
 }
 
+/* tt-bench with the arguments after what and part: refused, as expect_refusal says. */
+#define REFUSES(what, part, ...)                                                                   \
+    do {                                                                                           \
+        tu_proc p_;                                                                                \
+        RUN(&p_, __VA_ARGS__);                                                                     \
+        expect_refusal(&p_, (what), (part));                                                       \
+        tu_proc_free(&p_);                                                                         \
+    } while (0)
+
 static void test_refusals(void **state)
 {
     fixture *fx = *state;
-    tu_proc p;
-    RUN(&p, PTB, "--vs", TT_SOURCE_DIR "/specs/wt103.yaml");
-    expect_refusal(&p, "--vs a tensorized spec", "the counterpart must be kind: transformer-xl");
-    tu_proc_free(&p);
+    REFUSES("--vs a tensorized spec", "the counterpart must be kind: transformer-xl", PTB, "--vs",
+            TT_SOURCE_DIR "/specs/wt103.yaml");
     char *odd = write_spec(fx, "odd.yaml",
                            "model: {kind: tensorized, vocab: 50, d_model: 33, layers: 1, rank: 2,\n"
                            "        seq_len: 4, d_inner: 8}\n");
-    RUN(&p, odd);
-    expect_refusal(&p, "odd d_model without --vs", "d_model 33 is odd");
-    tu_proc_free(&p);
+    REFUSES("odd d_model without --vs", "d_model 33 is odd", odd);
     char *no_data = write_spec(fx, "no-data.yaml",
                                "model: {kind: tensorized, d_model: 32, layers: 1, rank: 2,\n"
                                "        seq_len: 4, d_inner: 8}\n"
                                "data: {train: missing.txt}\n");
-    RUN(&p, no_data);
-    expect_refusal(&p, "vocab: data from a missing file", "cannot take the vocabulary from data.train");
-    tu_proc_free(&p);
-    RUN(&p, PTB, "--json", "--csv");
-    expect_refusal(&p, "--json --csv", "exclude each other");
-    tu_proc_free(&p);
-    RUN(&p, PTB, "--steps", "0");
-    expect_refusal(&p, "--steps 0", "--steps is a count from 1 to 100000, not '0'");
-    tu_proc_free(&p);
+    REFUSES("vocab: data from a missing file", "cannot take the vocabulary from data.train",
+            no_data);
+    REFUSES("--json --csv", "exclude each other", PTB, "--json", "--csv");
+    REFUSES("--steps 0", "--steps is a count from 1 to 100000, not '0'", PTB, "--steps", "0");
     free(odd);
     free(no_data);
 }
@@ -483,28 +483,20 @@ static void test_sweep(void **state)
     }
     tu_proc_free(&p);
     /* refusals: one line each, exit 2 */
-    RUN(&p, "sweep", TXL_PTB, "--rank", "8", "--cores", "1");
-    expect_refusal(&p, "sweep of a transformer-xl", "the sweep is over rank and cores of kind: tensorized");
-    tu_proc_free(&p);
-    RUN(&p, "sweep", spec, "--rank", "8,x", "--cores", "1");
-    expect_refusal(&p, "--rank 8,x", "--rank takes up to");
-    tu_proc_free(&p);
-    RUN(&p, "sweep", spec, "--rank", "8");
-    expect_refusal(&p, "no --cores", "expected one spec, --rank and --cores");
-    tu_proc_free(&p);
-    RUN(&p, "sweep", spec, "--rank", "8", "--cores", "1", "--train-steps", "x");
-    expect_refusal(&p, "--train-steps x", "--train-steps is a count from 1, not 'x'");
-    tu_proc_free(&p);
-    RUN(&p, "sweep", spec, "--rank", "8", "--cores", "1", "--bogus");
-    expect_refusal(&p, "sweep --bogus", "unknown option '--bogus'");
-    tu_proc_free(&p);
+    REFUSES("sweep of a transformer-xl", "the sweep is over rank and cores of kind: tensorized",
+            "sweep", TXL_PTB, "--rank", "8", "--cores", "1");
+    REFUSES("--rank 8,x", "--rank takes up to", "sweep", spec, "--rank", "8,x", "--cores", "1");
+    REFUSES("no --cores", "expected one spec, --rank and --cores", "sweep", spec, "--rank", "8");
+    REFUSES("--train-steps x", "--train-steps is a count from 1, not 'x'", "sweep", spec, "--rank",
+            "8", "--cores", "1", "--train-steps", "x");
+    REFUSES("sweep --bogus", "unknown option '--bogus'", "sweep", spec, "--rank", "8", "--cores", "1",
+            "--bogus");
     char *no_valid = write_spec(fx, "no-valid.yaml",
                                 "model: {kind: tensorized, vocab: data, d_model: 16, layers: 1, rank: 2,\n"
                                 "        seq_len: 4, d_inner: 24}\n"
                                 "data: {train: missing.txt}\n");
-    RUN(&p, "sweep", no_valid, "--rank", "8", "--cores", "1", "--train-steps", "2");
-    expect_refusal(&p, "--train-steps without data", "tt-bench sweep: ");
-    tu_proc_free(&p);
+    REFUSES("--train-steps without data", "tt-bench sweep: ", "sweep", no_valid, "--rank", "8",
+            "--cores", "1", "--train-steps", "2");
     free(no_valid);
     free(train), free(valid), free(text), free(spec), free(out), free(csv_path), free(csv), free(png);
     free(svg);

@@ -1250,7 +1250,7 @@ static void test_gemm(void **state)
             TT_CUDA(cudaMemcpy(d_dw, dw0, nw * 4, cudaMemcpyHostToDevice));
             tt_gemm_fwd_ld(&gm, p_y, false, ldo, p_x, ldi, p_w, ldi, rows, in, out, 0.f);
             tt_gemm_bwd_x_ld(&gm, p_dx, ldi, p_dy, ldo, p_w, ldi, rows, in, out, 0.f);
-            tt_gemm_bwd_w_ld(&gm, d_dw, p_dy, ldo, p_x, ldi, rows, in, out);
+            tt_gemm_bwd_w_ld(&gm, d_dw, 1.f, p_dy, ldo, p_x, ldi, rows, in, out);
             float *g1 = download_pitched(p_y, rows, out, ldo, bf, "gemm y, ld");
             float *g2 = download_pitched(p_dx, rows, in, ldi, bf, "gemm dx, ld");
             float *g3 = download(d_dw, nw, 0);
