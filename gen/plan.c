@@ -911,12 +911,12 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     return 0;
 }
 
-/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp dK~, V rows, dT. */
-static long mla_tc_bwd_q_smem(long n, long r, long d, long g)
+/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp g K_j and dK~ of
+ * the part's js key positions and two tiles of V rows. */
+static long mla_tc_bwd_q_smem(long r, long d, long js, long g)
 {
-    const long npad = ceil_div(n, 16) * 16, rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
-    (void)npad;
-    return 2 * 2 * dpad * 24 + g * (2 * 16 * rpad * 4 + 2 * 16 * (rpad + 8) + 2 * 16 * 24);
+    const long rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
+    return 2 * 2 * dpad * 24 + g * (2 * js * rpad * 4 + 2 * 16 * (rpad + 8) * 2);
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
@@ -926,7 +926,7 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
     /* parts of 8 key positions j instead of 16 when that is what fills the card (two of G's
-     * warps per SM slot: the kernel holds about 240 registers a thread) */
+     * warps per SM slot: the kernel holds about 200 registers a thread) */
     const long js = pick(plan, "mla_bwd_q", "JS",
                          mla_tc_tasks(m, 16) * ceil_div(batch, 2) < 4L * 132 ? 8 : 16);
     if (js != 8 && js != 16)
@@ -934,10 +934,10 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     const long tasks = mla_tc_tasks(m, js);
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
-                     mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT))
+                     mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
         g /= 2;
     g = pick(plan, "mla_bwd_q", "G", g);
-    if (g < 1 || g > 8 || mla_tc_bwd_q_smem(n, r, d, g) > SMEM_DYN_LIMIT)
+    if (g < 1 || g > 8 || mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
                        g, SMEM_DYN_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
@@ -957,9 +957,9 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     q->grid[1] = ceil_div(batch, g);
     snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
-    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(n, r, d, g);
-    whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, dQ += dT V gK_j, F = dT^T Q in registers; a warp per "
-            "16 rows x 16 j; partials summed in a fixed order");
+    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(r, d, js, g);
+    whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, E^T = V^T dT^T, F^T = Q^T dT; dQ, dV, dK~ in registers; "
+            "a warp per 16 rows x %ld j; partials summed in a fixed order", js);
     return 16;
 }
 
@@ -977,7 +977,7 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
         return -1;
     long tq;
     if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
-        mla_tc_bwd_q_smem(n, r, m->d_model, 1) <= SMEM_DYN_LIMIT)
+        mla_tc_bwd_q_smem(r, m->d_model, 8, 1) <= SMEM_DYN_LIMIT)
         tq = plan_mla_bwd_q_tc(plan, s, err, errlen);
     else
         tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen);

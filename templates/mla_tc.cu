@@ -658,21 +658,37 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 
 #ifdef TT_OP_MLA_BWD_Q
 // position: none (the plan keeps mla.cu's kernel for position: key). A warp owns rows
-// i0 .. i0+15 of one sequence and one part of their keys j (TT_JS <= 16 of them); a block,
+// i0 .. i0+15 of one sequence and one part of their keys j (TT_JS, 8 or 16, of them); a block,
 // TT_G sequences with the same rows and part, which share each slab of Wo. Splitting j keeps the
 // longest walk (the last tile's, under the mask) as short as the others'. With a_j = g Q K_j,
 // for each chunk of 16 keys kc and each of its j:
-//   dT  (rows x keys)   = dY Wo_j[:, kc..]            the contraction over D, dY in registers
-//   dQ += (dT V[kc..]) g K_j                           in registers across the whole walk
-//   F   (keys x ranks)  = dT^T Q                       dT through shared memory, transposed
-//   dV[kc..] += F g K_j                                in registers across j; written per chunk
-//   dK~[j] += sum over keys of V F                     column sums by a product with ones, into shared memory
-// and at the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The part's sums of dQ, dV, dg go to
-// the partials (templates/mla_parts.cuh, TT_TI = 16), which mla_bwd_reduce and
-// mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
+//   dT  (rows x keys)   = dY Wo_j[:, kc..]       the contraction over D, dY in registers
+//   E^T (ranks x rows)  = V[kc..]^T dT^T         dT's accumulators are E^T's B operands as they are
+//   dQ^T += E^T g K_j                             in registers across the whole walk
+//   dK~[j] += sum over rows of Q^T . E^T          (elementwise, bf16) times a one-hot matrix
+//                                                 that puts j's sums in column j % 8 of an
+//                                                 accumulator held across the walk
+//   F^T (ranks x keys)  = Q^T dT                  dT transposed in registers (movmatrix)
+//   dV^T[kc..] += F^T g K_j                       in registers across j; written per chunk
+// Q^T (ranks x rows) is an A operand held across the walk, V[kc..]^T one held for a chunk: every
+// product is ranks x something, so that g K_j scales rows of the accumulators and one pair of
+// values of it serves dQ and dV alike. At the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The
+// part's sums of dQ, dV, dg go to the partials (templates/mla_parts.cuh, TT_TI = 16), which
+// mla_bwd_reduce and mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
-#define TT_SD 24                 // pitch of the 16-wide tiles (slab of Wo, dT), in bf16
-#define TT_RN (TT_RK * 2)        // n8 tiles over the rank
+#define TT_SD 24                 // pitch of the slabs of Wo (16 keys wide), in bf16
+#define TT_JSETS (TT_JS / 8)     // accumulators of dK~: 8 key positions j each
+static_assert(TT_JS == 8 || TT_JS == 16, "parts of 8 or 16 key positions");
+
+// a . b elementwise on bf16 pairs, rounded to nearest even (fma with -0: the product's sign of
+// zero kept).
+__device__ __forceinline__ unsigned tt_mul_bf16x2(unsigned a, unsigned b)
+{
+    unsigned d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+    return d;
+}
+
 #if TT_MINB > 0
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 #else
@@ -683,17 +699,16 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
           int batch)
 {
-    // dynamic shared memory: two slabs [DK*16][SD]; per warp dK~ [16][RK*16] fp32, the V rows
-    // of the chunk [16][SR], dT [16][SD]
+    // dynamic shared memory: two slabs [DK*16][SD]; per warp g K_j and dK~ [JS][RK*16] fp32 and
+    // two tiles of V rows [16][SR] (the chunk's, and the next one's on its way)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const size_t warp_bytes = (size_t)2 * 16 * TT_RK * 16 * 4 + 16 * TT_SR * 2 + 16 * TT_SD * 2;
+    const size_t warp_bytes = (size_t)2 * TT_JS * TT_RK * 16 * 4 + 2 * 16 * TT_SR * 2;
     unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
-    float *s_dk = reinterpret_cast<float *>(mine);
-    float *s_gk = s_dk + 16 * TT_RK * 16; // g K_j of the part's j, zero past R
-    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_gk + 16 * TT_RK * 16);
-    tt_bf16 *s_dt = s_vc + 16 * TT_SR;
+    float *s_gk = reinterpret_cast<float *>(mine); // g K_j of the part's j, zero past R
+    float *s_dk = s_gk + TT_JS * TT_RK * 16;
+    tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_dk + TT_JS * TT_RK * 16);
     (void)p, (void)u, (void)v, (void)dqkv;
 
     // blockIdx.x: (tile, part) pairs, the last tile's (the most chunks) first
@@ -708,8 +723,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
     const int j0 = jp * TT_JS, nj = min(TT_JS, jend - j0); // this part's keys j
     const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
-    // dY rows i0.. as A operands over the features; Q rows as B operands of F (k = rows)
-    unsigned ady[TT_DK][4], bq[TT_RN][2];
+    // dY rows i0.. as A operands over the features
+    unsigned ady[TT_DK][4];
 #pragma unroll
     for (int ks = 0; ks < TT_DK; ks++) {
         float x[8];
@@ -722,74 +737,70 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
         for (int q = 0; q < 4; q++) ady[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
     }
+    // Q^T as A operands (ranks x rows): register q of k-step mt holds ranks mt*16 + g (+8 for
+    // q odd), rows 2t, 2t+1 (+8 for q >= 2)
+    unsigned aq[TT_RK][4];
 #pragma unroll
-    for (int nt = 0; nt < TT_RN; nt++) {
-        const int r = nt * 8 + gi;
+    for (int mt = 0; mt < TT_RK; mt++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int ia = i0 + tq * 2 + h * 8;
+        for (int q = 0; q < 4; q++) {
+            const int r = mt * 16 + gi + (q & 1) * 8, ia = i0 + tq * 2 + (q >> 1) * 8;
             const float qa = (live && ia < TT_N && r < TT_R) ? tt_float(seq[(size_t)ia * 3 * TT_R + r]) : 0.f;
             const float qb = (live && ia + 1 < TT_N && r < TT_R) ? tt_float(seq[(size_t)(ia + 1) * 3 * TT_R + r]) : 0.f;
-            bq[nt][h] = tt_pack_bf16(qa, qb);
+            aq[mt][q] = tt_pack_bf16(qa, qb);
         }
-    }
-    for (int e = lane; e < 16 * TT_RK * 16; e += 32) {
+    for (int e = lane; e < TT_JS * TT_RK * 16; e += 32) {
         const int jl = e / (TT_RK * 16), r = e % (TT_RK * 16);
-        s_dk[e] = 0.f;
         s_gk[e] = live && jl < nj && r < TT_R ? g[r] * tt_float(seq[(size_t)(j0 + jl) * 3 * TT_R + TT_R + r]) : 0.f;
     }
 
-    const unsigned ones[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u}; // bf16 1.0 pairs
-    float dq[TT_RN][4];
+    // accumulators, ranks x (rows | keys | j): m16 tiles over the rank, n8 tiles
+    float dq[TT_RK][2][4], dk[TT_JSETS][TT_RK][4];
 #pragma unroll
-    for (int nt = 0; nt < TT_RN; nt++)
+    for (int mt = 0; mt < TT_RK; mt++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) dq[nt][e] = 0.f;
+        for (int e = 0; e < 4; e++) {
+            dq[mt][0][e] = dq[mt][1][e] = 0.f;
+#pragma unroll
+            for (int s = 0; s < TT_JSETS; s++) dk[s][mt][e] = 0.f;
+        }
     float *pv = TT_PART_V(live ? b : 0, it, jp);
 
     // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
     // pair's slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; two
-    // slabs: the next pair's is in flight while this pair's is used.
+    // slabs: the next pair's is in flight while this pair's is used. The next chunk's V rows
+    // travel with the slab after a chunk's first.
     const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
-    tt_bf16 *slab[2] = {s_w, s_w + (size_t)TT_DK * 16 * TT_SD};
-    tt_load_wo_slab<TT_DK * 16, 16>(slab[0], TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
+    constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
+    tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
+    tt_load_wo_slab<TT_DK * 16, 16>(s_w, TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
     tt_cp_commit();
-    unsigned vp[TT_RN][2];
-    float dv[TT_RN][4];
+    unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
+    float dv[TT_RK][2][4];
     for (int pi = 0; pi < npairs; pi++) {
-        const int kc = pi / nj * 16, j = j0 + pi % nj;
-        if (j == j0) { // a new chunk: its V rows, the B operands of dQ from them, dV from zero
-            __syncwarp();
-            for (int e = lane; e < 16 * TT_SR; e += 32) {
-                const int k = kc + e / TT_SR, r = e % TT_SR;
-                tt_bf16 x;
-                x.bits = 0;
-                if (live && k < TT_N && r < TT_R) x = seq[(size_t)k * 3 * TT_R + 2 * TT_R + r];
-                s_vc[e] = x;
-            }
-            __syncwarp();
-            // V[kc + 2t.., r = nt*8 + g] as bf16 pairs, the B operands of dT V
-#pragma unroll
-            for (int nt = 0; nt < TT_RN; nt += 2) {
-                unsigned m4[4];
-                tt_ldsm_t(m4, s_vc + (size_t)((ql & 1) * 8 + rl) * TT_SR + (nt + (ql >> 1)) * 8);
-                vp[nt][0] = m4[0], vp[nt][1] = m4[1], vp[nt + 1][0] = m4[2], vp[nt + 1][1] = m4[3];
-            }
-#pragma unroll
-            for (int nt = 0; nt < TT_RN; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) dv[nt][e] = 0.f;
-        }
+        const int c = pi / nj, kc = c * 16, jl = pi % nj, j = j0 + jl;
+        if (jl == 0 && c + 1 < nchunks) // (its buffer's last reader was the chunk before)
+            tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, kc + 16, 16, 2 * TT_R, live);
         if (pi + 1 < npairs) {
             const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
-            tt_load_wo_slab<TT_DK * 16, 16>(slab[(pi + 1) & 1], TT_SD, wo, 0, (size_t)j1 * TT_N + kn1, 16,
+            tt_load_wo_slab<TT_DK * 16, 16>(s_w + ((pi + 1) & 1) * SLAB, TT_SD, wo, 0, (size_t)j1 * TT_N + kn1, 16,
                                             TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
         }
         tt_cp_commit();
         tt_cp_wait<1>();
-        __syncthreads(); // this pair's slab is in shared memory
-        const tt_bf16 *cur = slab[pi & 1];
-        const float *gk = s_gk + (size_t)(j - j0) * TT_RK * 16; // g K_j, by rank
+        __syncthreads(); // this pair's slab (and the chunk's V rows) are in shared memory
+        if (jl == 0) { // a new chunk: V's operands, dV from zero
+            const tt_bf16 *vc = s_vc + (size_t)(c & 1) * 16 * TT_SR;
+            // matrix q = lane / 8: keys (q / 2) * 8 + lane % 8, ranks mt*16 + (q % 2) * 8
+#pragma unroll
+            for (int mt = 0; mt < TT_RK; mt++)
+                tt_ldsm_t(av[mt], vc + (size_t)((ql >> 1) * 8 + rl) * TT_SR + mt * 16 + (ql & 1) * 8);
+#pragma unroll
+            for (int mt = 0; mt < TT_RK; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) dv[mt][0][e] = dv[mt][1][e] = 0.f;
+        }
+        const tt_bf16 *cur = s_w + (pi & 1) * SLAB;
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
         // four chains of products are in flight instead of two
         float dt[2][4], dt2[2][4];
@@ -819,75 +830,78 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     if (j > i || k > i) dt[nt][e] = 0.f;
                 }
 #endif
-        // dQ += (dT V) g K_j: the product with V as it is, then its columns scaled in fp32
-        unsigned ta[4];
-        tt_acc_to_a(ta, dt);
+        // dT's 8x8 blocks as bf16, (row g, keys 2t, 2t+1) of each: pr[rh][kh] holds rows
+        // rh*8.., keys kh*8..: as they are, the B operands of E^T (k = keys, n = rows);
+        // transposed, those of F^T (k = rows, n = keys)
+        unsigned pr[2][2], pt[2][2];
 #pragma unroll
-        for (int nt = 0; nt < TT_RN; nt++) {
-            float e[4] = {0.f, 0.f, 0.f, 0.f};
-            tt_mma(e, ta, vp[nt][0], vp[nt][1]);
-            const float2 c = *reinterpret_cast<const float2 *>(gk + nt * 8 + tq * 2); // ranks 2t, 2t+1
-            dq[nt][0] += e[0] * c.x;
-            dq[nt][1] += e[1] * c.y;
-            dq[nt][2] += e[2] * c.x;
-            dq[nt][3] += e[3] * c.y;
+        for (int kh = 0; kh < 2; kh++) {
+            pr[0][kh] = tt_pack_bf16(dt[kh][0], dt[kh][1]);
+            pr[1][kh] = tt_pack_bf16(dt[kh][2], dt[kh][3]);
+            pt[kh][0] = tt_movm_t(pr[0][kh]); // keys kh*8 + g, rows 2t, 2t+1
+            pt[kh][1] = tt_movm_t(pr[1][kh]); // rows 8 + 2t..
         }
-        // F = dT^T Q: dT to shared memory, back as A operands (keys x rows)
+        // the one-hot B operand: column j % 8 all ones
+        const unsigned hot = gi == (jl & 7) ? 0x3f803f80u : 0u;
+        const float *gk = s_gk + (size_t)jl * TT_RK * 16; // g K_j, by rank
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
-            *reinterpret_cast<unsigned *>(s_dt + gi * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][0], dt[nt][1]);
-            *reinterpret_cast<unsigned *>(s_dt + (gi + 8) * TT_SD + nt * 8 + tq * 2) = tt_pack_bf16(dt[nt][2], dt[nt][3]);
-        }
-        __syncwarp();
-        unsigned at[4];
-        tt_ldsm_t(at, s_dt + (size_t)((ql >> 1) * 8 + rl) * TT_SD + (ql & 1) * 8);
-        __syncwarp(); // s_dt is read: the next j may write it
+        for (int mt = 0; mt < TT_RK; mt++) {
+            const float clo = gk[mt * 16 + gi], chi = gk[mt * 16 + gi + 8]; // ranks g, g + 8
+            float e[2][4] = {}, f[2][4] = {};
 #pragma unroll
-        for (int nt = 0; nt < TT_RN; nt++) {
-            float f[4] = {0.f, 0.f, 0.f, 0.f};
-            tt_mma(f, at, bq[nt][0], bq[nt][1]);
-            // f: keys kc + g (+8) x ranks r0 = nt*8 + 2t, r0 + 1
-            const int r0 = nt * 8 + tq * 2;
-            const float c0 = gk[r0], c1 = gk[r0 + 1];
-            dv[nt][0] += f[0] * c0;
-            dv[nt][1] += f[1] * c1;
-            dv[nt][2] += f[2] * c0;
-            dv[nt][3] += f[3] * c1;
-            // dK~[j, r] += sum over the chunk's keys of V F: the products as bf16, transposed
-            // (movmatrix) into the B operand of a product with a matrix of ones, whose every
-            // row is then the column sums
-            const unsigned vlo = tt_lds32(s_vc + gi * TT_SR + r0), vhi = tt_lds32(s_vc + (gi + 8) * TT_SR + r0);
-            const unsigned x0 = tt_pack_bf16(f[0] * __uint_as_float(vlo << 16), f[1] * __uint_as_float(vlo & 0xffff0000u));
-            const unsigned x8 = tt_pack_bf16(f[2] * __uint_as_float(vhi << 16), f[3] * __uint_as_float(vhi & 0xffff0000u));
-            float cs[4] = {0.f, 0.f, 0.f, 0.f};
-            tt_mma(cs, ones, tt_movm_t(x0), tt_movm_t(x8));
-            if (gi == 0) {
-                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0] += cs[0];
-                s_dk[(size_t)(j - j0) * TT_RK * 16 + r0 + 1] += cs[1];
+            for (int h = 0; h < 2; h++) {
+                tt_mma(e[h], av[mt], pr[h][0], pr[h][1]); // rows h*8..
+                tt_mma(f[h], aq[mt], pt[h][0], pt[h][1]); // keys h*8..
             }
+            unsigned qe[4]; // Q^T . E^T as an A operand (ranks x rows)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                dq[mt][h][0] += e[h][0] * clo;
+                dq[mt][h][1] += e[h][1] * clo;
+                dq[mt][h][2] += e[h][2] * chi;
+                dq[mt][h][3] += e[h][3] * chi;
+                dv[mt][h][0] += f[h][0] * clo;
+                dv[mt][h][1] += f[h][1] * clo;
+                dv[mt][h][2] += f[h][2] * chi;
+                dv[mt][h][3] += f[h][3] * chi;
+                qe[2 * h] = tt_mul_bf16x2(tt_pack_bf16(e[h][0], e[h][1]), aq[mt][2 * h]);
+                qe[2 * h + 1] = tt_mul_bf16x2(tt_pack_bf16(e[h][2], e[h][3]), aq[mt][2 * h + 1]);
+            }
+            if (TT_JSETS == 1 || jl < 8)
+                tt_mma(dk[0][mt], qe, hot, hot);
+            else
+                tt_mma(dk[TT_JSETS - 1][mt], qe, hot, hot);
         }
         __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
-        if (j == j0 + nj - 1 && live) // the chunk is done: its rows of the dV partial, written once
+        if (jl == nj - 1 && live) // the chunk is done: its rows of the dV partial, written once
 #pragma unroll
-            for (int nt = 0; nt < TT_RN; nt++)
+            for (int mt = 0; mt < TT_RK; mt++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int k = kc + tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
-                    if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[nt][e];
-                }
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int r = mt * 16 + tt_acc_row(lane, e), k = kc + h * 8 + tt_acc_col(lane, e);
+                        if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[mt][h][e];
+                    }
     }
     if (live) // keys the tile never sees: their dV partial is zero
         for (int e = nchunks * 16 * TT_R + lane; e < TT_N * TT_R; e += 32) pv[e] = 0.f;
     if (!live) return;
-    __syncwarp();
     float *pq = TT_PART_Q(b, it, jp), *pk = TT_PART_K(b, it), *vec = TT_PART_VEC(b, it, jp);
 #pragma unroll
-    for (int nt = 0; nt < TT_RN; nt++)
+    for (int mt = 0; mt < TT_RK; mt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int i = tt_acc_row(lane, e), r = nt * 8 + tt_acc_col(lane, e);
-            if (r < TT_R) pq[(size_t)i * TT_R + r] = dq[nt][e];
+            const int r = mt * 16 + tt_acc_row(lane, e);
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                if (r < TT_R) pq[(size_t)(h * 8 + tt_acc_col(lane, e)) * TT_R + r] = dq[mt][h][e];
+            // dK~: column jl % 8 of set jl / 8
+#pragma unroll
+            for (int s = 0; s < TT_JSETS; s++)
+                s_dk[(size_t)(s * 8 + tt_acc_col(lane, e)) * TT_RK * 16 + r] = dk[s][mt][e];
         }
+    __syncwarp();
     // dK rows of the part's j; part 0 also writes the rows the tile never reaches (zero)
     for (int e = lane; e < nj * TT_R; e += 32)
         pk[(size_t)j0 * TT_R + e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
