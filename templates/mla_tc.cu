@@ -574,43 +574,45 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 #endif
         }
         if (jlive) {
-            // stage 1: T_j^T, keys kc.. x rows i0.. (four n8 tiles of rows), masked where the
-            // tile sees a masked (row, j, key) at all; B operands by ldmatrix from Q's tile
-            // (matrix q = lane / 8: rows nt * 8 + (q / 2) * 8 + lane % 8, ranks (q % 2) * 8)
-            float tt[4][4];
+            // By halves of 16 rows: a half past N, or whose rows all lie above max(j, kc) under
+            // the mask, is skipped. stage 1: T_j^T, keys kc.. x the half's rows (two n8 tiles),
+            // masked where the half sees a masked (row, j, key) at all; B operands by ldmatrix
+            // from Q's tile (matrix q = lane / 8: rows h * 16 + (q / 2) * 8 + lane % 8, ranks
+            // (q % 2) * 8)
+            const int ilo = TT_CAUSAL ? max(j, kc) : 0;
             const tt_bf16 *qrow = &s_q[buf][(lane >> 4) * 8 + (lane & 7)][((lane >> 3) & 1) * 8];
 #pragma unroll
-            for (int nt = 0; nt < 4; nt++)
+            for (int h = 0; h < 2; h++) {
+                const int ih = i0 + 16 * h;
+                if (ih >= TT_N || ih + 15 < ilo) continue;
+                float tt[2][4];
 #pragma unroll
-                for (int e = 0; e < 4; e++) tt[nt][e] = vc0[e >> 1];
+                for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int ks = 0; ks < TT_RK; ks++)
+                    for (int e = 0; e < 4; e++) tt[nt][e] = vc0[e >> 1];
 #pragma unroll
-                for (int nt = 0; nt < 4; nt += 2) {
+                for (int ks = 0; ks < TT_RK; ks++) {
                     unsigned bq[4];
-                    tt_ldsm(bq, qrow + (size_t)nt * 8 * TT_SR + ks * 16);
-                    tt_mma(tt[nt], av[ks], bq[0], bq[1]);
-                    tt_mma(tt[nt + 1], av[ks], bq[2], bq[3]);
+                    tt_ldsm(bq, qrow + (size_t)h * 16 * TT_SR + ks * 16);
+                    tt_mma(tt[0], av[ks], bq[0], bq[1]);
+                    tt_mma(tt[1], av[ks], bq[2], bq[3]);
                 }
 #if TT_CAUSAL
-            if (j > i0 || kc + 15 > i0)
+                if (j > ih || kc + 15 > ih)
 #pragma unroll
-                for (int nt = 0; nt < 4; nt++)
+                    for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int k = kc + tt_acc_row(lane, e), i = i0 + nt * 8 + tt_acc_col(lane, e);
-                        if (j > i || k > i) tt[nt][e] = 0.f;
-                    }
+                        for (int e = 0; e < 4; e++) {
+                            const int k = kc + tt_acc_row(lane, e), i = ih + nt * 8 + tt_acc_col(lane, e);
+                            if (j > i || k > i) tt[nt][e] = 0.f;
+                        }
 #endif
-            // (rows past N keep vc0, but meet dY's zero rows there in stage 2)
-            // stage 2: acc (keys x features) += T_j^T (keys x rows) dY (rows x features)
-#pragma unroll
-            for (int ks2 = 0; ks2 < 2; ks2++) {
+                // (rows past N keep vc0, but meet dY's zero rows there in stage 2)
+                // stage 2: acc (keys x features) += T_j^T (keys x the half's rows) dY (its rows x features)
                 unsigned ta[4];
-                const float(&tp)[2][4] = *reinterpret_cast<const float(*)[2][4]>(&tt[2 * ks2]);
-                tt_acc_to_a(ta, tp);
+                tt_acc_to_a(ta, tt);
                 const int q = lane >> 3;
-                const tt_bf16 *drow = &s_dy[buf][ks2 * 16 + (q & 1) * 8 + (lane & 7)][(q >> 1) * 8];
+                const tt_bf16 *drow = &s_dy[buf][h * 16 + (q & 1) * 8 + (lane & 7)][(q >> 1) * 8];
 #pragma unroll
                 for (int nt = 0; nt < TT_TD / 8; nt += 2) {
                     unsigned bb[4];
@@ -777,14 +779,15 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     tt_cp_commit();
     unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
     float dv[TT_RK][2][4];
-    for (int pi = 0; pi < npairs; pi++) {
-        const int c = pi / nj, kc = c * 16, jl = pi % nj, j = j0 + jl;
+    for (int pi = 0, c = 0, jl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
+        const int kc = c * 16, j = j0 + jl;
+        const int c1 = jl + 1 == nj ? c + 1 : c, jl1 = jl + 1 == nj ? 0 : jl + 1; // the next pair's
         if (jl == 0 && c + 1 < nchunks) // (its buffer's last reader was the chunk before)
             tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, kc + 16, 16, 2 * TT_R, live);
         if (pi + 1 < npairs) {
-            const int kn1 = (pi + 1) / nj * 16, j1 = j0 + (pi + 1) % nj;
-            tt_load_wo_slab<TT_DK * 16, 16>(s_w + ((pi + 1) & 1) * SLAB, TT_SD, wo, 0, (size_t)j1 * TT_N + kn1, 16,
-                                            TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
+            const int kn1 = c1 * 16;
+            tt_load_wo_slab<TT_DK * 16, 16>(s_w + ((pi + 1) & 1) * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
+                                            16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
         }
         tt_cp_commit();
         tt_cp_wait<1>();
@@ -883,6 +886,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                         const int r = mt * 16 + tt_acc_row(lane, e), k = kc + h * 8 + tt_acc_col(lane, e);
                         if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[mt][h][e];
                     }
+        c = c1, jl = jl1;
     }
     if (live) // keys the tile never sees: their dV partial is zero
         for (int e = nchunks * 16 * TT_R + lane; e < TT_N * TT_R; e += 32) pv[e] = 0.f;
