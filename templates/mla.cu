@@ -411,8 +411,12 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
     const int b = (int)(e / TT_PART_NR);
     const size_t jr = e % TT_PART_NR;
     float sk = 0.f, sv = 0.f;
+    // mla_tc.cu's tiles under the mask see the keys and j below their last row only, and leave
+    // their partials of the others unwritten: key (and j) jr / R is in tiles from it0 on
+    const int it0 = TT_QP && TT_CAUSAL ? (int)(jr / TT_R) / TT_TI : 0;
 #pragma unroll // (compile-time bounds: the loads are in flight together)
     for (int it = 0; it < TT_IT; it++) {
+        if (it < it0) continue;
         sk += TT_PART_K(b, it)[jr];
 #pragma unroll
         for (int jp = 0; jp < TT_NPARTS(it); jp++) sv += TT_PART_V(b, it, jp)[jr];

@@ -4,7 +4,8 @@
 // also splits the key positions j of a tile into parts of TT_JS (at most 16; TT_JP parts at
 // most, 1 in mla.cu); a tile under the causal mask has only the parts up to its last row
 // (TT_NPARTS).
-// Partials, fp32, one region after the other:
+// Partials, fp32, one region after the other (mla_tc.cu under the mask writes the rows of dK
+// and dV of the keys and j a tile sees, below its last row, and mla_bwd_reduce reads no others):
 //   dK  [B][IT][N][R]        each j of a tile written by the part that owns it
 //   dV  [B][IT][JP][N][R]
 //   dP  [B][IT][N][R]        (position: key)

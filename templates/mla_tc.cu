@@ -259,13 +259,15 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
 #if TT_N % 8 == 0
     constexpr int CH = KMAX / 8, PAIR = CH % 2 == 0 ? 2 : 1, RPP = TT_THREADS / PAIR;
     const int half = threadIdx.x % PAIR, rt = threadIdx.x / PAIR;
+    // one base pointer; the passes' rows are constant offsets from it
+    const tt_bf16 *src0 = wo + (size_t)(d0 + rt) * TT_N * TT_N + col;
 #pragma unroll
     for (int pass = 0; pass < (ROWS + RPP - 1) / RPP; pass++) {
         const int row = rt + pass * RPP;
         if (ROWS % RPP != 0 && row >= ROWS) break;
         tt_bf16 *dst = sw + (size_t)row * pitch;
-        if (TT_D % ROWS == 0 || d0 + row < TT_D) { // a row of Wo: one base, constant offsets
-            const tt_bf16 *src = wo + (size_t)(d0 + row) * TT_N * TT_N + col;
+        if (TT_D % ROWS == 0 || d0 + row < TT_D) { // a row of Wo
+            const tt_bf16 *src = src0 + (size_t)pass * RPP * TT_N * TT_N;
 #pragma unroll
             for (int c = half; c < CH; c += PAIR)
                 if (c * 8 < kn) tt_cp16(dst + c * 8, c * 8 < kvalid ? src + c * 8 : wo, c * 8 < kvalid);
@@ -888,8 +890,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     }
         c = c1, jl = jl1;
     }
-    if (live) // keys the tile never sees: their dV partial is zero
-        for (int e = nchunks * 16 * TT_R + lane; e < TT_N * TT_R; e += 32) pv[e] = 0.f;
+    // (the rows of keys and j the tile never sees, under the mask, are left unwritten:
+    // mla_bwd_reduce does not read them)
     if (!live) return;
     float *pq = TT_PART_Q(b, it, jp), *pk = TT_PART_K(b, it), *vec = TT_PART_VEC(b, it, jp);
 #pragma unroll
@@ -906,11 +908,9 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 s_dk[(size_t)(s * 8 + tt_acc_col(lane, e)) * TT_RK * 16 + r] = dk[s][mt][e];
         }
     __syncwarp();
-    // dK rows of the part's j; part 0 also writes the rows the tile never reaches (zero)
+    // dK rows of the part's j
     for (int e = lane; e < nj * TT_R; e += 32)
         pk[(size_t)j0 * TT_R + e] = g[e % TT_R] * s_dk[(size_t)(e / TT_R) * TT_RK * 16 + e % TT_R];
-    if (jp == 0)
-        for (int e = jend * TT_R + lane; e < TT_N * TT_R; e += 32) pk[e] = 0.f;
     for (int r = lane; r < TT_R; r += 32) {
         float s = 0.f;
         for (int j = 0; j < nj; j++) s += tt_float(seq[(size_t)(j0 + j) * 3 * TT_R + TT_R + r]) * s_dk[(size_t)j * TT_RK * 16 + r];
