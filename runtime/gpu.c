@@ -150,7 +150,11 @@ const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op)
 void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
 {
     const dim3 block = {k->k->block[0], k->k->block[1], k->k->block[2]};
-    TT_CUDA(cudaLaunchKernel((const void *)k->fn, grid, block, args, k->k->dyn_smem, stream));
+    const cudaError_t e = cudaLaunchKernel((const void *)k->fn, grid, block, args, k->k->dyn_smem, stream);
+    if (e != cudaSuccess)
+        tt_panic(__FILE__, __LINE__, "launching %s on grid (%u, %u, %u) x (%u, %u, %u), %u bytes of "
+                 "dynamic shared memory: %s (%s)", k->k->name, grid.x, grid.y, grid.z, block.x,
+                 block.y, block.z, k->k->dyn_smem, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 void *tt_gpu_upload(const float *x, size_t n, int bf16)
