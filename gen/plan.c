@@ -1000,13 +1000,17 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
         name_kernel(c, flags);
         set_const(c, "THREADS", threads);
         set_const(c, flags_op[i], 1);
+        /* reduce: a thread per vec elements of a row (4 when R keeps them 16-byte aligned);
+         * params: a warp per output (dP's, then dg, du, dv) */
+        const long vec = r % 4 == 0 ? 4 : 1;
+        if (i == 0) set_const(c, "VEC", vec);
         c->block[0] = (unsigned)threads;
-        /* reduce: a thread per element; params: a warp per output (dP's, then dg, du, dv) */
-        const long elems = i == 0 ? (long)s->train.batch * n * r
+        const long elems = i == 0 ? (long)s->train.batch * n * r / vec
                                   : 32L * ((m->position == TT_POS_KEY ? n * r : 0) + 3 * r);
         c->grid[0] = ceil_div(elems, threads);
         if (i == 0)
-            snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(batch * %d / %ld)", n * r, threads);
+            snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(batch * %d / %ld / %ld)", n * r,
+                     vec, threads);
         else
             snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(32 * %ld / %ld)", elems / 32, threads);
         whyf(c, i == 0 ? "thread per element, tiles summed in a fixed order: deterministic"

@@ -582,7 +582,8 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
     void *rargs[] = {&dqkv, &part, &batch};
-    tt_gpu_launch(red, (dim3){ceil_div((long)batch * n * r, need(red, "THREADS")), 1, 1}, rargs, s);
+    tt_gpu_launch(red, (dim3){ceil_div((long)batch * n * r / need(red, "VEC"), need(red, "THREADS")), 1, 1},
+                  rargs, s);
     void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};
     const long outputs = (pos ? (long)n * r : 0) + 3L * r; /* a warp each */
     tt_gpu_launch(par, (dim3){ceil_div(32 * outputs, need(par, "THREADS")), 1, 1}, pargs, s);

@@ -402,34 +402,46 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #ifdef TT_OP_MLA_BWD_REDUCE
 // dqkv[b, j, R + r] = sum over tiles of the dK partials; dqkv[b, k, 2R + r] = sum over tiles and
 // parts of the dV partials; with parts (mla_tc.cu), dqkv[b, i, r] = sum over i's tile's parts
-// of the dQ partials. Fixed order.
+// of the dQ partials. Fixed order. A thread per TT_VEC consecutive r of a row (R a multiple of
+// TT_VEC: whole vectors of the partials and of dqkv's rows).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
 {
-    const size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x;
+    static_assert(TT_R % TT_VEC == 0, "vectors within a row");
+    const size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * TT_VEC;
     if (e >= (size_t)batch * TT_PART_NR) return;
     const int b = (int)(e / TT_PART_NR);
     const size_t jr = e % TT_PART_NR;
-    float sk = 0.f, sv = 0.f;
+    float sk[TT_VEC] = {}, sv[TT_VEC] = {}, x[TT_VEC];
     // mla_tc.cu's tiles under the mask see the keys and j below their last row only, and leave
     // their partials of the others unwritten: key (and j) jr / R is in tiles from it0 on
     const int it0 = TT_QP && TT_CAUSAL ? (int)(jr / TT_R) / TT_TI : 0;
 #pragma unroll // (compile-time bounds: the loads are in flight together)
     for (int it = 0; it < TT_IT; it++) {
         if (it < it0) continue;
-        sk += TT_PART_K(b, it)[jr];
+        tt_load<TT_VEC>(x, TT_PART_K(b, it) + jr);
 #pragma unroll
-        for (int jp = 0; jp < TT_NPARTS(it); jp++) sv += TT_PART_V(b, it, jp)[jr];
+        for (int q = 0; q < TT_VEC; q++) sk[q] += x[q];
+#pragma unroll
+        for (int jp = 0; jp < TT_NPARTS(it); jp++) {
+            tt_load<TT_VEC>(x, TT_PART_V(b, it, jp) + jr);
+#pragma unroll
+            for (int q = 0; q < TT_VEC; q++) sv[q] += x[q];
+        }
     }
     const size_t row = (size_t)b * TT_N + jr / TT_R;
-    dqkv[row * 3 * TT_R + TT_R + jr % TT_R] = tt_store_as<TT_T>(sk);
-    dqkv[row * 3 * TT_R + 2 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sv);
+    tt_store<TT_VEC>(dqkv + row * 3 * TT_R + TT_R + jr % TT_R, sk);
+    tt_store<TT_VEC>(dqkv + row * 3 * TT_R + 2 * TT_R + jr % TT_R, sv);
 #if TT_QP
     const int i = (int)(jr / TT_R), it = i / TT_TI;
-    float sq = 0.f;
+    float sq[TT_VEC] = {};
 #pragma unroll 4
-    for (int jp = 0; jp < TT_NPARTS(it); jp++) sq += TT_PART_Q(b, it, jp)[(size_t)(i % TT_TI) * TT_R + jr % TT_R];
-    dqkv[row * 3 * TT_R + jr % TT_R] = tt_store_as<TT_T>(sq);
+    for (int jp = 0; jp < TT_NPARTS(it); jp++) {
+        tt_load<TT_VEC>(x, TT_PART_Q(b, it, jp) + (size_t)(i % TT_TI) * TT_R + jr % TT_R);
+#pragma unroll
+        for (int q = 0; q < TT_VEC; q++) sq[q] += x[q];
+    }
+    tt_store<TT_VEC>(dqkv + row * 3 * TT_R + jr % TT_R, sq);
 #endif
 }
 #endif

@@ -399,16 +399,25 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 #endif
 
 #ifdef TT_OP_MLA_FWD_SUM
-// y [B, N, D] = the sum of the parts' ypart of each row, in part order, rounded once.
+// y [B, N, D] = the sum of the parts' ypart of each row, in part order, rounded once; V elements
+// of a row at a time (the parts' loads all in flight).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 {
+    constexpr int V = TT_D % 4 == 0 ? 4 : 1;
     const size_t n = (size_t)batch * TT_N * TT_D;
-    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < n; e += (size_t)gridDim.x * TT_THREADS) {
+    for (size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * V; e < n; e += (size_t)gridDim.x * TT_THREADS * V) {
         const int it = (int)(e / TT_D % TT_N) / 16;
-        float s = 0.f;
-        for (int jp = 0; jp < TT_FPARTS(it); jp++) s += ypart[(size_t)jp * n + e];
-        y[e] = tt_store_as<TT_T>(s);
+        float s[V] = {};
+#pragma unroll
+        for (int jp = 0; jp < TT_JP; jp++)
+            if (jp < TT_FPARTS(it)) {
+                float x[V];
+                tt_load<V>(x, ypart + (size_t)jp * n + e);
+#pragma unroll
+                for (int q = 0; q < V; q++) s[q] += x[q];
+            }
+        tt_store<V>(y + e, s);
     }
 }
 #endif
@@ -646,16 +655,23 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 #endif
 
 #ifdef TT_OP_MLA_BWD_WO_SUM
-// dwo [D*N*N] += the TT_S splits' sums of mla_bwd_wo, in split order.
+// dwo [D*N*N] += the TT_S splits' sums of mla_bwd_wo, in split order; V elements at a time.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 {
+    constexpr int V = (TT_D * TT_N * TT_N) % 4 == 0 ? 4 : 1;
     const size_t n = (size_t)TT_D * TT_N * TT_N;
-    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < n; e += (size_t)gridDim.x * TT_THREADS) {
-        float s = dwo[e];
+    for (size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * V; e < n; e += (size_t)gridDim.x * TT_THREADS * V) {
+        float s[V];
+        tt_load<V>(s, dwo + e);
 #pragma unroll
-        for (int sp = 0; sp < TT_S; sp++) s += wpart[sp * n + e];
-        dwo[e] = s;
+        for (int sp = 0; sp < TT_S; sp++) {
+            float x[V];
+            tt_load<V>(x, wpart + sp * n + e);
+#pragma unroll
+            for (int q = 0; q < V; q++) s[q] += x[q];
+        }
+        tt_store<V>(dwo + e, s);
     }
 }
 #endif
