@@ -449,7 +449,11 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
                                                 int i0, int d0, int kc, int j0)
 {
 #if TT_WO_ASYNC
-    for (int e = threadIdx.x; e < (32 + 16 + TT_W) * (TT_R / 8); e += TT_THREADS) {
+    constexpr int QVK = (32 + 16 + TT_W) * (TT_R / 8); // 16-byte chunks (a compile-time walk)
+#pragma unroll
+    for (int m = 0; m < (QVK + TT_THREADS - 1) / TT_THREADS; m++) {
+        const int e = threadIdx.x + m * TT_THREADS;
+        if (QVK % TT_THREADS != 0 && e >= QVK) break;
         const int row = e / (TT_R / 8), c = (e % (TT_R / 8)) * 8;
         // rows 0..31: Q of i0 + row; 32..47: V of kc + row - 32; then K of j0 + row - 48
         const int pos = row < 32 ? i0 + row : row < 48 ? kc + row - 32 : j0 + row - 48;
@@ -538,15 +542,16 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     // T_j^T = (V c1) Q^T + vc0 1^T, with Q's fragments straight from shared memory.
     unsigned av[TT_RK][4];
     float vc0[2] = {0.f, 0.f}; // keys kc + g, kc + g + 8
-    for (int t = 0; t < ntiles; t++) {
-        const int i0 = istart + t % per_seq * 32, buf = t & 1;
+    for (int t = 0, ts = 0, sb = 0; t < ntiles; t++) { // tile t is sequence b0 + sb's ts-th
+        const int i0 = istart + ts * 32, buf = t & 1;
+        const int ts1 = ts + 1 == per_seq ? 0 : ts + 1, sb1 = ts + 1 == per_seq ? sb + 1 : sb; // the next's
         if (t + 1 < ntiles)
-            tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], s_v[buf ^ 1], s_k[buf ^ 1], qkv, dy,
-                            b0 + (t + 1) / per_seq, istart + (t + 1) % per_seq * 32, d0, kc, j0);
+            tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], s_v[buf ^ 1], s_k[buf ^ 1], qkv, dy, b0 + sb1,
+                            istart + ts1 * 32, d0, kc, j0);
         tt_cp_commit();
         tt_cp_wait<1>();
         __syncthreads(); // this tile is in shared memory
-        if (t % per_seq == 0) { // a new sequence
+        if (ts == 0) { // a new sequence
 #if TT_POS_KEY
             float s0 = 0.f, s8 = 0.f;
 #endif
@@ -634,6 +639,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             }
         }
         __syncthreads(); // this tile is no longer read: the one after next may land here
+        ts = ts1, sb = sb1;
     }
     if (!jlive) return;
 #if TT_S == 1
