@@ -552,6 +552,30 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
         tt_cp_wait<1>();
         __syncthreads(); // this tile is in shared memory
         if (ts == 0) { // a new sequence
+#if !TT_POS_KEY && TT_R % 2 == 0
+            // by pairs of ranks (2t, 2t+1; and + 8): one 32-bit load of K's pair, of g's, and of
+            // each row's V pair; register h * 2 + rh of k-step ks holds rows g + 8 rh, ranks
+            // ks * 16 + 2t + 8h and the next
+#pragma unroll
+            for (int ks = 0; ks < TT_RK; ks++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int r = ks * 16 + tq * 2 + h * 8;
+                    float c1x = 0.f, c1y = 0.f;
+                    if (r < TT_R) {
+                        const unsigned kp = tt_lds32(&s_k[buf][warp][r]); // K row j (zero past N)
+                        const float2 gg = *reinterpret_cast<const float2 *>(g + r);
+                        c1x = gg.x * __uint_as_float(kp << 16);
+                        c1y = gg.y * __uint_as_float(kp & 0xffff0000u);
+                    }
+#pragma unroll
+                    for (int rh = 0; rh < 2; rh++) {
+                        const unsigned vp = r < TT_R ? tt_lds32(&s_v[buf][gi + rh * 8][r]) : 0u;
+                        av[ks][h * 2 + rh] = tt_pack_bf16(__uint_as_float(vp << 16) * c1x,
+                                                          __uint_as_float(vp & 0xffff0000u) * c1y);
+                    }
+                }
+#else
 #if TT_POS_KEY
             float s0 = 0.f, s8 = 0.f;
 #endif
@@ -587,6 +611,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             s8 += __shfl_xor_sync(0xffffffffu, s8, 1);
             s8 += __shfl_xor_sync(0xffffffffu, s8, 2);
             vc0[0] = s0, vc0[1] = s8;
+#endif
 #endif
         }
         if (jlive) {
