@@ -432,7 +432,7 @@ TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 // a time it recomputes T_j^T = V A_j^T (stage 1, keys x rows) and feeds it from its accumulators
 // to stage 2 against the block's dY tile (ldmatrix.trans). Under the mask the walk starts at the
 // tile that holds row max(j, k). One writer per element: no atomics. The tiles of Q and dY are
-// double-buffered: the next one is in flight while this one is used.
+// in three buffers: the next one is in flight while this one is used, one barrier a tile.
 // Block: TT_W warps (j = blockIdx.x * W + warp), keys blockIdx.y * 16, features of tile
 // blockIdx.z % NDT, and the sequences of split blockIdx.z / NDT: with TT_S > 1 splits, each
 // split's sums go to wpart [S][D][N*N] (every element written) and mla_bwd_wo_sum adds them up.
@@ -508,10 +508,12 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ wpart)
 {
-    __shared__ __align__(16) tt_bf16 s_q[2][32][TT_SR];      // Q rows of the tile
-    __shared__ __align__(16) tt_bf16 s_dy[2][32][TT_TD + 8]; // dY rows of the tile, features d0..
-    __shared__ __align__(16) tt_bf16 s_v[2][16][TT_SR];      // the sequence's V rows kc..
-    __shared__ __align__(16) tt_bf16 s_k[2][TT_W][TT_SR];    // and K rows of the block's j
+    // three buffers: the tile, the next one on its way, and the one before, which a slower warp
+    // may still read (so one barrier a tile)
+    __shared__ __align__(16) tt_bf16 s_q[3][32][TT_SR];      // Q rows of the tile
+    __shared__ __align__(16) tt_bf16 s_dy[3][32][TT_TD + 8]; // dY rows of the tile, features d0..
+    __shared__ __align__(16) tt_bf16 s_v[3][16][TT_SR];      // the sequence's V rows kc..
+    __shared__ __align__(16) tt_bf16 s_k[3][TT_W][TT_SR];    // and K rows of the block's j
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z % TT_NDT * TT_TD;
     const int split = blockIdx.z / TT_NDT, per_split = (batch + TT_S - 1) / TT_S;
@@ -526,8 +528,8 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     for (int nt = 0; nt < TT_TD / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
-    // ranks from R to the k-steps' end are zero in both buffers, once
-    for (int e = threadIdx.x; e < 2 * 32 * (TT_RK * 16 - TT_R); e += TT_THREADS) {
+    // ranks from R to the k-steps' end are zero in every buffer, once
+    for (int e = threadIdx.x; e < 3 * 32 * (TT_RK * 16 - TT_R); e += TT_THREADS) {
         const int bi = e / (32 * (TT_RK * 16 - TT_R)), rest = e % (32 * (TT_RK * 16 - TT_R));
         s_q[bi][rest / (TT_RK * 16 - TT_R)][TT_R + rest % (TT_RK * 16 - TT_R)].bits = 0;
     }
@@ -542,11 +544,13 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     // T_j^T = (V c1) Q^T + vc0 1^T, with Q's fragments straight from shared memory.
     unsigned av[TT_RK][4];
     float vc0[2] = {0.f, 0.f}; // keys kc + g, kc + g + 8
-    for (int t = 0, ts = 0, sb = 0; t < ntiles; t++) { // tile t is sequence b0 + sb's ts-th
-        const int i0 = istart + ts * 32, buf = t & 1;
+    for (int t = 0, ts = 0, sb = 0, buf = 0; t < ntiles; t++) { // tile t is sequence b0 + sb's ts-th
+        const int i0 = istart + ts * 32, nbuf = buf == 2 ? 0 : buf + 1;
         const int ts1 = ts + 1 == per_seq ? 0 : ts + 1, sb1 = ts + 1 == per_seq ? sb + 1 : sb; // the next's
+        // (buffer nbuf was last read by tile t - 2, which every warp finished before the barrier
+        // of tile t - 1)
         if (t + 1 < ntiles)
-            tt_wo_load_tile(s_q[buf ^ 1], s_dy[buf ^ 1], s_v[buf ^ 1], s_k[buf ^ 1], qkv, dy, b0 + sb1,
+            tt_wo_load_tile(s_q[nbuf], s_dy[nbuf], s_v[nbuf], s_k[nbuf], qkv, dy, b0 + sb1,
                             istart + ts1 * 32, d0, kc, j0);
         tt_cp_commit();
         tt_cp_wait<1>();
@@ -663,8 +667,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                 }
             }
         }
-        __syncthreads(); // this tile is no longer read: the one after next may land here
-        ts = ts1, sb = sb1;
+        ts = ts1, sb = sb1, buf = nbuf;
     }
     if (!jlive) return;
 #if TT_S == 1
