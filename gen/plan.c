@@ -920,12 +920,12 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     return 0;
 }
 
-/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: two Wo slabs, and per warp g K_j and dK~ of
+/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: three Wo slabs, and per warp g K_j and dK~ of
  * the part's js key positions and two tiles of V rows. */
 static long mla_tc_bwd_q_smem(long r, long d, long js, long g)
 {
     const long rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
-    return 2 * 2 * dpad * 24 + g * (2 * js * rpad * 4 + 2 * 16 * (rpad + 8) * 2);
+    return 3 * 2 * dpad * 24 + g * (2 * js * rpad * 4 + 2 * 16 * (rpad + 8) * 2);
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a

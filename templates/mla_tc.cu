@@ -753,13 +753,13 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
           int batch)
 {
-    // dynamic shared memory: two slabs [DK*16][SD]; per warp g K_j and dK~ [JS][RK*16] fp32 and
+    // dynamic shared memory: three slabs [DK*16][SD]; per warp g K_j and dK~ [JS][RK*16] fp32 and
     // two tiles of V rows [16][SR] (the chunk's, and the next one's on its way)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     const size_t warp_bytes = (size_t)2 * TT_JS * TT_RK * 16 * 4 + 2 * 16 * TT_SR * 2;
-    unsigned char *mine = smem_raw + (size_t)2 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
+    unsigned char *mine = smem_raw + (size_t)3 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
     float *s_gk = reinterpret_cast<float *>(mine); // g K_j of the part's j, zero past R
     float *s_dk = s_gk + TT_JS * TT_RK * 16;
     tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_dk + TT_JS * TT_RK * 16);
@@ -821,9 +821,10 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     float *pv = TT_PART_V(live ? b : 0, it, jp);
 
     // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
-    // pair's slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; two
-    // slabs: the next pair's is in flight while this pair's is used. The next chunk's V rows
-    // travel with the slab after a chunk's first.
+    // pair's slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; three
+    // slabs: the next pair's is in flight while this pair's is used, and the one before may still
+    // be read by a slower warp (the next pair's slab was last read two pairs before: one barrier
+    // a pair). The next chunk's V rows travel with the slab after a chunk's first.
     const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
     constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
     tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
@@ -831,14 +832,14 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     tt_cp_commit();
     unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
     float dv[TT_RK][2][4];
-    for (int pi = 0, c = 0, jl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
-        const int kc = c * 16, j = j0 + jl;
+    for (int pi = 0, c = 0, jl = 0, sl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
+        const int kc = c * 16, j = j0 + jl, nsl = sl == 2 ? 0 : sl + 1; // its slab, the next pair's
         const int c1 = jl + 1 == nj ? c + 1 : c, jl1 = jl + 1 == nj ? 0 : jl + 1; // the next pair's
         if (jl == 0 && c + 1 < nchunks) // (its buffer's last reader was the chunk before)
             tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, kc + 16, 16, 2 * TT_R, live);
         if (pi + 1 < npairs) {
             const int kn1 = c1 * 16;
-            tt_load_wo_slab<TT_DK * 16, 16>(s_w + ((pi + 1) & 1) * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
+            tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
                                             16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
         }
         tt_cp_commit();
@@ -855,7 +856,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
                 for (int e = 0; e < 4; e++) dv[mt][0][e] = dv[mt][1][e] = 0.f;
         }
-        const tt_bf16 *cur = s_w + (pi & 1) * SLAB;
+        const tt_bf16 *cur = s_w + sl * SLAB;
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
         // four chains of products are in flight instead of two
         float dt[2][4], dt2[2][4];
@@ -927,7 +928,6 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             else
                 tt_mma(dk[TT_JSETS - 1][mt], qe, hot, hot);
         }
-        __syncthreads(); // this pair's slab is no longer read: the pair after next may land there
         if (jl == nj - 1 && live) // the chunk is done: its rows of the dV partial, written once
 #pragma unroll
             for (int mt = 0; mt < TT_RK; mt++)
@@ -938,7 +938,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                         const int r = mt * 16 + tt_acc_row(lane, e), k = kc + h * 8 + tt_acc_col(lane, e);
                         if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[mt][h][e];
                     }
-        c = c1, jl = jl1;
+        c = c1, jl = jl1, sl = nsl;
     }
     // (the rows of keys and j the tile never sees, under the mask, are left unwritten:
     // mla_bwd_reduce does not read them)
