@@ -593,10 +593,10 @@ static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 
 /* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles and
  * 16 K rows of g sequences, and two Wo slabs of td rows. */
-static long mla_tc_fwd_smem(long n, long r, long g, long td)
+static long mla_tc_fwd_smem(long n, long r, long g, long td, long ns)
 {
     const long npad = ceil_div(n, 16) * 16, sr = ceil_div(r, 16) * 16 + 8;
-    return 2 * (g * (npad + 16) * sr + 2 * td * (npad + 8)); /* two slabs: one in flight */
+    return 2 * (g * (npad + 16) * sr + ns * td * (npad + 8)); /* ns slabs: one in flight */
 }
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q: 16 rows and up to 16
@@ -623,22 +623,31 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
     const long tasks = mla_tc_tasks(m, 16);
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */
-    long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
+    long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16, ns = 2;
     while (tasks * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
         if (g > 1) g /= 2;
         else if (td > 64) td = (long)ceil_div(td / 2, 16) * 16;
         else break;
     }
-    while (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
+    while (mla_tc_fwd_smem(n, r, g, td, ns) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
         if (g > 1) g /= 2;
         else td = td / 2 < 16 ? 16 : (long)ceil_div(td / 2, 16) * 16;
     }
+    /* slabs of Wo: two (a barrier before a slab is overwritten) or three (one more slab of
+     * shared memory, no such barrier): three where they fit, at half the feature tile if need
+     * be (wt103 on an H100: G=4 TD=64 with three 0.078 ms, TD=128 with two 0.085) */
+    if (mla_tc_fwd_smem(n, r, g, td, 3) <= SMEM_DYN_LIMIT)
+        ns = 3;
+    else if (td >= 128 && mla_tc_fwd_smem(n, r, g, td / 2, 3) <= SMEM_DYN_LIMIT)
+        td /= 2, ns = 3;
     g = pick(plan, "mla_fwd", "G", g);
     td = pick(plan, "mla_fwd", "TD", td);
+    ns = pick(plan, "mla_fwd", "NS", ns);
+    if (ns != 2 && ns != 3) return tt_errf(err, errlen, "mla_fwd: NS=%ld: 2 or 3 slabs", ns);
     if (tuned(plan, "mla_fwd") && (g < 1 || g > 8 || td % 16 || td < 16 || td > (long)ceil_div(d, 16) * 16))
         return tt_errf(err, errlen, "mla_fwd: G=%ld TD=%ld: G from 1 to 8, TD a multiple of 16 "
                        "up to the model's %d features", g, td, d);
-    if (mla_tc_fwd_smem(n, r, g, td) > SMEM_DYN_LIMIT)
+    if (mla_tc_fwd_smem(n, r, g, td, ns) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
                        "shared memory; lower model.seq_len or model.rank", n, r,
                        SMEM_DYN_LIMIT / 1024);
@@ -652,6 +661,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     name_kernel(k, flags);
     set_const(k, "THREADS", 32 * g);
     set_const(k, "MINB", pick(plan, "mla_fwd", "MINB", 0)); /* 0: the compiler's registers */
+    set_const(k, "NS", ns);
     set_const(k, "OP_MLA_FWD", 1);
     k->block[0] = (unsigned)(32 * g);
     k->grid[0] = (unsigned)tasks;
@@ -659,7 +669,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     k->grid[2] = ceil_div(d, td);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
              (int)tasks, (int)g, d, (int)td);
-    k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td);
+    k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td, ns);
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
     if (ceil_div(n, 16) == 1) return 0;

@@ -17,6 +17,7 @@
 // the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q.
 // ttgen: tunable mla_fwd G 1 2 4 8
 // ttgen: tunable mla_fwd TD 32 64 128
+// ttgen: tunable mla_fwd NS 2 3
 // ttgen: tunable mla_bwd_wo W 2 4 8 16
 // ttgen: tunable mla_bwd_wo TD 32 64 128
 // ttgen: tunable mla_bwd_wo S 1 2 4 6 8 12 16
@@ -310,7 +311,8 @@ static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
 // With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
 // up in order; with one, Y is written here. Dynamic shared memory: V tiles [G][NPAD][SR], the
-// part's K rows [G][16][SR], then two Wo slabs [TD][SW] (j's, and j + 1's on its way).
+// part's K rows [G][16][SR], then TT_NS Wo slabs [TD][SW] (j's, and j + 1's on its way; with a
+// third, j - 1's may still be read by a slower warp: one barrier a j instead of two).
 #if TT_MINB > 0
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 #else
@@ -354,10 +356,11 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     // Two slabs: j + 1's is in flight while j's is used.
     tt_load_wo_slab<TT_TD, TT_NPAD>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
+    static_assert(TT_NS == 2 || TT_NS == 3, "two or three slabs");
     for (int j = j0; j < j1; j++) {
-        const tt_bf16 *cur = sw + (size_t)((j - j0) & 1) * TT_TD * TT_SW;
+        const tt_bf16 *cur = sw + (size_t)((j - j0) % TT_NS) * TT_TD * TT_SW;
         if (j + 1 < j1)
-            tt_load_wo_slab<TT_TD, TT_NPAD>(sw + (size_t)((j + 1 - j0) & 1) * TT_TD * TT_SW, TT_SW, wo, d0,
+            tt_load_wo_slab<TT_TD, TT_NPAD>(sw + (size_t)((j + 1 - j0) % TT_NS) * TT_TD * TT_SW, TT_SW, wo, d0,
                                             (size_t)(j + 1) * TT_N, kn, TT_N);
         tt_cp_commit();
         unsigned a[TT_RK][4];
@@ -379,7 +382,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
                 tt_mma(acc[nt + 1], ta, b[2], b[3]);
             }
         }
-        __syncthreads(); // j's slab is no longer read: j + 2's may land there
+        if (TT_NS == 2) __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
     if (!live) return;
 #pragma unroll
