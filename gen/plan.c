@@ -859,6 +859,14 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     return tq;
 }
 
+/* Static shared memory of mla_tc.cu's mla_bwd_wo: three buffers of the tiles of 32 Q and dY
+ * rows (td features), 16 V rows and w K rows. */
+static long mla_tc_bwd_wo_smem(long r, long w, long td)
+{
+    const long sr = ceil_div(r, 16) * 16 + 8;
+    return 3 * 2 * ((32 + 16 + w) * sr + 32 * (td + 8));
+}
+
 /* mla_bwd_wo of templates/mla_tc.cu: a warp per j, W of them per block, 16 keys and td
  * features per block, a split of the batch. */
 static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
@@ -867,13 +875,11 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     const int n = m->seq_len, d = m->d_model;
     /* eight j per block share its tiles (fewer when N is short: blocks); the batch splits
      * below make the blocks */
-    /* static shared memory: three buffers of the tiles of Q, dY, V and K rows; the heuristic's
-     * feature tile narrows until they fit */
-    const long sr = ceil_div(m->rank, 16) * 16 + 8;
-#define WO_TC_SMEM(w, td) (3 * 2 * ((32 + 16 + (w)) * sr + 32 * ((td) + 8)))
     const long w = pick(plan, "mla_bwd_wo", "W", n >= 64 ? 8 : n >= 32 ? 4 : 2);
+    /* the heuristic's feature tile narrows until the tiles fit in static shared memory */
     long td_h = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
-    while (td_h > 16 && WO_TC_SMEM(w, td_h) > SMEM_STATIC_LIMIT) td_h = ceil_div(td_h / 2, 16) * 16;
+    while (td_h > 16 && mla_tc_bwd_wo_smem(m->rank, w, td_h) > SMEM_STATIC_LIMIT)
+        td_h = ceil_div(td_h / 2, 16) * 16;
     const long td = pick(plan, "mla_bwd_wo", "TD", td_h);
     /* Splits of the batch, each summed into its own copy of dWo: so that no block walks more
      * than about 32 tiles of 32 rows (the walk is the kernel's critical path), and so that there
@@ -892,7 +898,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld S=%ld: W from 1 to 16, TD a multiple "
                        "of 16 up to the model's %d features, S from 1 to the batch (%ld)", w, td,
                        splits, d, batch);
-    if (WO_TC_SMEM(w, td) > SMEM_STATIC_LIMIT)
+    if (mla_tc_bwd_wo_smem(m->rank, w, td) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld: rank %d needs more than %d KiB of "
                        "shared memory; lower W or TD", w, td, m->rank, SMEM_STATIC_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
@@ -912,8 +918,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     k->grid[2] = ceil_div(d, td) * (unsigned)splits;
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
              "z = ceil(%d / %ld) x %ld splits", n, w, n, d, td, splits);
-    k->smem_bytes = (unsigned)WO_TC_SMEM(w, td);
-#undef WO_TC_SMEM
+    k->smem_bytes = (unsigned)mla_tc_bwd_wo_smem(m->rank, w, td);
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
     if (splits == 1) return 0;

@@ -12,9 +12,9 @@
 // rows stops j and k at its last row: masked (j, k) tiles are never visited.
 // Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_G (warps per block), TT_TD, TT_THREADS.
 // bf16 only: qkv, wo, p, y are tt_bf16; g, u, v fp32.
-// Tunable (ttgen --tune times them; the plan's heuristic otherwise): sequences (warps) per block
-// and features per block of the forward; j (warps) per block, features per block and splits of
-// the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q.
+// Tunable (ttgen --tune times them; the plan's heuristic otherwise): sequences (warps) per block,
+// features per block and slabs of Wo of the forward; j (warps) per block, features per block and
+// splits of the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q.
 // ttgen: tunable mla_fwd G 1 2 4 8
 // ttgen: tunable mla_fwd TD 32 64 128
 // ttgen: tunable mla_fwd NS 2 3
@@ -353,7 +353,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
         for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
 
     const int j0 = jp * 16, j1 = min(j0 + 16, jend); // this part's j
-    // Two slabs: j + 1's is in flight while j's is used.
+    // TT_NS slabs: j + 1's is in flight while j's is used.
     tt_load_wo_slab<TT_TD, TT_NPAD>(sw, TT_SW, wo, d0, (size_t)j0 * TT_N, kn, TT_N);
     tt_cp_commit();
     static_assert(TT_NS == 2 || TT_NS == 3, "two or three slabs");

@@ -432,7 +432,57 @@ static void test_plan_for_card(void **state)
     print_message("  %s\n", kernel_of(&p, "mla_fwd")->variant);
     assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "no longer fits"));
     tt_plan_free(&p);
+    /* nor a slab count other than two or three */
+    e = entry(card, sig, "G=4 TD=64 NS=4", 0.08);
+    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    print_message("  %s\n", kernel_of(&p, "mla_fwd")->variant);
+    assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "NS=4: 2 or 3 slabs"));
+    assert_int_equal(tt_kernel_const(kernel_of(&p, "mla_fwd"), "NS", 0),
+                     tt_kernel_const(kernel_of(&base, "mla_fwd"), "NS", 0));
+    tt_plan_free(&p);
 
+    tt_plan_free(&base);
+    free(path);
+    free(tu);
+    tu_rm_rf(dir);
+    tt_spec_free(&s);
+}
+
+/* mla_bwd_wo's three buffers of tiles in 48 KiB of static shared memory: at rank 64 the
+ * heuristic's feature tile narrows to fit, and a tuned W and TD that do not fit are refused
+ * with the reason. */
+static void test_wo_tiles_fit(void **state)
+{
+    (void)state;
+    tt_spec s;
+    load("specs/wt103.yaml", &s);
+    s.model.rank = 64;
+    tt_tunable *tu;
+    int nt;
+    tunables(&tu, &nt);
+    char dir[96], err[512], sig[320];
+    tu_temp_dir("tune-wo", dir, sizeof dir);
+    char *path = tt_tuning_path(dir);
+    tt_plan base;
+    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
+    const tt_kernel *k = kernel_of(&base, "mla_bwd_wo");
+    print_message("  rank 64: %s, %u bytes of static shared memory\n", k->name, k->smem_bytes);
+    assert_true(k->smem_bytes <= 48 * 1024);
+    assert_int_equal(tt_kernel_const(k, "TD", 0), 64); /* 128 would need 50,304 bytes */
+    if (tt_kernel_signature(k, &s, ARCH, tu, nt, sig, sizeof sig, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const char *card = "NVIDIA H100 80GB HBM3";
+    tt_tune_entry e = entry(card, sig, "W=8 TD=128 S=6", 0.1);
+    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
+    tt_plan p;
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    const tt_kernel *pk = kernel_of(&p, "mla_bwd_wo");
+    print_message("  %s\n", pk->variant);
+    assert_non_null(strstr(pk->variant, "no longer fits"));
+    assert_non_null(strstr(pk->variant, "rank 64 needs more than 48 KiB of shared memory"));
+    assert_string_equal(pk->name, k->name);
+    tt_plan_free(&p);
     tt_plan_free(&base);
     free(path);
     free(tu);
@@ -533,7 +583,8 @@ int main(void)
         cmocka_unit_test(test_declarations),     cmocka_unit_test(test_bad_declaration),
         cmocka_unit_test(test_plan_honors_values), cmocka_unit_test(test_cache_file),
         cmocka_unit_test(test_concurrent_store),
-        cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_wo_tiles_fit),
+        cmocka_unit_test(test_cli),
         cmocka_unit_test(test_variants_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
