@@ -353,6 +353,48 @@ static void test_concurrent_store(void **state)
     tu_rm_rf(dir);
 }
 
+/* A spec's heuristic plan (base) and an empty tuning cache (path in dir), with the signature of
+ * one op's kernel. */
+typedef struct {
+    tt_tunable *tu;
+    int nt;
+    char dir[96], sig[320];
+    char *path;
+    tt_plan base;
+} tuning_case;
+
+/* Opens c for op's kernel of s; returns that kernel of the heuristic plan. */
+static const tt_kernel *tuning_open(tuning_case *c, const char *tag, const tt_spec *s, const char *op)
+{
+    char err[512];
+    tunables(&c->tu, &c->nt);
+    tu_temp_dir(tag, c->dir, sizeof c->dir);
+    c->path = tt_tuning_path(c->dir);
+    if (tt_plan_build(s, ARCH, &c->base, err, sizeof err) != 0) fail_msg("%s", err);
+    const tt_kernel *k = kernel_of(&c->base, op);
+    if (tt_kernel_signature(k, s, ARCH, c->tu, c->nt, c->sig, sizeof c->sig, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    return k;
+}
+
+/* The plan of s for card once the cache holds variant as the tuned one of c's kernel. */
+static void plan_tuned_as(const tuning_case *c, const tt_spec *s, const char *card,
+                          const char *variant, tt_plan *p)
+{
+    char err[512];
+    tt_tune_entry e = entry(card, c->sig, variant, 0.08);
+    assert_int_equal(tt_tuning_store(c->path, &e, err, sizeof err), 0);
+    assert_int_equal(tt_plan_build_for_card(s, ARCH, card, c->path, p, err, sizeof err), 0);
+}
+
+static void tuning_close(tuning_case *c)
+{
+    tt_plan_free(&c->base);
+    free(c->path);
+    free(c->tu);
+    tu_rm_rf(c->dir);
+}
+
 /* A later plan takes the cached variant for its card and signature; other cards, TT_TUNE=0, an
  * edited signature, and a variant the plan refuses all leave the heuristic, each said so. */
 static void test_plan_for_card(void **state)
@@ -360,26 +402,16 @@ static void test_plan_for_card(void **state)
     (void)state;
     tt_spec s;
     load("specs/wt103.yaml", &s);
-    tt_tunable *tu;
-    int nt;
-    tunables(&tu, &nt);
-    char dir[96], err[512], sig[320];
-    tu_temp_dir("tune-card", dir, sizeof dir);
-    char *path = tt_tuning_path(dir);
-    tt_plan base;
-    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
-    const tt_kernel *k = kernel_of(&base, "mla_fwd");
-    if (tt_kernel_signature(k, &s, ARCH, tu, nt, sig, sizeof sig, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    tuning_case c;
+    const tt_kernel *k = tuning_open(&c, "tune-card", &s, "mla_fwd");
+    const char *sig = c.sig, *path = c.path;
+    char err[512];
     print_message("  signature %s\n", sig);
     assert_non_null(strstr(sig, "mla_fwd|bf16|sm_90|batch=60|N=80,R=40,D=256"));
     assert_null(strstr(sig, "G=")); /* the tunables are not part of it */
     const char *card = "NVIDIA H100 80GB HBM3";
-    tt_tune_entry e = entry(card, sig, "G=2 TD=64", 0.08);
-    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
-
     tt_plan p;
-    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    plan_tuned_as(&c, &s, card, "G=2 TD=64", &p);
     const tt_kernel *pk = kernel_of(&p, "mla_fwd");
     print_message("  %s: %s\n", pk->name, pk->variant);
     assert_int_equal(tt_kernel_const(pk, "G", 0), 2);
@@ -425,27 +457,20 @@ static void test_plan_for_card(void **state)
     tt_plan_free(&heuristic);
     tt_spec_free(&s2);
     /* a variant the plan refuses (TD wider than D): the heuristic, and why */
-    e = entry(card, sig, "G=2 TD=512", 0.08);
-    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
-    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    plan_tuned_as(&c, &s, card, "G=2 TD=512", &p);
     assert_string_equal(kernel_of(&p, "mla_fwd")->name, k->name);
     print_message("  %s\n", kernel_of(&p, "mla_fwd")->variant);
     assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "no longer fits"));
     tt_plan_free(&p);
     /* nor a slab count other than two or three */
-    e = entry(card, sig, "G=4 TD=64 NS=4", 0.08);
-    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
-    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    plan_tuned_as(&c, &s, card, "G=4 TD=64 NS=4", &p);
     print_message("  %s\n", kernel_of(&p, "mla_fwd")->variant);
     assert_non_null(strstr(kernel_of(&p, "mla_fwd")->variant, "NS=4: 2 or 3 slabs"));
     assert_int_equal(tt_kernel_const(kernel_of(&p, "mla_fwd"), "NS", 0),
-                     tt_kernel_const(kernel_of(&base, "mla_fwd"), "NS", 0));
+                     tt_kernel_const(kernel_of(&c.base, "mla_fwd"), "NS", 0));
     tt_plan_free(&p);
 
-    tt_plan_free(&base);
-    free(path);
-    free(tu);
-    tu_rm_rf(dir);
+    tuning_close(&c);
     tt_spec_free(&s);
 }
 
@@ -458,35 +483,20 @@ static void test_wo_tiles_fit(void **state)
     tt_spec s;
     load("specs/wt103.yaml", &s);
     s.model.rank = 64;
-    tt_tunable *tu;
-    int nt;
-    tunables(&tu, &nt);
-    char dir[96], err[512], sig[320];
-    tu_temp_dir("tune-wo", dir, sizeof dir);
-    char *path = tt_tuning_path(dir);
-    tt_plan base;
-    if (tt_plan_build(&s, ARCH, &base, err, sizeof err) != 0) fail_msg("%s", err);
-    const tt_kernel *k = kernel_of(&base, "mla_bwd_wo");
+    tuning_case c;
+    const tt_kernel *k = tuning_open(&c, "tune-wo", &s, "mla_bwd_wo");
     print_message("  rank 64: %s, %u bytes of static shared memory\n", k->name, k->smem_bytes);
     assert_true(k->smem_bytes <= 48 * 1024);
     assert_int_equal(tt_kernel_const(k, "TD", 0), 64); /* 128 would need 50,304 bytes */
-    if (tt_kernel_signature(k, &s, ARCH, tu, nt, sig, sizeof sig, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    const char *card = "NVIDIA H100 80GB HBM3";
-    tt_tune_entry e = entry(card, sig, "W=8 TD=128 S=6", 0.1);
-    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
     tt_plan p;
-    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    plan_tuned_as(&c, &s, "NVIDIA H100 80GB HBM3", "W=8 TD=128 S=6", &p);
     const tt_kernel *pk = kernel_of(&p, "mla_bwd_wo");
     print_message("  %s\n", pk->variant);
     assert_non_null(strstr(pk->variant, "no longer fits"));
     assert_non_null(strstr(pk->variant, "rank 64 needs more than 48 KiB of shared memory"));
     assert_string_equal(pk->name, k->name);
     tt_plan_free(&p);
-    tt_plan_free(&base);
-    free(path);
-    free(tu);
-    tu_rm_rf(dir);
+    tuning_close(&c);
     tt_spec_free(&s);
 }
 
