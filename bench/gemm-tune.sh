@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What choosing cuBLASLt's algorithm by timing (runtime/gemm.c's tt_gemm_tune) gains at the wt103
+# What choosing cuBLASLt's algorithm by timing (gpu/gemm.c's tt_gemm_tune) gains at the wt103
 # shapes: the same tt-train run of specs/wt103.yaml on the synthetic Zipf corpus with the
 # heuristic's first algorithm for every product (TT_GEMM_TUNE=0) and with the fastest of its
 # first K (default 8), one after the other on the same card; each product's times are in the

@@ -38,7 +38,7 @@ def parse_values(s):
     c["cutoffs"] = [int(x) for x in v[11].split(":")] if len(v) > 11 and v[11] != "-" else []
     c["div_val"] = int(v[12]) if len(v) > 12 else 1
     c["tie"] = v[13] != "false" if len(v) > 13 else True
-    # as the spec's rules and runtime/model.c: cluster i holds ids [cut[i], cut[i+1]), its
+    # as the spec's rules and cpu/model.c: cluster i holds ids [cut[i], cut[i+1]), its
     # width D / div_val^i; projections (D x width) only when div_val > 1
     c["cut"] = [0] + c["cutoffs"] + [c["V"]]
     if any(a >= b for a, b in zip(c["cut"], c["cut"][1:])) or c["div_val"] < 1:
@@ -54,7 +54,7 @@ def parse_values(s):
 
 def param_shapes(c):
     """Names and shapes of MODEL.md section 4 with their initialization (MODEL.md section 2):
-    name -> (shape, std), std 0 for zeros, None for ones. As runtime/model.c builds them."""
+    name -> (shape, std), std 0 for zeros, None for ones. As cpu/model.c builds them."""
     D, R, N, F_, V, nc = c["D"], c["R"], c["N"], c["F"], c["V"], len(c["cutoffs"])
     s = {}
     tables = nc + 1 if c["proj"] else 1  # one table for every word when div_val is 1
@@ -168,7 +168,7 @@ def out_layer(p, c, i):
 def row_losses(p, c, x, tgt, eps=0.0):
     """Loss of each row of x [rows, D] for its target (fp32): the full softmax's cross-entropy
     with label smoothing eps, or the adaptive softmax's negative log-likelihood (as
-    runtime/cpu_model.c and Transformer-XL's ProjectedAdaptiveLogSoftmax): the head scores the
+    cpu/cpu_model.c and Transformer-XL's ProjectedAdaptiveLogSoftmax): the head scores the
     shortlist and one column per tail cluster, cluster i's column shortlist + clusters - i."""
     nc = len(c["cutoffs"])
     w0, b0, proj0 = out_layer(p, c, 0)
@@ -195,7 +195,7 @@ def row_losses(p, c, x, tgt, eps=0.0):
 
 
 def read_words(path):
-    """The words of a text as runtime/corpus.c splits it (bytes; spaces, tabs, CR, VT, FF), each
+    """The words of a text as train/corpus.c splits it (bytes; spaces, tabs, CR, VT, FF), each
     line followed by None for its <eos>."""
     out = []
     with open(path, "rb") as f:

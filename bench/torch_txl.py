@@ -42,7 +42,7 @@ def parse_values(s):
 
 
 def param_shapes(c):
-    """MODEL.md section 4's names and shapes for Transformer-XL, as runtime/model.c builds them."""
+    """MODEL.md section 4's names and shapes for Transformer-XL, as cpu/model.c builds them."""
     D, HD, F_ = c["D"], c["H"] * c["DH"], c["F"]
     s = {}
     for name, (shape, std) in tt.param_shapes(dict(c, R=1, H=1, causal=True, eps=0.0)).items():
@@ -108,7 +108,7 @@ def hidden(p, c, tok, mems, train, clamp):
 def check(values, ckpt_dir, split_path):
     c = parse_values(values)
     p, ids, dev = tt.load_checkpoint(ckpt_dir, param_shapes(c), values, split_path, "torch_txl.py")
-    # runtime/evaluate.c's tt_evaluate_txl_cpu: predictions 0 .. P-1 in B streams of equal length
+    # train/evaluate.c's tt_evaluate_txl_cpu: predictions 0 .. P-1 in B streams of equal length
     # (to one), each in segments of the eval tgt_len with the memory its segments leave
     P, N = len(ids) - 1, c["eval_n"]
     b = min(P, c["B"])

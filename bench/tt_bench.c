@@ -924,7 +924,7 @@ int main(int argc, char **argv)
         int n = snprintf(gpu, sizeof gpu, "measured on %s: %ld training steps and %ld evaluation runs a "
                          "model after %d warm-up steps, random tokens of Zipf frequencies, CUDA events; memory: the model's "
                          "one device allocation; MFU against %s", g.name, steps, steps, WARMUP_STEPS,
-                         card ? tt_card_label(card) : "an unknown peak (this card is not in runtime/cards.c)");
+                         card ? tt_card_label(card) : "an unknown peak (this card is not in gpu/cards.c)");
         for (int k = 0; k < nm; k++)
             if (m[k].failed[0] && n < (int)sizeof gpu)
                 n += snprintf(gpu + n, sizeof gpu - (size_t)n, "; %s not measured: %s", m[k].role, m[k].failed);

@@ -7,7 +7,7 @@ timed at a real corpus' shapes (WikiText-103: 267,735 words, adaptive softmax) w
 
 Writes OUTDIR/train.txt, valid.txt and test.txt: lines ("sentences") of A to B words (uniform),
 each word w<r> drawn with probability proportional to 1 / (r + 1)^S, r in [0, V - 2). Our
-vocabulary (runtime/corpus.c) is every distinct word of the training text plus <eos> (one per
+vocabulary (train/corpus.c) is every distinct word of the training text plus <eos> (one per
 line) and <unk> (always added, count 0 here), so V - 2 word types give a vocabulary of exactly V:
 every type is made to occur in train (the types that sampling missed are added once each, shuffled
 in), and valid and test use only those types (no <unk>). Token counts include the <eos> of each

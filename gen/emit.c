@@ -12,7 +12,7 @@ char *tt_emit_source(const tt_kernel *k, const char *template_dir, size_t *len, 
 {
     char *rng = NULL, *common = NULL, *body = NULL;
     size_t rng_len, common_len, body_len;
-    /* The RNG always comes from this build's copy of runtime/rng.h, never from --templates: the
+    /* The RNG always comes from this build's copy of cpu/rng.h, never from --templates: the
      * kernels must draw the dropout masks the CPU reference of this very build draws. */
     if (tt_template_load(NULL, "rng.h", &rng, &rng_len, err, errlen) != 0) return NULL;
     if (tt_template_load(template_dir, "common.cuh", &common, &common_len, err, errlen) != 0) {
@@ -52,7 +52,7 @@ char *tt_emit_source(const tt_kernel *k, const char *template_dir, size_t *len, 
     for (int i = 0; i < k->n_consts; i++)
         tt_buf_printf(&b, "#define TT_%s %ld\n", k->consts[i].key, k->consts[i].value);
     /* #line keeps NVRTC's diagnostics pointing at the template files' own lines. */
-    tt_buf_printf(&b, "#line 1 \"runtime/rng.h\"\n");
+    tt_buf_printf(&b, "#line 1 \"cpu/rng.h\"\n");
     tt_buf_append(&b, rng, rng_len);
     tt_buf_printf(&b, "#line 1 \"templates/common.cuh\"\n");
     tt_buf_append(&b, common, common_len);

@@ -1,5 +1,5 @@
 /* Instantiates a plan's kernel from its template: the third stage (plan -> CUDA source).
- * The source is self-contained (runtime/rng.h and common.cuh are pasted in), so a dumped .cu
+ * The source is self-contained (cpu/rng.h and common.cuh are pasted in), so a dumped .cu
  * compiles on its own, and it depends only on the kernel instance: the same plan gives
  * byte-identical source. */
 #ifndef TT_EMIT_H

@@ -11,7 +11,7 @@
 
 #define SMEM_STATIC_LIMIT (48 * 1024) /* static __shared__ arrays; more needs opt-in */
 /* Blocks of the grid-stride kernels over a flat array (cast, the attention's sums of parts):
- * four per SM of a 132-SM H100 or H200 (runtime/launch.c launches the same 528). */
+ * four per SM of a 132-SM H100 or H200 (gpu/launch.c launches the same 528). */
 #define GRID_STRIDE_BLOCKS (4 * 132)
 /* Threads of a colsum block (templates/colsum.cu): 32 columns by 8 warps over the partials. */
 #define COLSUM_THREADS 256

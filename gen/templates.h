@@ -1,6 +1,6 @@
 /* Kernel templates: the .cu files of templates/, embedded into the binary at build time, or read
  * from a folder instead (--templates DIR) while a template is being worked on. The embedded table
- * also holds runtime/rng.h, which every kernel shares with the CPU reference (see emit.c). */
+ * also holds cpu/rng.h, which every kernel shares with the CPU reference (see emit.c). */
 #ifndef TT_TEMPLATES_H
 #define TT_TEMPLATES_H
 

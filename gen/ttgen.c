@@ -306,7 +306,7 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
     printf("],\"seconds\":%.4f}\n", wall);
 }
 
-/* --tune: every tunable kernel of the spec timed on this machine's GPU (runtime/autotune.h). */
+/* --tune: every tunable kernel of the spec timed on this machine's GPU (gpu/autotune.h). */
 static int tune(const options *o, const tt_spec *spec, const char *arch, const tt_cache *cache,
                 long params, long vocab)
 {

@@ -1,6 +1,6 @@
 /* Kernel autotuning, the part that needs no GPU: the tunable parameters templates declare, the
  * variants of a plan they span, and the tuning cache that keeps, per card and kernel signature,
- * the variant `ttgen --tune` found fastest (runtime/tune.c measures; this file decides what a
+ * the variant `ttgen --tune` found fastest (gpu/autotune.c measures; this file decides what a
  * later plan uses).
  *
  * A template declares a tunable constant of one of its kernels on a line of its own:

@@ -1,4 +1,4 @@
-// The optimizer step over the flat fp32 parameter array, as runtime/optim.c does it on the CPU:
+// The optimizer step over the flat fp32 parameter array, as cpu/optim.c does it on the CPU:
 //   grad_norm_part, grad_norm_final   norm = ||g||_2; clip = maxnorm / (norm + 1e-6) if it is
 //                                     over maxnorm, else 1 (tt_clip_grad_norm)
 //   adam                              g' = g * clip (+ weight_decay * w); m, v updated;

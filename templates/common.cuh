@@ -1,7 +1,7 @@
 // Shared by every kernel template: the storage types, their conversions, and reductions.
 // ttgen pastes this file in front of each instance, so a dumped .cu compiles on its own.
 // The instance defines TT_T (the activation storage type: float or tt_bf16) before this text, and
-// runtime/rng.h (the counter-based RNG the CPU reference uses) comes just before it.
+// cpu/rng.h (the counter-based RNG the CPU reference uses) comes just before it.
 
 // bfloat16 as raw bits: no CUDA header is needed, so NVRTC compiles without include paths.
 struct __align__(2) tt_bf16 {

@@ -11,7 +11,7 @@
 //         distance m + i - j: kimiyoung's rel_shift), masked (-inf) after
 //   prob = softmax(s) (0 where masked); pdrop = dropatt(prob), element index
 //         ((b H + c) n + i) klen + j of the stream tt_dropout_stream(step, site), as
-//         runtime/cpu_txl.c draws it.
+//         cpu/cpu_txl.c draws it.
 // Backward, from dpdrop: dprob = dropatt_bwd(dpdrop); ds = prob (dprob - sum prob dprob) /
 // sqrt(d_head); dac[i,j] = ds_j (0 where masked) and dbd[i, n - 1 - i + j] = ds_j (0 at the
 // columns t < n - 1 - i, which row i does not read); both of the storage type, as the products

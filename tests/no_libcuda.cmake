@@ -1,5 +1,5 @@
 # Fails when a binary lists libcuda among its NEEDED libraries: every binary must start on a
-# machine without the GPU driver (runtime/device.c and cudart open it on first use).
+# machine without the GPU driver (gpu/device.c and cudart open it on first use).
 # Run by CTest: cmake -DFILES=a:b -P no_libcuda.cmake
 string(REPLACE ":" ";" FILES "${FILES}")
 foreach(f IN LISTS FILES)

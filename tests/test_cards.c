@@ -1,5 +1,5 @@
 /* The card table: every row's dense peaks (literals copied from the datasheet figures named in
- * runtime/cards.c, so an edit of the table cannot move both sides), the device names CUDA gives,
+ * gpu/cards.c, so an edit of the table cannot move both sides), the device names CUDA gives,
  * their spelling variants, and names that must stay unknown rather than be guessed. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Gradient tests of the CPU reference (runtime/cpu_ops.c, runtime/cpu_model.c, runtime/model.c),
+/* Gradient tests of the CPU reference (cpu/cpu_ops.c, cpu/cpu_model.c, cpu/model.c),
  * built in double (tt_runtime_f64) so that central differences check every backward tightly:
  *   1. each op's backward against finite differences of a random linear functional of its output,
  *      plus its forward against the formula of MODEL.md, and the add/write convention;

@@ -1,4 +1,4 @@
-/* Every generated kernel against its CPU twin (runtime/cpu_ops.c) on the GPU, on fresh random
+/* Every generated kernel against its CPU twin (cpu/cpu_ops.c) on the GPU, on fresh random
  * inputs, with outputs poisoned (NaN) first so that an unwritten element fails. Tolerances are
  * relative L2 errors that fit the precision: fp32 1e-5, bf16 1e-2 (the CPU computes in fp32 on the
  * same bf16-rounded inputs). Without a CUDA device the test exits 77: CTest reports it skipped. */

@@ -1,4 +1,4 @@
-/* The safetensors reader and writer (runtime/safetensors.h): a byte-exact round trip of every dtype
+/* The safetensors reader and writer (train/safetensors.h): a byte-exact round trip of every dtype
  * with metadata, the writer's exact header text, a file written by Python's safetensors
  * (tests/data/py-ref.safetensors, made by tests/data/make-py-ref.py), the exact one-line message
  * of every malformed header we know of, and every byte of a valid header flipped or cut, which

@@ -1,4 +1,4 @@
-/* Tests of Transformer-XL's relative-position attention (runtime/cpu_txl.c), built in double
+/* Tests of Transformer-XL's relative-position attention (cpu/cpu_txl.c), built in double
  * (tt_runtime_f64) so that central differences check the backward to about 1e-8:
  *   1. the forward against a direct transcription of MODEL.md section 3 (absolute positions,
  *      sinusoids and projections written out), dropatt's mask included;

@@ -1,4 +1,4 @@
-/* Transformer-XL's parameter layout (runtime/model.c) against kimiyoung's MemTransformerLM
+/* Transformer-XL's parameter layout (cpu/model.c) against kimiyoung's MemTransformerLM
  * state_dict (MODEL.md section 4) for specs/txl-ptb.yaml and specs/txl-wt103-base.yaml: every kind
  * of tensor by name and shape, the total against gen/report.c's count, tied and untied output
  * layers, the views, the initial values, a checkpoint round trip, the engine's devices, and

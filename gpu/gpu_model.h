@@ -1,7 +1,7 @@
 /* The tensorized LM and Transformer-XL on the GPU: the generated kernels for every non-GEMM op, cuBLAS for the
  * products, in one device allocation planned up front from the spec (for the adaptive softmax
  * and embedding: for the worst case, every row in one cluster). The same parameter layout
- * as the CPU reference (runtime/model.h), so weights, gradients and checkpoints are
+ * as the CPU reference (cpu/model.h), so weights, gradients and checkpoints are
  * interchangeable, and the same dropout sites and RNG, so a step computes what the CPU's does. */
 #ifndef TT_GPU_MODEL_H
 #define TT_GPU_MODEL_H
