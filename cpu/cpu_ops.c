@@ -111,6 +111,10 @@ void cpu_layernorm_bwd(tt_real *dx, tt_real *dgamma, tt_real *dbeta, const tt_re
     free(db);
 }
 
+static cpu_plant_kind planted;
+void cpu_plant(cpu_plant_kind k) { planted = k; }
+cpu_plant_kind cpu_planted(void) { return planted; }
+
 void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_real p, uint64_t seed,
                      uint64_t stream)
 {
@@ -119,7 +123,7 @@ void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_rea
         if (mask) memset(mask, 1, (size_t)n);
         return;
     }
-    const tt_real scale = 1.f / (1.f - p);
+    const tt_real scale = planted == CPU_PLANT_DROPOUT_FWD_UNSCALED ? 1.f : 1.f / (1.f - p);
     for (long i = 0; i < n; i++) {
         const int keep = tt_uniform(seed, stream, (uint64_t)i) >= p;
         if (mask) mask[i] = (uint8_t)keep;
@@ -129,7 +133,7 @@ void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_rea
 
 void cpu_dropout_bwd(tt_real *dx, const tt_real *dy, const uint8_t *mask, long n, tt_real p)
 {
-    const tt_real scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
+    const tt_real scale = p > 0.f && planted != CPU_PLANT_DROPOUT_BWD_UNSCALED ? 1.f / (1.f - p) : 1.f;
     for (long i = 0; i < n; i++) dx[i] = mask[i] ? dy[i] * scale : 0.f;
 }
 
@@ -195,6 +199,19 @@ static tt_real *transpose(const tt_real *a, int rows, int cols)
     return t;
 }
 
+/* Where row i's key positions j and value positions k stop (exclusive): i + 1 under the mask,
+ * unless an error is planted (cpu_plant). */
+static int causal_end(cpu_mla_shape s, int i)
+{
+    if (!s.causal) return s.n;
+    if (planted == CPU_PLANT_MASK_AHEAD) return i + 2 < s.n ? i + 2 : s.n;
+    return i + 1;
+}
+static int key_end(cpu_mla_shape s, int i)
+{
+    return s.causal && planted == CPU_PLANT_KEY_STRICT ? i : causal_end(s, i);
+}
+
 /* The key factor of (i, j): a[r] = g_r ((Q+u)[i,r] K[j,r] + (Q+v)[i,r] P[j,r]). */
 static void key_factor(double *a, const tt_real *q, const tt_real *k, const tt_real *pj, const tt_real *g,
                        const tt_real *u, const tt_real *v, int r)
@@ -215,12 +232,12 @@ void cpu_mla_fwd(tt_real *y, const tt_real *qkv, const tt_real *g, const tt_real
     for (int b = 0; b < s.batch; b++) {
         const tt_real *seq = qkv + (size_t)b * n * 3 * r;
         for (int i = 0; i < n; i++) {
-            const int end = s.causal ? i + 1 : n;
+            const int end = causal_end(s, i), kend = key_end(s, i);
             memset(acc, 0, (size_t)d * sizeof *acc);
             for (int j = 0; j < end; j++) {
                 key_factor(a, seq + (size_t)i * 3 * r, seq + (size_t)j * 3 * r + r,
                            p ? p + (size_t)j * r : NULL, g, u, v, r);
-                for (int k = 0; k < end; k++) {
+                for (int k = 0; k < kend; k++) {
                     const tt_real *vk = seq + (size_t)k * 3 * r + 2 * r;
                     double t = 0;
                     for (int q = 0; q < r; q++) t += a[q] * vk[q];
@@ -253,7 +270,7 @@ void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real 
         const tt_real *seq = qkv + (size_t)b * n * 3 * r;
         memset(dseq, 0, (size_t)n * 3 * r * sizeof *dseq);
         for (int i = 0; i < n; i++) {
-            const int end = s.causal ? i + 1 : n;
+            const int end = causal_end(s, i), kend = key_end(s, i);
             const tt_real *qi = seq + (size_t)i * 3 * r;
             const tt_real *dyi = dy + ((size_t)b * n + i) * d;
             for (int j = 0; j < end; j++) {
@@ -261,7 +278,7 @@ void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real 
                 const tt_real *pj = p ? p + (size_t)j * r : NULL;
                 key_factor(a, qi, kj, pj, g, u, v, r);
                 memset(da, 0, (size_t)r * sizeof *da);
-                for (int k = 0; k < end; k++) {
+                for (int k = 0; k < kend; k++) {
                     const tt_real *vk = seq + (size_t)k * 3 * r + 2 * r;
                     const tt_real *w = wt + ((size_t)j * n + k) * d;
                     double *dw = dwt + ((size_t)j * n + k) * d;

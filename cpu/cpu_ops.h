@@ -46,6 +46,24 @@ void cpu_layernorm_fwd(tt_real *y, tt_real *mean, tt_real *rstd, const tt_real *
 void cpu_layernorm_bwd(tt_real *dx, tt_real *dgamma, tt_real *dbeta, const tt_real *dy, const tt_real *x,
                        const tt_real *mean, const tt_real *rstd, const tt_real *gamma, int rows, int d);
 
+/* Mutation testing: an error planted in this reference on purpose, so that a test can show its
+ * comparison would catch a GPU kernel that made the same error (the kernel would then compute
+ * what the planted reference computes). Process-wide, CPU_PLANT_NONE unless a test sets it; the
+ * runtime never does.
+ *   MASK_AHEAD: the causal mask one position late, j, k <= i + 1 (a future token leaks);
+ *   KEY_STRICT: k < i instead of k <= i (the diagonal value dropped);
+ *   DROPOUT_BWD_UNSCALED: cpu_dropout_bwd without its 1 / (1 - p);
+ *   DROPOUT_FWD_UNSCALED: cpu_dropout_fwd without it. */
+typedef enum {
+    CPU_PLANT_NONE,
+    CPU_PLANT_MASK_AHEAD,
+    CPU_PLANT_KEY_STRICT,
+    CPU_PLANT_DROPOUT_BWD_UNSCALED,
+    CPU_PLANT_DROPOUT_FWD_UNSCALED,
+} cpu_plant_kind;
+void cpu_plant(cpu_plant_kind k);
+cpu_plant_kind cpu_planted(void);
+
 /* Inverted dropout with the counter-based RNG (rng.h): element i is kept when
  * tt_uniform(seed, stream, i) >= p, and then scaled by 1/(1-p). mask (n bytes) records the
  * decision for the backward; p == 0 copies and sets the mask to 1. In place allowed. */
