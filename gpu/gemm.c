@@ -303,9 +303,12 @@ int tt_gemm_tune(tt_gemm *g, int *timed)
     for (int i = 0; i < TT_LT_PLANS; i++) {
         lt_plan *p = &c->plan[i];
         if (!p->op || p->n_cand == 0) continue;
+        /* Candidate 0, the heuristic's first, is timed before the loop: t[best] is always set. */
+        const int n = p->n_cand;
         float t[TT_LT_TUNE_MAX];
+        t[0] = time_algo(g, p, &p->cand[0]);
         int best = 0;
-        for (int k = 0; k < p->n_cand; k++) {
+        for (int k = 1; k < n; k++) {
             t[k] = time_algo(g, p, &p->cand[k]);
             if (t[k] < t[best]) best = k;
         }
@@ -324,7 +327,7 @@ int tt_gemm_tune(tt_gemm *g, int *timed)
                     (long long)(k->ta == CUBLAS_OP_N ? k->ac : k->ar), k->ta == CUBLAS_OP_N ? 'N' : 'T',
                     k->tb == CUBLAS_OP_N ? 'N' : 'T', k->dt == CUDA_R_32F ? "fp32" : "bf16",
                     (long long)k->lda, (long long)k->ldb, (long long)k->ldd, k->epi,
-                    1e3 * (double)t[0], best + 1, p->n_cand, 1e3 * (double)t[best],
+                    1e3 * (double)t[0], best + 1, n, 1e3 * (double)t[best],
                     (double)(t[0] / t[best]));
         }
         p->n_cand = 0;
