@@ -2,6 +2,7 @@
 # Set-up on a fresh machine: installs the Debian packages the build needs (when missing and
 # apt-get is there), checks for the CUDA toolkit, and configures the build in build/.
 #   scripts/setup.sh [extra cmake arguments]
+# TT_WERROR=ON in the environment makes warnings errors (-DTT_WERROR=ON), as CI does; unset: OFF.
 # A machine without a package registry can point CMAKE_PREFIX_PATH at unpacked .debs instead.
 set -eu
 cd "$(dirname "$0")/.."
@@ -35,5 +36,6 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda" "$@" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda" \
+    -DTT_WERROR="${TT_WERROR:-OFF}" "$@" >/dev/null
 echo "setup: configured build/ (CUDA toolkit $cuda)"
