@@ -237,6 +237,34 @@ void tt_buf_free(tt_buf *b)
     b->len = b->cap = 0;
 }
 
+size_t tt_utf8_len(const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    if (n == 0) return 0;
+    const unsigned char b = p[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (b < 0x80) return 1;
+    if (b < 0xC2) return 0; /* a continuation byte, or the overlong C0/C1 */
+    if (b < 0xE0) {
+        len = 2;
+    } else if (b < 0xF0) {
+        len = 3;
+        if (b == 0xE0) lo = 0xA0;      /* overlong below U+0800 */
+        else if (b == 0xED) hi = 0x9F; /* surrogates */
+    } else if (b < 0xF5) {
+        len = 4;
+        if (b == 0xF0) lo = 0x90;      /* overlong below U+10000 */
+        else if (b == 0xF4) hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0; /* F5..FF: above U+10FFFF, or no lead byte at all */
+    }
+    if (n < len || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return len;
+}
+
 double tt_rel_l2(const float *got, const float *want, size_t n)
 {
     double num = 0, den = 0;

@@ -1,5 +1,6 @@
 /* Small helpers shared by the generator and the runtime: checked allocation, whole-file I/O,
- * atomic writes, directories and clocks. Allocation failure aborts (an invariant, not user input). */
+ * atomic writes, directories, clocks and UTF-8. Allocation failure aborts (an invariant, not user
+ * input). */
 #ifndef TT_UTIL_H
 #define TT_UTIL_H
 
@@ -47,6 +48,11 @@ long tt_env_long(const char *name, long lo, long hi, long fallback);
 /* What write(arg, f) prints, as a malloc'd string: stages that are written to a FILE (a spec,
  * a plan, a report) also become text for a file, a checkpoint's metadata or a comparison. */
 char *tt_capture(void (*write)(const void *arg, FILE *f), const void *arg);
+
+/* Length of the well-formed UTF-8 sequence that starts s (n bytes available), or 0 if none does
+ * (n == 0 included): no overlong forms, no surrogates (U+D800..DFFF), nothing above U+10FFFF, no
+ * sequence cut short (Unicode's table 3-7). The corpus reader and the safetensors header share it. */
+size_t tt_utf8_len(const void *s, size_t n);
 
 /* A growing string buffer. */
 typedef struct {

@@ -1,6 +1,7 @@
 /* The corpus reader against the published PTB and WikiText-2 figures (tokens, vocabulary, no OOV
  * in valid/test), the vocabulary order and its save/load round trip, the token-id cache (hit,
- * truncated or damaged entry rebuilt), and every error a data file can cause, message by message.
+ * truncated or damaged entry rebuilt), every error a data file can cause, message by message, and
+ * the UTF-8 check it shares with the safetensors reader.
  * The corpora come from $TT_DATA_DIR (default: shared/data beside the repository); a missing
  * corpus fails the test, it is not skipped. */
 #include <setjmp.h>
@@ -651,6 +652,41 @@ static void test_utf8(void **state)
     tt_vocab_free(&v);
 }
 
+/* tt_utf8_len, which the corpus reader and the safetensors header share: the length of each
+ * form at the edges of its range, and 0 for overlong forms, surrogates, code points above
+ * U+10FFFF and a sequence that the n bytes available cut short. */
+static void test_utf8_len(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t n, len;
+    } cases[] = {
+        {"\x00", 1, 1},                 {"\x7F", 1, 1},
+        {"\xC2\x80", 2, 2},             {"\xDF\xBF", 2, 2},             /* U+0080, U+07FF */
+        {"\xE0\xA0\x80", 3, 3},         {"\xED\x9F\xBF", 3, 3},         /* U+0800, U+D7FF */
+        {"\xEE\x80\x80", 3, 3},         {"\xEF\xBF\xBF", 3, 3},         /* U+E000, U+FFFF */
+        {"\xF0\x90\x80\x80", 4, 4},     {"\xF4\x8F\xBF\xBF", 4, 4},     /* U+10000, U+10FFFF */
+        {"\xC3\xA9xyz", 5, 2},          /* the bytes after a sequence are not its own */
+        {"a", 0, 0},                    /* nothing available */
+        {"\x80", 1, 0},                 {"\xBF", 1, 0}, /* continuation bytes */
+        {"\xC0\x80", 2, 0},             {"\xC1\xBF", 2, 0},             /* overlong, 2 bytes */
+        {"\xE0\x9F\xBF", 3, 0},         {"\xF0\x8F\xBF\xBF", 4, 0},     /* overlong, 3 and 4 */
+        {"\xED\xA0\x80", 3, 0},         {"\xED\xBF\xBF", 3, 0},         /* U+D800, U+DFFF */
+        {"\xF4\x90\x80\x80", 4, 0},     {"\xF5\x80\x80\x80", 4, 0},     /* U+110000, F5 */
+        {"\xF8\x88\x80\x80\x80", 5, 0}, {"\xFF", 1, 0}, /* no lead byte */
+        {"\xC3\x28", 2, 0},             {"\xE2\x28\xA1", 3, 0},         /* bad continuation */
+        {"\xF0\x9F\x98\x28", 4, 0},
+        {"\xC3\xA9", 1, 0},             {"\xE2\x82\xAC", 2, 0},         /* cut short by n */
+        {"\xF0\x9F\x98\x80", 3, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const size_t got = tt_utf8_len(cases[i].bytes, cases[i].n);
+        if (got != cases[i].len)
+            fail_msg("case %zu (n %zu): length %zu, want %zu", i, cases[i].n, got, cases[i].len);
+    }
+}
+
 /* gzip is recognized by content, not by name; several members in a row are one text. */
 static void test_gzip(void **state)
 {
@@ -746,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_utf8_len),
         cmocka_unit_test(test_gzip),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);

@@ -113,34 +113,6 @@ static int is_space(unsigned char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* Length of the well-formed UTF-8 sequence at p (at most end - p bytes), or 0 if it is not one:
- * no overlong forms, no surrogates (U+D800..DFFF), nothing above U+10FFFF (Unicode table 3-7). */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    unsigned char b = p[0];
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (b < 0x80) return 1;
-    if (b < 0xC2) return 0; /* a continuation byte, or the overlong C0/C1 */
-    if (b < 0xE0) {
-        n = 2;
-    } else if (b < 0xF0) {
-        n = 3;
-        if (b == 0xE0) lo = 0xA0;      /* overlong below U+0800 */
-        else if (b == 0xED) hi = 0x9F; /* surrogates */
-    } else if (b < 0xF5) {
-        n = 4;
-        if (b == 0xF0) lo = 0x90;      /* overlong below U+10000 */
-        else if (b == 0xF4) hi = 0x8F; /* above U+10FFFF */
-    } else {
-        return 0;
-    }
-    if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-    return n;
-}
-
 /* A line is at most 1 MiB of UTF-8 without NUL bytes. Columns count bytes from 1. */
 static int check_line(const char *path, long line, const char *s, size_t n, char *err,
                       size_t errlen)
@@ -155,7 +127,7 @@ static int check_line(const char *path, long line, const char *s, size_t n, char
             p++;
             continue;
         }
-        size_t k = utf8_len(p, end);
+        size_t k = tt_utf8_len(p, (size_t)(end - p));
         if (k == 0)
             return tt_errf(err, errlen, "%s:%ld: invalid UTF-8 (byte 0x%02X at column %zu)", path,
                            line, *p, (size_t)(p - (const unsigned char *)s) + 1);

@@ -71,38 +71,12 @@ size_t tt_st_nbytes(const tt_st_tensor *t)
 
 /* --- text: UTF-8, JSON escapes, and names as error messages show them ------------------------- */
 
-/* Length of the UTF-8 sequence at s (n >= 1 bytes available), 0 if it is invalid: overlong forms,
- * surrogates and code points above U+10FFFF are invalid, as in JSON parsers that check. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80) return 1;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-        len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
-}
-
 /* Offset of the first byte of s[0..n) that does not start valid UTF-8, or n if all is valid. */
 static size_t utf8_check(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_len(u + i, n - i);
+        size_t k = tt_utf8_len(u + i, n - i);
         if (!k) return i;
         i += k;
     }
@@ -166,7 +140,7 @@ static const char *shown(const char *s, size_t n, char out[SHOWN_CAP])
     tt_buf b = {0};
     tt_buf_append(&b, "", 0);
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_len((const unsigned char *)s + i, n - i);
+        size_t k = tt_utf8_len(s + i, n - i);
         if (!k) {
             tt_buf_printf(&b, "\\x%02x", (unsigned char)s[i]);
             k = 1;
@@ -328,7 +302,7 @@ static int parse_string(jparser *p, const char **out, size_t *len)
             return jerr(p, p->at, "control character 0x%02x inside a string (escape it as \\u%04x)",
                         c, c);
         if (c >= 0x80) {
-            size_t k = utf8_len(p->s + p->at, p->n - p->at);
+            size_t k = tt_utf8_len(p->s + p->at, p->n - p->at);
             if (!k) return jerr(p, p->at, "invalid UTF-8 in a string");
             memcpy(o, p->s + p->at, k);
             o += k;
