@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mla_geom.cuh"
 #include "tune.h"
 #include "util.h"
 
@@ -583,31 +584,12 @@ static long mla_row_tile(int n, long per_tile, long floor)
     return ti;
 }
 
-static long mla_smem(long ti, long td, long tk, long r, int pos_key)
-{
-    const long rp = r % 2 ? r : r + 1, kp = tk % 2 ? tk : tk + 1;
-    return 4 * (ti * rp * (pos_key ? 3 : 2) + tk * rp + ti * kp + td * kp);
-}
-
 static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 
-/* Dynamic shared memory of the tensor-core kernels (templates/mla_tc.cu), bytes: V tiles and
- * 16 K rows of g sequences, and two Wo slabs of td rows. */
-static long mla_tc_fwd_smem(long n, long r, long g, long td, long ns)
-{
-    const long npad = ceil_div(n, 16) * 16, sr = ceil_div(r, 16) * 16 + 8;
-    return 2 * (g * (npad + 16) * sr + ns * td * (npad + 8)); /* ns slabs: one in flight */
-}
-
-/* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q: 16 rows and up to 16
- * key positions j each; under the mask a tile's j stop at its last row. */
+/* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q (templates/mla_geom.cuh). */
 static long mla_tc_tasks(const tt_model_spec *m, long js)
 {
-    const long n = m->seq_len, tiles = ceil_div(n, 16), jp = ceil_div(n, js);
-    long tasks = 0;
-    for (long it = 0; it < tiles; it++)
-        tasks += m->causal ? ceil_div((it + 1) * 16 < n ? (it + 1) * 16 : n, js) : jp;
-    return tasks;
+    return tt_mla_tc_tasks(m->seq_len, m->causal, (int)js);
 }
 
 /* Opt-in shared memory per block on sm_80 and later (227 KiB on sm_90; the smallest, sm_86's
@@ -629,16 +611,16 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         else if (td > 64) td = (long)ceil_div(td / 2, 16) * 16;
         else break;
     }
-    while (mla_tc_fwd_smem(n, r, g, td, ns) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
+    while (tt_mla_tc_fwd_smem(n, r, g, td, ns) > SMEM_DYN_LIMIT && (g > 1 || td > 16)) {
         if (g > 1) g /= 2;
         else td = td / 2 < 16 ? 16 : (long)ceil_div(td / 2, 16) * 16;
     }
     /* slabs of Wo: two (a barrier before a slab is overwritten) or three (one more slab of
      * shared memory, no such barrier): three where they fit, at half the feature tile if need
      * be (wt103 on an H100: G=4 TD=64 with three 0.078 ms, TD=128 with two 0.085) */
-    if (mla_tc_fwd_smem(n, r, g, td, 3) <= SMEM_DYN_LIMIT)
+    if (tt_mla_tc_fwd_smem(n, r, g, td, 3) <= SMEM_DYN_LIMIT)
         ns = 3;
-    else if (td >= 128 && mla_tc_fwd_smem(n, r, g, td / 2, 3) <= SMEM_DYN_LIMIT)
+    else if (td >= 128 && tt_mla_tc_fwd_smem(n, r, g, td / 2, 3) <= SMEM_DYN_LIMIT)
         td /= 2, ns = 3;
     g = pick(plan, "mla_fwd", "G", g);
     td = pick(plan, "mla_fwd", "TD", td);
@@ -647,7 +629,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     if (tuned(plan, "mla_fwd") && (g < 1 || g > 8 || td % 16 || td < 16 || td > (long)ceil_div(d, 16) * 16))
         return tt_errf(err, errlen, "mla_fwd: G=%ld TD=%ld: G from 1 to 8, TD a multiple of 16 "
                        "up to the model's %d features", g, td, d);
-    if (mla_tc_fwd_smem(n, r, g, td, ns) > SMEM_DYN_LIMIT)
+    if (tt_mla_tc_fwd_smem(n, r, g, td, ns) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
                        "shared memory; lower model.seq_len or model.rank", n, r,
                        SMEM_DYN_LIMIT / 1024);
@@ -669,7 +651,9 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     k->grid[2] = ceil_div(d, td);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
              (int)tasks, (int)g, d, (int)td);
-    k->dyn_smem = (unsigned)mla_tc_fwd_smem(n, r, g, td, ns);
+    k->dyn_smem = (unsigned)tt_mla_tc_fwd_smem(n, r, g, td, ns);
+    set_const(k, "SMEM", k->dyn_smem);
+    set_const(k, "TASKS", tasks);
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
     if (ceil_div(n, 16) == 1) return 0;
@@ -701,12 +685,12 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
         ti = pick(plan, "mla_fwd", "TI", ti);
         td = pick(plan, "mla_fwd", "TD", td);
         if (ti < warps || ti % warps || td % 32 || td < 32 || td > (long)ceil_div(d, 32) * 32 ||
-            mla_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT)
+            tt_mla_fwd_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT)
             return tt_errf(err, errlen, "mla_fwd: TI=%ld TD=%ld: TI a multiple of %ld, TD of 32 up "
                            "to the model's %d features, within %d KiB of shared memory", ti, td,
                            warps, d, SMEM_STATIC_LIMIT / 1024);
     }
-    while (mla_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT) {
+    while (tt_mla_fwd_smem(ti, td, tk, r, pos_key) > SMEM_STATIC_LIMIT) {
         if (ti > warps) ti /= 2;
         else if (td > 32) td /= 2;
         else if (tk > 8) tk /= 2;
@@ -735,7 +719,8 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
     k->grid[2] = (unsigned)s->train.batch;
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld), y = ceil(%d / %ld), z = batch",
              n, ti, d, td);
-    k->smem_bytes = (unsigned)mla_smem(ti, td, tk, r, pos_key);
+    k->smem_bytes = (unsigned)tt_mla_fwd_smem(ti, td, tk, r, pos_key);
+    set_const(k, "SMEM", k->smem_bytes);
     if (m->causal) {
         /* Triples (i,j,k) a tile visits against N^3: the work the mask lets it skip. */
         double visited = 0;
@@ -749,19 +734,6 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
         whyf(k, "fused SIMT fp32 (T tile in shared memory, never in DRAM); no mask: all N^3 triples");
     }
     return 0;
-}
-
-static long pad_odd(long x) { return x % 2 ? x : x + 1; }
-
-/* Static shared memory of the two large backward kernels of templates/mla.cu. */
-static long mla_bwd_wo_smem(long ti, long td, long tk, long r)
-{
-    return 4 * (ti * pad_odd(r) + tk * pad_odd(r) + ti * pad_odd(tk) + ti * (td + 1));
-}
-static long mla_bwd_q_smem(long ti, long tk, long dc, long r, int pos_key)
-{
-    return 4 * ((4 + pos_key) * ti * pad_odd(r) + tk * pad_odd(r) + ti * (dc + 1) +
-                dc * pad_odd(tk) + ti * pad_odd(tk));
 }
 
 /* The shape constants every mla kernel carries, in the order of their names. */
@@ -788,7 +760,7 @@ static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dty
     /* One block per (j, key tile, feature tile): narrower feature tiles when that is too few
      * blocks (each recomputes its T tiles, a cost of R per TD features). */
     while (td > 32 && (long)n * ceil_div(n, tk) * ceil_div(d, td) < MLA_MIN_BLOCKS) td /= 2;
-    while (mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT && (ti > warps || td > 32)) {
+    while (tt_mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT && (ti > warps || td > 32)) {
         if (td > 32) td /= 2;
         else ti /= 2;
     }
@@ -799,7 +771,7 @@ static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dty
             return tt_errf(err, errlen, "mla_bwd_wo: TI=%ld TD=%ld: TI a multiple of %ld, TD of 32 "
                            "up to the model's %d features", ti, td, warps, d);
     }
-    if (mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT)
+    if (tt_mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_wo: rank %d needs more than %d KiB of shared memory; "
                        "lower model.rank", r, SMEM_STATIC_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla.cu", dtype);
@@ -816,7 +788,8 @@ static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dty
     k->grid[2] = ceil_div(d, td);
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d (j), y = ceil(%d / %ld), z = ceil(%d / %ld)",
              n, n, tk, d, td);
-    k->smem_bytes = (unsigned)mla_bwd_wo_smem(ti, td, tk, r);
+    k->smem_bytes = (unsigned)tt_mla_bwd_wo_smem(ti, td, tk, r);
+    set_const(k, "SMEM", k->smem_bytes);
     whyf(k, "one writer per dWo element, rows walked in a fixed order (no atomics); T recomputed "
             "per %ld-row tile%s", ti, m->causal ? ", rows above max(j, k) skipped" : "");
 
@@ -833,11 +806,11 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     /* Rows per block down to 16, not 8: at 8 the D = 1024 instance spills registers. */
     long tq = n > 8 ? mla_row_tile(n, s->train.batch, 16) : 8, dc = 32;
-    while (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT && tq > warps) tq /= 2;
+    while (tt_mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT && tq > warps) tq /= 2;
     tq = pick(plan, "mla_bwd_q", "TI", tq);
     if (tq < warps || tq % warps)
         return tt_errf(err, errlen, "mla_bwd_q: TI=%ld: a multiple of %ld", tq, warps), -1;
-    if (mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
+    if (tt_mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: rank %d needs more than %d KiB of shared memory; "
                        "lower model.rank", r, SMEM_STATIC_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla.cu", dtype);
@@ -852,19 +825,12 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     q->grid[0] = ceil_div(n, tq);
     q->grid[1] = (unsigned)s->train.batch;
     snprintf(q->grid_rule, sizeof q->grid_rule, "x = ceil(%d / %ld), y = batch", n, tq);
-    q->smem_bytes = (unsigned)mla_bwd_q_smem(tq, tk, dc, r, key);
+    q->smem_bytes = (unsigned)tt_mla_bwd_q_smem(tq, tk, dc, r, key);
+    set_const(q, "SMEM", q->smem_bytes);
     whyf(q, "dT = dY Wo_j^T tile by tile, never stored; per-tile partials of dK, dV, dP, dg, du, "
             "dv summed in a fixed order by mla_bwd_reduce and mla_bwd_params");
 
     return tq;
-}
-
-/* Static shared memory of mla_tc.cu's mla_bwd_wo: three buffers of the tiles of 32 Q and dY
- * rows (td features), 16 V rows and w K rows. */
-static long mla_tc_bwd_wo_smem(long r, long w, long td)
-{
-    const long sr = ceil_div(r, 16) * 16 + 8;
-    return 3 * 2 * ((32 + 16 + w) * sr + 32 * (td + 8));
 }
 
 /* mla_bwd_wo of templates/mla_tc.cu: a warp per j, W of them per block, 16 keys and td
@@ -878,7 +844,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     const long w = pick(plan, "mla_bwd_wo", "W", n >= 64 ? 8 : n >= 32 ? 4 : 2);
     /* the heuristic's feature tile narrows until the tiles fit in static shared memory */
     long td_h = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16;
-    while (td_h > 16 && mla_tc_bwd_wo_smem(m->rank, w, td_h) > SMEM_STATIC_LIMIT)
+    while (td_h > 16 && tt_mla_tc_bwd_wo_smem(m->rank, w, td_h) > SMEM_STATIC_LIMIT)
         td_h = ceil_div(td_h / 2, 16) * 16;
     const long td = pick(plan, "mla_bwd_wo", "TD", td_h);
     /* Splits of the batch, each summed into its own copy of dWo: so that no block walks more
@@ -898,7 +864,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld S=%ld: W from 1 to 16, TD a multiple "
                        "of 16 up to the model's %d features, S from 1 to the batch (%ld)", w, td,
                        splits, d, batch);
-    if (mla_tc_bwd_wo_smem(m->rank, w, td) > SMEM_STATIC_LIMIT)
+    if (tt_mla_tc_bwd_wo_smem(m->rank, w, td) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld: rank %d needs more than %d KiB of "
                        "shared memory; lower W or TD", w, td, m->rank, SMEM_STATIC_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
@@ -918,7 +884,8 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     k->grid[2] = ceil_div(d, td) * (unsigned)splits;
     snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
              "z = ceil(%d / %ld) x %ld splits", n, w, n, d, td, splits);
-    k->smem_bytes = (unsigned)mla_tc_bwd_wo_smem(m->rank, w, td);
+    k->smem_bytes = (unsigned)tt_mla_tc_bwd_wo_smem(m->rank, w, td);
+    set_const(k, "SMEM", k->smem_bytes);
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
     if (splits == 1) return 0;
@@ -933,14 +900,6 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = %d, grid-stride over D N^2", GRID_STRIDE_BLOCKS);
     whyf(c, "dWo += the %ld splits' sums, in order: deterministic", splits);
     return 0;
-}
-
-/* Dynamic shared memory of mla_tc.cu's mla_bwd_q: three Wo slabs, and per warp g K_j and dK~ of
- * the part's js key positions and two tiles of V rows. */
-static long mla_tc_bwd_q_smem(long r, long d, long js, long g)
-{
-    const long rpad = ceil_div(r, 16) * 16, dpad = ceil_div(d, 16) * 16;
-    return 3 * 2 * dpad * 24 + g * (2 * js * rpad * 4 + 2 * 16 * (rpad + 8) * 2);
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
@@ -958,10 +917,10 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     const long tasks = mla_tc_tasks(m, js);
     long g = 4;
     while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
-                     mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
+                     tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
         g /= 2;
     g = pick(plan, "mla_bwd_q", "G", g);
-    if (g < 1 || g > 8 || mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT)
+    if (g < 1 || g > 8 || tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
                        g, SMEM_DYN_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
@@ -981,7 +940,9 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     q->grid[1] = ceil_div(batch, g);
     snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
-    q->dyn_smem = (unsigned)mla_tc_bwd_q_smem(r, d, js, g);
+    q->dyn_smem = (unsigned)tt_mla_tc_bwd_q_smem(r, d, js, g);
+    set_const(q, "SMEM", q->dyn_smem);
+    set_const(q, "TASKS", tasks);
     whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, E^T = V^T dT^T, F^T = Q^T dT; dQ, dV, dK~ in registers; "
             "a warp per 16 rows x %ld j; partials summed in a fixed order", js);
     return 16;
@@ -1001,7 +962,7 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
         return -1;
     long tq;
     if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
-        mla_tc_bwd_q_smem(r, m->d_model, 8, 1) <= SMEM_DYN_LIMIT)
+        tt_mla_tc_bwd_q_smem(r, m->d_model, 8, 1) <= SMEM_DYN_LIMIT)
         tq = plan_mla_bwd_q_tc(plan, s, err, errlen);
     else
         tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen);

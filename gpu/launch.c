@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "mla_geom.cuh"
 #include "optim.h"
 #include "util.h"
 
@@ -481,41 +482,29 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
     tt_gpu_launch(k, (dim3){blocks, 1, 1}, args, st);
 }
 
-/* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q, as the plan counts them. */
-static unsigned mla_tasks(const tt_gpu_kernel *k)
-{
-    const long n = need(k, "N"), jp = need(k, "JP"), js = tt_kernel_const(k->k, "JS", 16);
-    long tasks = 0;
-    for (long it = 0; it < (long)ceil_div(n, 16); it++) {
-        const long jend = (it + 1) * 16 < n ? (it + 1) * 16 : n;
-        tasks += need(k, "CAUSAL") ? (long)ceil_div(jend, js) : jp;
-    }
-    return (unsigned)tasks;
-}
-
-/* mla_fwd's parts' sums (mla_tc.cu with more than one part): [JP][batch][N][D]. */
+/* The scratch of the attention's kernels is laid out by templates/mla_geom.cuh, which the
+ * kernels index with too. mla_fwd's parts' sums (mla_tc.cu with more than one part). */
 static size_t mla_fwd_floats(const tt_gpu_program *p, int batch)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_fwd");
     if (!tt_kernel_const(k->k, "MMA", 0) || need(k, "JP") == 1) return 0;
-    return (size_t)need(k, "JP") * batch * need(k, "N") * need(k, "D");
+    return tt_mla_fwd_part(batch, need(k, "N"), need(k, "D"), need(k, "JP"), 0, 0);
 }
 
-/* mla_bwd_q's partials (the regions of templates/mla_parts.cuh); mla_bwd_wo's splits follow. */
+/* mla_bwd_q's partials; mla_bwd_wo's splits follow them. */
 static size_t mla_bwd_q_floats(const tt_gpu_program *p, int batch)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_bwd_q");
-    const long n = need(k, "N"), r = need(k, "R"), ti = need(k, "TI"), it = ceil_div(n, ti);
-    const long qp = tt_kernel_const(k->k, "JP", 0) > 0, jp = qp ? need(k, "JP") : 1;
-    return (size_t)batch * it *
-           ((1 + jp + need(k, "POS_KEY")) * n * r + jp * 3 * r + (qp ? jp * ti * r : 0));
+    const long qp = tt_kernel_const(k->k, "JP", 0) > 0; /* mla_tc.cu's: parts of j, dQ's sums */
+    return tt_mla_parts_floats(tt_mla_parts_of(batch, need(k, "N"), need(k, "R"), need(k, "TI"),
+                                               qp ? need(k, "JP") : 1, need(k, "POS_KEY"), qp));
 }
 
 static size_t mla_bwd_wo_floats(const tt_gpu_program *p)
 {
     const tt_gpu_kernel *w = tt_gpu_kernel_of(p, "mla_bwd_wo");
-    const long splits = tt_kernel_const(w->k, "S", 1), n = need(w, "N");
-    return splits > 1 ? (size_t)splits * need(w, "D") * n * n : 0;
+    const long splits = tt_kernel_const(w->k, "S", 1);
+    return splits > 1 ? tt_mla_wo_split(need(w, "N"), need(w, "D"), splits) : 0;
 }
 
 size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
@@ -535,13 +524,14 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
     if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
         void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch};
-        const dim3 grid = {mla_tasks(k), ceil_div(batch, need(k, "G")), ceil_div(d, need(k, "TD"))};
+        const dim3 grid = {(unsigned)need(k, "TASKS"), ceil_div(batch, need(k, "G")),
+                           ceil_div(d, need(k, "TD"))};
         tt_gpu_launch(k, grid, args, s);
         if (need(k, "JP") > 1) { /* the parts' sums into y */
             const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_fwd_sum");
             expect(sum, "JP", need(k, "JP"));
             void *sargs[] = {&y, &scratch, &batch};
-            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, s);
+            tt_gpu_launch(sum, (dim3){sum->k->grid[0], 1, 1}, sargs, s); /* grid-stride */
         }
         return;
     }
@@ -578,7 +568,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
      * plan may pair mla_tc.cu's mla_bwd_wo with mla.cu's mla_bwd_q (position: key) */
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
     if (tt_kernel_const(q->k, "MMA", 0))
-        tt_gpu_launch(q, (dim3){mla_tasks(q), ceil_div(batch, need(q, "G")), 1}, qargs, s);
+        tt_gpu_launch(q, (dim3){(unsigned)need(q, "TASKS"), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
     void *rargs[] = {&dqkv, &part, &batch};
@@ -599,7 +589,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
             const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_bwd_wo_sum");
             expect(sum, "S", splits);
             void *sargs[] = {&dwo, &wpart};
-            tt_gpu_launch(sum, (dim3){528, 1, 1}, sargs, ws);
+            tt_gpu_launch(sum, (dim3){sum->k->grid[0], 1, 1}, sargs, ws); /* grid-stride */
         }
     } else {
         void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};

@@ -1,4 +1,4 @@
-// ttgen: needs mla_parts.cuh
+// ttgen: needs mla_geom.cuh
 // Multi-linear attention forward (MODEL.md section 1), fused: T is never written to memory.
 //   Y[b,i,:] = sum_{j,k} T[b,i,j,k] Wo[:, j*N + k],  T[i,j,k] = sum_r A_j[i,r] V[k,r] m(i,j,k)
 //   A_j[i,r] = g_r Q[i,r] K[j,r]                         (position: none)
@@ -70,6 +70,9 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     __shared__ float s_v[TT_TK][TT_RP];   // V rows of the chunk
     __shared__ float s_t[TT_TI][TT_KP];   // T tile
     __shared__ float s_w[TT_TD][TT_KP];   // Wo chunk, [feature][k]
+    static_assert(sizeof s_gq + TT_POS_KEY * sizeof s_gq + sizeof s_a + sizeof s_v + sizeof s_t +
+                          sizeof s_w == TT_SMEM,
+                  "the shared memory the plan counted is what the block declares");
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int i0 = blockIdx.x * TT_TI, d0 = blockIdx.y * TT_TD, b = blockIdx.z;
@@ -158,7 +161,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 //   mla_bwd_reduce adds the tiles' partials of dK and dV into dqkv (fixed order).
 //   mla_bwd_params adds the partials of dP (written) and dg, du, dv (added into) in fixed order.
 // No float atomics anywhere: the result does not depend on scheduling. The layout of the
-// partials is templates/mla_parts.cuh's (TT_TI = this kernel's row tile).
+// partials is templates/mla_geom.cuh's (TT_TI = this kernel's row tile).
 
 #ifdef TT_OP_MLA_BWD_WO
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
@@ -170,6 +173,9 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     __shared__ float s_v[TT_TK][TT_RP];
     __shared__ float s_t[TT_TI][TT_KP];
     __shared__ float s_dy[TT_TI][TT_TD + 1];
+    static_assert(sizeof s_a + sizeof s_v + sizeof s_t + sizeof s_dy == TT_SMEM,
+                  "the shared memory the plan counted is what the block declares");
+    static_assert(TT_TK == 32, "a lane owns one key k of a tile");
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int j = blockIdx.x, k0 = blockIdx.y * TT_TK, d0 = blockIdx.z * TT_TD;
 #if !TT_POS_KEY
@@ -244,6 +250,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     __shared__ float s_dy[TT_TI][TT_DC + 1];
     __shared__ float s_w[TT_DC][TT_KP];
     __shared__ float s_dt[TT_TI][TT_KP];
+    static_assert(sizeof s_qu * (4 + TT_POS_KEY) + sizeof s_v + sizeof s_dy + sizeof s_w +
+                          sizeof s_dt == TT_SMEM,
+                  "the shared memory the plan counted is what the block declares");
+    static_assert(TT_TK == 32, "a lane owns one key k of a tile (dT's columns, s_w[dd][lane])");
+    static_assert(TT_R <= TT_THREADS, "a thread per rank sums dK, dP, dg, du, dv");
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int it = blockIdx.x, i0 = it * TT_TI, b = blockIdx.y;
     const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;

@@ -1,4 +1,4 @@
-// ttgen: needs mla_parts.cuh
+// ttgen: needs mla_geom.cuh
 // Multi-linear attention on bf16 tensor cores (mma.sync m16n8k16, fp32 accumulation): the same
 // computations as templates/mla.cu (read it first for the notation), as chains of small matrix
 // products whose intermediate tiles stay in registers. T is never written to memory.
@@ -290,23 +290,18 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
 #endif
 }
 
-#ifdef TT_JP
+#if defined(TT_OP_MLA_FWD) || defined(TT_OP_MLA_FWD_SUM)
 // The parts of the key positions j (16 each) that row tile it sees: under the mask j stops at
-// the tile's last row. Tasks (tile, part) are numbered from the last tile (the most parts) down.
-#define TT_FPARTS(it) (TT_CAUSAL ? (min(((it) + 1) * 16, TT_N) + 15) / 16 : TT_JP)
-__device__ __forceinline__ void tt_task_of(int x, int &it, int &jp)
-{
-    it = TT_NPAD / 16 - 1;
-    while (x >= TT_FPARTS(it)) {
-        x -= TT_FPARTS(it);
-        it--;
-    }
-    jp = x;
-}
+// the tile's last row (templates/mla_geom.cuh).
+#define TT_FPARTS(it) tt_mla_parts(it, TT_N, TT_CAUSAL, 16, 16)
+static_assert(TT_JP == (TT_N + 15) / 16, "parts of 16 key positions");
 #endif
 
 #ifdef TT_OP_MLA_FWD
 static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
+static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, 16), "the plan's grid: a block a task");
+static_assert(2 * (TT_G * (TT_NPAD + 16) * TT_SR + TT_NS * TT_TD * TT_SW) == TT_SMEM,
+              "the shared memory the plan gives is what the blocks carve up below");
 // Block: rows i0 .. i0+15 of TT_G sequences (one per warp), the key positions j of one part
 // (16 of them; so that the last tile's walk is as short as the others'), TT_TD output features.
 // With TT_JP > 1 parts, each part's sums go to ypart [JP][B][N][D] fp32 and mla_fwd_sum adds them
@@ -327,7 +322,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     tt_bf16 *sw = sk_all + (size_t)TT_G * 16 * TT_SR;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     int it, jp;
-    tt_task_of(blockIdx.x, it, jp);
+    tt_mla_tc_task(blockIdx.x, TT_N, TT_CAUSAL, 16, &it, &jp);
     const int i0 = it * 16, d0 = blockIdx.z * TT_TD, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const tt_bf16 *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
@@ -395,7 +390,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             (void)ypart;
             y[((size_t)b * TT_N + i) * TT_D + d] = tt_store_as<TT_T>(acc[nt][e]);
 #else
-            ypart[(((size_t)jp * batch + b) * TT_N + i) * TT_D + d] = acc[nt][e];
+            ypart[tt_mla_fwd_part(batch, TT_N, TT_D, jp, b, i) + d] = acc[nt][e];
 #endif
         }
 }
@@ -416,7 +411,7 @@ TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
         for (int jp = 0; jp < TT_JP; jp++)
             if (jp < TT_FPARTS(it)) {
                 float x[V];
-                tt_load<V>(x, ypart + (size_t)jp * n + e);
+                tt_load<V>(x, ypart + tt_mla_fwd_part(batch, TT_N, TT_D, jp, 0, 0) + e);
 #pragma unroll
                 for (int q = 0; q < V; q++) s[q] += x[q];
             }
@@ -427,7 +422,7 @@ TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 
 // ---- backward ----------------------------------------------------------------------------------
 // Two kernels replace mla.cu's mla_bwd_wo and mla_bwd_q; mla_bwd_reduce and mla_bwd_params (of
-// mla.cu, with TT_TI = 16) add up the partials mla_bwd_q writes (templates/mla_parts.cuh).
+// mla.cu, with TT_TI = 16) add up the partials mla_bwd_q writes (templates/mla_geom.cuh).
 
 #ifdef TT_OP_MLA_BWD_WO
 // dWo[d, j*N + k] += sum_{b,i} T[b,i,j,k] dY[b,i,d], as dWo_j^T (keys x features) = T_j^T dY:
@@ -517,6 +512,8 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     __shared__ __align__(16) tt_bf16 s_dy[3][32][TT_TD + 8]; // dY rows of the tile, features d0..
     __shared__ __align__(16) tt_bf16 s_v[3][16][TT_SR];      // the sequence's V rows kc..
     __shared__ __align__(16) tt_bf16 s_k[3][TT_W][TT_SR];    // and K rows of the block's j
+    static_assert(sizeof s_q + sizeof s_dy + sizeof s_v + sizeof s_k == TT_SMEM,
+                  "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
     const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z % TT_NDT * TT_TD;
     const int split = blockIdx.z / TT_NDT, per_split = (batch + TT_S - 1) / TT_S;
@@ -676,7 +673,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 #if TT_S == 1
     (void)wpart;
 #else
-    dwo = wpart + (size_t)split * TT_D * TT_N * TT_N; // this split's sums, written
+    dwo = wpart + tt_mla_wo_split(TT_N, TT_D, split); // this split's sums, written
 #endif
 #pragma unroll
     for (int nt = 0; nt < TT_TD / 8; nt++)
@@ -704,7 +701,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 #pragma unroll
         for (int sp = 0; sp < TT_S; sp++) {
             float x[V];
-            tt_load<V>(x, wpart + sp * n + e);
+            tt_load<V>(x, wpart + tt_mla_wo_split(TT_N, TT_D, sp) + e);
 #pragma unroll
             for (int q = 0; q < V; q++) s[q] += x[q];
         }
@@ -730,12 +727,17 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // Q^T (ranks x rows) is an A operand held across the walk, V[kc..]^T one held for a chunk: every
 // product is ranks x something, so that g K_j scales rows of the accumulators and one pair of
 // values of it serves dQ and dV alike. At the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The
-// part's sums of dQ, dV, dg go to the partials (templates/mla_parts.cuh, TT_TI = 16), which
+// part's sums of dQ, dV, dg go to the partials (templates/mla_geom.cuh, TT_TI = 16), which
 // mla_bwd_reduce and mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the slabs of Wo (16 keys wide), in bf16
 #define TT_JSETS (TT_JS / 8)     // accumulators of dK~: 8 key positions j each
 static_assert(TT_JS == 8 || TT_JS == 16, "parts of 8 or 16 key positions");
+// What the plan checks before it picks this kernel over mla.cu's:
+static_assert(!TT_POS_KEY, "position: key is mla.cu's mla_bwd_q: no P, u, v terms here");
+static_assert(TT_D <= 256, "dY's rows are held in registers: D up to 256");
+static_assert(TT_TI == 16 && TT_JP == (TT_N + TT_JS - 1) / TT_JS, "tiles of 16 rows, parts of JS");
+static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, TT_JS), "the plan's grid: a block a task");
 
 // a . b elementwise on bf16 pairs, rounded to nearest even (fma with -0: the product's sign of
 // zero kept).
@@ -761,19 +763,19 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    const size_t warp_bytes = (size_t)2 * TT_JS * TT_RK * 16 * 4 + 2 * 16 * TT_SR * 2;
-    unsigned char *mine = smem_raw + (size_t)3 * TT_DK * 16 * TT_SD * 2 + warp * warp_bytes;
+    constexpr size_t slab_bytes = (size_t)3 * TT_DK * 16 * TT_SD * 2;
+    constexpr size_t warp_bytes = (size_t)2 * TT_JS * TT_RK * 16 * 4 + 2 * 16 * TT_SR * 2;
+    static_assert(slab_bytes + TT_G * warp_bytes == TT_SMEM,
+                  "the shared memory the plan gives is what the block carves up");
+    unsigned char *mine = smem_raw + slab_bytes + warp * warp_bytes;
     float *s_gk = reinterpret_cast<float *>(mine); // g K_j of the part's j, zero past R
     float *s_dk = s_gk + TT_JS * TT_RK * 16;
     tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_dk + TT_JS * TT_RK * 16);
     (void)p, (void)u, (void)v, (void)dqkv;
 
     // blockIdx.x: (tile, part) pairs, the last tile's (the most chunks) first
-    int it = TT_IT - 1, jp = blockIdx.x;
-    while (jp >= TT_NPARTS(it)) { // (no side effects in the macro's argument)
-        jp -= TT_NPARTS(it);
-        it--;
-    }
+    int it, jp;
+    tt_mla_tc_task(blockIdx.x, TT_N, TT_CAUSAL, TT_JS, &it, &jp);
     const int i0 = it * 16, b = blockIdx.y * TT_G + warp;
     const bool live = b < batch;
     const TT_T *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
