@@ -16,6 +16,12 @@ static long need(const tt_gpu_kernel *k, const char *key)
     return v;
 }
 
+/* The grid the plan chose, for kernels whose grid does not depend on the batch or a count. */
+static dim3 plan_grid(const tt_gpu_kernel *k)
+{
+    return (dim3){k->k->grid[0], k->k->grid[1], k->k->grid[2]};
+}
+
 /* The kernel was specialized for `baked`; running it on other shapes would be silently wrong. */
 static void expect(const tt_gpu_kernel *k, const char *key, long given)
 {
@@ -76,7 +82,7 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
     expect(c, "SETS", 2);
     TT_ASSERT(dbeta == dgamma + d);
     void *cargs[] = {&dgamma, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(d, 32), 2, 1}, cargs, s); /* 32 columns a block */
+    tt_gpu_launch(c, plan_grid(c), cargs, s);
 }
 
 void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
@@ -110,7 +116,7 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     expect(c, "SETS", 2);
     TT_ASSERT(dbeta == dgamma + d);
     void *cargs[] = {&dgamma, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(d, 32), 2, 1}, cargs, st); /* 32 columns a block */
+    tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 
 /* A kernel over `count` rows of `width` features, a thread per VEC of them (plan.c's row_kernel). */
@@ -288,7 +294,7 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     int parts = (int)need(k, "PARTS");
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
     void *cargs[] = {&db1, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(f, 32), 1, 1}, cargs, st); /* 32 columns a block */
+    tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 
 void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,
@@ -531,7 +537,7 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
             const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_fwd_sum");
             expect(sum, "JP", need(k, "JP"));
             void *sargs[] = {&y, &scratch, &batch};
-            tt_gpu_launch(sum, (dim3){sum->k->grid[0], 1, 1}, sargs, s); /* grid-stride */
+            tt_gpu_launch(sum, plan_grid(sum), sargs, s); /* grid-stride */
         }
         return;
     }
@@ -589,7 +595,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
             const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_bwd_wo_sum");
             expect(sum, "S", splits);
             void *sargs[] = {&dwo, &wpart};
-            tt_gpu_launch(sum, (dim3){sum->k->grid[0], 1, 1}, sargs, ws); /* grid-stride */
+            tt_gpu_launch(sum, plan_grid(sum), sargs, ws); /* grid-stride */
         }
     } else {
         void *wargs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch};
@@ -604,7 +610,7 @@ void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "cast");
     const long threads = need(k, "THREADS");
     long blocks = (n + threads - 1) / threads;
-    if (blocks > 528) blocks = 528;
+    if (blocks > k->k->grid[0]) blocks = k->k->grid[0]; /* the plan's grid-stride blocks */
     if (blocks < 1) blocks = 1;
     void *args[] = {&out, &in, &n};
     tt_gpu_launch(k, (dim3){(unsigned)blocks, 1, 1}, args, s);
