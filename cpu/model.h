@@ -40,15 +40,15 @@ typedef struct {
 int tt_cluster_of(const tt_layout *layout, long t);
 
 /* The parameters of m: the tensorized model's, or Transformer-XL's (kimiyoung's MemTransformerLM,
- * attn_type 0, without its pos_emb.inv_freq buffer, which is not a parameter). -1 with a message
- * for a kind it does not know. */
+ * attn_type 0, without its pos_emb.inv_freq buffer, which is not a parameter). Returns 0 and
+ * leaves err alone: both kinds the spec parser accepts have a layout. */
 int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *layout, char *err, size_t errlen);
 void tt_layout_free(tt_layout *layout);
 
 const tt_param *tt_layout_find(const tt_layout *layout, const char *name);
 
-/* 0 when the GPU runs the spec's model, else -1 with one line in err (Transformer-XL runs on
- * the CPU reference only, for now). */
+/* Returns 0: the GPU runs both kinds of model. Left from when Transformer-XL ran on the CPU
+ * reference only, until its two callers (train/engine.c, gpu/gpu_model.c) stop asking. */
 int tt_model_runs_on_gpu(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen);
 
 /* Fills w (layout->n_floats) with the initial weights of MODEL.md section 2, from seed alone. */
