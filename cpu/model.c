@@ -130,12 +130,6 @@ int tt_layout_build(const tt_model_spec *m, long vocab, tt_layout *l, char *err,
     return 0;
 }
 
-int tt_model_runs_on_gpu(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen)
-{
-    (void)m, (void)spec_path, (void)err, (void)errlen;
-    return 0;
-}
-
 int tt_cluster_of(const tt_layout *l, long t)
 {
     int c = 0;

@@ -47,10 +47,6 @@ void tt_layout_free(tt_layout *layout);
 
 const tt_param *tt_layout_find(const tt_layout *layout, const char *name);
 
-/* Returns 0: the GPU runs both kinds of model. Left from when Transformer-XL ran on the CPU
- * reference only, until its two callers (train/engine.c, gpu/gpu_model.c) stop asking. */
-int tt_model_runs_on_gpu(const tt_model_spec *m, const char *spec_path, char *err, size_t errlen);
-
 /* Fills w (layout->n_floats) with the initial weights of MODEL.md section 2, from seed alone. */
 void tt_layout_init(const tt_layout *layout, tt_real *w, uint64_t seed);
 

@@ -432,7 +432,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
     const tt_model_spec *m = &layout->m;
-    if (tt_model_runs_on_gpu(m, spec->path, err, errlen) != 0) return -1;
     if (batch > spec->train.batch)
         return tt_errf(err, errlen, "batch %d is more than the spec's train.batch %d, which the "
                        "kernels are planned for", batch, spec->train.batch);

@@ -40,10 +40,6 @@ int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, con
     char why[512] = "";
     const bool txl = spec->model.kind == TT_KIND_TXL;
     if (strcmp(device, "cpu") != 0) {
-        if (tt_model_runs_on_gpu(&spec->model, spec->path, err, errlen) != 0) {
-            tt_engine_close(e);
-            return -1;
-        }
         if (tt_gpu_open(&e->gpu, 0, why, sizeof why) == 0) {
             e->on_gpu = true;
         } else if (!strcmp(device, "cuda")) {
