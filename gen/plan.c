@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mla_geom.cuh"
+#include "ops.h"
 #include "tune.h"
 #include "util.h"
 
@@ -19,8 +20,14 @@
 
 static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
-static tt_kernel *add_kernel(tt_plan *plan, const char *op, const char *tpl, const char *dtype)
+/* A new kernel of op (gen/ops.h describes every one), from its tensor-core template when tc. */
+static tt_kernel *add_kernel(tt_plan *plan, const char *op, int tc, const char *dtype)
 {
+    const tt_op *d = tt_op_find(op);
+    if (!d || !d->templates[tc])
+        tt_panic(__FILE__, __LINE__, "the plan adds %s%s, which gen/ops.c does not describe", op,
+                 tc ? " on tensor cores" : "");
+    const char *tpl = d->templates[tc];
     plan->kernels = tt_xrealloc(plan->kernels, (size_t)(plan->n + 1) * sizeof *plan->kernels);
     tt_kernel *k = &plan->kernels[plan->n++];
     memset(k, 0, sizeof *k);
@@ -115,7 +122,7 @@ static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *
                                      const char *dtype, int d, long tpr, long rpb)
 {
     const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, op, "layernorm.cu", dtype);
+    tt_kernel *k = add_kernel(plan, op, 0, dtype);
     set_const(k, "D", d);
     set_const(k, "TPR", tpr);
     set_const(k, "ROWS", rpb);
@@ -175,7 +182,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");
 
     /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta). */
-    tt_kernel *c = add_kernel(plan, "colsum", "colsum.cu", "f32");
+    tt_kernel *c = add_kernel(plan, "colsum", 0, "f32");
     const long ct = pick(plan, "colsum", "THREADS", COLSUM_THREADS);
     set_const(c, "D", d);
     set_const(c, "SETS", 2);
@@ -234,13 +241,13 @@ static long row_vec(long w) { return w % 4 == 0 ? 4 : (w % 2 == 0 ? 2 : 1); }
 
 /* A kernel over `count` rows of w features (key: the width's constant), a thread per VEC of them;
  * its grid for up to `rows` rows. */
-static tt_kernel *row_kernel(tt_plan *plan, const char *op, const char *op_flag, const char *tpl,
+static tt_kernel *row_kernel(tt_plan *plan, const char *op, const char *op_flag,
                              const char *dtype, const char *key, long w, long rows,
                              const char *count)
 {
     const long vec = row_vec(w), nv = w / vec, threads = pick(plan, op, "THREADS", 256);
     const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, op, tpl, dtype);
+    tt_kernel *k = add_kernel(plan, op, 0, dtype);
     set_const(k, key, w);
     set_const(k, "VEC", vec);
     name_kernel(k, flags);
@@ -261,7 +268,7 @@ static void plan_embedding_sort(tt_plan *plan, long rows)
     /* up to 8192 keys (64 KiB of dynamic shared memory) sorted in shared memory alone: wt103's
      * 4800 rows took 88 us on an H200 with 4096 and a pass through global memory */
     const long chunk = p2 < 8192 ? p2 : 8192, sort_threads = 1024;
-    tt_kernel *o = add_kernel(plan, "embedding_sort", "embedding.cu", "f32");
+    tt_kernel *o = add_kernel(plan, "embedding_sort", 0, "f32");
     set_const(o, "P", p2);
     name_kernel(o, flags);
     set_const(o, "CHUNK", chunk);
@@ -281,7 +288,7 @@ static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *o
 {
     const long vec = row_vec(w), nv = w / vec, threads = nv >= 256 ? 256 : (nv + 31) / 32 * 32;
     const char *const flags[] = {NULL};
-    tt_kernel *b = add_kernel(plan, op, "embedding.cu", dtype);
+    tt_kernel *b = add_kernel(plan, op, 0, dtype);
     set_const(b, key, w);
     set_const(b, "VEC", vec);
     name_kernel(b, flags);
@@ -301,7 +308,7 @@ static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
     if (m->div_val > 1) return; /* adaptive input: plan_adaptive */
     const int d = m->d_model;
     const long rows = (long)s->train.batch * m->seq_len, vec = row_vec(d);
-    tt_kernel *k = row_kernel(plan, "embedding_fwd", "OP_EMBEDDING_FWD", "embedding.cu", dtype,
+    tt_kernel *k = row_kernel(plan, "embedding_fwd", "OP_EMBEDDING_FWD", dtype,
                               "D", d, rows, "rows");
     whyf(k, "thread per %ld features of a row (%ld-byte loads of E), dropout drawn in place: no "
             "mask stored", vec, vec * 4);
@@ -323,25 +330,25 @@ static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
     const int d = m->d_model;
     const long rows = (long)s->train.batch * m->seq_len;
     const long worst = (long)ceil_div(rows, TT_ADAPTIVE_BUCKET) * TT_ADAPTIVE_BUCKET;
-    tt_kernel *k = row_kernel(plan, "adaptive_gather", "OP_ADAPTIVE_GATHER", "adaptive.cu", dtype,
+    tt_kernel *k = row_kernel(plan, "adaptive_gather", "OP_ADAPTIVE_GATHER", dtype,
                               "D", d, worst, "count");
     whyf(k, "a tail cluster's rows (the host's list) packed for its products: a tail is scored "
             "only for the rows whose target it holds");
-    k = row_kernel(plan, "adaptive_scatter_add", "OP_ADAPTIVE_SCATTER_ADD", "adaptive.cu", dtype,
+    k = row_kernel(plan, "adaptive_scatter_add", "OP_ADAPTIVE_SCATTER_ADD", dtype,
                    "D", d, worst, "count");
     whyf(k, "d x of a tail's rows added into theirs: a target is in one cluster, so one writer "
             "per row, no atomics");
     if (m->div_val == 1) return; /* one table: plan_embedding's kernels */
-    k = row_kernel(plan, "adaptive_emb_scatter", "OP_ADAPTIVE_EMB_SCATTER", "embedding.cu", dtype,
+    k = row_kernel(plan, "adaptive_emb_scatter", "OP_ADAPTIVE_EMB_SCATTER", dtype,
                    "D", d, worst, "count");
     whyf(k, "a cluster's projected rows (fp32 from cuBLAS) into x0, scaled, dropout drawn in "
             "place");
-    k = row_kernel(plan, "adaptive_emb_grad", "OP_ADAPTIVE_EMB_GRAD", "embedding.cu", dtype, "D",
+    k = row_kernel(plan, "adaptive_emb_grad", "OP_ADAPTIVE_EMB_GRAD", dtype, "D",
                    d, worst, "count");
     whyf(k, "d x0 of a cluster's rows packed for its products, dropout mask redrawn and scaled");
     int w = d;
     for (int c = 0; c <= m->n_cutoffs; c++, w /= m->div_val) {
-        k = row_kernel(plan, "adaptive_emb_gather", "OP_ADAPTIVE_EMB_GATHER", "embedding.cu",
+        k = row_kernel(plan, "adaptive_emb_gather", "OP_ADAPTIVE_EMB_GATHER",
                        dtype, "DE", w, worst, "count");
         whyf(k, "cluster %d's table rows of its tokens (fp32 master weights), packed for the "
                 "projection", c);
@@ -378,7 +385,7 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     if (threads < 0) return -1;
     const char *const flags[] = {NULL};
 
-    tt_kernel *k = add_kernel(plan, "ffn_act_fwd", "ffn_act.cu", dtype);
+    tt_kernel *k = add_kernel(plan, "ffn_act_fwd", 0, dtype);
     set_const(k, "F", f);
     set_const(k, "LD", ld);
     set_const(k, "VEC", vec);
@@ -404,7 +411,7 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
         return tt_errf(err, errlen, "ffn_act_bwd: PARTS=%ld: from 1 to the %u groups of %ld rows",
                        tuned_parts, ceil_div(rows, ty), ty);
     parts = tuned_parts;
-    tt_kernel *b = add_kernel(plan, "ffn_act_bwd", "ffn_act.cu", dtype);
+    tt_kernel *b = add_kernel(plan, "ffn_act_bwd", 0, dtype);
     set_const(b, "F", f);
     set_const(b, "LD", ld);
     set_const(b, "VEC", vec);
@@ -421,7 +428,7 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     b->smem_bytes = (unsigned)(ty * tx * vec * 4);
     whyf(b, "dz = dropout_bwd(dhd) * (h > 0); db1 partials of %ld row groups, no atomics", parts);
 
-    tt_kernel *c = add_kernel(plan, "bias_colsum", "colsum.cu", "f32");
+    tt_kernel *c = add_kernel(plan, "bias_colsum", 0, "f32");
     const long ct = pick(plan, "bias_colsum", "THREADS", COLSUM_THREADS);
     set_const(c, "D", f);
     set_const(c, "SETS", 1);
@@ -447,7 +454,7 @@ static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
     const char *const flags[] = {NULL};
     const char *ops[] = {"core_fwd", "core_bwd"}, *op_flags[] = {"OP_CORE_FWD", "OP_CORE_BWD"};
     for (int i = 0; i < 2; i++) {
-        tt_kernel *k = add_kernel(plan, ops[i], "core.cu", "f32");
+        tt_kernel *k = add_kernel(plan, ops[i], 0, "f32");
         set_const(k, "H", h);
         set_const(k, "R", r);
         name_kernel(k, flags);
@@ -469,7 +476,7 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, 
                               long threads, long cache)
 {
     const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, op, "xent.cu", dtype);
+    tt_kernel *k = add_kernel(plan, op, 0, dtype);
     set_const(k, "THREADS", threads);
     set_const(k, "CACHE", cache);
     name_kernel(k, flags);
@@ -510,7 +517,7 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     whyf(k, "xent for rows over the head's %ld logits: one float4 a thread kept, the rest read "
             "twice", head);
 
-    tt_kernel *t = add_kernel(plan, "xent_sum", "xent.cu", "f32");
+    tt_kernel *t = add_kernel(plan, "xent_sum", 0, "f32");
     set_const(t, "THREADS", sthreads);
     name_kernel(t, flags);
     set_const(t, "OP_XENT_SUM", 1);
@@ -528,7 +535,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     if (at < 32 || at > 1024 || at % 32)
         return tt_errf(err, errlen, "adam: THREADS=%ld: whole warps, at most 1024", at);
     const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, "adam", "adam.cu", dtype);
+    tt_kernel *k = add_kernel(plan, "adam", 0, dtype);
     set_const(k, "THREADS", at);
     name_kernel(k, flags);
     set_const(k, "OP_ADAM", 1);
@@ -540,7 +547,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     const char *ops[] = {"grad_norm_part", "grad_norm_final"};
     const char *op_flags[] = {"OP_GRAD_NORM_PART", "OP_GRAD_NORM_FINAL"};
     for (int i = 0; i < 2; i++) {
-        tt_kernel *g = add_kernel(plan, ops[i], "adam.cu", "f32");
+        tt_kernel *g = add_kernel(plan, ops[i], 0, "f32");
         set_const(g, "BLOCKS", PARTIAL_BLOCKS);
         set_const(g, "THREADS", threads);
         name_kernel(g, flags);
@@ -560,7 +567,7 @@ static void plan_cast(tt_plan *plan, const char *dtype)
 {
     const long threads = pick(plan, "cast", "THREADS", 256);
     const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, "cast", "cast.cu", dtype);
+    tt_kernel *k = add_kernel(plan, "cast", 0, dtype);
     set_const(k, "THREADS", threads);
     name_kernel(k, flags);
     set_const(k, "OP_CAST", 1);
@@ -633,7 +640,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         return tt_errf(err, errlen, "mla_fwd: seq_len %d with rank %d needs more than %d KiB of "
                        "shared memory; lower model.seq_len or model.rank", n, r,
                        SMEM_DYN_LIMIT / 1024);
-    tt_kernel *k = add_kernel(plan, "mla_fwd", "mla_tc.cu", "bf16");
+    tt_kernel *k = add_kernel(plan, "mla_fwd", 1, "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
@@ -657,7 +664,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
     if (ceil_div(n, 16) == 1) return 0;
-    tt_kernel *c = add_kernel(plan, "mla_fwd_sum", "mla_tc.cu", "bf16");
+    tt_kernel *c = add_kernel(plan, "mla_fwd_sum", 1, "bf16");
     mla_shape_consts(c, m);
     set_const(c, "JP", ceil_div(n, 16));
     name_kernel(c, flags);
@@ -700,7 +707,7 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
                            "smallest tiles; lower model.rank",
                            r, SMEM_STATIC_LIMIT / 1024);
     }
-    tt_kernel *k = add_kernel(plan, "mla_fwd", "mla.cu", dtype);
+    tt_kernel *k = add_kernel(plan, "mla_fwd", 0, dtype);
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     set_const(k, "N", n);
     set_const(k, "R", r);
@@ -774,7 +781,7 @@ static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dty
     if (tt_mla_bwd_wo_smem(ti, td, tk, r) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_wo: rank %d needs more than %d KiB of shared memory; "
                        "lower model.rank", r, SMEM_STATIC_LIMIT / 1024);
-    tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla.cu", dtype);
+    tt_kernel *k = add_kernel(plan, "mla_bwd_wo", 0, dtype);
     mla_shape_consts(k, m);
     set_const(k, "TI", ti);
     set_const(k, "TD", td);
@@ -813,7 +820,7 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     if (tt_mla_bwd_q_smem(tq, tk, dc, r, key) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: rank %d needs more than %d KiB of shared memory; "
                        "lower model.rank", r, SMEM_STATIC_LIMIT / 1024), -1;
-    tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla.cu", dtype);
+    tt_kernel *q = add_kernel(plan, "mla_bwd_q", 0, dtype);
     mla_shape_consts(q, m);
     set_const(q, "TI", tq);
     set_const(q, "TK", tk);
@@ -867,7 +874,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     if (tt_mla_tc_bwd_wo_smem(m->rank, w, td) > SMEM_STATIC_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld: rank %d needs more than %d KiB of "
                        "shared memory; lower W or TD", w, td, m->rank, SMEM_STATIC_LIMIT / 1024);
-    tt_kernel *k = add_kernel(plan, "mla_bwd_wo", "mla_tc.cu", "bf16");
+    tt_kernel *k = add_kernel(plan, "mla_bwd_wo", 1, "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
@@ -889,7 +896,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
     if (splits == 1) return 0;
-    tt_kernel *c = add_kernel(plan, "mla_bwd_wo_sum", "mla_tc.cu", "f32");
+    tt_kernel *c = add_kernel(plan, "mla_bwd_wo_sum", 1, "f32");
     mla_shape_consts(c, m);
     set_const(c, "S", splits);
     name_kernel(c, flags);
@@ -923,7 +930,7 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     if (g < 1 || g > 8 || tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT)
         return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
                        g, SMEM_DYN_LIMIT / 1024), -1;
-    tt_kernel *q = add_kernel(plan, "mla_bwd_q", "mla_tc.cu", "bf16");
+    tt_kernel *q = add_kernel(plan, "mla_bwd_q", 1, "bf16");
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     mla_shape_consts(q, m);
     set_const(q, "MMA", 1);
@@ -975,7 +982,7 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
     for (int i = 0; i < 2; i++) {
         const long threads = pick(plan, ops[i], "THREADS", 256);
-        tt_kernel *c = add_kernel(plan, ops[i], "mla.cu", dtype);
+        tt_kernel *c = add_kernel(plan, ops[i], 0, dtype);
         mla_shape_consts(c, m);
         set_const(c, "TI", tq);
         if (jp) { /* mla_tc.cu's parts (and its dQ partials) */
@@ -1021,7 +1028,7 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
     for (int b = 0; b < 2; b++) {
         const long threads = block_threads(plan, ops[b][0], 128, err, errlen);
         if (threads < 0) return -1;
-        tt_kernel *k = add_kernel(plan, ops[b][0], "txl_softmax.cu", dtype);
+        tt_kernel *k = add_kernel(plan, ops[b][0], 0, dtype);
         set_const(k, "KMAX", kmax);
         name_kernel(k, flags);
         set_const(k, "THREADS", threads);
@@ -1075,7 +1082,7 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         const long threads = pick(plan, ops[i].op, "THREADS", 256);
-        tt_kernel *k = add_kernel(plan, ops[i].op, "txl.cu", dtype);
+        tt_kernel *k = add_kernel(plan, ops[i].op, 0, dtype);
         if (ops[i].heads) {
             set_const(k, "H", m->n_head);
             set_const(k, "DH", m->d_head);
