@@ -2,9 +2,9 @@
  * every variant they span is built (NVRTC, in parallel, through the kernel cache), checked
  * against the CPU twin on fresh random inputs (outputs poisoned first), and timed on the GPU
  * with CUDA events after warm-up, as the trainer runs it (the attention's backward with its
- * second stream). The fastest correct variant goes into the tuning cache for this card, where
- * tt_gpu_program_load finds it. Kernels are tuned one after another, each with the variants
- * already chosen for the kernels before it. */
+ * second stream): both through the op's unit (unit.h). The fastest correct variant goes into the
+ * tuning cache for this card, where tt_gpu_program_load finds it. Kernels are tuned one after
+ * another, each with the variants already chosen for the kernels before it. */
 #ifndef TT_AUTOTUNE_H
 #define TT_AUTOTUNE_H
 
@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "gpu.h"
 #include "spec.h"
+#include "tune.h"
 
 typedef struct {
     int iters;       /* timed runs per measurement, the median kept (default 30) */
@@ -29,8 +30,32 @@ typedef struct {
 int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
             char *err, size_t errlen);
 
-/* What the tuner times for op's variants ("tt_mla_bwd"), or NULL when it has no harness for op:
- * every op a template declares tunables for must have one (tested). */
+/* What the tuner times for op's variants ("tt_mla_bwd"), or NULL when no unit runs op: every op
+ * a template declares tunables for must have one (tested). */
 const char *tt_tune_unit(const char *op);
+
+/* A variant of a tunable op: the values that select it. */
+typedef struct {
+    char op[32];
+    tt_tuning t;     /* its op's values, over the choices made before it */
+    char label[96];  /* "G=2 TD=64" */
+    char error[320]; /* why the plan refuses it, or (the tuner's) why it was skipped */
+    int heuristic;   /* the plan's own choice */
+} tt_tune_variant;
+
+/* Every variant the tuner may choose, for each op of spec's plan on arch whose template declares
+ * tunables, in the order the tuner tunes them: the product of the declared values that
+ * tt_plan_build_tuned accepts, over the heuristic's choices for every other op, and the
+ * heuristic's own. *v malloc'd (tt_tune_variants_free). -1 with a message when the declarations
+ * or the plan cannot be read. */
+int tt_tune_variants(const tt_spec *spec, const char *arch, tt_tune_variant **v, int *n,
+                     char *err, size_t errlen);
+void tt_tune_variants_free(tt_tune_variant *v, int n);
+
+/* Every kernel of the variants' plans (but those with an error), once, compiled into cache in
+ * jobs parallel compiles (0: one per CPU): loading a variant then finds its CUBINs there. -1 with
+ * the first failure's message. */
+int tt_tune_compile(const tt_spec *spec, const char *arch, const tt_tune_variant *v, int nv,
+                    const tt_cache *cache, int jobs, char *err, size_t errlen);
 
 #endif

@@ -1,21 +1,30 @@
-/* Every generated kernel against its CPU twin (cpu/cpu_ops.c) on the GPU, on fresh random
- * inputs, with outputs poisoned (NaN) first so that an unwritten element fails. Tolerances are
- * relative L2 errors that fit the precision: fp32 1e-5, bf16 1e-2 (the CPU computes in fp32 on the
- * same bf16-rounded inputs). Without a CUDA device the test exits 77: CTest reports it skipped. */
+/* Every generated kernel against its CPU twin (cpu/cpu_ops.c, cpu/cpu_txl.c) on the GPU, on fresh
+ * random inputs, with outputs poisoned (NaN) first so that an unwritten element fails. The kernels
+ * a unit runs (gpu/unit.h: the attention, the residual LayerNorms, the FFN's activation, the loss,
+ * Transformer-XL's softmax and heads, the embedding, the gather, Adam, the cast) are checked
+ * through it, with its tolerances: on hand-written configs, on the plan of every spec in specs/ as
+ * shipped, and on every variant ttgen --tune may choose; errors planted in the twin or in the
+ * GPU's outputs show that each check fails where a kernel is wrong. The rest (the products, the
+ * plain LayerNorm, the embedding's backward and sort, the adaptive clusters, the core, the loss on
+ * other rows, Adam's clipping) are checked here with the units' helpers: relative L2 errors that
+ * fit the precision, fp32 1e-5 and bf16 1e-2 (the CPU computes in fp32 on the same bf16-rounded
+ * inputs). TT_TEST_CONFIGS=substring runs only the configs and specs whose name contains it
+ * (racecheck is slow); TT_TEST_NO_VARIANTS=1 leaves the tuner's variants out (compute-sanitizer).
+ * Without a CUDA device the test exits 77: CTest reports it skipped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bf16.h"
+#include "autotune.h"
 #include "cache.h"
 #include "cpu_ops.h"
-#include "cpu_txl.h"
 #include "gemm.h"
 #include "gpu.h"
 #include "gpu_testutil.h"
@@ -24,6 +33,8 @@
 #include "rng.h"
 #include "spec.h"
 #include "testutil.h"
+#include "tune.h"
+#include "unit.h"
 #include "util.h"
 
 static tt_gpu gpu;
@@ -31,53 +42,60 @@ static tt_cache cache;
 static uint64_t seed;
 static uint64_t draws;
 
+/* A tensorized model's shapes: D, N, R, the batch and the FFN's width F. */
 typedef struct {
     const char *name;
-    int d, n, r, batch;
+    int d, n, r, batch, f;
     int causal, pos_key, bf16;
 } config;
 
+/* F 2100, 64 and 37: the FFN's rows with 16-, 8- and 4-byte vectors and with none, 2104 and 40
+ * apart (tt_row_pitch) */
 static const config configs[] = {
-    {"ptb", 256, 32, 40, 4, 1, 0, 0},      {"ptb", 256, 32, 40, 4, 1, 0, 1},
-    {"wt103", 256, 80, 40, 3, 1, 0, 0},    {"wt103", 256, 80, 40, 3, 1, 0, 1},
-    {"odd-key", 100, 13, 7, 2, 0, 1, 0},   {"odd-key", 100, 13, 7, 2, 0, 1, 1},
-    {"odd-causal-key", 72, 37, 12, 2, 1, 1, 1},
-    {"d96", 96, 32, 16, 2, 1, 0, 1}, /* mla_bwd_wo's dY tile by the loop for uneven chunks */
-    {"wide", 1536, 8, 16, 2, 1, 0, 0},     {"wide", 1536, 8, 16, 2, 1, 0, 1},
-    {"tiny", 32, 16, 8, 4, 1, 0, 1},       {"nocausal", 64, 40, 24, 3, 0, 0, 1},
+    {"ptb", 256, 32, 40, 4, 2100, 1, 0, 0},  {"ptb", 256, 32, 40, 4, 2100, 1, 0, 1},
+    {"wt103", 256, 80, 40, 3, 64, 1, 0, 0},  {"wt103", 256, 80, 40, 3, 64, 1, 0, 1},
+    {"odd-key", 100, 13, 7, 2, 37, 0, 1, 0}, {"odd-key", 100, 13, 7, 2, 37, 0, 1, 1},
+    {"odd-causal-key", 72, 37, 12, 2, 32, 1, 1, 1},
+    {"causal-key", 64, 24, 16, 2, 32, 1, 1, 0},
+    {"d96", 96, 32, 16, 2, 32, 1, 0, 1}, /* mla_bwd_wo's dY tile by the loop for uneven chunks */
+    {"wide", 1536, 8, 16, 2, 32, 1, 0, 0},   {"wide", 1536, 8, 16, 2, 32, 1, 0, 1},
+    {"tiny", 32, 16, 8, 4, 32, 1, 0, 1},     {"nocausal", 64, 40, 24, 3, 32, 0, 0, 1},
 };
 
-/* TT_TEST_CONFIGS=substring runs only the configs whose name contains it (racecheck is slow). */
-static int skip_config(const config *c)
+/* Transformer-XL's: with and without memory, a segment of 37 rows after 70 of memory. */
+typedef struct {
+    const char *name;
+    int batch, heads, n, m, bf16;
+} txl_config;
+
+static const txl_config txl_configs[] = {
+    {"txl-m0", 2, 3, 8, 0, 0},      {"txl-m8", 2, 3, 8, 8, 0}, {"txl-n37-m70", 1, 2, 37, 70, 0},
+    {"txl-m8", 2, 3, 8, 8, 1},      {"txl-n37-m70", 1, 2, 37, 70, 1},
+};
+
+/* Sequences the units check of a shipped spec's batch: the CPU twin of the attention at wt103's
+ * shapes takes about a second for eight. */
+#define SPEC_CHECK 8
+
+/* TT_TEST_CONFIGS=substring runs only the configs and specs whose name contains it. */
+static int skip_name(const char *name)
 {
     const char *f = getenv("TT_TEST_CONFIGS");
-    return f && *f && !strstr(c->name, f);
+    return f && *f && !strstr(name, f);
 }
 
-static void randn(float *x, size_t n, float std)
-{
-    const uint64_t stream = draws++;
-    for (size_t i = 0; i < n; i++) {
-        const double u1 = 1.0 - tt_uniform(seed, stream, 2 * i), u2 = tt_uniform(seed, stream, 2 * i + 1);
-        x[i] = (float)(std * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
-    }
-}
-
-/* Rounds x in place to what the device will hold in storage type bf16 (no-op for fp32). */
-static void round_storage(float *x, size_t n, int bf16)
-{
-    if (bf16)
-        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(tt_bf16_from_float(x[i]));
-}
+static void randn(float *x, size_t n, float std) { tt_randn(x, n, std, seed, draws++, 0); }
 
 static void *upload(const float *x, size_t n, int bf16) { return tt_gpu_upload(x, n, bf16); }
 
-static void *poisoned(size_t n, size_t es)
+static void *poisoned(size_t n, size_t es) { return tt_gpu_poisoned(n * es); }
+
+/* A [rows, cols] matrix into device memory with its rows ld apart, as the GPU keeps the FFN's
+ * activations and the logits: the ld - cols padding elements of a row are NaN, so that a kernel or
+ * product that reads them fails. */
+static void *upload_pitched(const float *x, int rows, int cols, int ld, int bf16)
 {
-    void *d;
-    TT_CUDA(cudaMalloc(&d, n * es));
-    TT_CUDA(cudaMemset(d, 0xff, n * es)); /* all-ones bits: NaN in fp32 and bf16 */
-    return d;
+    return tt_gpu_upload_rows(x, rows, cols, ld, bf16);
 }
 
 static float *download(const void *d, size_t n, int bf16)
@@ -87,75 +105,378 @@ static float *download(const void *d, size_t n, int bf16)
     return tt_gpu_download(d, n, bf16);
 }
 
-/* A [rows, cols] matrix into device memory with its rows ld apart, as the GPU keeps the FFN's
- * activations and the logits: the ld - cols padding elements of a row are NaN, so that a kernel or
- * product that reads them fails. */
-static void *upload_pitched(const float *x, int rows, int cols, int ld, int bf16)
-{
-    float *p = tt_xmalloc((size_t)rows * ld * sizeof *p);
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < ld; c++)
-            p[(size_t)r * ld + c] = c < cols ? x[(size_t)r * cols + c] : NAN;
-    void *d = upload(p, (size_t)rows * ld, bf16);
-    free(p);
-    return d;
-}
-
 /* The [rows, cols] values of a device matrix whose rows are ld apart and whose padding was NaN:
  * fails where a padding element is not NaN any more (written where nothing may be). */
 static float *download_pitched(const void *d, int rows, int cols, int ld, int bf16, const char *what)
 {
-    float *all = download(d, (size_t)rows * ld, bf16), *x = tt_xmalloc((size_t)rows * cols * 4);
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < ld; c++) {
-            const float v = all[(size_t)r * ld + c];
-            if (c < cols)
-                x[(size_t)r * cols + c] = v;
-            else if (!isnan(v))
-                fail_msg("%s: padding element (%d, %d) of a row %d wide, %d apart, was written: %g",
-                         what, r, c, cols, ld, v);
-        }
-    free(all);
+    TT_CUDA(cudaStreamSynchronize(gpu.stream));
+    long written, at = 0;
+    float *x = tt_gpu_download_rows(d, rows, cols, ld, bf16, &written, &at);
+    if (written)
+        fail_msg("%s: %ld padding elements of rows %d wide, %d apart, written; the first (%ld, %ld)",
+                 what, written, cols, ld, at / ld, at % ld);
     return x;
 }
 
-/* Relative L2 error; NaN anywhere (an unwritten or broken element) fails. */
+/* Relative L2 error over the whole; NaN anywhere (an unwritten or broken element) fails. */
 static void compare(const char *what, const config *c, const float *got, const float *want,
                     size_t n, double tol)
 {
-    double num = 0, den = 0;
-    size_t nan_at = (size_t)-1;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(got[i]) && nan_at == (size_t)-1) nan_at = i;
-        num += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
-        den += (double)want[i] * want[i];
-    }
-    const double rel = sqrt(num / (den > 0 ? den : 1));
+    tt_unit_result r = {.whole.row = -1, .row.row = -1};
+    tt_compare(&r, what, got, want, 1, (long)n, tol, 0);
     printf("  %-14s %-15s %-4s  rel err %.2e  (tol %.0e)%s\n", what, c->name, c->bf16 ? "bf16" : "fp32",
-           rel, tol, nan_at != (size_t)-1 ? "  NOT FINITE" : "");
-    if (nan_at != (size_t)-1) fail_msg("%s %s: element %zu is %f", what, c->name, nan_at, got[nan_at]);
-    if (!(rel <= tol)) fail_msg("%s %s: relative error %.3e over %.0e", what, c->name, rel, tol);
+           r.whole.err, tol, r.note[0] ? "  NOT FINITE" : "");
+    if (r.note[0]) fail_msg("%s %s: %s", what, c->name, r.note);
+    if (!(r.ratio <= 1)) fail_msg("%s %s: relative error %.3e over %.0e", what, c->name, r.whole.err, tol);
+}
+
+/* A spec's text and its program. */
+static void load_text(const char *text, tt_spec *s, tt_gpu_program *p)
+{
+    char err[4096];
+    if (tt_spec_parse(text, strlen(text), "test", ".", s, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_gpu_program_load(p, s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+/* config c's spec with the FFN width f and h cores, and `extra` model keys (", key: value", or
+ * ""). */
+static void lm_text(const config *c, int f, int h, const char *extra, char *text, size_t n)
+{
+    snprintf(text, n,
+             "model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, rank: %d, cores: %d, "
+             "seq_len: %d, d_inner: %d, causal: %s, position: %s%s}\n"
+             "train: {batch: %d, precision: %s}\n",
+             c->d, c->r, h, c->n, f, c->causal ? "true" : "false", c->pos_key ? "key" : "none",
+             extra, c->batch, c->bf16 ? "bf16" : "fp32");
+}
+
+static void txl_text(const txl_config *c, char *text, size_t n)
+{
+    snprintf(text, n,
+             "model: {kind: transformer-xl, vocab: 50, d_model: 16, layers: 1, n_head: %d, "
+             "d_head: 8, seq_len: %d, mem_len: %d, d_inner: 32}\n"
+             "train: {batch: %d, precision: %s}\n", c->heads, c->n, c->m, c->batch,
+             c->bf16 ? "bf16" : "fp32");
+}
+
+static void load_lm_program(const config *c, int f, int h, const char *extra, tt_spec *s,
+                            tt_gpu_program *p)
+{
+    char text[1024];
+    lm_text(c, f, h, extra, text, sizeof text);
+    load_text(text, s, p);
 }
 
 static void load_program(const config *c, tt_spec *s, tt_gpu_program *p)
 {
-    char text[1024], err[4096];
-    snprintf(text, sizeof text,
-             "model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, rank: %d, cores: 2, "
-             "seq_len: %d, d_inner: 32, causal: %s, position: %s}\n"
-             "train: {batch: %d, precision: %s}\n",
-             c->d, c->r, c->n, c->causal ? "true" : "false", c->pos_key ? "key" : "none", c->batch,
-             c->bf16 ? "bf16" : "fp32");
-    if (tt_spec_parse(text, strlen(text), "test", ".", s, err, sizeof err) != 0) fail_msg("%s", err);
-    if (tt_gpu_program_load(p, s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+    load_lm_program(c, c->f, 2, "", s, p);
 }
+
+/* A shipped spec and the program of its plan as shipped (the heuristics, whatever a tuning cache
+ * holds). */
+static void load_spec(const char *path, tt_spec *s, tt_gpu_program *p)
+{
+    char err[4096];
+    if (tt_spec_load(path, s, err, sizeof err) != 0) fail_msg("%s", err);
+    tt_plan plan;
+    if (tt_plan_build(s, gpu.arch, &plan, err, sizeof err) != 0 ||
+        tt_gpu_program_load_plan(p, &plan, &gpu, &cache, err, sizeof err) != 0)
+        fail_msg("%s: %s", path, err);
+}
+
+/* --- the units ------------------------------------------------------------------------------- */
+
+/* One line: the unit, where (config, spec, variant), the precision, the whole-tensor error and the
+ * worst row's, each with its tensor and bound. */
+static void print_check(const tt_unit *u, const char *where, int bf16, const tt_unit_result *r)
+{
+    const tt_unit_desc *d = tt_unit_desc_of(u);
+    char whole[80] = "", row[80] = "";
+    if (r->whole.tensor)
+        snprintf(whole, sizeof whole, "%s %.2e (tol %.0e)", r->whole.tensor, r->whole.err, r->whole.tol);
+    if (r->row.tensor)
+        snprintf(row, sizeof row, "row %.2e %s[%ld] (tol %.0e)", r->row.err, r->row.tensor,
+                 r->row.row, r->row.tol);
+    printf("  %-16s %-44s %-4s  %-10s %-30s %s%s\n", d->name, where, bf16 ? "bf16" : "fp32",
+           d->measure, whole, row, r->ratio <= 1 ? "" : "  FAILS");
+}
+
+static void check_one(tt_unit *u, const tt_gpu_program *p, const char *where, int bf16)
+{
+    const tt_unit_result r = tt_unit_check(u, p, &gpu, TT_PLANT_NONE);
+    print_check(u, where, bf16, &r);
+    if (!(r.ratio <= 1)) {
+        char why[256];
+        tt_unit_verdict(&r, tt_unit_desc_of(u)->measure, why, sizeof why);
+        fail_msg("%s, %s: %s", tt_unit_desc_of(u)->name, where, why);
+    }
+}
+
+/* The attention's backward is deterministic: the same inputs, the same bits in every output. */
+static void same_twice(tt_unit *u, const tt_gpu_program *p, const char *where)
+{
+    const char *differs = tt_unit_differs_twice(u, p, &gpu);
+    printf("  %-16s %-44s twice: %s\n", tt_unit_desc_of(u)->name, where,
+           differs ? "DIFFERENT BITS" : "the same bits");
+    if (differs) fail_msg("%s, %s: %s differs between two runs", tt_unit_desc_of(u)->name, where, differs);
+}
+
+/* Every unit of p's plan for spec s (check: its whole batch), and the backward run twice. */
+static void check_units(const tt_spec *s, const tt_gpu_program *p, const char *where)
+{
+    const tt_unit_opts o = {.check = s->train.batch, .seed = seed, .tail_rows = 5, .ld_pad = 8};
+    const int bf = s->train.precision == TT_PREC_BF16;
+    for (int i = 0; i < tt_n_units; i++) {
+        if (!tt_unit_in_plan(&tt_units[i], &p->plan)) continue;
+        tt_unit *u = tt_unit_init(&tt_units[i], s, &o);
+        check_one(u, p, where, bf);
+        if (!strcmp(tt_units[i].name, "mla_bwd")) same_twice(u, p, where);
+        tt_unit_free(u);
+    }
+}
+
+/* What runs on a spec and its program; where: the config's or the spec's name. */
+typedef void (*on_program)(const tt_spec *s, const tt_gpu_program *p, const char *where);
+
+static void with_text(const char *text, const char *where, on_program run)
+{
+    tt_spec s;
+    tt_gpu_program p;
+    load_text(text, &s, &p);
+    run(&s, &p, where);
+    tt_gpu_program_free(&p);
+    tt_spec_free(&s);
+}
+
+static void with_config(const config *c, on_program run)
+{
+    char text[1024];
+    lm_text(c, c->f, 2, "", text, sizeof text);
+    with_text(text, c->name, run);
+}
+
+static void with_txl_config(const txl_config *c, on_program run)
+{
+    char text[512];
+    txl_text(c, text, sizeof text);
+    with_text(text, c->name, run);
+}
+
+/* (a) Each unit on the hand-written configs: rows past whole blocks (5 more than the sequences)
+ * and D-wide rows 8 elements wider apart than the trainer's, the padding NaN (read or written, it
+ * fails). */
+static void test_units_configs(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++)
+        if (!skip_name(configs[ci].name)) with_config(&configs[ci], check_units);
+    for (size_t ci = 0; ci < sizeof txl_configs / sizeof *txl_configs; ci++)
+        if (!skip_name(txl_configs[ci].name)) with_txl_config(&txl_configs[ci], check_units);
+}
+
+/* Specs whose variants are not checked, and why: the rest of the test takes about four minutes on
+ * an H100 machine of 16 cores. Their shipped plans are checked all the same. */
+static const struct {
+    const char *spec, *why;
+} variants_left_out[] = {
+    {"lm1b.yaml", "its 417 tensor-core variants of the attention at D 1024 would add about a "
+                  "minute and a half on 16 cores, as much as wt103's"},
+};
+
+/* A kernel already checked for an earlier spec, with the sizes of its unit's inputs. */
+typedef struct {
+    tt_kernel k;
+    char sizes[160];
+} checked;
+
+/* The unit built for op, or NULL. */
+static tt_unit *unit_for(tt_unit *const *units, const char *op)
+{
+    const tt_unit_desc *d = tt_unit_of_op(op);
+    return d ? units[d - tt_units] : NULL;
+}
+
+static const tt_kernel *kernel_of(const tt_plan *p, const char *op)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->kernels[i].op, op)) return &p->kernels[i];
+    return NULL;
+}
+
+/* (c) Every variant the tuner may choose of every tunable op of spec, built in parallel through
+ * the kernel cache and checked through the op's unit; not again where the same kernel at the same
+ * sizes was checked for an earlier spec (seen). */
+static void check_variants(const tt_spec *s, const char *name, tt_unit *const *units,
+                           checked **seen, int *n_seen)
+{
+    /* compute-sanitizer: a thousand programs loaded under it take hours */
+    if (getenv("TT_TEST_NO_VARIANTS")) {
+        printf("  %s: variants not checked: TT_TEST_NO_VARIANTS is set\n", name);
+        return;
+    }
+    for (size_t i = 0; i < sizeof variants_left_out / sizeof *variants_left_out; i++)
+        if (!strcmp(name, variants_left_out[i].spec)) {
+            printf("  %s: variants left out: %s\n", name, variants_left_out[i].why);
+            return;
+        }
+    char err[4096];
+    tt_tune_variant *v;
+    int n, no_unit = 0, again = 0, todo = 0;
+    if (tt_tune_variants(s, gpu.arch, &v, &n, err, sizeof err) != 0) fail_msg("%s: %s", name, err);
+    for (int i = 0; i < n; i++) {
+        const tt_unit *u = unit_for(units, v[i].op);
+        if (!u) { /* its unit needs the vocabulary */
+            snprintf(v[i].error, sizeof v[i].error, "no unit");
+            no_unit++;
+            continue;
+        }
+        tt_plan p;
+        if (tt_plan_build_tuned(s, gpu.arch, &v[i].t, &p, err, sizeof err) != 0) fail_msg("%s", err);
+        checked c = {*kernel_of(&p, v[i].op), ""};
+        tt_plan_free(&p);
+        tt_unit_describe(u, c.sizes, sizeof c.sizes);
+        int dup = 0;
+        for (int j = 0; j < *n_seen && !dup; j++)
+            dup = tt_kernel_same(&(*seen)[j].k, &c.k) && !strcmp((*seen)[j].sizes, c.sizes);
+        if (dup) {
+            snprintf(v[i].error, sizeof v[i].error, "checked before");
+            again++;
+            continue;
+        }
+        *seen = tt_xrealloc(*seen, (size_t)(*n_seen + 1) * sizeof **seen);
+        (*seen)[(*n_seen)++] = c;
+        todo++;
+    }
+    const double t0 = tt_now_seconds();
+    if (tt_tune_compile(s, gpu.arch, v, n, &cache, 0, err, sizeof err) != 0) fail_msg("%s: %s", name, err);
+    const double t1 = tt_now_seconds();
+    const int bf = s->train.precision == TT_PREC_BF16;
+    for (int i = 0; i < n; i++) {
+        if (v[i].error[0]) continue;
+        tt_plan plan;
+        tt_gpu_program p;
+        if (tt_plan_build_tuned(s, gpu.arch, &v[i].t, &plan, err, sizeof err) != 0 ||
+            tt_gpu_program_load_plan(&p, &plan, &gpu, &cache, err, sizeof err) != 0)
+            fail_msg("%s %s %s: %s", name, v[i].op, v[i].label, err);
+        char where[160];
+        snprintf(where, sizeof where, "%s %s %s%s", name, v[i].op, v[i].label,
+                 v[i].heuristic ? " (heur.)" : "");
+        check_one(unit_for(units, v[i].op), &p, where, bf);
+        tt_gpu_program_free(&p);
+    }
+    printf("  %s: %d variants checked (built in %.1f s, checked in %.1f s)", name, todo, t1 - t0,
+           tt_now_seconds() - t1);
+    if (again) printf("; %d the same kernels at the same sizes as an earlier spec's", again);
+    if (no_unit) printf("; %d of units that need the vocabulary", no_unit);
+    printf("\n");
+    tt_tune_variants_free(v, n);
+}
+
+/* (b) Every unit on the plan of every spec in specs/ as shipped (the plan for the spec's own
+ * batch, the check on its first SPEC_CHECK sequences, as the tuner checks), the backward run twice
+ * at wt103's; then (c) every variant the tuner may choose. A spec whose vocabulary comes from its
+ * data skips the units sized by it. */
+static void test_units_specs(void **state)
+{
+    (void)state;
+    glob_t g;
+    if (glob(TT_SOURCE_DIR "/specs/*.yaml", 0, NULL, &g) != 0) fail_msg("no specs/*.yaml");
+    checked *seen = NULL;
+    int n_seen = 0;
+    for (size_t f = 0; f < g.gl_pathc; f++) {
+        const char *name = strrchr(g.gl_pathv[f], '/') + 1;
+        if (skip_name(name)) continue;
+        tt_spec s;
+        tt_gpu_program p;
+        load_spec(g.gl_pathv[f], &s, &p);
+        const int bf = s.train.precision == TT_PREC_BF16;
+        const tt_unit_opts o = {.check = SPEC_CHECK, .seed = seed};
+        tt_unit *units[64] = {0};
+        TT_ASSERT(tt_n_units <= 64);
+        for (int i = 0; i < tt_n_units; i++) {
+            const tt_unit_desc *d = &tt_units[i];
+            if (!tt_unit_in_plan(d, &p.plan)) continue;
+            if (d->needs_vocab && s.model.vocab <= 0) {
+                printf("  %-16s %-44s skipped: the vocabulary is not known until the data is read\n",
+                       d->name, name);
+                continue;
+            }
+            units[i] = tt_unit_init(d, &s, &o);
+            check_one(units[i], &p, name, bf);
+            if (!strcmp(name, "wt103.yaml") && !strcmp(d->name, "mla_bwd")) same_twice(units[i], &p, name);
+        }
+        tt_gpu_program_free(&p);
+        check_variants(&s, name, units, &seen, &n_seen);
+        for (int i = 0; i < tt_n_units; i++) tt_unit_free(units[i]);
+        tt_spec_free(&s);
+    }
+    free(seen);
+    globfree(&g);
+}
+
+/* Each unit's check with each planted error that applies to it: it must fail with it, and pass
+ * without. */
+static void plant_errors(const tt_spec *s, const tt_gpu_program *p, const char *where)
+{
+    const tt_unit_opts o = {.check = SPEC_CHECK, .seed = seed};
+    const char *prec = s->train.precision == TT_PREC_BF16 ? "bf16" : "fp32";
+    for (int i = 0; i < tt_n_units; i++) {
+        const tt_unit_desc *d = &tt_units[i];
+        if (!tt_unit_in_plan(d, &p->plan) || (d->needs_vocab && s->model.vocab <= 0)) continue;
+        int plants = 0;
+        for (int k = TT_PLANT_NONE + 1; k < TT_PLANTS; k++) plants += tt_unit_plants(d, s, (tt_plant)k);
+        if (!plants) continue;
+        tt_unit *u = tt_unit_init(d, s, &o);
+        const tt_unit_result none = tt_unit_check(u, p, &gpu, TT_PLANT_NONE);
+        if (!(none.ratio <= 1)) fail_msg("%s, %s: fails without a planted error", d->name, where);
+        for (int k = TT_PLANT_NONE + 1; k < TT_PLANTS; k++) {
+            if (!tt_unit_plants(d, s, (tt_plant)k)) continue;
+            const tt_unit_result planted = tt_unit_check(u, p, &gpu, (tt_plant)k);
+            printf("  %-16s %-16s %-4s  %-22s ratio %.2e without, %.2e with it%s\n", d->name, where,
+                   prec, tt_plant_name((tt_plant)k), none.ratio, planted.ratio,
+                   planted.ratio > 1 ? "" : "  NOT CAUGHT");
+            if (!(planted.ratio > 1))
+                fail_msg("%s, %s: the planted %s is not caught", d->name, where, tt_plant_name((tt_plant)k));
+        }
+        tt_unit_free(u);
+    }
+}
+
+/* (d) Each unit's check catches the errors planted for it: at the wt103 shapes in bf16 with the
+ * shipped plan (Transformer-XL's units at txl-wt103's), and at fp32 configs (the attention
+ * causal with position: key). */
+static void test_plants(void **state)
+{
+    (void)state;
+    static const char *const shipped[] = {"wt103.yaml", "txl-wt103.yaml"};
+    for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
+        if (skip_name(shipped[i])) continue;
+        char *path = tt_xasprintf("%s/specs/%s", TT_SOURCE_DIR, shipped[i]);
+        tt_spec s;
+        tt_gpu_program p;
+        load_spec(path, &s, &p);
+        plant_errors(&s, &p, shipped[i]);
+        tt_gpu_program_free(&p);
+        tt_spec_free(&s);
+        free(path);
+    }
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++)
+        if (!strcmp(configs[ci].name, "causal-key") && !skip_name(configs[ci].name))
+            with_config(&configs[ci], plant_errors);
+    for (size_t ci = 0; ci < sizeof txl_configs / sizeof *txl_configs; ci++)
+        if (!strcmp(txl_configs[ci].name, "txl-m8") && !txl_configs[ci].bf16 &&
+            !skip_name(txl_configs[ci].name))
+            with_txl_config(&txl_configs[ci], plant_errors);
+}
+
+/* --- the kernels no unit runs ------------------------------------------------------------------ */
 
 static void test_layernorm(void **state)
 {
     (void)state;
     for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
         const config *c = &configs[ci];
-        if (skip_config(c)) continue;
+        if (skip_name(c->name)) continue;
         tt_spec s;
         tt_gpu_program p;
         load_program(c, &s, &p);
@@ -169,8 +490,8 @@ static void test_layernorm(void **state)
         randn(gamma, d, 0.5f);
         randn(beta, d, 0.5f);
         for (int i = 0; i < d; i++) gamma[i] += 1.f;
-        round_storage(x, nd, c->bf16);
-        round_storage(dy, nd, c->bf16);
+        tt_round_storage(x, nd, c->bf16);
+        tt_round_storage(dy, nd, c->bf16);
         /* CPU twin */
         float *y = tt_xmalloc(nd * 4), *mean = tt_xmalloc(rows * 4), *rstd = tt_xmalloc(rows * 4);
         float *dx = tt_xmalloc(nd * 4), *dgb = tt_xcalloc(2 * (size_t)d, 4);
@@ -209,154 +530,12 @@ static void test_layernorm(void **state)
     }
 }
 
-static void test_mla_fwd(void **state)
-{
-    (void)state;
-    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
-        const config *c = &configs[ci];
-        if (skip_config(c)) continue;
-        tt_spec s;
-        tt_gpu_program p;
-        load_program(c, &s, &p);
-        const int n = c->n, r = c->r, d = c->d, b = c->batch;
-        const size_t nq = (size_t)b * n * 3 * r, nw = (size_t)d * n * n, ny = (size_t)b * n * d;
-        float *qkv = tt_xmalloc(nq * 4), *wo = tt_xmalloc(nw * 4), *theta = tt_xmalloc(2 * r * 4);
-        float *g = tt_xmalloc(r * 4), *pos = tt_xmalloc((size_t)n * r * 4), *u = tt_xmalloc(r * 4),
-              *v = tt_xmalloc(r * 4);
-        randn(qkv, nq, 1.f);
-        randn(wo, nw, 0.05f);
-        randn(theta, 2 * (size_t)r, 1.f);
-        randn(pos, (size_t)n * r, 1.f);
-        randn(u, r, 0.5f);
-        randn(v, r, 0.5f);
-        cpu_core_fwd(g, theta, 2, r);
-        round_storage(qkv, nq, c->bf16);
-        round_storage(wo, nw, c->bf16);
-        round_storage(pos, (size_t)n * r, c->bf16);
-        float *y = tt_xmalloc(ny * 4);
-        const cpu_mla_shape sh = {b, n, r, d, c->causal};
-        cpu_mla_fwd(y, qkv, g, wo, c->pos_key ? pos : NULL, c->pos_key ? u : NULL,
-                    c->pos_key ? v : NULL, sh);
-        void *dq = upload(qkv, nq, c->bf16), *dwo = upload(wo, nw, c->bf16);
-        void *dpos = c->pos_key ? upload(pos, (size_t)n * r, c->bf16) : NULL;
-        float *dg = upload(g, r, 0), *du = c->pos_key ? upload(u, r, 0) : NULL,
-              *dv = c->pos_key ? upload(v, r, 0) : NULL;
-        void *dy = poisoned(ny, c->bf16 ? 2 : 4);
-        float *scratch = poisoned(tt_mla_scratch_floats(&p, b) + 1, 4);
-        tt_mla_fwd(&p, gpu.stream, dy, dq, dg, dwo, dpos, du, dv, scratch, b, n, r, d);
-        float *gy = download(dy, ny, c->bf16);
-        compare("mla_fwd", c, gy, y, ny, c->bf16 ? 1e-2 : 1e-5);
-        cudaFree(dq), cudaFree(dwo), cudaFree(dpos), cudaFree(dg), cudaFree(du), cudaFree(dv);
-        cudaFree(dy), cudaFree(scratch);
-        free(qkv), free(wo), free(theta), free(g), free(pos), free(u), free(v), free(y), free(gy);
-        tt_gpu_program_free(&p);
-        tt_spec_free(&s);
-    }
-}
-
-/* The backward of multi-linear attention against cpu_mla_bwd. Parameter gradients are added
- * into: they start from random values here, so a kernel that overwrote them would fail. */
-static void test_mla_bwd(void **state)
-{
-    (void)state;
-    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
-        const config *c = &configs[ci];
-        if (skip_config(c)) continue;
-        tt_spec s;
-        tt_gpu_program p;
-        load_program(c, &s, &p);
-        const int n = c->n, r = c->r, d = c->d, b = c->batch, key = c->pos_key;
-        const size_t nq = (size_t)b * n * 3 * r, nw = (size_t)d * n * n, ny = (size_t)b * n * d;
-        const size_t nr = (size_t)n * r;
-        float *qkv = tt_xmalloc(nq * 4), *wo = tt_xmalloc(nw * 4), *theta = tt_xmalloc(2 * r * 4);
-        float *g = tt_xmalloc(r * 4), *pos = tt_xmalloc(nr * 4), *u = tt_xmalloc(r * 4),
-              *v = tt_xmalloc(r * 4), *dy = tt_xmalloc(ny * 4);
-        randn(qkv, nq, 1.f);
-        randn(wo, nw, 0.05f);
-        randn(theta, 2 * (size_t)r, 1.f);
-        randn(pos, nr, 1.f);
-        randn(u, r, 0.5f);
-        randn(v, r, 0.5f);
-        randn(dy, ny, 1.f);
-        cpu_core_fwd(g, theta, 2, r);
-        round_storage(qkv, nq, c->bf16);
-        round_storage(wo, nw, c->bf16);
-        round_storage(pos, nr, c->bf16);
-        round_storage(dy, ny, c->bf16);
-        /* starting values of the accumulated gradients, and the CPU's results on top of them */
-        float *dwo0 = tt_xmalloc(nw * 4), *vec0 = tt_xmalloc(3 * (size_t)r * 4);
-        randn(dwo0, nw, 0.1f);
-        randn(vec0, 3 * (size_t)r, 0.1f);
-        float *dqkv = tt_xmalloc(nq * 4), *dwo = tt_xmalloc(nw * 4), *dp = tt_xcalloc(nr, 4);
-        float *vec = tt_xmalloc(3 * (size_t)r * 4);
-        memcpy(dwo, dwo0, nw * 4);
-        memcpy(vec, vec0, 3 * (size_t)r * 4);
-        const cpu_mla_shape sh = {b, n, r, d, c->causal};
-        cpu_mla_bwd(dqkv, vec, dwo, key ? dp : NULL, key ? vec + r : NULL, key ? vec + 2 * r : NULL,
-                    dy, qkv, g, wo, key ? pos : NULL, key ? u : NULL, key ? v : NULL, sh);
-        void *d_q = upload(qkv, nq, c->bf16), *d_wo = upload(wo, nw, c->bf16);
-        void *d_dy = upload(dy, ny, c->bf16);
-        void *d_pos = key ? upload(pos, nr, c->bf16) : NULL;
-        float *d_g = upload(g, r, 0), *d_u = key ? upload(u, r, 0) : NULL,
-              *d_v = key ? upload(v, r, 0) : NULL;
-        float *d_dwo = upload(dwo0, nw, 0), *d_vec = upload(vec0, 3 * (size_t)r, 0);
-        void *d_dqkv = poisoned(nq, c->bf16 ? 2 : 4);
-        float *d_dp = key ? poisoned(nr, 4) : NULL;
-        float *part = poisoned(tt_mla_scratch_floats(&p, b), 4);
-        /* dWo's kernels on the side stream, as the trainer runs them */
-        tt_mla_bwd(&p, gpu.stream, &gpu.side, d_dqkv, d_dwo, d_dp, d_vec, key ? d_vec + r : NULL,
-                   key ? d_vec + 2 * r : NULL, part, d_dy, d_q, d_g, d_wo, d_pos, d_u, d_v, b, n,
-                   r, d);
-        float *g_dqkv = download(d_dqkv, nq, c->bf16), *g_dwo = download(d_dwo, nw, 0);
-        float *g_vec = download(d_vec, 3 * (size_t)r, 0);
-        /* The fp32 gradients of the tensor-core kernels (templates/mla_tc.cu) are products of
-         * bf16 operands (T, dT, dY, Q rounded to bf16 on the way into mma): a bf16 product's
-         * tolerance. mla.cu's kernels multiply in fp32 and are held to fp32's. */
-        const double tol_wo = tt_kernel_const(tt_gpu_kernel_of(&p, "mla_bwd_wo")->k, "MMA", 0) ? 1e-2 : 1e-5;
-        const double tol_q = tt_kernel_const(tt_gpu_kernel_of(&p, "mla_bwd_q")->k, "MMA", 0) ? 1e-2 : 1e-5;
-        compare("mla_bwd dqkv", c, g_dqkv, dqkv, nq, c->bf16 ? 1e-2 : 1e-5);
-        compare("  dwo", c, g_dwo, dwo, nw, tol_wo);
-        compare("  dg", c, g_vec, vec, r, tol_q);
-        if (key) {
-            float *g_dp = download(d_dp, nr, 0);
-            compare("  dp", c, g_dp, dp, nr, 1e-5);
-            compare("  du", c, g_vec + r, vec + r, r, 1e-5);
-            compare("  dv", c, g_vec + 2 * r, vec + 2 * r, r, 1e-5);
-            free(g_dp);
-        }
-        cudaFree(d_q), cudaFree(d_wo), cudaFree(d_dy), cudaFree(d_pos), cudaFree(d_g), cudaFree(d_u);
-        cudaFree(d_v), cudaFree(d_dwo), cudaFree(d_vec), cudaFree(d_dqkv), cudaFree(d_dp), cudaFree(part);
-        free(qkv), free(wo), free(theta), free(g), free(pos), free(u), free(v), free(dy), free(dwo0);
-        free(vec0), free(dqkv), free(dwo), free(dp), free(vec), free(g_dqkv), free(g_dwo), free(g_vec);
-        tt_gpu_program_free(&p);
-        tt_spec_free(&s);
-    }
-}
-
-/* --- the language model's other kernels ----------------------------------------------------- */
-
 static void *upload_bytes(const void *x, size_t bytes)
 {
     void *d;
     TT_CUDA(cudaMalloc(&d, bytes));
     TT_CUDA(cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice));
     return d;
-}
-
-/* config c's program with the FFN width f and h cores (load_program has 32 and 2), and `extra`
- * model keys (", key: value", or ""). */
-static void load_lm_program(const config *c, int f, int h, const char *extra, tt_spec *s,
-                            tt_gpu_program *p)
-{
-    char text[1024], err[4096];
-    snprintf(text, sizeof text,
-             "model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, rank: %d, cores: %d, "
-             "seq_len: %d, d_inner: %d, causal: %s, position: %s%s}\n"
-             "train: {batch: %d, precision: %s}\n",
-             c->d, c->r, h, c->n, f, c->causal ? "true" : "false", c->pos_key ? "key" : "none",
-             extra, c->batch, c->bf16 ? "bf16" : "fp32");
-    if (tt_spec_parse(text, strlen(text), "test", ".", s, err, sizeof err) != 0) fail_msg("%s", err);
-    if (tt_gpu_program_load(p, s, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -377,13 +556,6 @@ static tt_dropout test_dropout(float p)
     return (tt_dropout){.p = p, .seed = seed ^ 0x5eedull, .step = at, .site = (uint32_t)(draws % 7)};
 }
 
-static void cpu_dropout(float *y, uint8_t *mask, const float *x, long n, tt_dropout dr)
-{
-    unsigned long long step;
-    TT_CUDA(cudaMemcpy(&step, dr.step, sizeof step, cudaMemcpyDeviceToHost));
-    cpu_dropout_fwd(y, mask, x, n, dr.p, dr.seed, tt_dropout_stream(step, dr.site));
-}
-
 /* Embedding forward and its deterministic scatter-add backward, against cpu_model.c's embed and
  * embed_bwd (written out here: they are private to it). Tokens repeat a lot, one of them in every
  * third row (a run longer than a block); dE starts from random values (it is added into), and
@@ -393,12 +565,12 @@ static void test_embedding(void **state)
     (void)state;
     /* and wt103's own batch (4800 rows: the sort in shared memory alone), and 10240 rows, for
      * which the sort goes through global memory too */
-    static const config big[] = {{"wt103-b60", 256, 80, 40, 60, 1, 0, 1},
-                                 {"b128-n80", 64, 80, 8, 128, 1, 0, 0}};
+    static const config big[] = {{"wt103-b60", 256, 80, 40, 60, 32, 1, 0, 1},
+                                 {"b128-n80", 64, 80, 8, 128, 32, 1, 0, 0}};
     const size_t nc = sizeof configs / sizeof *configs;
     for (size_t ci = 0; ci < nc + 2; ci++) {
         const config *c = ci < nc ? &configs[ci] : &big[ci - nc];
-        if (skip_config(c)) continue;
+        if (skip_name(c->name)) continue;
         tt_spec s;
         tt_gpu_program p;
         load_program(c, &s, &p);
@@ -412,7 +584,7 @@ static void test_embedding(void **state)
         randn(emb, ne, 0.5f);
         randn(demb0, ne, 0.1f);
         randn(dx0, nd, 1.f);
-        round_storage(dx0, nd, c->bf16);
+        tt_round_storage(dx0, nd, c->bf16);
         const tt_dropout dr = test_dropout(0.25f);
         /* CPU */
         const float scale = (float)sqrt((double)d);
@@ -420,7 +592,7 @@ static void test_embedding(void **state)
         uint8_t *mask = tt_xmalloc(nd);
         for (int r = 0; r < rows; r++)
             for (int i = 0; i < d; i++) x0[(size_t)r * d + i] = emb[(size_t)tok[r] * d + i] * scale;
-        cpu_dropout(x0, mask, x0, (long)nd, dr);
+        tt_cpu_dropout(x0, mask, x0, (long)nd, dr);
         cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
         memcpy(demb, demb0, ne * 4);
         for (int r = 0; r < rows; r++)
@@ -498,7 +670,7 @@ static void test_adaptive(void **state)
     (void)state;
     for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
         const config *c = &configs[ci];
-        if (skip_config(c)) continue;
+        if (skip_name(c->name)) continue;
         tt_spec s;
         tt_gpu_program p;
         load_lm_program(c, 32, 2, ", adaptive: {cutoffs: [20, 50], div_val: 2}", &s, &p);
@@ -538,7 +710,7 @@ static void test_adaptive(void **state)
                     memcpy(e + (size_t)i * dim, emb[k] + (size_t)(tok[r] - adaptive_lo[k]) * dim, dim * 4);
                     for (int j = 0; j < d; j++) z[(size_t)r * d + j] = y[(size_t)i * d + j] * scale;
                 }
-            round_storage(e, (size_t)m[k] * dim, bf);
+            tt_round_storage(e, (size_t)m[k] * dim, bf);
             float *d_emb = upload(emb[k], (size_t)vc * dim, 0), *d_y = upload(y, (size_t)m[k] * d, 0);
             void *d_e = poisoned((size_t)m[k] * dim, es);
             tt_adaptive_emb_gather(&p, gpu.stream, d_e, d_emb, d_tok, d_idx[k], m[k],
@@ -551,8 +723,8 @@ static void test_adaptive(void **state)
             cudaFree(d_emb), cudaFree(d_y), cudaFree(d_e);
             free(e), free(y), free(g_e);
         }
-        cpu_dropout(x0, mask, z, (long)nd, dr);
-        round_storage(x0, nd, bf);
+        tt_cpu_dropout(x0, mask, z, (long)nd, dr);
+        tt_round_storage(x0, nd, bf);
         float *g_x0 = download_pitched(d_x0, rows, d, ld, bf, "adaptive_emb_scatter x0");
         compare("adaptive_emb_scatter", c, g_x0, x0, nd, tol);
 
@@ -560,7 +732,7 @@ static void test_adaptive(void **state)
          * order along embedding_sort's keys (de standing for dy P_c from cuBLAS) */
         float *dx0 = tt_xmalloc(nd * 4), *dd = tt_xmalloc(nd * 4);
         randn(dx0, nd, 1.f);
-        round_storage(dx0, nd, bf);
+        tt_round_storage(dx0, nd, bf);
         cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
         void *d_dx0 = upload_pitched(dx0, rows, d, ld, bf);
         uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
@@ -571,9 +743,9 @@ static void test_adaptive(void **state)
             for (int i = 0; i < m[k]; i++)
                 for (int j = 0; j < d && idx[k][i] >= 0; j++)
                     dy[(size_t)i * d + j] = dd[(size_t)idx[k][i] * d + j] * scale;
-            round_storage(dy, (size_t)m[k] * d, bf);
+            tt_round_storage(dy, (size_t)m[k] * d, bf);
             randn(de, (size_t)m[k] * dim, 1.f);
-            round_storage(de, (size_t)m[k] * dim, bf);
+            tt_round_storage(de, (size_t)m[k] * dim, bf);
             float *demb0 = tt_xmalloc((size_t)vc * dim * 4), *demb = tt_xmalloc((size_t)vc * dim * 4);
             randn(demb0, (size_t)vc * dim, 0.1f);
             memcpy(demb, demb0, (size_t)vc * dim * 4);
@@ -611,14 +783,14 @@ static void test_adaptive(void **state)
         float *x = tt_xmalloc(nd * 4), *dx = tt_xmalloc(nd * 4);
         randn(x, nd, 1.f);
         randn(dx, nd, 1.f);
-        round_storage(x, nd, bf);
-        round_storage(dx, nd, bf);
+        tt_round_storage(x, nd, bf);
+        tt_round_storage(dx, nd, bf);
         void *d_x = upload_pitched(x, rows, d, ld, bf), *d_dx = upload_pitched(dx, rows, d, ld, bf);
         for (int k = 1; k < ADAPTIVE_CLUSTERS; k++) {
             const size_t n = (size_t)tm[k] * d, np = (size_t)tm[k] * ld;
             float *xc = tt_xcalloc(n, 4), *dxc = tt_xmalloc(n * 4);
             randn(dxc, n, 1.f);
-            round_storage(dxc, n, bf);
+            tt_round_storage(dxc, n, bf);
             for (int i = 0; i < tm[k]; i++)
                 for (int j = 0; j < d && tidx[k][i] >= 0; j++) {
                     xc[(size_t)i * d + j] = x[(size_t)tidx[k][i] * d + j];
@@ -635,7 +807,7 @@ static void test_adaptive(void **state)
             cudaFree(d_tidx), cudaFree(d_xc), cudaFree(d_dxc);
             free(xc), free(dxc), free(g_xc), free(tidx[k]);
         }
-        round_storage(dx, nd, bf);
+        tt_round_storage(dx, nd, bf);
         float *g_dx = download_pitched(d_dx, rows, d, ld, bf, "adaptive_scatter_add dx");
         compare("adaptive_scatter_add", c, g_dx, dx, nd, tol);
 
@@ -653,158 +825,6 @@ static void test_adaptive(void **state)
     }
 }
 
-/* s = x + dropout(y), LayerNorm(s), and back: cpu_dropout_fwd, cpu_layernorm_fwd/bwd and
- * cpu_dropout_bwd. The twin normalizes the stored s (rounded to the storage type), as the kernel
- * does so that its backward differentiates what it computed. */
-static void test_residual_ln(void **state)
-{
-    (void)state;
-    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
-        const config *c = &configs[ci];
-        if (skip_config(c)) continue;
-        tt_spec s;
-        tt_gpu_program p;
-        load_program(c, &s, &p);
-        const int rows = c->batch * c->n + 5, d = c->d;
-        const size_t nd = (size_t)rows * d;
-        float *x = tt_xmalloc(nd * 4), *y = tt_xmalloc(nd * 4), *dout = tt_xmalloc(nd * 4);
-        float *gamma = tt_xmalloc(d * 4), *beta = tt_xmalloc(d * 4);
-        randn(x, nd, 1.5f);
-        randn(y, nd, 1.f);
-        for (size_t i = 0; i < nd; i++) x[i] += 0.3f;
-        randn(dout, nd, 1.f);
-        randn(gamma, d, 0.5f);
-        randn(beta, d, 0.5f);
-        for (int i = 0; i < d; i++) gamma[i] += 1.f;
-        round_storage(x, nd, c->bf16);
-        round_storage(y, nd, c->bf16);
-        round_storage(dout, nd, c->bf16);
-        const tt_dropout dr = test_dropout(0.3f);
-        /* CPU */
-        float *sum = tt_xmalloc(nd * 4), *out = tt_xmalloc(nd * 4), *mean = tt_xmalloc(rows * 4),
-              *rstd = tt_xmalloc(rows * 4), *ds = tt_xmalloc(nd * 4), *dy = tt_xmalloc(nd * 4),
-              *dgb = tt_xcalloc(2 * (size_t)d, 4);
-        uint8_t *mask = tt_xmalloc(nd);
-        cpu_dropout(sum, mask, y, (long)nd, dr);
-        for (size_t i = 0; i < nd; i++) sum[i] += x[i];
-        round_storage(sum, nd, c->bf16);
-        cpu_layernorm_fwd(out, mean, rstd, sum, gamma, beta, rows, d);
-        cpu_layernorm_bwd(ds, dgb, dgb + d, dout, sum, mean, rstd, gamma, rows, d);
-        cpu_dropout_bwd(dy, ds, mask, (long)nd, dr.p);
-        /* GPU forward, on rows wider than d (as Transformer-XL's padded ones), the padding NaN */
-        const size_t es = c->bf16 ? 2 : 4;
-        const int ld = (int)tt_row_pitch(d) + 8, bf = c->bf16;
-        const size_t np = (size_t)rows * ld;
-        void *d_x = upload_pitched(x, rows, d, ld, bf), *d_y = upload_pitched(y, rows, d, ld, bf);
-        float *d_gamma = upload(gamma, d, 0), *d_beta = upload(beta, d, 0);
-        void *d_out = poisoned(np, es), *d_sum = poisoned(np, es);
-        float *d_mean = poisoned(rows, 4), *d_rstd = poisoned(rows, 4);
-        tt_residual_ln_fwd(&p, gpu.stream, d_out, d_sum, d_mean, d_rstd, d_x, d_y, d_gamma, d_beta,
-                           rows, d, ld, dr);
-        const double tol = c->bf16 ? 1e-2 : 1e-5;
-        float *g_out = download_pitched(d_out, rows, d, ld, bf, "residual_ln_fwd out");
-        float *g_sum = download_pitched(d_sum, rows, d, ld, bf, "residual_ln_fwd sum");
-        float *g_mean = download(d_mean, rows, 0), *g_rstd = download(d_rstd, rows, 0);
-        compare("residual_ln_fwd", c, g_out, out, nd, tol);
-        compare("  sum", c, g_sum, sum, nd, 1e-6);
-        compare("  mean", c, g_mean, mean, rows, 1e-5);
-        compare("  rstd", c, g_rstd, rstd, rows, 1e-5);
-        /* GPU backward, from the CPU's s and statistics */
-        void *d_s = upload_pitched(sum, rows, d, ld, bf), *d_dout = upload_pitched(dout, rows, d, ld, bf);
-        float *d_mean2 = upload(mean, rows, 0), *d_rstd2 = upload(rstd, rows, 0);
-        void *d_dx = poisoned(np, es), *d_dy = poisoned(np, es);
-        float *d_dgb = poisoned(2 * (size_t)d, 4);
-        float *part = poisoned(2 * (size_t)tt_layernorm_bwd_parts(&p, rows) * d, 4);
-        tt_residual_ln_bwd(&p, gpu.stream, d_dx, d_dy, d_dgb, d_dgb + d, part, d_dout, d_s, d_mean2,
-                           d_rstd2, d_gamma, rows, d, ld, dr);
-        float *g_dx = download_pitched(d_dx, rows, d, ld, bf, "residual_ln_bwd dx");
-        float *g_dy = download_pitched(d_dy, rows, d, ld, bf, "residual_ln_bwd dy");
-        float *g_dgb = download(d_dgb, 2 * (size_t)d, 0);
-        compare("residual_ln_bwd", c, g_dx, ds, nd, tol);
-        compare("  dy", c, g_dy, dy, nd, tol);
-        compare("  dgamma", c, g_dgb, dgb, d, 1e-5);
-        compare("  dbeta", c, g_dgb + d, dgb + d, d, 1e-5);
-        cudaFree(d_x), cudaFree(d_y), cudaFree(d_gamma), cudaFree(d_beta), cudaFree(d_out);
-        cudaFree(d_sum), cudaFree(d_mean), cudaFree(d_rstd), cudaFree(d_s), cudaFree(d_dout);
-        cudaFree(d_mean2), cudaFree(d_rstd2), cudaFree(d_dx), cudaFree(d_dy), cudaFree(d_dgb);
-        cudaFree(part);
-        free(x), free(y), free(dout), free(gamma), free(beta), free(sum), free(out), free(mean);
-        free(rstd), free(ds), free(dy), free(dgb), free(mask), free(g_out), free(g_sum);
-        free(g_mean), free(g_rstd), free(g_dx), free(g_dy), free(g_dgb);
-        tt_gpu_program_free(&p);
-        tt_spec_free(&s);
-    }
-}
-
-/* The FFN activation at widths with 16-, 8- and 4-byte vectors (2100, 64) and none (37), in place
- * (h = z, dz = dhd) for bf16: cpu_relu_fwd/bwd, cpu_dropout_fwd/bwd, and the bias gradient of
- * cpu_linear_bwd. Rows are tt_row_pitch(F) apart, as the model keeps them: wider than F for 2100
- * (2104) and 37 (40), the padding NaN in every input and output, so that reading it fails, and
- * still NaN after (never written). The dropout mask is the CPU's, numbered row * F + col. */
-static void test_ffn_act(void **state)
-{
-    (void)state;
-    static const int widths[] = {2100, 64, 37};
-    for (size_t ci = 0; ci < 2; ci++)
-        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
-            const int f = widths[wi], inplace = configs[ci].bf16, ld = (int)tt_row_pitch(f);
-            char name[32];
-            snprintf(name, sizeof name, "ffn F=%d LD=%d%s", f, ld, inplace ? " inpl" : "");
-            config cc = configs[ci];
-            cc.name = name;
-            const config *c = &cc;
-            if (skip_config(&configs[ci])) continue;
-            tt_spec s;
-            tt_gpu_program p;
-            load_lm_program(c, f, 2, "", &s, &p);
-            const int rows = c->batch * c->n + 3, bf = c->bf16;
-            const size_t nf = (size_t)rows * f, np = (size_t)rows * ld, es = bf ? 2 : 4;
-            float *z = tt_xmalloc(nf * 4), *b1 = tt_xmalloc(f * 4), *dhd = tt_xmalloc(nf * 4);
-            randn(z, nf, 1.f);
-            randn(b1, f, 0.5f);
-            randn(dhd, nf, 1.f);
-            round_storage(z, nf, c->bf16);
-            round_storage(dhd, nf, c->bf16);
-            const tt_dropout dr = test_dropout(0.2f);
-            /* CPU */
-            float *h = tt_xmalloc(nf * 4), *hd = tt_xmalloc(nf * 4), *dz = tt_xmalloc(nf * 4);
-            float *db1 = tt_xcalloc(f, 4);
-            uint8_t *mask = tt_xmalloc(nf);
-            for (size_t i = 0; i < nf; i++) h[i] = z[i] + b1[i % f];
-            cpu_relu_fwd(h, h, (long)nf);
-            cpu_dropout(hd, mask, h, (long)nf, dr);
-            round_storage(h, nf, c->bf16); /* the backward reads the stored h */
-            cpu_dropout_bwd(dz, dhd, mask, (long)nf, dr.p);
-            cpu_relu_bwd(dz, dz, h, (long)nf);
-            cpu_linear_bwd(NULL, NULL, db1, dz, NULL, NULL, rows, 1, f);
-            /* GPU */
-            void *d_z = upload_pitched(z, rows, f, ld, bf), *d_hd = poisoned(np, es);
-            void *d_h = inplace ? d_z : poisoned(np, es);
-            float *d_b1 = upload(b1, f, 0);
-            tt_ffn_act_fwd(&p, gpu.stream, d_h, d_hd, d_z, d_b1, rows, f, ld, dr);
-            const double tol = bf ? 1e-2 : 1e-5;
-            float *g_h = download_pitched(d_h, rows, f, ld, bf, "ffn_act_fwd h");
-            float *g_hd = download_pitched(d_hd, rows, f, ld, bf, "ffn_act_fwd hd");
-            compare("ffn_act_fwd h", c, g_h, h, nf, tol);
-            compare("  hd", c, g_hd, hd, nf, tol);
-            void *d_hc = upload_pitched(h, rows, f, ld, bf), *d_dhd = upload_pitched(dhd, rows, f, ld, bf);
-            void *d_dz = inplace ? d_dhd : poisoned(np, es);
-            float *d_db1 = poisoned(f, 4), *part = poisoned(tt_ffn_act_bwd_part_floats(&p), 4);
-            tt_ffn_act_bwd(&p, gpu.stream, d_dz, d_db1, part, d_dhd, d_hc, rows, f, ld, dr);
-            float *g_dz = download_pitched(d_dz, rows, f, ld, bf, "ffn_act_bwd dz");
-            float *g_db1 = download(d_db1, f, 0);
-            compare("ffn_act_bwd dz", c, g_dz, dz, nf, tol);
-            compare("  db1", c, g_db1, db1, f, 1e-5);
-            cudaFree(d_z), cudaFree(d_hd), cudaFree(d_b1), cudaFree(d_hc), cudaFree(d_dhd);
-            cudaFree(d_db1), cudaFree(part);
-            if (!inplace) cudaFree(d_h), cudaFree(d_dz);
-            free(z), free(b1), free(dhd), free(h), free(hd), free(dz), free(db1), free(mask);
-            free(g_h), free(g_hd), free(g_dz), free(g_db1);
-            tt_gpu_program_free(&p);
-            tt_spec_free(&s);
-        }
-}
-
 /* The core and its backward (added into dtheta) for 1 to 40 cores at each config's rank. */
 static void test_core(void **state)
 {
@@ -812,7 +832,7 @@ static void test_core(void **state)
     static const int cores[] = {2, 1, 8, 40};
     for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
         const config *c = &configs[ci];
-        if (skip_config(c) || c->bf16) continue; /* fp32 throughout: the storage type is unused */
+        if (skip_name(c->name) || c->bf16) continue; /* fp32 throughout: the storage type is unused */
         const int h = cores[ci / 2 % (sizeof cores / sizeof *cores)], r = c->r;
         tt_spec s;
         tt_gpu_program p;
@@ -878,7 +898,7 @@ static void test_xent(void **state)
         float *logits = tt_xmalloc(nl * 4), *weight = tt_xmalloc(rows * 4);
         int32_t *tgt = tt_xmalloc((size_t)rows * sizeof *tgt);
         randn(logits, nl, 2.f);
-        round_storage(logits, nl, 1);
+        tt_round_storage(logits, nl, 1);
         float *pitched = tt_xmalloc(np * 4); /* rows ld apart, NaN between */
         for (size_t e = 0; e < np; e++) pitched[e] = NAN;
         for (int r = 0; r < rows; r++) memcpy(pitched + (size_t)r * ld, logits + (size_t)r * v, (size_t)v * 4);
@@ -910,7 +930,7 @@ static void test_xent(void **state)
         for (int bf = 0; bf < 2; bf++) {
             char name[48];
             snprintf(name, sizeof name, "xent V=%d ld=%d e=%.1f", v, ld, eps);
-            const config cc = {name, 0, 0, 0, 0, 0, 0, bf}, *c = &cc;
+            const config cc = {name, 0, 0, 0, 0, 0, 0, 0, bf}, *c = &cc;
             /* GPU: the loss only, then with the gradient in place */
             void *d_logits = upload(pitched, np, bf);
             float *d_w = upload(weight, rows, 0);
@@ -941,7 +961,7 @@ static void test_xent(void **state)
                 compare("  dlogits", c, g_dl, dl, nl, 1e-5);
                 memcpy(g32, g_dl, nl * 4);
             } else { /* the fp32 instance's gradient rounded: bit for bit */
-                round_storage(g32, nl, 1);
+                tt_round_storage(g32, nl, 1);
                 compare("  dlogits", c, g_dl, g32, nl, 0.0);
             }
             const float got[2] = {(float)sums[0], (float)sums[1]};
@@ -960,102 +980,13 @@ static void test_xent(void **state)
     }
 }
 
-/* Rows [b][c][i] of k floats (the reference's order) to the GPU's head-major [c][b][i], and back
- * (back: 1). */
-static float *txl_rows(const float *src, int b, int h, int n, int k, int back)
-{
-    float *dst = tt_xmalloc((size_t)b * h * n * k * 4);
-    for (int s = 0; s < b; s++)
-        for (int c = 0; c < h; c++)
-            for (int i = 0; i < n; i++) {
-                const size_t ref = (((size_t)s * h + c) * n + i) * k, gpu_row = (((size_t)c * b + s) * n + i) * k;
-                memcpy(dst + (back ? ref : gpu_row), src + (back ? gpu_row : ref), (size_t)k * 4);
-            }
-    return dst;
-}
-
-/* Transformer-XL's fused relative shift, mask, softmax and dropatt (templates/txl_softmax.cu)
- * against its CPU twin (cpu_txl_probs and cpu_txl_probs_bwd: the formulas of MODEL.md section
- * 3), at fp32 and bf16, with and without memory, dropatt 0.2, outputs poisoned first: prob, pdrop
- * (the same mask as cpu_dropout_fwd draws, in the reference's order although the GPU's rows are
- * head-major) and the backward's dAC and dBD (every element, the unread columns of dBD zero). */
-static void test_txl_softmax(void **state)
-{
-    (void)state;
-    static const struct {
-        int batch, heads, n, m, bf16;
-    } cases[] = {{2, 3, 8, 0, 0}, {2, 3, 8, 8, 0}, {1, 2, 37, 70, 0}, {2, 3, 8, 8, 1}, {1, 2, 37, 70, 1}};
-    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
-        const int b = cases[ci].batch, h = cases[ci].heads, n = cases[ci].n, m = cases[ci].m;
-        const int bf = cases[ci].bf16, k = m + n, rows = b * h * n;
-        char text[512], err[4096], name[64];
-        snprintf(text, sizeof text,
-                 "model: {kind: transformer-xl, vocab: 50, d_model: 16, layers: 1, n_head: %d, "
-                 "d_head: 8, seq_len: %d, mem_len: %d, d_inner: 32}\n"
-                 "train: {batch: %d, precision: %s}\n", h, n, m > 0 ? m : 1, b, bf ? "bf16" : "fp32");
-        snprintf(name, sizeof name, "txl B%d H%d N%d M%d", b, h, n, m);
-        const config cc = {name, 0, 0, 0, 0, 0, 0, bf}, *c = &cc;
-        tt_spec sp;
-        tt_gpu_program p;
-        if (tt_spec_parse(text, strlen(text), "test", ".", &sp, err, sizeof err) != 0) fail_msg("%s", err);
-        if (tt_gpu_program_load(&p, &sp, &gpu, &cache, err, sizeof err) != 0) fail_msg("%s", err);
-        const size_t ne = (size_t)rows * k;
-        float *ac = tt_xmalloc(ne * 4), *bd = tt_xmalloc(ne * 4), *dpd = tt_xmalloc(ne * 4);
-        randn(ac, ne, 2.f), randn(bd, ne, 2.f), randn(dpd, ne, 1.f);
-        const float scale = 0.35355339f;
-        const tt_dropout dr = test_dropout(0.2f);
-        /* CPU twin */
-        float *prob = tt_xcalloc(ne, 4), *pdrop = tt_xmalloc(ne * 4), *dac = tt_xcalloc(ne, 4);
-        float *dbd = tt_xcalloc(ne, 4), *dprob = tt_xmalloc(ne * 4);
-        uint8_t *mask = tt_xmalloc(ne);
-        cpu_txl_probs(prob, ac, bd, rows, n, m, scale);
-        round_storage(prob, ne, bf); /* the backward reads the stored prob */
-        cpu_dropout(pdrop, mask, prob, (long)ne, dr);
-        for (size_t e = 0; e < ne; e++) dprob[e] = mask[e] ? dpd[e] / (1.f - dr.p) : 0.f;
-        cpu_txl_probs_bwd(dac, dbd, prob, dprob, rows, n, m, scale);
-        /* GPU, head-major */
-        float *hac = txl_rows(ac, b, h, n, k, 0), *hbd = txl_rows(bd, b, h, n, k, 0);
-        float *hdpd = txl_rows(dpd, b, h, n, k, 0);
-        float *d_ac = upload(hac, ne, 0), *d_bd = upload(hbd, ne, 0), *d_dpd = upload(hdpd, ne, 0);
-        free(hac), free(hbd), free(hdpd);
-        void *d_prob = poisoned(ne, bf ? 2 : 4), *d_pdrop = poisoned(ne, bf ? 2 : 4);
-        void *d_dac = poisoned(ne, bf ? 2 : 4), *d_dbd = poisoned(ne, bf ? 2 : 4);
-        tt_txl_softmax_fwd(&p, gpu.stream, d_prob, d_pdrop, d_ac, d_bd, b, h, n, m, scale, dr);
-        tt_txl_softmax_bwd(&p, gpu.stream, d_dac, d_dbd, d_dpd, d_prob, b, h, n, m, scale, dr);
-        float *g[4];
-        void *const outs[4] = {d_prob, d_pdrop, d_dac, d_dbd};
-        for (int o = 0; o < 4; o++) {
-            float *x = download(outs[o], ne, bf);
-            g[o] = txl_rows(x, b, h, n, k, 1);
-            free(x);
-        }
-        float *g_prob = g[0], *g_pdrop = g[1], *g_dac = g[2], *g_dbd = g[3];
-        const double tol = bf ? 1e-2 : 1e-5;
-        compare("txl prob", c, g_prob, prob, ne, tol);
-        compare("  pdrop", c, g_pdrop, pdrop, ne, tol);
-        compare("  dAC", c, g_dac, dac, ne, tol);
-        compare("  dBD", c, g_dbd, dbd, ne, tol);
-        cudaFree(d_ac), cudaFree(d_bd), cudaFree(d_dpd), cudaFree(d_prob), cudaFree(d_pdrop);
-        cudaFree(d_dac), cudaFree(d_dbd);
-        free(ac), free(bd), free(dpd), free(prob), free(pdrop), free(dac), free(dbd), free(dprob);
-        free(mask), free(g_prob), free(g_pdrop), free(g_dac), free(g_dbd);
-        tt_gpu_program_free(&p);
-        tt_spec_free(&sp);
-    }
-}
-
 /* The largest distance in units in the last place between two float arrays (0: the same bits). */
 static long max_ulps(const float *a, const float *b, size_t n, size_t *differ)
 {
     long worst = 0;
     *differ = 0;
     for (size_t i = 0; i < n; i++) {
-        int32_t x, y;
-        memcpy(&x, &a[i], 4);
-        memcpy(&y, &b[i], 4);
-        if (x < 0) x = INT32_MIN - x; /* monotonic: ordered like the floats */
-        if (y < 0) y = INT32_MIN - y;
-        const long dist = labs((long)x - y);
+        const long dist = tt_ulps_apart(a[i], b[i]);
         *differ += dist != 0;
         worst = dist > worst ? dist : worst;
     }
@@ -1126,7 +1057,7 @@ static void test_adam(void **state)
             if (g_w[0] != w[0] && off) fail_msg("%s: the element before the slice changed", name);
             float *want_copy = tt_xmalloc(n * 4);
             memcpy(want_copy, w + off, n * 4);
-            round_storage(want_copy, n, c->bf16);
+            tt_round_storage(want_copy, n, c->bf16);
             config cc = *c;
             cc.name = name;
             compare("  copy of w", &cc, g_copy + off, want_copy, n, c->bf16 ? 1e-3 : 1e-6);
@@ -1158,7 +1089,7 @@ static void test_gemm(void **state)
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             const int rows = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
             const int bf = precs[pi].prec == TT_PREC_BF16;
-            const config c = {precs[pi].name, in, rows, out, 1, 0, 0, bf};
+            const config c = {precs[pi].name, in, rows, out, 1, 0, 0, 0, bf};
             tt_gemm gm;
             tt_gemm_init(&gm, &gpu, precs[pi].prec);
             const size_t nx = (size_t)rows * in, nw = (size_t)out * in, ny = (size_t)rows * out;
@@ -1168,9 +1099,9 @@ static void test_gemm(void **state)
             randn(w, nw, 0.1f);
             randn(dy, ny, 1.f);
             randn(dw0, nw, 0.1f);
-            round_storage(x, nx, bf);
-            round_storage(w, nw, bf);
-            round_storage(dy, ny, bf);
+            tt_round_storage(x, nx, bf);
+            tt_round_storage(w, nw, bf);
+            tt_round_storage(dy, ny, bf);
             float *y = tt_xmalloc(ny * 4), *dx = tt_xmalloc(nx * 4), *dw = tt_xmalloc(nw * 4);
             memcpy(dw, dw0, nw * 4);
             cpu_linear_fwd(y, x, w, NULL, rows, in, out);
@@ -1194,7 +1125,7 @@ static void test_gemm(void **state)
             float *bias = tt_xmalloc((size_t)out * 4), *db = tt_xcalloc((size_t)out, 4);
             float *yb = tt_xmalloc(ny * 4);
             randn(bias, (size_t)out, 1.f);
-            round_storage(bias, (size_t)out, bf);
+            tt_round_storage(bias, (size_t)out, bf);
             cpu_linear_fwd(yb, x, w, bias, rows, in, out);
             memcpy(dw, dw0, nw * 4);
             cpu_linear_bwd(NULL, dw, db, dy, x, w, rows, in, out);
@@ -1277,17 +1208,15 @@ int main(void)
     const int open_rc = tu_gpu_open(&gpu, &cache, seed);
     if (open_rc) return open_rc;
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_units_configs),
+        cmocka_unit_test(test_plants),
+        cmocka_unit_test(test_units_specs),
         cmocka_unit_test(test_layernorm),
-        cmocka_unit_test(test_mla_fwd),
-        cmocka_unit_test(test_mla_bwd),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_adaptive),
-        cmocka_unit_test(test_residual_ln),
-        cmocka_unit_test(test_ffn_act),
         cmocka_unit_test(test_core),
         cmocka_unit_test(test_xent),
-        cmocka_unit_test(test_txl_softmax),
         cmocka_unit_test(test_adam),
     };
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1488 @@
+/* Units (see unit.h): for each, its random inputs and CPU twin, its launch as the trainer's, and
+ * its outputs with their tolerances; and the one check that poisons the outputs, runs, downloads
+ * and compares, with an error planted or not. */
+#include "unit.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "cpu_ops.h"
+#include "cpu_txl.h"
+#include "launch.h"
+#include "optim.h"
+#include "rng.h"
+#include "util.h"
+
+/* --- tolerances ------------------------------------------------------------------------------ */
+
+/* What an output is held to, by how it is computed, at fp32 storage ([0]) and at bf16 ([1]): the
+ * relative L2 error over the whole tensor, and over each row where rows are positions (a row's
+ * error against max(its reference's norm, 1e-3 of the RMS row norm), so that a row that is
+ * legitimately tiny is not held to relative precision).
+ *   STORED: an activation of the storage type, computed in fp32 (the twin in double on the same
+ *     rounded inputs). bf16: 1e-2 over the tensor. A row of D values each rounded once to 8 bits
+ *     is off by about 2^-9/sqrt(3) = 1.1e-3; the tensor-core kernels round intermediate products
+ *     to bf16 as well (T and dT before their products with Wo and dY, g K and V before mma), and
+ *     some rows go through a single such product (the first of a causal sequence), ~5e-3 after
+ *     a few roundings: per row 4e-2, a margin of eight, and 25 times below the 1 of a zeroed row.
+ *     fp32: 1e-5 over the tensor, each element a few fp32 roundings (~1e-7) of its terms; per row
+ *     1e-3, because a row whose terms nearly cancel (Transformer-XL's dAC for a query that sees
+ *     two keys whose dP are nearly equal) keeps its terms' absolute error: up to 1e3 times its
+ *     own norm's 1e-7 at the norm floor. Still 1e3 below a zeroed row.
+ *   FP32: fp32 values computed in fp32 from the same inputs (LayerNorm's statistics, bias and
+ *     scale gradients, the losses): 1e-5 over the tensor.
+ *   MMA: fp32 gradients of a kernel that multiplies on tensor cores when its plan constant MMA is
+ *     1 (T, dT, dY, Q rounded to bf16 on the way into mma): a bf16 product's bounds, STORED's at
+ *     bf16; mla.cu's kernels multiply in fp32 and are held to FP32's.
+ *   SUM: the residual sum x + dropout(y), one rounding of the fp32 value the twin rounds too: 1e-6
+ *     over the tensor (in practice the same values); per row STORED's, which already tell a
+ *     zeroed row (a bound of 1e-6 on the whole allows one row 1e-6 x sqrt(rows) of its own).
+ *   EXACT: moves, gathers and one rounding of the same value: the same values, element by
+ *     element. */
+typedef enum { TOL_STORED, TOL_FP32, TOL_MMA, TOL_SUM, TOL_EXACT } tol_kind;
+
+static const struct {
+    double whole[2], row[2];
+} tolerances[] = {
+    [TOL_STORED] = {{1e-5, 1e-2}, {1e-3, 4e-2}},
+    [TOL_FP32] = {{1e-5, 1e-5}, {0, 0}}, /* never rows of positions */
+    [TOL_SUM] = {{1e-6, 1e-6}, {1e-3, 4e-2}},
+};
+
+/* --- comparing ------------------------------------------------------------------------------- */
+
+static double over(double err, double tol)
+{
+    if (isnan(err)) return INFINITY;
+    return tol > 0 ? err / tol : err > 0 ? INFINITY : 0;
+}
+
+/* The bound of its kind nearest to failing kept in *b, the largest ratio in r. */
+static void keep(tt_unit_result *r, tt_unit_bound *b, const char *tensor, double err, double tol,
+                 long row)
+{
+    const double q = over(err, tol);
+    if (!b->tensor || q > over(b->err, b->tol)) *b = (tt_unit_bound){err, tol, tensor, row};
+    if (q > r->ratio) r->ratio = q;
+}
+
+void tt_compare(tt_unit_result *r, const char *tensor, const float *got, const float *want,
+                long rows, long cols, double tol, double row_tol)
+{
+    const size_t n = (size_t)rows * cols;
+    for (size_t i = 0; i < n && !r->note[0]; i++)
+        if (!isfinite(got[i])) snprintf(r->note, sizeof r->note, "%s[%zu] is %g", tensor, i, got[i]);
+    keep(r, &r->whole, tensor, tt_rel_l2(got, want, n), tol, -1);
+    if (row_tol <= 0) return;
+    double all = 0;
+    for (size_t i = 0; i < n; i++) all += (double)want[i] * want[i];
+    const double low = 1e-3 * sqrt(all / (double)rows);
+    for (long row = 0; row < rows; row++) {
+        double num = 0, den = 0;
+        for (long c = 0; c < cols; c++) {
+            const double g = got[(size_t)row * cols + c], w = want[(size_t)row * cols + c];
+            num += (g - w) * (g - w), den += w * w;
+        }
+        const double norm = sqrt(den) > low ? sqrt(den) : low;
+        const double e = !isfinite(num) ? INFINITY : norm > 0 ? sqrt(num) / norm : num > 0 ? INFINITY : 0;
+        keep(r, &r->row, tensor, e, row_tol, row);
+    }
+}
+
+/* Element by element: the count that differ (NaN differs from everything). */
+static void compare_exact(tt_unit_result *r, const char *tensor, const float *got, const float *want,
+                          size_t n)
+{
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == want[i]) continue;
+        if (!differ++ && !r->note[0])
+            snprintf(r->note, sizeof r->note, "%s[%zu] is %g, want %g", tensor, i, got[i], want[i]);
+    }
+    keep(r, &r->whole, tensor, (double)differ, 0, -1);
+}
+
+/* --- a unit's state ---------------------------------------------------------------------------- */
+
+/* An output: where the kernels write it and what the CPU twin says it holds. */
+typedef struct {
+    const char *name;
+    void *dev;
+    int bf16;            /* stored as bf16, else fp32 */
+    long rows, cols, ld; /* what is checked: [rows, cols], rows ld apart on the device */
+    int seq;             /* rows of a sequence where rows are positions (held to the per-row
+                          * bound; ZERO_ROWS zeroes two of each); 0: not positions */
+    tol_kind tol;
+    const char *mma;     /* TOL_MMA: the op whose constant MMA says how it is computed */
+    const float *start;  /* [rows, cols] it holds before the kernels run (added into, or an input
+                          * written over in place); NULL: poisoned */
+} output;
+
+#define MAX_OUTPUTS 6
+#define MAX_KEPT 32
+
+struct tt_unit {
+    const tt_unit_desc *d;
+    const tt_spec *s;
+    uint64_t seed;
+    int batch, check, bf16; /* the spec's batch, the check's sequences, bf16 storage */
+    long rows, rows_check;  /* rows of positions at the batch and at the check */
+    output out[MAX_OUTPUTS];
+    int n_out;
+    float *want[MAX_OUTPUTS]; /* the CPU twin's [rows, cols] of each output */
+    float *scratch;
+    size_t scratch_floats;
+    tt_dropout drop;
+    char about[192]; /* what a run covers and what the check does (tt_unit_describe) */
+    void *host[MAX_KEPT], *dev[MAX_KEPT]; /* freed with the unit */
+    int n_host, n_dev;
+    void *h; /* the unit's own inputs and buffers */
+};
+
+struct tt_unit_impl {
+    /* inputs, device buffers, outputs */
+    void (*init)(tt_unit *u, const tt_unit_opts *o);
+    /* the CPU twin into want (each holding its output's start, else zeros); NULL for a unit with
+     * its own check */
+    void (*twin)(const tt_unit *u, float *const *want);
+    void (*run)(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check);
+    size_t (*scratch)(const tt_unit *u, const tt_gpu_program *p); /* floats; NULL: none */
+    /* a check of its own instead of the outputs' (NULL: theirs) */
+    tt_unit_result (*check)(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu);
+};
+
+static void *keep_host(tt_unit *u, void *p)
+{
+    TT_ASSERT(u->n_host < MAX_KEPT);
+    return u->host[u->n_host++] = p;
+}
+
+static void *keep_dev(tt_unit *u, void *p)
+{
+    TT_ASSERT(u->n_dev < MAX_KEPT);
+    return u->dev[u->n_dev++] = p;
+}
+
+static void *dev_buffer(tt_unit *u, size_t bytes)
+{
+    void *d;
+    TT_CUDA(cudaMalloc(&d, bytes + 1));
+    return keep_dev(u, d);
+}
+
+/* Device memory of total bytes holding the n bytes at x over and over: the timed batch past the
+ * checked sequences holds the same values, never zeros. */
+static void *dev_copies(tt_unit *u, const void *x, size_t n, size_t total)
+{
+    char *d = dev_buffer(u, total > n ? total : n);
+    TT_CUDA(cudaMemcpy(d, x, n, cudaMemcpyHostToDevice));
+    for (size_t at = n; n && at < total; at *= 2)
+        TT_CUDA(cudaMemcpy(d + at, d, total - at < at ? total - at : at, cudaMemcpyDeviceToDevice));
+    return d;
+}
+
+static size_t storage_size(int bf16) { return bf16 ? 2 : 4; }
+
+/* x [n] as the storage type, repeated over total elements (dev_copies). */
+static void *dev_repeated(tt_unit *u, const float *x, size_t n, size_t total, int bf16)
+{
+    if (n > total) n = total;
+    if (!bf16) return dev_copies(u, x, n * 4, total * 4);
+    uint16_t *h = tt_xmalloc(n * 2 + 1);
+    for (size_t i = 0; i < n; i++) h[i] = tt_bf16_from_float(x[i]);
+    void *d = dev_copies(u, h, n * 2, total * 2);
+    free(h);
+    return d;
+}
+
+/* x [rows, cols] with rows ld apart, the padding NaN (of storage type bf16), into buf [rows * ld]. */
+static void *pitched(const float *x, long rows, long cols, long ld, int bf16)
+{
+    void *buf = tt_xmalloc((size_t)rows * ld * storage_size(bf16) + 1);
+    for (long r = 0; r < rows; r++)
+        for (long c = 0; c < ld; c++) {
+            const float v = c < cols ? x[(size_t)r * cols + c] : NAN;
+            if (bf16) ((uint16_t *)buf)[(size_t)r * ld + c] = tt_bf16_from_float(v);
+            else ((float *)buf)[(size_t)r * ld + c] = v;
+        }
+    return buf;
+}
+
+/* x [rows, cols] into device rows ld apart (padding NaN), repeated over total rows. */
+static void *dev_rows(tt_unit *u, const float *x, long rows, long cols, long ld, long total, int bf16)
+{
+    void *buf = pitched(x, rows, cols, ld, bf16);
+    const size_t es = storage_size(bf16);
+    void *d = dev_copies(u, buf, (size_t)rows * ld * es, (size_t)(total > rows ? total : rows) * ld * es);
+    free(buf);
+    return d;
+}
+
+static float *host_randn(tt_unit *u, size_t n, float std, uint64_t stream, int bf16)
+{
+    float *x = keep_host(u, tt_xmalloc(n * 4 + 1));
+    tt_randn(x, n, std, u->seed, stream, bf16);
+    return x;
+}
+
+/* An output of [rows, cols] at dev, rows ld apart; the caller sets mma and start where it has them. */
+static output *add_output(tt_unit *u, const char *name, void *dev, int bf16, long rows, long cols,
+                          long ld, int seq, tol_kind tol)
+{
+    TT_ASSERT(u->n_out < MAX_OUTPUTS);
+    output *o = &u->out[u->n_out++];
+    *o = (output){name, dev, bf16, rows, cols, ld, seq, tol, NULL, NULL};
+    return o;
+}
+
+/* A dropout site of the unit: the spec's p where it has one, else 0.1, so that a planted dropout
+ * error matters. */
+static void unit_dropout(tt_unit *u, double spec_p, uint32_t site)
+{
+    unsigned long long *step;
+    u->drop = tt_check_dropout(spec_p > 0 ? (float)spec_p : 0.1f, u->seed, site, &step);
+    keep_dev(u, step);
+}
+
+/* The D-wide rows' pitch: the trainer's (Transformer-XL's padded to 16-byte groups), or wider by
+ * pad with a NaN gap. */
+static long d_pitch(const tt_unit *u, int pad)
+{
+    const long d = u->s->model.d_model;
+    if (pad) return tt_row_pitch(d) + pad;
+    return u->s->model.kind == TT_KIND_TXL ? tt_row_pitch(d) : d;
+}
+
+static long max_rows(long a, long b) { return a > b ? a : b; }
+
+/* The unit's description: what a run covers (fmt), then how many of the `all` the check covers. */
+static void about(tt_unit *u, long checked, long all, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void about(tt_unit *u, long checked, long all, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int k = vsnprintf(u->about, sizeof u->about, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof u->about) return;
+    if (checked == all)
+        snprintf(u->about + k, sizeof u->about - (size_t)k, ", checked against the CPU on all of them");
+    else
+        snprintf(u->about + k, sizeof u->about - (size_t)k, ", checked against the CPU on %ld of them",
+                 checked);
+}
+
+/* --- multi-linear attention (templates/mla.cu; mla_tc.cu on the bf16 path) -------------------- */
+
+typedef struct {
+    int n, r, d, key;
+    float *qkv, *wo, *g, *pos, *u, *v, *dy; /* host, the checked sequences' */
+    void *d_qkv, *d_wo, *d_pos, *d_dy, *d_y, *d_dqkv;
+    float *d_g, *d_u, *d_v, *d_dwo, *d_vec, *d_dp; /* d_vec: dg, du, dv */
+} mla;
+
+static mla *mla_inputs(tt_unit *u)
+{
+    const tt_model_spec *m = &u->s->model;
+    mla *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->n = m->seq_len, a->r = m->rank, a->d = m->d_model, a->key = m->position == TT_POS_KEY;
+    const int n = a->n, r = a->r, d = a->d, bf = u->bf16;
+    const size_t nq = (size_t)u->check * n * 3 * r, nw = (size_t)d * n * n, nr = (size_t)n * r;
+    a->qkv = host_randn(u, nq, 1.f, 1, bf);
+    a->wo = host_randn(u, nw, 0.05f, 2, bf);
+    const float *theta = host_randn(u, 2 * (size_t)r, 1.f, 3, 0);
+    a->g = keep_host(u, tt_xmalloc((size_t)r * 4));
+    cpu_core_fwd(a->g, theta, 2, r);
+    a->pos = host_randn(u, nr, 1.f, 4, bf);
+    a->u = host_randn(u, r, 0.5f, 5, 0);
+    a->v = host_randn(u, r, 0.5f, 6, 0);
+    a->d_qkv = dev_repeated(u, a->qkv, nq, (size_t)u->batch * n * 3 * r, bf);
+    a->d_wo = dev_repeated(u, a->wo, nw, nw, bf);
+    a->d_g = dev_repeated(u, a->g, r, r, 0);
+    if (a->key) {
+        a->d_pos = dev_repeated(u, a->pos, nr, nr, bf);
+        a->d_u = dev_repeated(u, a->u, r, r, 0);
+        a->d_v = dev_repeated(u, a->v, r, r, 0);
+    }
+    snprintf(u->about, sizeof u->about, " at batch %d, checked against the CPU at batch %d", u->batch,
+             u->check);
+    return a;
+}
+
+static cpu_mla_shape mla_shape(const tt_unit *u)
+{
+    const mla *a = u->h;
+    return (cpu_mla_shape){u->check, a->n, a->r, a->d, u->s->model.causal};
+}
+
+static void mla_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    mla *a = mla_inputs(u);
+    a->d_y = dev_buffer(u, (size_t)u->rows * a->d * storage_size(u->bf16));
+    add_output(u, "y", a->d_y, u->bf16, u->rows_check, a->d, a->d, a->n, TOL_STORED);
+}
+
+static void mla_fwd_twin(const tt_unit *u, float *const *want)
+{
+    const mla *a = u->h;
+    const int key = a->key;
+    cpu_mla_fwd(want[0], a->qkv, a->g, a->wo, key ? a->pos : NULL, key ? a->u : NULL,
+                key ? a->v : NULL, mla_shape(u));
+}
+
+static void mla_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const mla *a = u->h;
+    tt_mla_fwd(p, gpu->stream, a->d_y, a->d_qkv, a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v,
+               u->scratch, check ? u->check : u->batch, a->n, a->r, a->d);
+}
+
+/* The parameter gradients are added into: they start from random values, so that a kernel that
+ * overwrote them would fail. */
+static void mla_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    mla *a = mla_inputs(u);
+    const int n = a->n, r = a->r, d = a->d, bf = u->bf16;
+    const size_t ny = (size_t)u->rows_check * d, nw = (size_t)d * n * n, es = storage_size(bf);
+    a->dy = host_randn(u, ny, 1.f, 7, bf);
+    a->d_dy = dev_repeated(u, a->dy, ny, (size_t)u->rows * d, bf);
+    const float *dwo0 = host_randn(u, nw, 0.1f, 8, 0), *vec0 = host_randn(u, 3 * (size_t)r, 0.1f, 9, 0);
+    a->d_dqkv = dev_buffer(u, (size_t)u->rows * 3 * r * es);
+    a->d_dwo = dev_buffer(u, nw * 4);
+    a->d_vec = dev_buffer(u, 3 * (size_t)r * 4);
+    add_output(u, "dqkv", a->d_dqkv, bf, u->rows_check, 3 * r, 3 * r, n, TOL_STORED);
+    output *out = add_output(u, "dwo", a->d_dwo, 0, d, (long)n * n, (long)n * n, 0, TOL_MMA);
+    out->mma = "mla_bwd_wo", out->start = dwo0;
+    out = add_output(u, "dg", a->d_vec, 0, 1, r, r, 0, TOL_MMA);
+    out->mma = "mla_bwd_q", out->start = vec0;
+    if (!a->key) return;
+    a->d_dp = dev_buffer(u, (size_t)n * r * 4);
+    add_output(u, "dp", a->d_dp, 0, n, r, r, 0, TOL_MMA)->mma = "mla_bwd_q";
+    out = add_output(u, "du", a->d_vec + r, 0, 1, r, r, 0, TOL_MMA);
+    out->mma = "mla_bwd_q", out->start = vec0 + r;
+    out = add_output(u, "dv", a->d_vec + 2 * r, 0, 1, r, r, 0, TOL_MMA);
+    out->mma = "mla_bwd_q", out->start = vec0 + 2 * r;
+}
+
+static void mla_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const mla *a = u->h;
+    const int key = a->key;
+    cpu_mla_bwd(want[0], want[2], want[1], key ? want[3] : NULL, key ? want[4] : NULL,
+                key ? want[5] : NULL, a->dy, a->qkv, a->g, a->wo, key ? a->pos : NULL,
+                key ? a->u : NULL, key ? a->v : NULL, mla_shape(u));
+}
+
+/* dWo's kernels on the side stream, as the trainer runs them */
+static void mla_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const mla *a = u->h;
+    const int key = a->key, r = a->r;
+    tt_mla_bwd(p, gpu->stream, &gpu->side, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
+               key ? a->d_vec + r : NULL, key ? a->d_vec + 2 * r : NULL, u->scratch, a->d_dy,
+               a->d_qkv, a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, check ? u->check : u->batch,
+               a->n, r, a->d);
+}
+
+static size_t mla_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    return tt_mla_scratch_floats(p, u->batch);
+}
+
+/* --- LayerNorm fused with the residual and dropout (templates/layernorm.cu, colsum.cu) -------- */
+
+typedef struct {
+    int d;
+    long ld, rows;                      /* rows checked */
+    float *x, *y, *dout, *gamma, *beta; /* host inputs */
+    float *sum, *mean, *rstd;           /* the twin's forward: the backward's inputs */
+    uint8_t *mask;
+    void *d_x, *d_y, *d_out, *d_sum, *d_s, *d_dout, *d_dx, *d_dy;
+    float *d_gamma, *d_beta, *d_mean, *d_rstd, *d_dgb;
+} ln;
+
+static ln *ln_inputs(tt_unit *u, const tt_unit_opts *o)
+{
+    ln *l = u->h = tt_xcalloc(1, sizeof *l);
+    l->d = u->s->model.d_model, l->ld = d_pitch(u, o->ld_pad);
+    l->rows = u->rows_check + o->tail_rows;
+    const size_t nd = (size_t)l->rows * l->d;
+    const int bf = u->bf16;
+    l->x = host_randn(u, nd, 1.5f, 11, 0);
+    for (size_t i = 0; i < nd; i++) l->x[i] += 0.3f; /* a mean to remove */
+    tt_round_storage(l->x, nd, bf);
+    l->y = host_randn(u, nd, 1.f, 12, bf);
+    l->dout = host_randn(u, nd, 1.f, 13, bf);
+    l->gamma = host_randn(u, l->d, 0.5f, 14, 0);
+    l->beta = host_randn(u, l->d, 0.5f, 15, 0);
+    for (int i = 0; i < l->d; i++) l->gamma[i] += 1.f;
+    l->d_gamma = dev_repeated(u, l->gamma, l->d, l->d, 0);
+    l->d_beta = dev_repeated(u, l->beta, l->d, l->d, 0);
+    unit_dropout(u, u->s->model.dropout, 3);
+    about(u, l->rows, u->rows, " on %ld rows of %d", u->rows, l->d);
+    return l;
+}
+
+/* s = x + dropout(y), rounded as the device stores it, and out = LayerNorm(s) */
+static void ln_forward(const tt_unit *u, const ln *l, float *out, float *sum, float *mean,
+                       float *rstd, uint8_t *mask)
+{
+    const size_t nd = (size_t)l->rows * l->d;
+    tt_cpu_dropout(sum, mask, l->y, (long)nd, u->drop);
+    for (size_t i = 0; i < nd; i++) sum[i] += l->x[i];
+    tt_round_storage(sum, nd, u->bf16);
+    cpu_layernorm_fwd(out, mean, rstd, sum, l->gamma, l->beta, (int)l->rows, l->d);
+}
+
+static void ln_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ln *l = ln_inputs(u, o);
+    const long rows = l->rows, all = max_rows(u->rows, rows), d = l->d, ld = l->ld;
+    const int bf = u->bf16;
+    l->d_x = dev_rows(u, l->x, rows, d, ld, all, bf);
+    l->d_y = dev_rows(u, l->y, rows, d, ld, all, bf);
+    l->d_out = dev_buffer(u, (size_t)all * ld * storage_size(bf));
+    l->d_sum = dev_buffer(u, (size_t)all * ld * storage_size(bf));
+    l->d_mean = dev_buffer(u, (size_t)all * 4);
+    l->d_rstd = dev_buffer(u, (size_t)all * 4);
+    const int n = u->s->model.seq_len;
+    add_output(u, "out", l->d_out, bf, rows, d, ld, n, TOL_STORED);
+    add_output(u, "sum", l->d_sum, bf, rows, d, ld, n, TOL_SUM);
+    add_output(u, "mean", l->d_mean, 0, rows, 1, 1, 0, TOL_FP32);
+    add_output(u, "rstd", l->d_rstd, 0, rows, 1, 1, 0, TOL_FP32);
+}
+
+static void ln_fwd_twin(const tt_unit *u, float *const *want)
+{
+    ln_forward(u, u->h, want[0], want[1], want[2], want[3], NULL);
+}
+
+static void ln_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const ln *l = u->h;
+    tt_residual_ln_fwd(p, gpu->stream, l->d_out, l->d_sum, l->d_mean, l->d_rstd, l->d_x, l->d_y,
+                       l->d_gamma, l->d_beta, (int)(check ? l->rows : u->rows), l->d, (int)l->ld,
+                       u->drop);
+}
+
+/* The backward reads the twin's s and statistics, so that only its kernels are under test. */
+static void ln_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ln *l = ln_inputs(u, o);
+    const long rows = l->rows, all = max_rows(u->rows, rows), d = l->d, ld = l->ld;
+    const size_t nd = (size_t)rows * d;
+    const int bf = u->bf16;
+    float *out = tt_xmalloc(nd * 4);
+    l->sum = keep_host(u, tt_xmalloc(nd * 4));
+    l->mean = keep_host(u, tt_xmalloc((size_t)rows * 4));
+    l->rstd = keep_host(u, tt_xmalloc((size_t)rows * 4));
+    l->mask = keep_host(u, tt_xmalloc(nd));
+    ln_forward(u, l, out, l->sum, l->mean, l->rstd, l->mask);
+    free(out);
+    l->d_s = dev_rows(u, l->sum, rows, d, ld, all, bf);
+    l->d_dout = dev_rows(u, l->dout, rows, d, ld, all, bf);
+    l->d_mean = dev_repeated(u, l->mean, rows, all, 0);
+    l->d_rstd = dev_repeated(u, l->rstd, rows, all, 0);
+    l->d_dx = dev_buffer(u, (size_t)all * ld * storage_size(bf));
+    l->d_dy = dev_buffer(u, (size_t)all * ld * storage_size(bf));
+    l->d_dgb = dev_buffer(u, 2 * (size_t)d * 4);
+    const int n = u->s->model.seq_len;
+    add_output(u, "dx", l->d_dx, bf, rows, d, ld, n, TOL_STORED);
+    add_output(u, "dy", l->d_dy, bf, rows, d, ld, n, TOL_STORED);
+    add_output(u, "dgamma", l->d_dgb, 0, 1, d, d, 0, TOL_FP32);
+    add_output(u, "dbeta", l->d_dgb + d, 0, 1, d, d, 0, TOL_FP32);
+}
+
+static void ln_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const ln *l = u->h;
+    cpu_layernorm_bwd(want[0], want[2], want[3], l->dout, l->sum, l->mean, l->rstd, l->gamma,
+                      (int)l->rows, l->d);
+    cpu_dropout_bwd(want[1], want[0], l->mask, l->rows * l->d, u->drop.p);
+}
+
+static void ln_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const ln *l = u->h;
+    tt_residual_ln_bwd(p, gpu->stream, l->d_dx, l->d_dy, l->d_dgb, l->d_dgb + l->d, u->scratch,
+                       l->d_dout, l->d_s, l->d_mean, l->d_rstd, l->d_gamma,
+                       (int)(check ? l->rows : u->rows), l->d, (int)l->ld, u->drop);
+}
+
+static size_t ln_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    const ln *l = u->h;
+    return 2 * (size_t)tt_layernorm_bwd_parts(p, (int)max_rows(u->rows, l->rows)) * l->d;
+}
+
+/* --- the FFN's activation (templates/ffn_act.cu, colsum.cu) ----------------------------------- */
+
+/* In place, as the trainer runs it: h over z, dz over dhd. */
+typedef struct {
+    int f, ld;
+    long rows;                 /* rows checked */
+    float *z, *b1, *dhd, *h;   /* host inputs; h: the forward's as stored, the backward's input */
+    uint8_t *mask;
+    void *d_z, *d_hd, *d_hc, *d_dhd;
+    float *d_b1, *d_db1;
+} ffn;
+
+static ffn *ffn_inputs(tt_unit *u, const tt_unit_opts *o)
+{
+    ffn *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->f = u->s->model.d_inner, a->ld = (int)tt_row_pitch(a->f);
+    a->rows = u->rows_check + o->tail_rows;
+    const size_t nf = (size_t)a->rows * a->f;
+    a->z = host_randn(u, nf, 1.f, 31, u->bf16);
+    a->b1 = host_randn(u, a->f, 0.5f, 32, 0);
+    a->dhd = host_randn(u, nf, 1.f, 33, u->bf16);
+    a->d_b1 = dev_repeated(u, a->b1, a->f, a->f, 0);
+    unit_dropout(u, u->s->model.dropout, 7);
+    about(u, a->rows, u->rows, " on %ld rows of %d", u->rows, a->f);
+    return a;
+}
+
+/* h = relu(z + b1), hd = dropout(h); h then rounded as the device stores it */
+static void ffn_forward(const tt_unit *u, const ffn *a, float *h, float *hd, uint8_t *mask)
+{
+    const size_t nf = (size_t)a->rows * a->f;
+    for (size_t i = 0; i < nf; i++) h[i] = a->z[i] + a->b1[i % a->f];
+    cpu_relu_fwd(h, h, (long)nf);
+    tt_cpu_dropout(hd, mask, h, (long)nf, u->drop);
+    tt_round_storage(h, nf, u->bf16);
+}
+
+static void ffn_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ffn *a = ffn_inputs(u, o);
+    const long all = max_rows(u->rows, a->rows);
+    const int bf = u->bf16, n = u->s->model.seq_len;
+    a->d_z = dev_rows(u, a->z, a->rows, a->f, a->ld, all, bf);
+    a->d_hd = dev_buffer(u, (size_t)all * a->ld * storage_size(bf));
+    add_output(u, "h", a->d_z, bf, a->rows, a->f, a->ld, n, TOL_STORED)->start = a->z;
+    add_output(u, "hd", a->d_hd, bf, a->rows, a->f, a->ld, n, TOL_STORED);
+}
+
+static void ffn_fwd_twin(const tt_unit *u, float *const *want)
+{
+    ffn_forward(u, u->h, want[0], want[1], NULL);
+}
+
+static void ffn_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const ffn *a = u->h;
+    tt_ffn_act_fwd(p, gpu->stream, a->d_z, a->d_hd, a->d_z, a->d_b1, (int)(check ? a->rows : u->rows),
+                   a->f, a->ld, u->drop);
+}
+
+static void ffn_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ffn *a = ffn_inputs(u, o);
+    const long all = max_rows(u->rows, a->rows);
+    const size_t nf = (size_t)a->rows * a->f;
+    const int bf = u->bf16, n = u->s->model.seq_len;
+    float *hd = tt_xmalloc(nf * 4);
+    a->h = keep_host(u, tt_xmalloc(nf * 4));
+    a->mask = keep_host(u, tt_xmalloc(nf));
+    ffn_forward(u, a, a->h, hd, a->mask);
+    free(hd);
+    a->d_hc = dev_rows(u, a->h, a->rows, a->f, a->ld, all, bf);
+    a->d_dhd = dev_rows(u, a->dhd, a->rows, a->f, a->ld, all, bf);
+    a->d_db1 = dev_buffer(u, (size_t)a->f * 4);
+    add_output(u, "dz", a->d_dhd, bf, a->rows, a->f, a->ld, n, TOL_STORED)->start = a->dhd;
+    add_output(u, "db1", a->d_db1, 0, 1, a->f, a->f, 0, TOL_FP32);
+}
+
+static void ffn_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const ffn *a = u->h;
+    const long nf = a->rows * a->f;
+    cpu_dropout_bwd(want[0], a->dhd, a->mask, nf, u->drop.p);
+    cpu_relu_bwd(want[0], want[0], a->h, nf);
+    cpu_linear_bwd(NULL, NULL, want[1], want[0], NULL, NULL, (int)a->rows, 1, a->f);
+}
+
+static void ffn_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const ffn *a = u->h;
+    tt_ffn_act_bwd(p, gpu->stream, a->d_dhd, a->d_db1, u->scratch, a->d_dhd, a->d_hc,
+                   (int)(check ? a->rows : u->rows), a->f, a->ld, u->drop);
+}
+
+static size_t ffn_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    (void)u;
+    return tt_ffn_act_bwd_part_floats(p);
+}
+
+/* --- the cross-entropy of the head's logits (templates/xent.cu) ------------------------------- */
+
+/* As training runs it: the losses, and the gradient over the logits in place. */
+typedef struct {
+    int v, ld;
+    float eps, scale;
+    float *logits; /* host, the checked rows' */
+    int32_t *t;
+    void *d_logits;
+    float *d_loss, *d_nll;
+    int32_t *d_t;
+} xent;
+
+static void xent_init(tt_unit *u, const tt_unit_opts *o)
+{
+    const tt_model_spec *m = &u->s->model;
+    xent *a = u->h = tt_xcalloc(1, sizeof *a);
+    const long vocab = o->vocab > 0 ? o->vocab : m->vocab;
+    a->v = (int)(m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : vocab);
+    TT_ASSERT(a->v > 0);
+    a->ld = (int)tt_row_pitch(a->v);
+    a->eps = m->n_cutoffs ? 0.f : (float)u->s->train.label_smoothing;
+    a->scale = 1.f / (float)u->rows;
+    const long rows = u->rows_check;
+    const size_t nl = (size_t)rows * a->v;
+    a->logits = host_randn(u, nl, 2.f, 41, u->bf16);
+    a->t = keep_host(u, tt_xmalloc((size_t)rows * 4));
+    for (long r = 0; r < rows; r++) a->t[r] = (int32_t)(tt_uniform(u->seed, 42, (uint64_t)r) * a->v);
+    a->d_logits = dev_rows(u, a->logits, rows, a->v, a->ld, u->rows, u->bf16);
+    a->d_t = dev_copies(u, a->t, (size_t)rows * 4, (size_t)u->rows * 4);
+    a->d_loss = dev_buffer(u, (size_t)u->rows * 4);
+    a->d_nll = dev_buffer(u, (size_t)u->rows * 4);
+    about(u, rows, u->rows, " on %ld rows of %d logits", u->rows, a->v);
+    add_output(u, "loss", a->d_loss, 0, rows, 1, 1, 0, TOL_FP32);
+    add_output(u, "nll", a->d_nll, 0, rows, 1, 1, 0, TOL_FP32);
+    add_output(u, "dlogits", a->d_logits, u->bf16, rows, a->v, a->ld, m->seq_len, TOL_STORED)->start =
+        a->logits;
+}
+
+static void xent_twin(const tt_unit *u, float *const *want)
+{
+    const xent *a = u->h;
+    for (long r = 0; r < u->rows_check; r++) {
+        double nll;
+        want[0][r] = (float)cpu_cross_entropy(want[2] + (size_t)r * a->v, &nll,
+                                              a->logits + (size_t)r * a->v, a->t + r, 1, a->v,
+                                              a->eps, a->scale);
+        want[1][r] = (float)nll;
+    }
+}
+
+static void xent_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const xent *a = u->h;
+    tt_xent(p, gpu->stream, a->d_loss, a->d_nll, a->d_logits, a->d_t, NULL,
+            (int)(check ? u->rows_check : u->rows), a->v, a->ld, a->eps, a->scale, true);
+}
+
+/* --- Transformer-XL's shift, mask, softmax and dropatt (templates/txl_softmax.cu) ------------- */
+
+/* The twin's rows are in the reference's order (b, c, i); the GPU's head-major (c, b, i). */
+typedef struct {
+    int heads, n, m, k;
+    long rows;                     /* rows checked: check x heads x n */
+    float scale;
+    float *ac, *bd, *dpd, *prob;   /* host, the reference's order; prob as stored */
+    uint8_t *mask;
+    float *d_ac, *d_bd, *d_dpd;
+    void *d_prob, *d_pdrop, *d_dac, *d_dbd, *d_probc;
+} txl_sm;
+
+/* rows (b, c, i) of k values of the reference into the GPU's (c, b, i), or back */
+static void head_major(float *dst, const float *src, int batch, int heads, int n, int k, bool back)
+{
+    for (int s = 0; s < batch; s++)
+        for (int c = 0; c < heads; c++) {
+            const size_t ref = ((size_t)s * heads + c) * n * k, gpu = ((size_t)c * batch + s) * n * k;
+            memcpy(dst + (back ? ref : gpu), src + (back ? gpu : ref), (size_t)n * k * 4);
+        }
+}
+
+/* x [rows, k] of the reference, head-major on the device, repeated over the batch's rows */
+static float *txl_upload(tt_unit *u, const float *x, int bf16)
+{
+    const txl_sm *a = u->h;
+    const size_t ne = (size_t)a->rows * a->k;
+    float *hm = tt_xmalloc(ne * 4 + 1);
+    head_major(hm, x, u->check, a->heads, a->n, a->k, false);
+    float *d = dev_repeated(u, hm, ne, (size_t)u->batch * a->heads * a->n * a->k, bf16);
+    free(hm);
+    return d;
+}
+
+static txl_sm *txl_sm_inputs(tt_unit *u)
+{
+    const tt_model_spec *m = &u->s->model;
+    txl_sm *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->heads = m->n_head, a->n = m->seq_len, a->m = m->mem_len, a->k = a->m + a->n;
+    a->rows = (long)u->check * a->heads * a->n;
+    a->scale = (float)(1.0 / sqrt((double)m->d_head));
+    const size_t ne = (size_t)a->rows * a->k;
+    a->ac = host_randn(u, ne, 2.f, 51, 0);
+    a->bd = host_randn(u, ne, 2.f, 52, 0);
+    unit_dropout(u, m->dropatt, 9);
+    const long all = (long)u->batch * a->heads * a->n;
+    about(u, a->rows, all, " on %ld rows of %d keys", all, a->k);
+    return a;
+}
+
+static void txl_sm_outputs(tt_unit *u, const char *a_name, void **a_dev, const char *b_name, void **b_dev)
+{
+    const txl_sm *a = u->h;
+    const size_t all = (size_t)u->batch * a->heads * a->n * a->k * storage_size(u->bf16);
+    *a_dev = dev_buffer(u, all);
+    *b_dev = dev_buffer(u, all);
+    add_output(u, a_name, *a_dev, u->bf16, a->rows, a->k, a->k, a->n, TOL_STORED);
+    add_output(u, b_name, *b_dev, u->bf16, a->rows, a->k, a->k, a->n, TOL_STORED);
+}
+
+/* prob, rounded as stored (the backward reads it), and pdrop = dropatt(prob) */
+static void txl_sm_forward(const tt_unit *u, const txl_sm *a, float *prob, float *pdrop, uint8_t *mask)
+{
+    const size_t ne = (size_t)a->rows * a->k;
+    cpu_txl_probs(prob, a->ac, a->bd, (int)a->rows, a->n, a->m, a->scale);
+    tt_round_storage(prob, ne, u->bf16);
+    tt_cpu_dropout(pdrop, mask, prob, (long)ne, u->drop);
+}
+
+static void txl_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    txl_sm *a = txl_sm_inputs(u);
+    a->d_ac = txl_upload(u, a->ac, 0);
+    a->d_bd = txl_upload(u, a->bd, 0);
+    txl_sm_outputs(u, "prob", &a->d_prob, "pdrop", &a->d_pdrop);
+}
+
+static void txl_fwd_twin(const tt_unit *u, float *const *want)
+{
+    const txl_sm *a = u->h;
+    const size_t ne = (size_t)a->rows * a->k;
+    float *prob = tt_xmalloc(ne * 4), *pdrop = tt_xmalloc(ne * 4);
+    txl_sm_forward(u, a, prob, pdrop, NULL);
+    head_major(want[0], prob, u->check, a->heads, a->n, a->k, false);
+    head_major(want[1], pdrop, u->check, a->heads, a->n, a->k, false);
+    free(prob), free(pdrop);
+}
+
+/* The backward reads the twin's prob, so that it stands alone. */
+static void txl_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    txl_sm *a = txl_sm_inputs(u);
+    const size_t ne = (size_t)a->rows * a->k;
+    a->dpd = host_randn(u, ne, 1.f, 53, 0);
+    a->prob = keep_host(u, tt_xmalloc(ne * 4));
+    a->mask = keep_host(u, tt_xmalloc(ne));
+    float *pdrop = tt_xmalloc(ne * 4);
+    txl_sm_forward(u, a, a->prob, pdrop, a->mask);
+    free(pdrop);
+    a->d_dpd = txl_upload(u, a->dpd, 0);
+    a->d_probc = txl_upload(u, a->prob, u->bf16);
+    txl_sm_outputs(u, "dac", &a->d_dac, "dbd", &a->d_dbd);
+}
+
+static void txl_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const txl_sm *a = u->h;
+    const size_t ne = (size_t)a->rows * a->k;
+    float *dprob = tt_xmalloc(ne * 4), *dac = tt_xmalloc(ne * 4), *dbd = tt_xmalloc(ne * 4);
+    cpu_dropout_bwd(dprob, a->dpd, a->mask, (long)ne, u->drop.p);
+    cpu_txl_probs_bwd(dac, dbd, a->prob, dprob, (int)a->rows, a->n, a->m, a->scale);
+    head_major(want[0], dac, u->check, a->heads, a->n, a->k, false);
+    head_major(want[1], dbd, u->check, a->heads, a->n, a->k, false);
+    free(dprob), free(dac), free(dbd);
+}
+
+static void txl_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const txl_sm *a = u->h;
+    tt_txl_softmax_fwd(p, gpu->stream, a->d_prob, a->d_pdrop, a->d_ac, a->d_bd,
+                       check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
+}
+
+static void txl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const txl_sm *a = u->h;
+    tt_txl_softmax_bwd(p, gpu->stream, a->d_dac, a->d_dbd, a->d_dpd, a->d_probc,
+                       check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
+}
+
+/* --- Transformer-XL's heads split out of the projections (templates/txl.cu) ------------------- */
+
+/* The projections' rows as the trainer keeps them: q, k, v blocks of H d_head values, hl (H
+ * d_head rounded up to whole 16-byte groups) apart, the gaps NaN (never read). */
+typedef struct {
+    int n, m, heads, dh, dp, hl;
+    float *qkv, *kvm, *u, *vb; /* host, the checked sequences' */
+    void *d_qkv, *d_kvm, *d_qu, *d_qv, *d_k, *d_v;
+    float *d_u, *d_vb;
+} heads;
+
+/* rows of `blocks` blocks hl apart, hd values each, random (rounded) with NaN gaps */
+static float *heads_rows(tt_unit *u, long rows, int blocks, int hd, int hl, uint64_t stream)
+{
+    float *x = host_randn(u, (size_t)rows * blocks * hl, 1.f, stream, u->bf16);
+    for (long r = 0; r < rows; r++)
+        for (int b = 0; b < blocks; b++)
+            for (int c = hd; c < hl; c++) x[((size_t)r * blocks + b) * hl + c] = NAN;
+    return x;
+}
+
+static void heads_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    const tt_model_spec *m = &u->s->model;
+    heads *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->n = m->seq_len, a->m = m->mem_len, a->heads = m->n_head, a->dh = m->d_head;
+    a->dp = (int)tt_row_pitch(m->d_head);
+    const int hd = a->heads * a->dh, bf = u->bf16, B = u->check, klen = a->m + a->n;
+    a->hl = (int)tt_row_pitch(hd);
+    a->qkv = heads_rows(u, (long)B * a->n, 3, hd, a->hl, 91);
+    a->kvm = heads_rows(u, (long)B * a->m, 2, hd, a->hl, 92);
+    a->u = host_randn(u, hd, 0.5f, 93, 0);
+    a->vb = host_randn(u, hd, 0.5f, 94, 0);
+    const size_t nq = (size_t)B * a->n * 3 * a->hl, nkv = (size_t)B * a->m * 2 * a->hl;
+    a->d_qkv = dev_repeated(u, a->qkv, nq, nq / B * u->batch, bf);
+    a->d_kvm = dev_repeated(u, a->kvm, nkv, nkv / B * u->batch, bf);
+    a->d_u = dev_repeated(u, a->u, hd, hd, 0);
+    a->d_vb = dev_repeated(u, a->vb, hd, hd, 0);
+    about(u, B, u->batch, " for %d sequences of %d rows and %d of memory", u->batch, a->n, a->m);
+    const size_t es = storage_size(bf), q_all = (size_t)a->heads * u->batch * a->n * a->dp;
+    const size_t k_all = (size_t)a->heads * u->batch * klen * a->dp;
+    a->d_qu = dev_buffer(u, q_all * es), a->d_qv = dev_buffer(u, q_all * es);
+    a->d_k = dev_buffer(u, k_all * es), a->d_v = dev_buffer(u, k_all * es);
+    const long qrows = (long)a->heads * B * a->n, krows = (long)a->heads * B * klen;
+    add_output(u, "qu", a->d_qu, bf, qrows, a->dp, a->dp, a->n, TOL_EXACT);
+    add_output(u, "qv", a->d_qv, bf, qrows, a->dp, a->dp, a->n, TOL_EXACT);
+    add_output(u, "k", a->d_k, bf, krows, a->dp, a->dp, klen, TOL_EXACT);
+    add_output(u, "v", a->d_v, bf, krows, a->dp, a->dp, klen, TOL_EXACT);
+}
+
+/* [H][rows][DP], zero past d_head: moves, and one rounded sum */
+static void heads_twin(const tt_unit *u, float *const *want)
+{
+    const heads *a = u->h;
+    const int B = u->check, n = a->n, mm = a->m, H = a->heads, dh = a->dh, dp = a->dp, hl = a->hl;
+    const int klen = mm + n;
+    float *qu = want[0], *qv = want[1], *k = want[2], *v = want[3];
+    for (int c = 0; c < H; c++)
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < klen; j++)
+                for (int e = 0; e < dh; e++) {
+                    const int col = c * dh + e;
+                    const size_t at = (((size_t)c * B + b) * klen + j) * dp + e;
+                    const float *src = j < mm ? a->kvm + ((size_t)b * mm + j) * 2 * hl
+                                              : a->qkv + ((size_t)b * n + j - mm) * 3 * hl + hl;
+                    k[at] = src[col], v[at] = src[hl + col];
+                    if (j < mm) continue;
+                    const size_t q = (((size_t)c * B + b) * n + j - mm) * dp + e;
+                    const float x = a->qkv[((size_t)b * n + j - mm) * 3 * hl + col];
+                    qu[q] = x + a->u[col], qv[q] = x + a->vb[col];
+                }
+    tt_round_storage(qu, (size_t)H * B * n * dp, u->bf16);
+    tt_round_storage(qv, (size_t)H * B * n * dp, u->bf16);
+}
+
+static void heads_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const heads *a = u->h;
+    tt_txl_heads_qkv(p, gpu->stream, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_qkv,
+                     a->m ? a->d_kvm : NULL, a->d_u, a->d_vb, check ? u->check : u->batch, a->n,
+                     a->m, (tt_qkv_rows){3 * a->hl, 2 * a->hl, a->hl});
+}
+
+/* --- the embedding of one table (templates/embedding.cu) -------------------------------------- */
+
+#define PATTERN ((size_t)1 << 20) /* floats repeated over a large device array (never zeros) */
+
+typedef struct {
+    int d, ld;
+    long vocab;
+    float *pattern; /* what every PATTERN floats of the table hold */
+    int32_t *tok;   /* host, the checked rows' */
+    float *d_emb;
+    int32_t *d_tok;
+    void *d_x0;
+} emb;
+
+static void emb_init(tt_unit *u, const tt_unit_opts *o)
+{
+    emb *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->d = u->s->model.d_model, a->ld = (int)d_pitch(u, o->ld_pad);
+    a->vocab = o->vocab > 0 ? o->vocab : u->s->model.vocab;
+    TT_ASSERT(a->vocab > 0);
+    const long rows = u->rows_check;
+    a->pattern = host_randn(u, PATTERN, 0.5f, 71, 0);
+    a->d_emb = dev_repeated(u, a->pattern, PATTERN, (size_t)a->vocab * a->d, 0);
+    a->tok = keep_host(u, tt_xmalloc((size_t)rows * 4));
+    for (long r = 0; r < rows; r++) /* frequent words often, as text has them */
+        a->tok[r] = (int32_t)((double)a->vocab * pow(tt_uniform(u->seed, 72, (uint64_t)r), 4.0));
+    a->d_tok = dev_copies(u, a->tok, (size_t)rows * 4, (size_t)u->rows * 4);
+    a->d_x0 = dev_buffer(u, (size_t)u->rows * a->ld * storage_size(u->bf16));
+    unit_dropout(u, u->s->model.dropout, 0);
+    about(u, rows, u->rows, " on %ld rows of %d from %ld words", u->rows, a->d, a->vocab);
+    add_output(u, "x0", a->d_x0, u->bf16, rows, a->d, a->ld, u->s->model.seq_len, TOL_STORED);
+}
+
+static void emb_twin(const tt_unit *u, float *const *want)
+{
+    const emb *a = u->h;
+    const float scale = (float)sqrt((double)a->d);
+    const size_t nd = (size_t)u->rows_check * a->d;
+    for (long r = 0; r < u->rows_check; r++)
+        for (int i = 0; i < a->d; i++)
+            want[0][(size_t)r * a->d + i] = a->pattern[((size_t)a->tok[r] * a->d + i) % PATTERN] * scale;
+    tt_cpu_dropout(want[0], NULL, want[0], (long)nd, u->drop);
+}
+
+static void emb_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const emb *a = u->h;
+    tt_embedding_fwd(p, gpu->stream, a->d_x0, a->d_emb, a->d_tok, (int)(check ? u->rows_check : u->rows),
+                     a->d, a->ld, (int)a->vocab, u->drop);
+}
+
+/* --- a tail cluster's rows gathered (templates/adaptive.cu) ----------------------------------- */
+
+/* Every fifth row listed (a tail's share of the rows), padded with -1 to the bucket, as
+ * route_batch lists a cluster's rows; for the check's rows and for the batch's. */
+typedef struct {
+    int d, ld, count, count_all;
+    float *x; /* host, the checked rows' */
+    int32_t *idx;
+    void *d_x, *d_xc;
+    int32_t *d_idx, *d_idx_all;
+} gather;
+
+static int32_t *gather_list(tt_unit *u, long rows, int *count)
+{
+    const long listed = (rows + 4) / 5;
+    *count = (int)((listed + TT_ADAPTIVE_BUCKET - 1) / TT_ADAPTIVE_BUCKET * TT_ADAPTIVE_BUCKET);
+    int32_t *idx = keep_host(u, tt_xmalloc((size_t)*count * 4));
+    for (int i = 0; i < *count; i++) idx[i] = i < listed ? 5 * i : -1;
+    return idx;
+}
+
+static void gather_init(tt_unit *u, const tt_unit_opts *o)
+{
+    gather *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->d = u->s->model.d_model, a->ld = (int)d_pitch(u, o->ld_pad);
+    const long rows = u->rows_check;
+    a->x = host_randn(u, (size_t)rows * a->d, 1.f, 81, u->bf16);
+    a->d_x = dev_rows(u, a->x, rows, a->d, a->ld, u->rows, u->bf16);
+    a->idx = gather_list(u, rows, &a->count);
+    const int32_t *all = gather_list(u, u->rows, &a->count_all);
+    a->d_idx = dev_copies(u, a->idx, (size_t)a->count * 4, (size_t)a->count * 4);
+    a->d_idx_all = dev_copies(u, all, (size_t)a->count_all * 4, (size_t)a->count_all * 4);
+    a->d_xc = dev_buffer(u, (size_t)a->count_all * a->ld * storage_size(u->bf16));
+    about(u, a->count, a->count_all, " on %d listed rows of %d", a->count_all, a->d);
+    add_output(u, "xc", a->d_xc, u->bf16, a->count, a->d, a->ld, 0, TOL_EXACT);
+}
+
+/* the listed rows, zero rows for the padding */
+static void gather_twin(const tt_unit *u, float *const *want)
+{
+    const gather *a = u->h;
+    for (int i = 0; i < a->count; i++)
+        if (a->idx[i] >= 0)
+            memcpy(want[0] + (size_t)i * a->d, a->x + (size_t)a->idx[i] * a->d, (size_t)a->d * 4);
+}
+
+static void gather_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const gather *a = u->h;
+    tt_adaptive_gather(p, gpu->stream, a->d_xc, a->d_x, check ? a->d_idx : a->d_idx_all,
+                       check ? a->count : a->count_all, a->d, a->ld);
+}
+
+/* --- Adam (templates/adam.cu) ------------------------------------------------------------------- */
+
+#define ADAM_CHECK 100003 /* elements checked: odd, so that the vector loop's tail runs too */
+
+typedef struct {
+    size_t n; /* elements timed */
+    tt_train_spec t;
+    float *w, *m, *v, *g;         /* host, ADAM_CHECK of each */
+    float *w_ref, *m_ref, *v_ref; /* tt_adam_step's results */
+    float *d_w, *d_m, *d_v, *d_g;
+    void *d_copy; /* the storage type's copy of w (bf16 only, as the trainer) */
+    tt_adam_scalars *d_sc;
+} adam_in;
+
+static void adam_init(tt_unit *u, const tt_unit_opts *o)
+{
+    adam_in *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->n = o->params > ADAM_CHECK ? (size_t)o->params : (size_t)1 << 24;
+    a->t = u->s->train;
+    const size_t c = ADAM_CHECK;
+    a->w = host_randn(u, c, 0.02f, 21, 0);
+    a->g = host_randn(u, c, 0.01f, 22, 0);
+    a->m = host_randn(u, c, 0.01f, 23, 0);
+    a->v = host_randn(u, c, 1e-4f, 24, 0);
+    for (size_t i = 0; i < c; i++) a->v[i] = fabsf(a->v[i]);
+    const long step = 7;
+    const double lr = 2.5e-4;
+    tt_adam_scalars host = {.clip = 1.0};
+    tt_adam_scalars_at(&host, &a->t, lr, step);
+    a->d_sc = dev_copies(u, &host, sizeof host, sizeof host);
+    float **ref[] = {&a->w_ref, &a->m_ref, &a->v_ref};
+    const float *from[] = {a->w, a->m, a->v};
+    for (int i = 0; i < 3; i++) *ref[i] = keep_host(u, tt_xmalloc(c * 4)), memcpy(*ref[i], from[i], c * 4);
+    tt_adam_step(a->w_ref, a->g, a->m_ref, a->v_ref, c, &a->t, lr, step);
+    a->d_w = dev_repeated(u, a->w, c, a->n, 0);
+    a->d_m = dev_repeated(u, a->m, c, a->n, 0);
+    a->d_v = dev_repeated(u, a->v, c, a->n, 0);
+    a->d_g = dev_repeated(u, a->g, c, a->n, 0);
+    if (u->bf16) a->d_copy = dev_buffer(u, a->n * 2);
+    about(u, ADAM_CHECK, (long)a->n, " over %zu parameters", a->n);
+}
+
+static void adam_launch(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, size_t n)
+{
+    const adam_in *a = u->h;
+    tt_adam(p, gpu->stream, a->d_w, a->d_m, a->d_v, a->d_copy, a->d_g, a->d_sc, n, &a->t);
+}
+
+static void adam_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const adam_in *a = u->h;
+    adam_launch(u, p, gpu, check ? ADAM_CHECK : a->n);
+}
+
+/* As the kernel test: w, m, v within one ulp of tt_adam_step's (the kernel does the CPU's
+ * operations in its order), the copy the device's w rounded, exactly. */
+static tt_unit_result adam_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    const adam_in *a = u->h;
+    const size_t c = ADAM_CHECK;
+    tt_unit_result r = {.whole.row = -1, .row.row = -1};
+    float *dev[] = {a->d_w, a->d_m, a->d_v};
+    const float *from[] = {a->w, a->m, a->v}, *want[] = {a->w_ref, a->m_ref, a->v_ref};
+    static const char *const name[] = {"w", "m", "v"};
+    for (int i = 0; i < 3; i++) TT_CUDA(cudaMemcpy(dev[i], from[i], c * 4, cudaMemcpyHostToDevice));
+    if (a->d_copy) TT_CUDA(cudaMemset(a->d_copy, 0xff, c * 2));
+    TT_CUDA(cudaDeviceSynchronize());
+    adam_run(u, p, gpu, true);
+    TT_CUDA(cudaDeviceSynchronize());
+    float *w = NULL;
+    for (int i = 0; i < 3; i++) {
+        float *got = tt_gpu_download(dev[i], c, 0);
+        long most = 0;
+        for (size_t e = 0; e < c; e++) {
+            const long ulps = isfinite(got[e]) ? tt_ulps_apart(got[e], want[i][e]) : LONG_MAX / 2;
+            if (ulps > most) most = ulps;
+        }
+        keep(&r, &r.whole, name[i], (double)most, 1, -1);
+        if (i == 0) w = got;
+        else free(got);
+    }
+    if (a->d_copy) {
+        float *copy = tt_gpu_download(a->d_copy, c, 1);
+        tt_round_storage(w, c, 1);
+        for (size_t e = 0; e < c && !r.note[0]; e++)
+            if (!(copy[e] == w[e])) {
+                snprintf(r.note, sizeof r.note, "the bf16 copy of w[%zu] is %g, w rounded %g", e,
+                         copy[e], w[e]);
+                r.ratio = INFINITY;
+            }
+        free(copy);
+    }
+    free(w);
+    return r;
+}
+
+/* --- fp32 to the storage type (templates/cast.cu), over the model's parameters ---------------- */
+
+typedef struct {
+    size_t n;
+    float *pattern; /* what every PATTERN floats of the input hold */
+    float *d_in;
+    void *d_out;
+} cast_in;
+
+static void cast_init(tt_unit *u, const tt_unit_opts *o)
+{
+    cast_in *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->n = o->params > 0 ? (size_t)o->params : (size_t)1 << 24;
+    a->pattern = host_randn(u, PATTERN, 0.02f, 61, 0);
+    a->d_in = dev_repeated(u, a->pattern, PATTERN, a->n, 0);
+    a->d_out = dev_buffer(u, a->n * storage_size(u->bf16));
+    about(u, (long)a->n, (long)a->n, " over %zu parameters", a->n);
+}
+
+static void cast_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    (void)check;
+    const cast_in *a = u->h;
+    tt_cast(p, gpu->stream, a->d_out, a->d_in, (long)a->n);
+}
+
+/* every element, rounded as the CPU rounds (to nearest, ties to even): the same bits */
+static tt_unit_result cast_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    const cast_in *a = u->h;
+    TT_CUDA(cudaMemset(a->d_out, 0xff, a->n * storage_size(u->bf16)));
+    TT_CUDA(cudaDeviceSynchronize());
+    cast_run(u, p, gpu, true);
+    TT_CUDA(cudaDeviceSynchronize());
+    float *got = tt_gpu_download(a->d_out, a->n, u->bf16);
+    tt_unit_result r = {.whole.row = -1, .row.row = -1};
+    size_t differ = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        float want = a->pattern[i % PATTERN];
+        tt_round_storage(&want, 1, u->bf16);
+        if (got[i] == want) continue;
+        if (!differ++) snprintf(r.note, sizeof r.note, "out[%zu] is %g, want %g", i, got[i], want);
+    }
+    free(got);
+    r.whole = (tt_unit_bound){(double)differ, 0, "out", -1};
+    r.ratio = differ ? INFINITY : 0;
+    return r;
+}
+
+/* --- the table ---------------------------------------------------------------------------------- */
+
+#define PLANT(p) (1u << TT_PLANT_##p)
+#define MASK_PLANTS (PLANT(ZERO_ROWS) | PLANT(MASK_AHEAD) | PLANT(KEY_STRICT))
+#define OPS(...) ((const char *const[]){__VA_ARGS__})
+#define IMPL(...) (&(const struct tt_unit_impl){__VA_ARGS__})
+
+/* Each: its name; the plan's ops it runs; what it times; what its errors count; the errors that
+ * may be planted; whether the vocabulary sizes it; its twin, when slow; init, twin, run,
+ * scratch, and a check of its own. */
+const tt_unit_desc tt_units[] = {
+    {"mla_fwd", OPS("mla_fwd", "mla_fwd_sum", NULL), "tt_mla_fwd", "rel. error", MASK_PLANTS,
+     false, "the attention's CPU twin (forward)",
+     IMPL(mla_fwd_init, mla_fwd_twin, mla_fwd_run, mla_scratch, NULL)},
+    {"mla_bwd",
+     OPS("mla_bwd_q", "mla_bwd_wo", "mla_bwd_wo_sum", "mla_bwd_reduce", "mla_bwd_params", NULL),
+     "tt_mla_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
+     IMPL(mla_bwd_init, mla_bwd_twin, mla_bwd_run, mla_scratch, NULL)},
+    {"residual_ln_fwd", OPS("residual_ln_fwd", NULL), "tt_residual_ln_fwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
+     IMPL(ln_fwd_init, ln_fwd_twin, ln_fwd_run, NULL, NULL)},
+    {"residual_ln_bwd", OPS("residual_ln_bwd", "colsum", NULL), "tt_residual_ln_bwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
+     IMPL(ln_bwd_init, ln_bwd_twin, ln_bwd_run, ln_bwd_scratch, NULL)},
+    {"adam", OPS("adam", NULL), "tt_adam", "ulps", 0, false, NULL,
+     IMPL(adam_init, NULL, adam_run, NULL, adam_check)},
+    {"ffn_act_fwd", OPS("ffn_act_fwd", NULL), "tt_ffn_act_fwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
+     IMPL(ffn_fwd_init, ffn_fwd_twin, ffn_fwd_run, NULL, NULL)},
+    {"ffn_act_bwd", OPS("ffn_act_bwd", "bias_colsum", NULL), "tt_ffn_act_bwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
+     IMPL(ffn_bwd_init, ffn_bwd_twin, ffn_bwd_run, ffn_bwd_scratch, NULL)},
+    {"xent", OPS("xent", NULL), "tt_xent", "rel. error", PLANT(ZERO_ROWS), true, NULL,
+     IMPL(xent_init, xent_twin, xent_run, NULL, NULL)},
+    {"txl_softmax_fwd", OPS("txl_softmax_fwd", NULL), "tt_txl_softmax_fwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
+     IMPL(txl_fwd_init, txl_fwd_twin, txl_fwd_run, NULL, NULL)},
+    {"txl_softmax_bwd", OPS("txl_softmax_bwd", NULL), "tt_txl_softmax_bwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
+     IMPL(txl_bwd_init, txl_bwd_twin, txl_bwd_run, NULL, NULL)},
+    {"cast", OPS("cast", NULL), "tt_cast", "differ", 0, false, NULL,
+     IMPL(cast_init, NULL, cast_run, NULL, cast_check)},
+    {"embedding_fwd", OPS("embedding_fwd", NULL), "tt_embedding_fwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), true, NULL,
+     IMPL(emb_init, emb_twin, emb_run, NULL, NULL)},
+    {"adaptive_gather", OPS("adaptive_gather", NULL), "tt_adaptive_gather", "differ", 0, false,
+     NULL, IMPL(gather_init, gather_twin, gather_run, NULL, NULL)},
+    {"txl_heads_qkv", OPS("txl_heads_qkv", NULL), "tt_txl_heads_qkv", "differ", PLANT(ZERO_ROWS),
+     false, NULL, IMPL(heads_init, heads_twin, heads_run, NULL, NULL)},
+};
+const int tt_n_units = (int)(sizeof tt_units / sizeof *tt_units);
+
+const char *tt_plant_name(tt_plant p)
+{
+    static const char *const names[] = {"none", "zero rows", "mask ahead", "key strict",
+                                        "dropout fwd unscaled", "dropout bwd unscaled"};
+    return (unsigned)p < TT_PLANTS ? names[p] : "?";
+}
+
+const tt_unit_desc *tt_unit_of_op(const char *op)
+{
+    for (int i = 0; i < tt_n_units; i++)
+        for (const char *const *o = tt_units[i].ops; *o; o++)
+            if (!strcmp(*o, op)) return &tt_units[i];
+    return NULL;
+}
+
+bool tt_unit_in_plan(const tt_unit_desc *d, const tt_plan *plan)
+{
+    for (int i = 0; i < plan->n; i++)
+        if (!strcmp(plan->kernels[i].op, d->ops[0])) return true;
+    return false;
+}
+
+bool tt_unit_plants(const tt_unit_desc *d, const tt_spec *spec, tt_plant p)
+{
+    if (p == TT_PLANT_NONE) return true;
+    if (!(d->plants & 1u << p)) return false;
+    return (p != TT_PLANT_MASK_AHEAD && p != TT_PLANT_KEY_STRICT) || spec->model.causal;
+}
+
+/* --- the check ----------------------------------------------------------------------------------- */
+
+/* The twin's outputs with cpu_plant's error k (CPU_PLANT_NONE: none), into new arrays. */
+static void twin_into(const tt_unit *u, float **want, cpu_plant_kind k)
+{
+    for (int i = 0; i < u->n_out; i++) {
+        const output *o = &u->out[i];
+        const size_t n = (size_t)o->rows * o->cols;
+        want[i] = tt_xcalloc(n + 1, 4);
+        if (o->start) memcpy(want[i], o->start, n * 4);
+    }
+    cpu_plant(k);
+    u->d->impl->twin(u, want);
+    cpu_plant(CPU_PLANT_NONE);
+}
+
+void tt_unit_fit(tt_unit *u, const tt_gpu_program *p)
+{
+    const size_t need = (u->d->impl->scratch ? u->d->impl->scratch(u, p) : 0) + 1;
+    if (need <= u->scratch_floats) return;
+    if (u->scratch) TT_CUDA(cudaFree(u->scratch));
+    TT_CUDA(cudaMalloc((void **)&u->scratch, need * 4));
+    u->scratch_floats = need;
+}
+
+/* Every output poisoned or set to its start, the scratch poisoned (a kernel that reads what
+ * nothing wrote fails); all done before the kernels start on their stream. */
+static void reset_outputs(tt_unit *u)
+{
+    for (int i = 0; i < u->n_out; i++) {
+        const output *o = &u->out[i];
+        const size_t bytes = (size_t)o->rows * o->ld * storage_size(o->bf16);
+        if (!o->start) {
+            TT_CUDA(cudaMemset(o->dev, 0xff, bytes));
+            continue;
+        }
+        void *buf = pitched(o->start, o->rows, o->cols, o->ld, o->bf16);
+        TT_CUDA(cudaMemcpy(o->dev, buf, bytes, cudaMemcpyHostToDevice));
+        free(buf);
+    }
+    if (u->scratch) TT_CUDA(cudaMemset(u->scratch, 0xff, u->scratch_floats * 4));
+    TT_CUDA(cudaDeviceSynchronize());
+}
+
+static void run_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    tt_unit_fit(u, p);
+    reset_outputs(u);
+    u->d->impl->run(u, p, gpu, true);
+    TT_CUDA(cudaDeviceSynchronize());
+    TT_CUDA(cudaGetLastError());
+}
+
+static void compare_output(const tt_unit *u, const output *o, const float *want,
+                           const tt_gpu_program *p, tt_plant plant, tt_unit_result *r)
+{
+    long written = 0, at = 0;
+    float *got = tt_gpu_download_rows(o->dev, o->rows, o->cols, o->ld, o->bf16, &written, &at);
+    if (written) {
+        if (!r->note[0])
+            snprintf(r->note, sizeof r->note, "%ld padding elements of %s written, the first in "
+                     "row %ld", written, o->name, at / o->ld);
+        r->ratio = INFINITY;
+    }
+    if (plant == TT_PLANT_ZERO_ROWS && o->seq)
+        for (long row = 0; row < o->rows; row++)
+            if (row % o->seq < 2) memset(got + (size_t)row * o->cols, 0, (size_t)o->cols * 4);
+    if (o->tol == TOL_EXACT) {
+        compare_exact(r, o->name, got, want, (size_t)o->rows * o->cols);
+    } else {
+        tol_kind k = o->tol;
+        int prec = u->bf16;
+        if (k == TOL_MMA) { /* a bf16 product's bounds, or fp32's */
+            const bool mma = tt_kernel_const(tt_gpu_kernel_of(p, o->mma)->k, "MMA", 0) != 0;
+            k = mma ? TOL_STORED : TOL_FP32;
+            prec = mma;
+        }
+        tt_compare(r, o->name, got, want, o->rows, o->cols, tolerances[k].whole[prec],
+                   o->seq ? tolerances[k].row[prec] : 0);
+    }
+    free(got);
+}
+
+tt_unit_result tt_unit_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, tt_plant plant)
+{
+    TT_ASSERT(tt_unit_plants(u->d, u->s, plant));
+    if (u->d->impl->check) return u->d->impl->check(u, p, gpu);
+    static const cpu_plant_kind twin_plant[TT_PLANTS] = {
+        [TT_PLANT_MASK_AHEAD] = CPU_PLANT_MASK_AHEAD,
+        [TT_PLANT_KEY_STRICT] = CPU_PLANT_KEY_STRICT,
+        [TT_PLANT_DROPOUT_FWD_UNSCALED] = CPU_PLANT_DROPOUT_FWD_UNSCALED,
+        [TT_PLANT_DROPOUT_BWD_UNSCALED] = CPU_PLANT_DROPOUT_BWD_UNSCALED,
+    };
+    float *planted[MAX_OUTPUTS] = {0};
+    float *const *want = u->want;
+    if (twin_plant[plant] != CPU_PLANT_NONE) {
+        twin_into(u, planted, twin_plant[plant]);
+        want = planted;
+    }
+    run_check(u, p, gpu);
+    tt_unit_result r = {.whole.row = -1, .row.row = -1};
+    for (int i = 0; i < u->n_out; i++) compare_output(u, &u->out[i], want[i], p, plant, &r);
+    for (int i = 0; i < u->n_out; i++) free(planted[i]);
+    return r;
+}
+
+void tt_unit_verdict(const tt_unit_result *r, const char *measure, char *out, size_t n)
+{
+    const bool by_row = r->row.tensor && over(r->row.err, r->row.tol) > over(r->whole.err, r->whole.tol);
+    const tt_unit_bound *b = by_row ? &r->row : &r->whole;
+    if (r->note[0]) snprintf(out, n, "%s", r->note);
+    else if (!b->tensor) snprintf(out, n, "nothing compared");
+    else if (b->row >= 0)
+        snprintf(out, n, "%s row %ld: %s %.2e over its bound %.0e", b->tensor, b->row, measure,
+                 b->err, b->tol);
+    else
+        snprintf(out, n, "%s: %s %.2e over its tolerance %.0e", b->tensor, measure, b->err, b->tol);
+}
+
+const char *tt_unit_differs_twice(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    TT_ASSERT(u->n_out > 0);
+    void *first[MAX_OUTPUTS];
+    const char *differs = NULL;
+    for (int round = 0; round < 2; round++) {
+        run_check(u, p, gpu);
+        for (int i = 0; i < u->n_out; i++) {
+            const output *o = &u->out[i];
+            const size_t bytes = (size_t)o->rows * o->ld * storage_size(o->bf16);
+            void *now = tt_xmalloc(bytes + 1);
+            TT_CUDA(cudaMemcpy(now, o->dev, bytes, cudaMemcpyDeviceToHost));
+            if (!round) {
+                first[i] = now;
+                continue;
+            }
+            if (!differs && memcmp(first[i], now, bytes) != 0) differs = o->name;
+            free(first[i]), free(now);
+        }
+    }
+    return differs;
+}
+
+/* --- a unit's life --------------------------------------------------------------------------------- */
+
+tt_unit *tt_unit_init(const tt_unit_desc *d, const tt_spec *spec, const tt_unit_opts *o)
+{
+    tt_unit *u = tt_xcalloc(1, sizeof *u);
+    u->d = d, u->s = spec, u->seed = o->seed;
+    u->batch = spec->train.batch;
+    u->check = o->check > 0 && o->check < u->batch ? o->check : u->batch;
+    u->bf16 = spec->train.precision == TT_PREC_BF16;
+    u->rows = (long)u->batch * spec->model.seq_len;
+    u->rows_check = (long)u->check * spec->model.seq_len;
+    d->impl->init(u, o);
+    if (d->impl->twin) twin_into(u, u->want, CPU_PLANT_NONE);
+    reset_outputs(u);
+    return u;
+}
+
+void tt_unit_free(tt_unit *u)
+{
+    if (!u) return;
+    for (int i = 0; i < u->n_out; i++) free(u->want[i]);
+    for (int i = 0; i < u->n_host; i++) free(u->host[i]);
+    for (int i = 0; i < u->n_dev; i++) cudaFree(u->dev[i]);
+    if (u->scratch) cudaFree(u->scratch);
+    free(u->h);
+    free(u);
+}
+
+const tt_unit_desc *tt_unit_desc_of(const tt_unit *u) { return u->d; }
+
+void tt_unit_describe(const tt_unit *u, char *out, size_t n) { snprintf(out, n, "%s", u->about); }
+
+void tt_unit_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    u->d->impl->run(u, p, gpu, false);
+}
+
+/* --- what the units are built from ---------------------------------------------------------------- */
+
+void tt_randn(float *x, size_t n, float std, uint64_t seed, uint64_t stream, int bf16)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double u1 = 1.0 - tt_uniform(seed, stream, 2 * i), u2 = tt_uniform(seed, stream, 2 * i + 1);
+        x[i] = (float)(std * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
+    }
+    tt_round_storage(x, n, bf16);
+}
+
+void tt_round_storage(float *x, size_t n, int bf16)
+{
+    if (bf16)
+        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(tt_bf16_from_float(x[i]));
+}
+
+void *tt_gpu_poisoned(size_t bytes)
+{
+    void *d;
+    TT_CUDA(cudaMalloc(&d, bytes + 1));
+    TT_CUDA(cudaMemset(d, 0xff, bytes + 1));
+    TT_CUDA(cudaDeviceSynchronize());
+    return d;
+}
+
+void *tt_gpu_upload_rows(const float *x, long rows, long cols, long ld, int bf16)
+{
+    void *buf = pitched(x, rows, cols, ld, bf16), *d;
+    const size_t bytes = (size_t)rows * ld * storage_size(bf16);
+    TT_CUDA(cudaMalloc(&d, bytes + 1));
+    TT_CUDA(cudaMemcpy(d, buf, bytes, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaDeviceSynchronize());
+    free(buf);
+    return d;
+}
+
+float *tt_gpu_download_rows(const void *d, long rows, long cols, long ld, int bf16, long *written,
+                            long *at)
+{
+    float *all = tt_gpu_download(d, (size_t)rows * ld, bf16), *x = tt_xmalloc((size_t)rows * cols * 4 + 1);
+    long w = 0;
+    for (long r = 0; r < rows; r++)
+        for (long c = 0; c < ld; c++) {
+            const float v = all[(size_t)r * ld + c];
+            if (c < cols) {
+                x[(size_t)r * cols + c] = v;
+            } else if (!isnan(v)) {
+                if (!w && at) *at = r * ld + c;
+                w++;
+            }
+        }
+    if (written) *written = w;
+    free(all);
+    return x;
+}
+
+long tt_ulps_apart(float a, float b)
+{
+    int32_t x, y;
+    memcpy(&x, &a, 4), memcpy(&y, &b, 4);
+    if (x < 0) x = INT32_MIN - x; /* monotonic: ordered like the floats */
+    if (y < 0) y = INT32_MIN - y;
+    return labs((long)x - (long)y);
+}
+
+tt_dropout tt_check_dropout(float p, uint64_t seed, uint32_t site, unsigned long long **step)
+{
+    const unsigned long long at = 4243 + site;
+    TT_CUDA(cudaMalloc((void **)step, sizeof at));
+    TT_CUDA(cudaMemcpy(*step, &at, sizeof at, cudaMemcpyHostToDevice));
+    return (tt_dropout){.p = p, .seed = seed, .step = *step, .site = site};
+}
+
+void tt_cpu_dropout(float *y, uint8_t *mask, const float *x, long n, tt_dropout drop)
+{
+    unsigned long long step;
+    TT_CUDA(cudaMemcpy(&step, drop.step, sizeof step, cudaMemcpyDeviceToHost));
+    cpu_dropout_fwd(y, mask, x, n, drop.p, drop.seed, tt_dropout_stream(step, drop.site));
+}
