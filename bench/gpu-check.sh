@@ -21,17 +21,6 @@ logs=$out/logs
 mkdir -p "$logs"
 . bench/gpu-env.sh
 summary=()
-step() { # name, command...
-    local name=$1
-    shift
-    local t0=$(date +%s.%N)
-    "$@" > "$logs/$name.log" 2>&1
-    local rc=$?
-    local dt=$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }")
-    summary+=("$(printf '%-28s %-6s %6s s' "$name" "$([ $rc = 0 ] && echo ok || echo FAIL:$rc)" "$dt")")
-    tail -n 40 "$logs/$name.log"
-    return $rc
-}
 finish() {
     tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
     exit "${1:-0}"
@@ -41,11 +30,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 step build bash -c 'cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_BUILD_TESTS=ON && cmake --build build-gpu -j16' || { printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"; finish 1; }
 if [ -z "${TT_BENCH_ONLY:-}" ]; then
 step gpu-tests ctest --test-dir build-gpu -L gpu --output-on-failure -V
-step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
+step memcheck env TT_TEST_NO_VARIANTS=1 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 # the whole training step too (two streams, cuBLAS's products among our kernels)
 step memcheck-step compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_model
 # racecheck: our kernels only (it reports cuBLAS's split-K kernel), and the small cases (it is slow)
-step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
+step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_VARIANTS=1 TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
 step ttgen-device-arch bash -c 'build-gpu/ttgen specs/wt103.yaml --cache-dir /tmp/tt-cache-arch | grep -A1 "^kernels for"'
 fi
 # TT_BENCH_SET (default all): which benchmark parts, any of attn ptb wt103 tune txl tt-bench

@@ -45,3 +45,17 @@ tt_steady_rate() {
     grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") r[++n] = $(i - 1) }
         END { for (i = 2; i <= n; i++) s += 1 / r[i]; if (n > 1) printf "%.0f", (n - 1) / s }'
 }
+
+# step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log, adds a line (ok or the
+# exit status, and the seconds) to the array summary, prints the log's end; returns the status.
+step() {
+    local name=$1
+    shift
+    local t0=$(date +%s.%N)
+    "$@" > "$logs/$name.log" 2>&1
+    local rc=$?
+    local dt=$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }")
+    summary+=("$(printf '%-28s %-6s %6s s' "$name" "$([ $rc = 0 ] && echo ok || echo FAIL:$rc)" "$dt")")
+    tail -n ${TT_STEP_TAIL:-40} "$logs/$name.log"
+    return $rc
+}
