@@ -274,15 +274,6 @@ static void test_units_configs(void **state)
         if (!skip_name(txl_configs[ci].name)) with_txl_config(&txl_configs[ci], check_units);
 }
 
-/* Specs whose variants are not checked, and why: the rest of the test takes about four minutes on
- * an H100 machine of 16 cores. Their shipped plans are checked all the same. */
-static const struct {
-    const char *spec, *why;
-} variants_left_out[] = {
-    {"lm1b.yaml", "its 417 tensor-core variants of the attention at D 1024 would add about a "
-                  "minute and a half on 16 cores, as much as wt103's"},
-};
-
 /* A kernel already checked for an earlier spec, with the sizes of its unit's inputs. */
 typedef struct {
     tt_kernel k;
@@ -314,11 +305,6 @@ static void check_variants(const tt_spec *s, const char *name, tt_unit *const *u
         printf("  %s: variants not checked: TT_TEST_NO_VARIANTS is set\n", name);
         return;
     }
-    for (size_t i = 0; i < sizeof variants_left_out / sizeof *variants_left_out; i++)
-        if (!strcmp(name, variants_left_out[i].spec)) {
-            printf("  %s: variants left out: %s\n", name, variants_left_out[i].why);
-            return;
-        }
     char err[4096];
     tt_tune_variant *v;
     int n, no_unit = 0, again = 0, todo = 0;
