@@ -3,11 +3,12 @@
 # unit against its CPU twin on the hand-written configs, on the plan of every spec in specs/ and
 # on every variant the tuner may choose; the planted errors, each of which must fail its check;
 # mla_bwd twice with the same bits; the whole training step), TT_TEST_SEEDS seeds of the whole
-# step (default 200), compute-sanitizer's memcheck and racecheck on the kernels, and the
+# step (default 200), ttgen --tune on ptb, compute-sanitizer's memcheck and racecheck on the
+# kernels, and the
 # attention alone timed against a baseline build (BASE, a commit or folder: by default the
 # device copy's git HEAD, the last landed commit), alternating, on the same card.
 # Carry the .debs of ../shared/scripts/fetch-debs.sh .deps (see bench/gpu-env.sh).
-#   bench/kernel-check.sh OUTDIR        (TT_SKIP="model seeds sanitize attn": leave those out;
+#   bench/kernel-check.sh OUTDIR        (TT_SKIP="model seeds tune sanitize attn": leave those out;
 #                                       TT_WERROR=OFF: warnings not errors)
 # OUTDIR gets summary.txt and logs.tar.gz.
 set -uo pipefail
@@ -36,6 +37,8 @@ skip model || step test-gpu-model build-gpu/tests/test_gpu_model
 if ! skip model && ! skip seeds; then
     step whole-step-seeds env TT_TEST_SEEDS=${TT_TEST_SEEDS:-200} build-gpu/tests/test_gpu_model
 fi
+# the tuner through the units: every variant of ptb's tunable kernels checked, timed, chosen
+skip tune || step tune build-gpu/ttgen specs/ptb.yaml --tune --cache-dir /tmp/tt-tune-check
 if ! skip sanitize; then
     step memcheck env TT_TEST_CONFIGS=odd TT_TEST_NO_VARIANTS=1 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
     step racecheck env TT_TEST_CONFIGS=odd TT_TEST_NO_VARIANTS=1 TT_TEST_NO_CUBLAS=1 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/tests/test_gpu_kernels
