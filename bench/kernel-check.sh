@@ -4,9 +4,8 @@
 # on every variant the tuner may choose; the planted errors, each of which must fail its check;
 # mla_bwd twice with the same bits; the whole training step), TT_TEST_SEEDS seeds of the whole
 # step (default 200), ttgen --tune on ptb, compute-sanitizer's memcheck and racecheck on the
-# kernels, and the
-# attention alone timed against a baseline build (BASE, a commit or folder: by default the
-# device copy's git HEAD, the last landed commit), alternating, on the same card.
+# kernels, and the attention alone timed against a baseline build (BASE, a commit or folder: by
+# default the device copy's git HEAD, the last landed commit), alternating, on the same card.
 # Carry the .debs of ../shared/scripts/fetch-debs.sh .deps (see bench/gpu-env.sh).
 #   bench/kernel-check.sh OUTDIR        (TT_SKIP="model seeds tune sanitize attn": leave those out;
 #                                       TT_WERROR=OFF: warnings not errors)
