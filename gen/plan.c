@@ -192,6 +192,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     c->block[0] = (unsigned)ct;
     c->grid[0] = ceil_div(d, 32);
     c->grid[1] = 2;
+    c->smem_bytes = (unsigned)(ct * 4); /* a float a thread: the warps' sums of 32 columns */
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = sets", d);
     whyf(c, "32 columns a block, %ld warps over %u partials, fixed order: deterministic", ct / 32,
          blocks);
@@ -437,6 +438,7 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     name_kernel(c, flags);
     c->block[0] = (unsigned)ct;
     c->grid[0] = ceil_div(f, 32);
+    c->smem_bytes = (unsigned)(ct * 4);
     snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32)", f);
     whyf(c, "db1: 32 columns a block, %ld warps over %ld partials, fixed order: deterministic",
          ct / 32, parts);
@@ -1151,6 +1153,12 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     }
     if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
     plan->tuning = NULL;
+    /* the shared memory each kernel declares, which its template static_asserts (the attention's
+     * families set theirs with their geometry) */
+    for (int i = 0; i < plan->n; i++) {
+        tt_kernel *k = &plan->kernels[i];
+        if (tt_kernel_const(k, "SMEM", -1) < 0) set_const(k, "SMEM", k->dyn_smem ? k->dyn_smem : k->smem_bytes);
+    }
     /* what a tuning may have set: every block whole warps, at most 1024 threads */
     for (int i = 0; t && i < plan->n; i++) {
         const tt_kernel *k = &plan->kernels[i];

@@ -32,6 +32,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(double *__restrict__ part, const float *__restrict__ g, long long n)
 {
     __shared__ double scratch[32];
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const long long stride = (long long)TT_BLOCKS * TT_THREADS;
     const long long first = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     double acc = 0;
@@ -57,6 +58,7 @@ TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, const double *__
           double maxnorm)
 {
     __shared__ double scratch[32];
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     double acc = 0;
     for (int i = threadIdx.x; i < TT_BLOCKS; i += TT_THREADS) acc += part[i];
     acc = tt_block_sum(acc, scratch);

@@ -17,6 +17,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ out, const float *__restrict__ in, int parts)
 {
     __shared__ float red[TT_PW][32];
+    static_assert(sizeof red == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
     const int col = blockIdx.x * 32 + lane, set = blockIdx.y;
     const float *p = in + (size_t)set * parts * TT_D + col;

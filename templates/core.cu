@@ -31,6 +31,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ g, const float *__restrict__ theta)
 {
     __shared__ float s[TT_H][TT_R];
+    static_assert(sizeof s == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int c = warp; c < TT_H; c += TT_WARPS) {
         const float *th = theta + c * TT_R;

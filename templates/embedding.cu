@@ -164,6 +164,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 {
     extern __shared__ unsigned long long chunk[];
+    static_assert(TT_CHUNK * sizeof(unsigned long long) == TT_SMEM, "the shared memory the plan counted is what the block declares");
     // Stages k <= TT_CHUNK stay within a chunk: sort each one, and fill keys on the way.
     for (int first = 0; first < TT_P; first += TT_CHUNK) {
         for (int i = threadIdx.x; i < TT_CHUNK; i += TT_THREADS) {

@@ -55,6 +55,7 @@ TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__res
           const unsigned long long *__restrict__ step, unsigned site)
 {
     __shared__ float colpart[TT_TY][TT_TX * TT_VEC];
+    static_assert(sizeof colpart == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int tx = threadIdx.x % TT_TX, ty = threadIdx.x / TT_TX;
     const int col = (blockIdx.x * TT_TX + tx) * TT_VEC;
     const float inv_keep = 1.f / (1.f - p);

@@ -150,6 +150,7 @@ TT_KERNEL(TT_T *__restrict__ y, float *__restrict__ mean_out, float *__restrict_
           const float *__restrict__ beta, int rows)
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % TT_TPR;
     const int row = blockIdx.x * TT_ROWS + threadIdx.x / TT_TPR;
     // With TT_TPR > 32 a block is one row, so a block leaves whole and the barriers stay uniform.
@@ -184,6 +185,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
           unsigned site)
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % TT_TPR;
     const int row = blockIdx.x * TT_ROWS + threadIdx.x / TT_TPR;
     if (row >= rows) return;
@@ -243,8 +245,10 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
 #if TT_ROWS > 1
     __shared__ float rowpart[2 * TT_ROWS * TT_D];
+    static_assert(sizeof scratch + sizeof rowpart == TT_SMEM, "the shared memory the plan counted is what the block declares");
 #else
     float *const rowpart = nullptr;
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
 #endif
     const int lane = threadIdx.x % TT_TPR;
     const int sub = threadIdx.x / TT_TPR;

@@ -42,6 +42,7 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
           float eps, float scale, int grad)
 {
     __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
+    static_assert(sizeof wm + sizeof ws + sizeof wsum == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     TT_T *x = logits + (size_t)row * ld; // rows ld >= v apart (a stride the products can align)
     const float w = weight ? weight[row] : 1.f;
@@ -171,6 +172,7 @@ TT_KERNEL(double *__restrict__ out, const float *__restrict__ loss, const float 
           int rows)
 {
     __shared__ double scratch[32];
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     double a = 0, b = 0;
     for (int r = threadIdx.x; r < rows; r += TT_THREADS) {
         a += loss[r];
