@@ -4,7 +4,10 @@
  *   tensorized:     0 embedding; 1 + 3*layer + {0: attention output, 1: FFN hidden, 2: FFN output}
  *                   (the GPU numbers them alike);
  *   Transformer-XL: 0 embedding; 1 pos_emb; 2 + 4*layer + {0: attention output, 1: dropatt,
- *                   2: FFN hidden, 3: FFN output}. */
+ *                   2: FFN hidden, 3: FFN output}.
+ * With tt_cpu_lm_round_as (a GPU path's roundings), every rounding is written where the GPU's
+ * kernel or product makes it (gpu/gpu_model.c), and each is a no-op for the reference, whose
+ * arithmetic stays as it was to the bit. */
 #include "cpu_model.h"
 
 #include <math.h>
@@ -31,6 +34,20 @@ struct tt_cpu_layer_acts {
 };
 
 static int head_columns(const tt_layout *l) { return (int)l->hi[0] + l->n_clusters - 1; }
+
+/* --- the bf16 path's roundings (tt_cpu_lm_round_as) --------------------------------------- */
+
+/* x as the GPU stores it: bf16 on its bf16 path, else as computed. */
+static tt_real stored(const tt_cpu_lm *lm, tt_real x) { return lm->round == TT_PREC_BF16 ? cpu_bf16(x) : x; }
+static void store(const tt_cpu_lm *lm, tt_real *x, long n)
+{
+    if (lm->round == TT_PREC_BF16)
+        for (long i = 0; i < n; i++) x[i] = cpu_bf16(x[i]);
+}
+
+/* The weights as the GPU's products and the kernels that take its storage type read them: its
+ * bf16 copy (tt_cast of the weights), else the weights themselves. */
+static const tt_view *wcopy(const tt_cpu_lm *lm) { return lm->round == TT_PREC_BF16 ? &lm->wrv : &lm->w; }
 
 void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
 {
@@ -94,14 +111,16 @@ double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double 
     double best = INFINITY;
     *layer = *unit = -1;
     for (int k = 0; k < m->layers; k++) {
-        const tt_layer_view *lw = &lm->w.layer[k];
+        const tt_layer_view *lw = &lm->w.layer[k], *lp = &wcopy(lm)->layer[k];
         const tt_real *x1 = lm->acts[k].x1;
         double sq = 0, near = INFINITY;
         int at = -1;
         for (int r = 0; r < lm->rows; r++)
             for (int u = 0; u < f; u++) {
-                double z = lw->ff1_b[u];
-                for (int c = 0; c < d; c++) z += (double)x1[(size_t)r * d + c] * lw->ff1_w[(size_t)u * d + c];
+                double z = lm->round == TT_PREC_FP32 ? lw->ff1_b[u] : 0;
+                for (int c = 0; c < d; c++)
+                    z += (double)x1[(size_t)r * d + c] * lp->ff1_w[(size_t)u * d + c];
+                if (lm->round != TT_PREC_FP32) z = stored(lm, (tt_real)z) + lw->ff1_b[u]; /* as its kernel */
                 sq += z * z;
                 if (fabs(z) < near) near = fabs(z), at = u;
             }
@@ -122,14 +141,34 @@ void tt_cpu_lm_free(tt_cpu_lm *lm)
     }
     free(lm->acts), free(lm->x0), free(lm->x0_mask), free(lm->pe), free(lm->pe_mask), free(lm->mem);
     free(lm->dx), free(lm->dtmp), free(lm->dff), free(lm->dqkv), free(lm->d_emb);
+    free(lm->wr), free(lm->pe_r);
     tt_view_free(&lm->w);
     tt_view_free(&lm->g);
+    tt_view_free(&lm->wrv);
     memset(lm, 0, sizeof *lm);
 }
 
-/* Embedding of one token (adaptive when div_val > 1), scaled by sqrt(D). */
-static void embed(const tt_layout *l, const tt_view *w, long t, tt_real *out)
+void tt_cpu_lm_round_as(tt_cpu_lm *lm, tt_precision p)
 {
+    const tt_layout *l = lm->layout;
+    lm->round = p == TT_PREC_BF16 ? p : TT_PREC_FP32;
+    if (lm->round == TT_PREC_FP32 || lm->wr) return;
+    lm->wr = tt_xmalloc(l->n_floats * sizeof(tt_real));
+    tt_view_make(l, lm->wr, &lm->wrv);
+    if (l->m.kind == TT_KIND_TENSORIZED && l->m.position == TT_POS_KEY) {
+        const size_t n = (size_t)l->m.seq_len * l->m.d_model;
+        lm->pe_r = tt_xmalloc(n * sizeof(tt_real));
+        for (size_t i = 0; i < n; i++) lm->pe_r[i] = cpu_bf16(lm->pe[i]);
+    }
+}
+
+/* Embedding of one token (adaptive when div_val > 1), scaled by sqrt(D). Rounding as the bf16
+ * path: the table row gathered in bf16, its product with the projection fp32, then scaled
+ * (templates/embedding.cu). */
+static void embed(const tt_cpu_lm *lm, long t, tt_real *out)
+{
+    const tt_layout *l = lm->layout;
+    const tt_view *w = &lm->w;
     const int d = l->m.d_model, c = tt_cluster_of(l, t);
     const tt_real scale = (tt_real)sqrt((double)d);
     const tt_real *e = w->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
@@ -138,16 +177,26 @@ static void embed(const tt_layout *l, const tt_view *w, long t, tt_real *out)
         return;
     }
     const int dc = l->dim[c];
+    const tt_real *proj = wcopy(lm)->emb_proj[c];
     for (int i = 0; i < d; i++) {
         double s = 0;
-        for (int k = 0; k < dc; k++) s += (double)w->emb_proj[c][(size_t)i * dc + k] * e[k];
-        out[i] = (tt_real)(s * scale);
+        if (lm->round == TT_PREC_FP32) {
+            for (int k = 0; k < dc; k++) s += (double)proj[(size_t)i * dc + k] * e[k];
+            out[i] = (tt_real)(s * scale);
+        } else {
+            for (int k = 0; k < dc; k++)
+                s += (double)proj[(size_t)i * dc + k] * stored(lm, e[k]);
+            out[i] = (tt_real)s * scale;
+        }
     }
 }
 
-static void embed_bwd(const tt_layout *l, const tt_view *w, const tt_view *g, long t,
-                      const tt_real *dout)
+/* Its backward from dout = d x0 before the embedding's dropout. Rounding as the bf16 path: dy =
+ * dout * sqrt(D) stored, dP += dy^T e and de = dy P stored, added into the table row. */
+static void embed_bwd(tt_cpu_lm *lm, long t, const tt_real *dout)
 {
+    const tt_layout *l = lm->layout;
+    const tt_view *w = &lm->w, *g = &lm->g;
     const int d = l->m.d_model, c = tt_cluster_of(l, t);
     const tt_real scale = (tt_real)sqrt((double)d);
     tt_real *ge = g->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
@@ -157,13 +206,27 @@ static void embed_bwd(const tt_layout *l, const tt_view *w, const tt_view *g, lo
     }
     const int dc = l->dim[c];
     const tt_real *e = w->emb[c] + (size_t)(t - l->lo[c]) * dc;
+    if (lm->round == TT_PREC_FP32) {
+        for (int k = 0; k < dc; k++) {
+            double s = 0;
+            for (int i = 0; i < d; i++) {
+                s += (double)w->emb_proj[c][(size_t)i * dc + k] * dout[i];
+                g->emb_proj[c][(size_t)i * dc + k] += dout[i] * scale * e[k];
+            }
+            ge[k] += (tt_real)(s * scale);
+        }
+        return;
+    }
+    const tt_real *proj = wcopy(lm)->emb_proj[c];
     for (int k = 0; k < dc; k++) {
+        const tt_real ek = stored(lm, e[k]);
         double s = 0;
         for (int i = 0; i < d; i++) {
-            s += (double)w->emb_proj[c][(size_t)i * dc + k] * dout[i];
-            g->emb_proj[c][(size_t)i * dc + k] += dout[i] * scale * e[k];
+            const tt_real dy = stored(lm, dout[i] * scale);
+            s += (double)proj[(size_t)i * dc + k] * dy;
+            g->emb_proj[c][(size_t)i * dc + k] += dy * ek;
         }
-        ge[k] += (tt_real)(s * scale);
+        ge[k] += stored(lm, (tt_real)s);
     }
 }
 
@@ -309,9 +372,112 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
     free(dh);
 }
 
+/* output_layer as a GPU path computes it (gpu_model.c's enqueue_output): every product's output
+ * the storage type's (the logits, a projection's h, d h, d x), the loss and dlogits from the
+ * stored logits and dlogits stored, the head's cluster columns a second product that adds their
+ * bias to the stored x Wc^T, a tail's d x stored and then added into d x (adaptive_scatter_add).
+ * The products read the rounded weights; their bias epilogues the storage type's. */
+static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets,
+                                 const tt_real *wt, tt_real eps, double scale, bool grads,
+                                 tt_lm_result *res)
+{
+    const tt_layout *l = lm->layout;
+    const int d = l->m.d_model, nc = l->n_clusters - 1, cols = head_columns(l);
+    const long c0 = l->hi[0];
+    const tt_view *wc = wcopy(lm), *g = &lm->g;
+    long most = cols;
+    for (int c = 1; c < l->n_clusters; c++) most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
+    tt_real *xo = tt_xmalloc((size_t)d * sizeof *xo), *ho = tt_xmalloc((size_t)d * sizeof *ho);
+    tt_real *dh = tt_xmalloc((size_t)d * sizeof *dh), *tdx = tt_xmalloc((size_t)d * sizeof *tdx);
+    tt_real *logit = tt_xmalloc((size_t)most * sizeof *logit), *dl = tt_xmalloc((size_t)most * sizeof *dl);
+    if (grads) memset(lm->dx, 0, (size_t)lm->rows * d * sizeof(tt_real));
+
+    for (int r = 0; r < lm->rows; r++) {
+        const double weight = wt ? wt[r] : 1.0;
+        if (weight == 0) continue;
+        const long t = targets[r];
+        const int tc = tt_cluster_of(l, t);
+        tt_real *dxr = lm->dx + (size_t)r * d;
+        for (int i = 0; i < d; i++) xo[i] = x[(size_t)r * d + i];
+        for (int c = 0; c <= (tc > 0); c++) { /* the head, then the target's tail cluster */
+            const int cl = c ? tc : 0, dc = l->dim[cl];
+            const long vc = c ? l->hi[cl] - l->lo[cl] : cols;
+            const tt_real *pj = l->proj ? wc->out_proj[cl] : NULL;
+            /* h = x P (stored), as the products read it */
+            for (int k = 0; k < dc; k++) {
+                double s = 0;
+                if (pj)
+                    for (int i = 0; i < d; i++) s += (double)xo[i] * pj[(size_t)i * dc + k];
+                ho[k] = pj ? stored(lm, (tt_real)s) : xo[k];
+            }
+            double mx = -INFINITY, z = 0, sum = 0;
+            for (long j = 0; j < vc; j++) {
+                const bool cw = !c && j >= c0; /* a column of the head's cluster logits */
+                const tt_real *wr = cw ? wc->cluster_w + (size_t)(j - c0) * d : wc->out_w[cl] + (size_t)j * dc;
+                double s = 0;
+                for (int k = 0; k < dc; k++) s += (double)ho[k] * wr[k];
+                logit[j] = cw ? stored(lm, stored(lm, (tt_real)s) + wc->cluster_b[j - c0])
+                              : stored(lm, (tt_real)(wc->out_b[cl][j] + s));
+                mx = logit[j] > mx ? logit[j] : mx;
+            }
+            for (long j = 0; j < vc; j++) {
+                sum += logit[j];
+                z += exp(logit[j] - mx);
+            }
+            const double lse = mx + log(z), e = c ? 0.0 : eps;
+            const long col = c ? t - l->lo[cl] : tc == 0 ? t : c0 + nc - tc;
+            const double nll = lse - logit[col];
+            res->nll_sum += weight * nll;
+            res->loss_sum += weight * ((1.0 - e) * nll + e * (lse - sum / vc));
+            if (!grads) continue;
+            const double sw = scale * weight;
+            for (long j = 0; j < vc; j++) {
+                double q = sw * (exp(logit[j] - lse) - e / vc);
+                if (j == col) q -= sw * (1.0 - e);
+                dl[j] = stored(lm, (tt_real)q);
+            }
+            /* dW += dl^T h, db += dl, d h = dl W (stored; the cluster columns' product adds to it) */
+            double *acc = tt_xcalloc((size_t)dc * 2, sizeof *acc);
+            for (long j = 0; j < vc; j++) {
+                const bool cw = !c && j >= c0;
+                const tt_real *wr = cw ? wc->cluster_w + (size_t)(j - c0) * d : wc->out_w[cl] + (size_t)j * dc;
+                tt_real *gr = cw ? g->cluster_w + (size_t)(j - c0) * d : g->out_w[cl] + (size_t)j * dc;
+                for (int k = 0; k < dc; k++) {
+                    gr[k] += dl[j] * ho[k];
+                    acc[(size_t)cw * dc + k] += (double)dl[j] * wr[k];
+                }
+                if (cw) g->cluster_b[j - c0] += dl[j];
+                else g->out_b[cl][j] += dl[j];
+            }
+            for (int k = 0; k < dc; k++) {
+                dh[k] = stored(lm, (tt_real)acc[k]);
+                if (!c && nc) dh[k] = stored(lm, (tt_real)(dh[k] + acc[dc + k]));
+            }
+            free(acc);
+            /* through the projection: dP += x^T d h, d x = d h P^T (stored) */
+            tt_real *dxc = c ? tdx : dxr;
+            for (int i = 0; i < d; i++) {
+                double s = 0;
+                if (pj)
+                    for (int k = 0; k < dc; k++) {
+                        const tt_real dk = dh[k];
+                        s += (double)dk * pj[(size_t)i * dc + k];
+                        g->out_proj[cl][(size_t)i * dc + k] += xo[i] * dk;
+                    }
+                dxc[i] = pj ? stored(lm, (tt_real)s) : dh[i];
+            }
+            if (c)
+                for (int i = 0; i < d; i++) dxr[i] = stored(lm, dxr[i] + tdx[i]);
+        }
+        res->scored += weight;
+    }
+    free(xo), free(ho), free(dh), free(tdx), free(logit), free(dl);
+}
+
 static uint64_t stream(const tt_lm_opts *o, uint32_t site) { return tt_dropout_stream(o->step, site); }
 
-/* What every run starts with: views of this call's weights and gradients, a zero result. */
+/* What every run starts with: views of this call's weights and gradients, a zero result; on the
+ * bf16 path, the weights' bf16 copy (the GPU's tt_cast). */
 static void run_begin(tt_cpu_lm *lm, tt_real *w, tt_real *grads, tt_lm_result *res)
 {
     tt_view_free(&lm->w);
@@ -319,14 +485,17 @@ static void run_begin(tt_cpu_lm *lm, tt_real *w, tt_real *grads, tt_lm_result *r
     tt_view_make(lm->layout, w, &lm->w);
     if (grads) tt_view_make(lm->layout, grads, &lm->g);
     memset(res, 0, sizeof *res);
+    if (lm->round == TT_PREC_BF16)
+        for (size_t i = 0; i < lm->layout->n_floats; i++) lm->wr[i] = cpu_bf16(w[i]);
 }
 
 /* x0 = dropout(E[inputs] * sqrt(D)), dropout site 0 in both models. */
 static void embed_fwd(tt_cpu_lm *lm, const int32_t *inputs, tt_real p, const tt_lm_opts *o)
 {
     const int d = lm->layout->m.d_model;
-    for (int i = 0; i < lm->rows; i++) embed(lm->layout, &lm->w, inputs[i], lm->x0 + (size_t)i * d);
+    for (int i = 0; i < lm->rows; i++) embed(lm, inputs[i], lm->x0 + (size_t)i * d);
     cpu_dropout_fwd(lm->x0, lm->x0_mask, lm->x0, (long)lm->rows * d, p, o->seed, stream(o, 0));
+    store(lm, lm->x0, (long)lm->rows * d);
 }
 
 /* lm->dx holds d loss / d x0: the embedding tables' (and projections') gradients. */
@@ -334,8 +503,7 @@ static void embed_backward(tt_cpu_lm *lm, const int32_t *inputs, tt_real p)
 {
     const int d = lm->layout->m.d_model;
     cpu_dropout_bwd(lm->d_emb, lm->dx, lm->x0_mask, (long)lm->rows * d, p);
-    for (int i = 0; i < lm->rows; i++)
-        embed_bwd(lm->layout, &lm->w, &lm->g, inputs[i], lm->d_emb + (size_t)i * d);
+    for (int i = 0; i < lm->rows; i++) embed_bwd(lm, inputs[i], lm->d_emb + (size_t)i * d);
 }
 
 /* The output layer on x_L and the loss, weighted by o->weight; with grads,
@@ -346,7 +514,10 @@ static void score(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets, const
     double weights = 0;
     for (int i = 0; i < lm->rows; i++) weights += o->weight ? o->weight[i] : 1.0;
     const double scale = weights > 0 ? 1.0 / weights : 0.0;
-    output_layer(lm, x, targets, o->weight, o->label_smoothing, scale, grads, res);
+    if (lm->round == TT_PREC_FP32)
+        output_layer(lm, x, targets, o->weight, o->label_smoothing, scale, grads, res);
+    else
+        output_layer_rounded(lm, x, targets, o->weight, o->label_smoothing, scale, grads, res);
 }
 
 /* The dropout streams of a layer's sites after its attention (see the top of this file). */
@@ -354,52 +525,133 @@ typedef struct {
     uint64_t attn_out, ff_hidden, ff_out;
 } layer_streams;
 
-/* What follows a layer's attention output a->y, in both models:
- *   x1 = LN(x + drop(y));  x2 = LN(x1 + drop(W2 drop(relu(W1 x1 + b1)) + b2)) */
-static void layer_tail_fwd(struct tt_cpu_layer_acts *a, const tt_layer_view *lw, const tt_real *x,
-                           int rows, const tt_model_spec *m, tt_real p, uint64_t seed,
+/* What follows layer k's attention output a->y (stored), in both models:
+ *   x1 = LN(x + drop(y));  x2 = LN(x1 + drop(W2 drop(relu(W1 x1 + b1)) + b2))
+ * Rounding as a GPU path: the sums s1, s2 stored and normalized as stored
+ * (templates/layernorm.cu's residual kernels), x1, x2 stored; W1 x1 stored before b1 is added
+ * (templates/ffn_act.cu), and h and its dropout hd stored from the same fp32 value; W2 hd + b2
+ * stored (b2 the epilogue's). */
+static void layer_tail_fwd(tt_cpu_lm *lm, int k, const tt_real *x, tt_real p, uint64_t seed,
                            layer_streams st)
 {
-    const int d = m->d_model, f = m->d_inner;
+    const tt_model_spec *m = &lm->layout->m;
+    struct tt_cpu_layer_acts *a = &lm->acts[k];
+    const tt_layer_view *lw = &lm->w.layer[k], *lp = &wcopy(lm)->layer[k];
+    const int rows = lm->rows, d = m->d_model, f = m->d_inner;
     const long rd = (long)rows * d, rf = (long)rows * f;
     cpu_dropout_fwd(a->s1, a->y_mask, a->y, rd, p, seed, st.attn_out);
     for (long i = 0; i < rd; i++) a->s1[i] += x[i];
+    store(lm, a->s1, rd);
     cpu_layernorm_fwd(a->x1, a->mean1, a->rstd1, a->s1, lw->ln1_w, lw->ln1_b, rows, d);
-    cpu_linear_fwd(a->h, a->x1, lw->ff1_w, lw->ff1_b, rows, d, f);
+    store(lm, a->x1, rd);
+    if (lm->round == TT_PREC_FP32) {
+        cpu_linear_fwd(a->h, a->x1, lw->ff1_w, lw->ff1_b, rows, d, f);
+    } else {
+        cpu_linear_fwd(a->h, a->x1, lp->ff1_w, NULL, rows, d, f);
+        for (long i = 0; i < rf; i++) a->h[i] = stored(lm, a->h[i]) + lw->ff1_b[i % f];
+    }
     cpu_relu_fwd(a->h, a->h, rf);
     cpu_dropout_fwd(a->hd, a->h_mask, a->h, rf, p, seed, st.ff_hidden);
-    cpu_linear_fwd(a->s2, a->hd, lw->ff2_w, lw->ff2_b, rows, f, d);
+    store(lm, a->h, rf);
+    store(lm, a->hd, rf);
+    cpu_linear_fwd(a->s2, a->hd, lp->ff2_w, wcopy(lm)->layer[k].ff2_b, rows, f, d);
+    store(lm, a->s2, rd);
     cpu_dropout_fwd(a->s2, a->f_mask, a->s2, rd, p, seed, st.ff_out);
     for (long i = 0; i < rd; i++) a->s2[i] += a->x1[i];
+    store(lm, a->s2, rd);
     cpu_layernorm_fwd(a->x2, a->mean2, a->rstd2, a->s2, lw->ln2_w, lw->ln2_b, rows, d);
+    store(lm, a->x2, rd);
 }
 
 /* Its backward: from lm->dx = d x2 to lm->dx = d x through the residual alone and lm->dtmp = d y;
- * the caller adds the attention's d x into lm->dx. */
-static void layer_tail_bwd(tt_cpu_lm *lm, const struct tt_cpu_layer_acts *a,
-                           const tt_layer_view *lw, const tt_layer_view *lg, tt_real p)
+ * the caller adds the attention's d x into lm->dx. Rounding as a GPU path: the two gradients of
+ * each LayerNorm's sum stored from the same fp32 value (the residual's, and its dropout's), d hd
+ * = dy W2 stored, d z stored after db1 is summed from it (templates/ffn_act.cu), d x1 = dz W1 +
+ * the residual's stored once (a product with beta 1). */
+static void layer_tail_bwd(tt_cpu_lm *lm, int k, tt_real p)
 {
     const tt_model_spec *m = &lm->layout->m;
+    const struct tt_cpu_layer_acts *a = &lm->acts[k];
+    const tt_layer_view *lw = &lm->w.layer[k], *lg = &lm->g.layer[k], *lp = &wcopy(lm)->layer[k];
     const int rows = lm->rows, d = m->d_model, f = m->d_inner;
     const long rd = (long)rows * d, rf = (long)rows * f;
     cpu_layernorm_bwd(lm->dtmp, lg->ln2_w, lg->ln2_b, lm->dx, a->s2, a->mean2, a->rstd2,
                       lw->ln2_w, rows, d); /* dtmp = d s2 */
     memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x1 so far */
+    store(lm, lm->dx, rd);
     cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->f_mask, rd, p);
-    cpu_linear_bwd(lm->dff, lg->ff2_w, lg->ff2_b, lm->dtmp, a->hd, lw->ff2_w, rows, f, d);
+    store(lm, lm->dtmp, rd);
+    cpu_linear_bwd(lm->dff, lg->ff2_w, lg->ff2_b, lm->dtmp, a->hd,
+                   lp->ff2_w, rows, f, d);
+    store(lm, lm->dff, rf);
     cpu_dropout_bwd(lm->dff, lm->dff, a->h_mask, rf, p);
     cpu_relu_bwd(lm->dff, lm->dff, a->h, rf);
-    cpu_linear_bwd(lm->dtmp, lg->ff1_w, lg->ff1_b, lm->dff, a->x1, lw->ff1_w, rows, d, f);
-    for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i]; /* d x1 */
+    if (lm->round == TT_PREC_FP32) {
+        cpu_linear_bwd(lm->dtmp, lg->ff1_w, lg->ff1_b, lm->dff, a->x1, lw->ff1_w, rows, d, f);
+    } else {
+        cpu_linear_bwd(NULL, NULL, lg->ff1_b, lm->dff, NULL, NULL, rows, d, f);
+        store(lm, lm->dff, rf);
+        cpu_linear_bwd(lm->dtmp, lg->ff1_w, NULL, lm->dff,
+                       a->x1, lp->ff1_w, rows, d, f);
+    }
+    for (long i = 0; i < rd; i++) lm->dx[i] = stored(lm, lm->dx[i] + lm->dtmp[i]); /* d x1 */
     cpu_layernorm_bwd(lm->dtmp, lg->ln1_w, lg->ln1_b, lm->dx, a->s1, a->mean1, a->rstd1,
                       lw->ln1_w, rows, d); /* dtmp = d s1 */
     memcpy(lm->dx, lm->dtmp, (size_t)rd * sizeof(tt_real)); /* residual: d x so far */
+    store(lm, lm->dx, rd);
     cpu_dropout_bwd(lm->dtmp, lm->dtmp, a->y_mask, rd, p); /* d y */
+    store(lm, lm->dtmp, rd);
 }
 
 static layer_streams tensorized_streams(const tt_lm_opts *o, int k)
 {
     return (layer_streams){stream(o, 1 + 3 * k), stream(o, 2 + 3 * k), stream(o, 3 + 3 * k)};
+}
+
+/* What the rounding error of layer k's core_value gradient scales with (tt_cpu_lm's core_scale),
+ * from d y (lm->dtmp) as the backward hands it to the attention and dg, the attention's gradient
+ * of the core g. dg is a sum over the B N positions (b, i) of their terms, cpu_mla_bwd's d g
+ * from that row of d y alone; where they cancel, dg is far smaller than they are, and a sum's
+ * rounding errors (of the terms, or of the inputs they come from) scale with the terms'
+ * root-sum-square, not with the sum. The core's backward then maps dg's error through its
+ * Jacobian J (d theta = J dg: the softmax of each core's row), by J's RMS gain ||J||_F /
+ * sqrt(R) for an error of no preferred direction. So: the larger of |d theta| and that gain
+ * times the larger of |dg| and the terms' root-sum-square. */
+static double core_scale(const tt_cpu_lm *lm, int k, const tt_real *dg, const tt_real *wo,
+                         cpu_mla_shape shape)
+{
+    const tt_model_spec *m = &lm->layout->m;
+    const struct tt_cpu_layer_acts *a = &lm->acts[k];
+    const tt_real *theta = lm->w.layer[k].core;
+    const int n = shape.n, r = shape.r, d = shape.d, h = m->cores;
+    tt_real *dy = tt_xcalloc((size_t)n * d, sizeof *dy), *t = tt_xmalloc((size_t)r * sizeof *t);
+    tt_real *dth = tt_xmalloc((size_t)h * r * sizeof *dth);
+    cpu_mla_shape one = shape;
+    one.batch = 1;
+    double terms = 0, sum = 0, result = 0, gain = 0;
+    for (int b = 0; b < shape.batch; b++)
+        for (int i = 0; i < n; i++) {
+            memcpy(dy + (size_t)i * d, lm->dtmp + ((size_t)b * n + i) * d, (size_t)d * sizeof *dy);
+            memset(t, 0, (size_t)r * sizeof *t);
+            cpu_mla_bwd(NULL, t, NULL, NULL, NULL, NULL, dy, a->qkv + (size_t)b * n * 3 * r, a->g, wo,
+                        a->p, lm->w.u, lm->w.v, one);
+            for (int e = 0; e < r; e++) terms += (double)t[e] * t[e];
+            memset(dy + (size_t)i * d, 0, (size_t)d * sizeof *dy);
+        }
+    for (int e = 0; e < r; e++) sum += (double)dg[e] * dg[e];
+    memset(dth, 0, (size_t)h * r * sizeof *dth);
+    cpu_core_bwd(dth, dg, theta, h, r);
+    for (int e = 0; e < h * r; e++) result += (double)dth[e] * dth[e];
+    for (int c = 0; c < r; c++) { /* J's column c: the core's backward of the unit vector */
+        memset(t, 0, (size_t)r * sizeof *t);
+        t[c] = 1;
+        memset(dth, 0, (size_t)h * r * sizeof *dth);
+        cpu_core_bwd(dth, t, theta, h, r);
+        for (int e = 0; e < h * r; e++) gain += (double)dth[e] * dth[e];
+    }
+    free(dy), free(t), free(dth);
+    const double spread = sqrt(gain / r) * sqrt(terms > sum ? terms : sum);
+    return sqrt(result) > spread ? sqrt(result) : spread;
 }
 
 void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inputs,
@@ -415,38 +667,56 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
     run_begin(lm, w, grads, res);
     const cpu_mla_shape shape = {lm->batch, n, r, d, m->causal};
 
-    /* forward */
+    /* pe as the GPU keeps it (bf16: rounded), and the weights the attention's kernels read (its
+     * storage type's copy of Wo; the core, u and v fp32) */
+    const tt_real *pe = lm->round == TT_PREC_BF16 ? lm->pe_r : lm->pe;
+    const tt_view *wc = wcopy(lm);
+
+    /* forward: the projections and the attention's output stored */
     embed_fwd(lm, inputs, p, o);
     const tt_real *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
         const tt_layer_view *lw = &lm->w.layer[k];
         struct tt_cpu_layer_acts *a = &lm->acts[k];
-        cpu_linear_fwd(a->qkv, x, lw->qkv, NULL, rows, d, 3 * r);
+        cpu_linear_fwd(a->qkv, x, wc->layer[k].qkv, NULL, rows, d, 3 * r);
+        store(lm, a->qkv, rd / d * 3 * r);
         cpu_core_fwd(a->g, lw->core, m->cores, r);
-        if (key) cpu_linear_fwd(a->p, lm->pe, lw->r_net, NULL, n, d, r);
-        cpu_mla_fwd(a->y, a->qkv, a->g, lw->o, a->p, lm->w.u, lm->w.v, shape);
-        layer_tail_fwd(a, lw, x, rows, m, p, o->seed, tensorized_streams(o, k));
+        if (key) {
+            cpu_linear_fwd(a->p, pe, wc->layer[k].r_net, NULL, n, d, r);
+            store(lm, a->p, (long)n * r);
+        }
+        cpu_mla_fwd(a->y, a->qkv, a->g, wc->layer[k].o, a->p, lm->w.u, lm->w.v, shape);
+        store(lm, a->y, rd);
+        layer_tail_fwd(lm, k, x, p, o->seed, tensorized_streams(o, k));
         x = a->x2;
     }
     score(lm, x, targets, o, grads != NULL, res);
     if (!grads) return;
 
-    /* backward: lm->dx holds d loss / d x_L */
+    /* backward: lm->dx holds d loss / d x_L. Rounding as a GPU path: d qkv stored, dP (fp32)
+     * stored before its product with pe (bf16), d x = d qkv Wqkv + the residual's stored once */
     for (int k = m->layers - 1; k >= 0; k--) {
         const tt_layer_view *lw = &lm->w.layer[k];
         const tt_layer_view *lg = &lm->g.layer[k];
         struct tt_cpu_layer_acts *a = &lm->acts[k];
         const tt_real *xin = k ? lm->acts[k - 1].x2 : lm->x0;
-        layer_tail_bwd(lm, a, lw, lg, p);
+        layer_tail_bwd(lm, k, p);
         /* x1 = LN(x + drop(MLA(x))): lm->dtmp holds d MLA(x) */
         tt_real *dg = tt_xcalloc((size_t)r, sizeof *dg);
         tt_real *dp = key ? tt_xcalloc((size_t)n * r, sizeof *dp) : NULL;
-        cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, lm->dtmp, a->qkv, a->g, lw->o, a->p,
-                    lm->w.u, lm->w.v, shape);
+        cpu_mla_bwd(lm->dqkv, dg, lg->o, dp, lm->g.u, lm->g.v, lm->dtmp, a->qkv, a->g,
+                    wc->layer[k].o, a->p, lm->w.u, lm->w.v, shape);
+        store(lm, lm->dqkv, rd / d * 3 * r);
+        if (lm->core_scale) lm->core_scale[k] = core_scale(lm, k, dg, wc->layer[k].o, shape);
         cpu_core_bwd(lg->core, dg, lw->core, m->cores, r);
-        if (key) cpu_linear_bwd(NULL, lg->r_net, NULL, dp, lm->pe, lw->r_net, n, d, r);
-        cpu_linear_bwd(lm->dtmp, lg->qkv, NULL, lm->dqkv, xin, lw->qkv, rows, d, 3 * r);
-        for (long i = 0; i < rd; i++) lm->dx[i] += lm->dtmp[i];
+        if (key) {
+            store(lm, dp, (long)n * r);
+            cpu_linear_bwd(NULL, lg->r_net, NULL, dp,
+                           pe, wc->layer[k].r_net, n, d, r);
+        }
+        cpu_linear_bwd(lm->dtmp, lg->qkv, NULL, lm->dqkv,
+                       xin, wc->layer[k].qkv, rows, d, 3 * r);
+        for (long i = 0; i < rd; i++) lm->dx[i] = stored(lm, lm->dx[i] + lm->dtmp[i]);
         free(dg);
         free(dp);
     }
@@ -492,7 +762,7 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         cpu_txl_attn_fwd(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe,
                          (cpu_txl_weights){lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v}, s);
         const layer_streams st = {stream(o, 2 + 4 * k), stream(o, 4 + 4 * k), stream(o, 5 + 4 * k)};
-        layer_tail_fwd(a, lw, x, rows, m, p, o->seed, st);
+        layer_tail_fwd(lm, k, x, p, o->seed, st);
         x = a->x2;
     }
 
@@ -518,7 +788,7 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         const tt_layer_view *lw = &lm->w.layer[k];
         const tt_layer_view *lg = &lm->g.layer[k];
         const tt_real *xin = k ? lm->acts[k - 1].x2 : lm->x0;
-        layer_tail_bwd(lm, &lm->acts[k], lw, lg, p);
+        layer_tail_bwd(lm, k, p);
         /* x1 = LN(x + drop(attn(x, mem))): lm->dtmp holds d attn */
         cpu_txl_shape s = shape;
         s.stream = stream(o, 3 + 4 * k);

@@ -13,6 +13,18 @@ typedef struct {
     const tt_layout *layout;
     int batch, rows; /* rows = batch * seq_len */
     tt_view w, g;    /* views of the weights and gradients of the last call */
+    /* tt_cpu_lm_round_as: TT_PREC_BF16 when this reference rounds as the GPU's bf16 path does,
+     * else TT_PREC_FP32 (the default: it rounds nowhere). wr, wrv: then the last call's weights
+     * in bf16, as the GPU keeps them for its products and kernels; pe_r: position: key's pe. */
+    tt_precision round;
+    tt_real *wr;
+    tt_view wrv;
+    tt_real *pe_r;
+    /* core_scale: NULL, or the caller's [L]: then a tensorized run with gradients writes there
+     * the size that the rounding error of each layer's core_value gradient scales with: at
+     * least the gradient's norm, more where it is a small sum of large terms (cpu_model.c's
+     * core_scale says how). A comparison holds that tensor's error relative to this. */
+    double *core_scale;
     tt_real *pe;       /* [N, D] sinusoids of positions N-1 .. 0 (position: key);
                         * Transformer-XL: [mlen+N, D] pos_emb of the last call, after dropout */
     uint8_t *pe_mask;  /* Transformer-XL: pos_emb's dropout */
@@ -37,6 +49,19 @@ typedef struct {
 /* For either kind (a Transformer-XL LM runs only through tt_cpu_txl_lm_run). */
 void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *layout, int batch);
 void tt_cpu_lm_free(tt_cpu_lm *lm);
+
+/* From the next run on, rounds where the GPU's path at precision p rounds. TT_PREC_BF16: every
+ * activation, logit and gradient of an activation that the GPU stores in bf16 is rounded to bf16
+ * (cpu/bf16.h, the kernels' rounding) from the same values, and the products and the kernels
+ * that read the GPU's bf16 copy of the weights read it rounded too; the two then differ by the
+ * order of their sums, and by the roundings inside the multi-linear attention's tensor-core
+ * kernels (templates/mla_tc.cu: A_j, T_j, dT, ...), which this does not repeat: its parameters'
+ * gradients carry them. TT_PREC_FP32 (the default, the reference) and TT_PREC_TF32 round
+ * nowhere: tf32's products round their operands inside cuBLAS, in a way cuBLAS does not document
+ * (to nearest, or toward zero: either is 2^-11 of an operand) and maybe not at all in the kernels
+ * it picks for small products, so a guess repeated here could add an error instead of removing
+ * one. For test_gpu_model's comparisons; the trainer never calls it. */
+void tt_cpu_lm_round_as(tt_cpu_lm *lm, tt_precision p);
 
 /* The FFN's ReLU input of the last run nearest zero, as a fraction of its layer's RMS; its layer,
  * unit and that RMS into *layer, *unit and *rms. Where it is within rounding of zero, two correct
