@@ -38,7 +38,10 @@ static int head_columns(const tt_layout *l) { return (int)l->hi[0] + l->n_cluste
 /* --- the bf16 path's roundings (tt_cpu_lm_round_as) --------------------------------------- */
 
 /* x as the GPU stores it: bf16 on its bf16 path, else as computed. */
-static tt_real stored(const tt_cpu_lm *lm, tt_real x) { return lm->round == TT_PREC_BF16 ? cpu_bf16(x) : x; }
+static tt_real stored(const tt_cpu_lm *lm, tt_real x)
+{
+    return lm->round == TT_PREC_BF16 ? cpu_bf16(x) : x;
+}
 static void store(const tt_cpu_lm *lm, tt_real *x, long n)
 {
     if (lm->round == TT_PREC_BF16)
@@ -47,7 +50,10 @@ static void store(const tt_cpu_lm *lm, tt_real *x, long n)
 
 /* The weights as the GPU's products and the kernels that take its storage type read them: its
  * bf16 copy (tt_cast of the weights), else the weights themselves. */
-static const tt_view *wcopy(const tt_cpu_lm *lm) { return lm->round == TT_PREC_BF16 ? &lm->wrv : &lm->w; }
+static const tt_view *wcopy(const tt_cpu_lm *lm)
+{
+    return lm->round == TT_PREC_BF16 ? &lm->wrv : &lm->w;
+}
 
 void tt_cpu_lm_init(tt_cpu_lm *lm, const tt_layout *l, int batch)
 {
@@ -120,7 +126,8 @@ double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double 
                 double z = lm->round == TT_PREC_FP32 ? lw->ff1_b[u] : 0;
                 for (int c = 0; c < d; c++)
                     z += (double)x1[(size_t)r * d + c] * lp->ff1_w[(size_t)u * d + c];
-                if (lm->round != TT_PREC_FP32) z = stored(lm, (tt_real)z) + lw->ff1_b[u]; /* as its kernel */
+                if (lm->round != TT_PREC_FP32) /* as the bf16 path's kernel adds b1 */
+                    z = stored(lm, (tt_real)z) + lw->ff1_b[u];
                 sq += z * z;
                 if (fabs(z) < near) near = fabs(z), at = u;
             }
@@ -372,11 +379,11 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
     free(dh);
 }
 
-/* output_layer as a GPU path computes it (gpu_model.c's enqueue_output): every product's output
- * the storage type's (the logits, a projection's h, d h, d x), the loss and dlogits from the
- * stored logits and dlogits stored, the head's cluster columns a second product that adds their
- * bias to the stored x Wc^T, a tail's d x stored and then added into d x (adaptive_scatter_add).
- * The products read the rounded weights; their bias epilogues the storage type's. */
+/* output_layer as the bf16 path computes it (gpu_model.c's enqueue_output): every product's
+ * output stored (the logits, a projection's h, d h, d x), the loss and dlogits from the stored
+ * logits and dlogits stored, the head's cluster columns a second product that adds their bias
+ * to the stored x Wc^T, a tail's d x stored and then added into d x (adaptive_scatter_add). The
+ * products and their bias epilogues read the weights' bf16 copy. */
 static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets,
                                  const tt_real *wt, tt_real eps, double scale, bool grads,
                                  tt_lm_result *res)
@@ -386,10 +393,12 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
     const long c0 = l->hi[0];
     const tt_view *wc = wcopy(lm), *g = &lm->g;
     long most = cols;
-    for (int c = 1; c < l->n_clusters; c++) most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
-    tt_real *xo = tt_xmalloc((size_t)d * sizeof *xo), *ho = tt_xmalloc((size_t)d * sizeof *ho);
-    tt_real *dh = tt_xmalloc((size_t)d * sizeof *dh), *tdx = tt_xmalloc((size_t)d * sizeof *tdx);
-    tt_real *logit = tt_xmalloc((size_t)most * sizeof *logit), *dl = tt_xmalloc((size_t)most * sizeof *dl);
+    for (int c = 1; c < l->n_clusters; c++)
+        most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
+    tt_real *ho = tt_xmalloc((size_t)d * sizeof *ho), *dh = tt_xmalloc((size_t)d * sizeof *dh);
+    tt_real *tdx = tt_xmalloc((size_t)d * sizeof *tdx);
+    tt_real *logit = tt_xmalloc((size_t)most * sizeof *logit);
+    tt_real *dl = tt_xmalloc((size_t)most * sizeof *dl);
     if (grads) memset(lm->dx, 0, (size_t)lm->rows * d * sizeof(tt_real));
 
     for (int r = 0; r < lm->rows; r++) {
@@ -397,13 +406,13 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
         if (weight == 0) continue;
         const long t = targets[r];
         const int tc = tt_cluster_of(l, t);
+        const tt_real *xo = x + (size_t)r * d;
         tt_real *dxr = lm->dx + (size_t)r * d;
-        for (int i = 0; i < d; i++) xo[i] = x[(size_t)r * d + i];
         for (int c = 0; c <= (tc > 0); c++) { /* the head, then the target's tail cluster */
             const int cl = c ? tc : 0, dc = l->dim[cl];
             const long vc = c ? l->hi[cl] - l->lo[cl] : cols;
             const tt_real *pj = l->proj ? wc->out_proj[cl] : NULL;
-            /* h = x P (stored), as the products read it */
+            /* h = x P (stored) */
             for (int k = 0; k < dc; k++) {
                 double s = 0;
                 if (pj)
@@ -413,7 +422,8 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
             double mx = -INFINITY, z = 0, sum = 0;
             for (long j = 0; j < vc; j++) {
                 const bool cw = !c && j >= c0; /* a column of the head's cluster logits */
-                const tt_real *wr = cw ? wc->cluster_w + (size_t)(j - c0) * d : wc->out_w[cl] + (size_t)j * dc;
+                const tt_real *wr =
+                    cw ? wc->cluster_w + (size_t)(j - c0) * d : wc->out_w[cl] + (size_t)j * dc;
                 double s = 0;
                 for (int k = 0; k < dc; k++) s += (double)ho[k] * wr[k];
                 logit[j] = cw ? stored(lm, stored(lm, (tt_real)s) + wc->cluster_b[j - c0])
@@ -436,12 +446,13 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
                 if (j == col) q -= sw * (1.0 - e);
                 dl[j] = stored(lm, (tt_real)q);
             }
-            /* dW += dl^T h, db += dl, d h = dl W (stored; the cluster columns' product adds to it) */
+            /* dW += dl^T h, db += dl, d h = dl W stored (the cluster columns' product adds to it) */
             double *acc = tt_xcalloc((size_t)dc * 2, sizeof *acc);
             for (long j = 0; j < vc; j++) {
                 const bool cw = !c && j >= c0;
-                const tt_real *wr = cw ? wc->cluster_w + (size_t)(j - c0) * d : wc->out_w[cl] + (size_t)j * dc;
-                tt_real *gr = cw ? g->cluster_w + (size_t)(j - c0) * d : g->out_w[cl] + (size_t)j * dc;
+                const size_t at = cw ? (size_t)(j - c0) * d : (size_t)j * dc;
+                const tt_real *wr = (cw ? wc->cluster_w : wc->out_w[cl]) + at;
+                tt_real *gr = (cw ? g->cluster_w : g->out_w[cl]) + at;
                 for (int k = 0; k < dc; k++) {
                     gr[k] += dl[j] * ho[k];
                     acc[(size_t)cw * dc + k] += (double)dl[j] * wr[k];
@@ -460,9 +471,8 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
                 double s = 0;
                 if (pj)
                     for (int k = 0; k < dc; k++) {
-                        const tt_real dk = dh[k];
-                        s += (double)dk * pj[(size_t)i * dc + k];
-                        g->out_proj[cl][(size_t)i * dc + k] += xo[i] * dk;
+                        s += (double)dh[k] * pj[(size_t)i * dc + k];
+                        g->out_proj[cl][(size_t)i * dc + k] += xo[i] * dh[k];
                     }
                 dxc[i] = pj ? stored(lm, (tt_real)s) : dh[i];
             }
@@ -471,7 +481,7 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
         }
         res->scored += weight;
     }
-    free(xo), free(ho), free(dh), free(tdx), free(logit), free(dl);
+    free(ho), free(dh), free(tdx), free(logit), free(dl);
 }
 
 static uint64_t stream(const tt_lm_opts *o, uint32_t site) { return tt_dropout_stream(o->step, site); }
@@ -633,8 +643,8 @@ static double core_scale(const tt_cpu_lm *lm, int k, const tt_real *dg, const tt
         for (int i = 0; i < n; i++) {
             memcpy(dy + (size_t)i * d, lm->dtmp + ((size_t)b * n + i) * d, (size_t)d * sizeof *dy);
             memset(t, 0, (size_t)r * sizeof *t);
-            cpu_mla_bwd(NULL, t, NULL, NULL, NULL, NULL, dy, a->qkv + (size_t)b * n * 3 * r, a->g, wo,
-                        a->p, lm->w.u, lm->w.v, one);
+            cpu_mla_bwd(NULL, t, NULL, NULL, NULL, NULL, dy, a->qkv + (size_t)b * n * 3 * r, a->g,
+                        wo, a->p, lm->w.u, lm->w.v, one);
             for (int e = 0; e < r; e++) terms += (double)t[e] * t[e];
             memset(dy + (size_t)i * d, 0, (size_t)d * sizeof *dy);
         }
@@ -748,19 +758,22 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
     if (mlen) memcpy(lm->mem, mems_in, (size_t)m->layers * b * mlen * d * sizeof(tt_real));
     cpu_txl_pos_emb(lm->pe, klen, d, m->clamp_len);
     cpu_dropout_fwd(lm->pe, lm->pe_mask, lm->pe, (long)klen * d, p, o->seed, stream(o, 1));
+    store(lm, lm->pe, (long)klen * d);
     const cpu_txl_shape shape = {b, n, mlen, d, m->n_head, m->d_head,
                                  o->train ? (tt_real)m->dropatt : 0.f, o->seed, 0};
+    const bool bf16 = lm->round == TT_PREC_BF16;
+    const tt_view *wc = wcopy(lm); /* the attention's products read the bf16 copy; u, v fp32 */
 
     /* forward */
     embed_fwd(lm, inputs, p, o);
     const tt_real *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
-        const tt_layer_view *lw = &lm->w.layer[k];
+        const tt_layer_view *lw = &wc->layer[k];
         struct tt_cpu_layer_acts *a = &lm->acts[k];
         cpu_txl_shape s = shape;
         s.stream = stream(o, 3 + 4 * k);
-        cpu_txl_attn_fwd(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe,
-                         (cpu_txl_weights){lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v}, s);
+        const cpu_txl_weights tw = {lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v};
+        cpu_txl_attn_fwd_as(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, bf16);
         const layer_streams st = {stream(o, 2 + 4 * k), stream(o, 4 + 4 * k), stream(o, 5 + 4 * k)};
         layer_tail_fwd(lm, k, x, p, o->seed, st);
         x = a->x2;
@@ -785,7 +798,7 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
 
     /* backward: lm->dx holds d loss / d x_L */
     for (int k = m->layers - 1; k >= 0; k--) {
-        const tt_layer_view *lw = &lm->w.layer[k];
+        const tt_layer_view *lw = &wc->layer[k];
         const tt_layer_view *lg = &lm->g.layer[k];
         const tt_real *xin = k ? lm->acts[k - 1].x2 : lm->x0;
         layer_tail_bwd(lm, k, p);
@@ -793,10 +806,10 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         cpu_txl_shape s = shape;
         s.stream = stream(o, 3 + 4 * k);
         tt_real *dh = tt_xmalloc((size_t)rd * sizeof *dh);
-        cpu_txl_attn_bwd(dh, (cpu_txl_grads){lg->qkv, lg->r_net, lg->o, lm->g.u, lm->g.v},
-                         lm->dtmp, xin, mlen ? txl_mem(lm, k) : NULL, lm->pe,
-                         (cpu_txl_weights){lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v}, s);
-        for (long i = 0; i < rd; i++) lm->dx[i] += dh[i];
+        const cpu_txl_weights tw = {lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v};
+        cpu_txl_attn_bwd_as(dh, (cpu_txl_grads){lg->qkv, lg->r_net, lg->o, lm->g.u, lm->g.v},
+                            lm->dtmp, xin, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, bf16);
+        for (long i = 0; i < rd; i++) lm->dx[i] = stored(lm, lm->dx[i] + dh[i]);
         free(dh);
     }
     embed_backward(lm, inputs, p);

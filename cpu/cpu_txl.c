@@ -1,6 +1,8 @@
 /* Transformer-XL's relative-position attention on the CPU (see cpu_txl.h). The projections and
  * the dropout are cpu_ops' own; what is new here is the score of (query, key) pairs, its softmax
- * over the visible keys and the backward of both. */
+ * over the visible keys and the backward of both. With bf16 (the _as entry points), each value
+ * the GPU's bf16 path stores is rounded where gpu/gpu_model.c's txl_attn_fwd and txl_attn_bwd
+ * store it; without, the arithmetic is the reference's. */
 #include "cpu_txl.h"
 
 #include <math.h>
@@ -38,19 +40,31 @@ static void acts_free(txl_acts *t)
     free(t->x), free(t->qkv), free(t->r), free(t->prob), free(t->pdrop), free(t->mask), free(t->a);
 }
 
-/* The rows of query i of sequence b, head c: q + u and q + v. */
+/* n values rounded to bf16 when bf16 is set. */
+static void round_bf16(bool bf16, tt_real *x, size_t n)
+{
+    if (bf16)
+        for (size_t i = 0; i < n; i++) x[i] = cpu_bf16(x[i]);
+}
+
+/* The rows of query i of sequence b, head c: q + u and q + v (bf16: stored, as
+ * templates/txl.cu's heads_qkv). */
 static void biased_query(tt_real *qu, tt_real *qv, const txl_acts *t, cpu_txl_weights w,
-                         cpu_txl_shape s, int b, int c, int i)
+                         cpu_txl_shape s, int b, int c, int i, bool bf16)
 {
     const tt_real *q = t->qkv + ((size_t)b * t->k + s.m + i) * 3 * t->hd + (size_t)c * s.dhead;
     for (int e = 0; e < s.dhead; e++) {
         qu[e] = q[e] + w.u[(size_t)c * s.dhead + e];
         qv[e] = q[e] + w.v[(size_t)c * s.dhead + e];
     }
+    round_bf16(bf16, qu, (size_t)s.dhead);
+    round_bf16(bf16, qv, (size_t)s.dhead);
 }
 
+/* bf16: q, k, v and r stored, P and P' stored from the same fp32 P, P' V stored; the scores
+ * AC + BD fp32. */
 static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const tt_real *pe,
-                        cpu_txl_weights w, cpu_txl_shape s)
+                        cpu_txl_weights w, cpu_txl_shape s, bool bf16)
 {
     const int n = s.n, m = s.m, k = m + n, d = s.d, dh = s.dhead, hd = s.heads * dh;
     const size_t rows = (size_t)s.batch * k, nprob = (size_t)s.batch * s.heads * n * k;
@@ -69,6 +83,8 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
     }
     cpu_linear_fwd(t->qkv, t->x, w.wqkv, NULL, (int)rows, d, 3 * hd);
     cpu_linear_fwd(t->r, pe, w.wr, NULL, k, d, hd);
+    round_bf16(bf16, t->qkv, rows * 3 * hd);
+    round_bf16(bf16, t->r, (size_t)k * hd);
 
     const double scale = 1.0 / sqrt((double)dh);
     tt_real *qu = tt_xmalloc((size_t)dh * sizeof *qu), *qv = tt_xmalloc((size_t)dh * sizeof *qv);
@@ -76,7 +92,7 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
     for (int b = 0; b < s.batch; b++)
         for (int c = 0; c < s.heads; c++)
             for (int i = 0; i < n; i++) {
-                biased_query(qu, qv, t, w, s, b, c, i);
+                biased_query(qu, qv, t, w, s, b, c, i, bf16);
                 const int end = i + m + 1; /* keys 0 .. i+m are visible */
                 double mx = -INFINITY, z = 0;
                 for (int j = 0; j < end; j++) {
@@ -90,6 +106,8 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
                 for (int j = 0; j < end; j++) pr[j] = (tt_real)(sc[j] / z);
             }
     cpu_dropout_fwd(t->pdrop, t->mask, t->prob, (long)nprob, s.dropatt, s.seed, s.stream);
+    round_bf16(bf16, t->prob, nprob);
+    round_bf16(bf16, t->pdrop, nprob);
 
     double *acc = tt_xmalloc((size_t)dh * sizeof *acc);
     for (int b = 0; b < s.batch; b++)
@@ -103,24 +121,36 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
                 }
                 tt_real *ai = t->a + ((size_t)b * n + i) * hd + (size_t)c * dh;
                 for (int e = 0; e < dh; e++) ai[e] = (tt_real)acc[e];
+                round_bf16(bf16, ai, (size_t)dh);
             }
     free(sc), free(acc), free(qu), free(qv);
+}
+
+void cpu_txl_attn_fwd_as(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
+                         cpu_txl_weights w, cpu_txl_shape s, bool bf16)
+{
+    txl_acts t;
+    txl_forward(&t, h, mem, pe, w, s, bf16);
+    cpu_linear_fwd(out, t.a, w.wo, NULL, s.batch * s.n, t.hd, s.d);
+    round_bf16(bf16, out, (size_t)s.batch * s.n * s.d);
+    acts_free(&t);
 }
 
 void cpu_txl_attn_fwd(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
                       cpu_txl_weights w, cpu_txl_shape s)
 {
-    txl_acts t;
-    txl_forward(&t, h, mem, pe, w, s);
-    cpu_linear_fwd(out, t.a, w.wo, NULL, s.batch * s.n, t.hd, s.d);
-    acts_free(&t);
+    cpu_txl_attn_fwd_as(out, h, mem, pe, w, s, false);
 }
 
-void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
-                      const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s)
+/* bf16: d(P' V) stored, dP' fp32, dV stored, dS stored (AC's and BD's gradients alike), d(q+u)
+ * and d(q+v) stored apart (their sums over rows are du and dv) and dq = their sum stored, dK and
+ * dR stored. */
+void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
+                         const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s,
+                         bool bf16)
 {
     txl_acts t;
-    txl_forward(&t, h, mem, pe, w, s);
+    txl_forward(&t, h, mem, pe, w, s, bf16);
     const int n = s.n, m = s.m, k = t.k, d = s.d, dhd = s.dhead, hd = t.hd;
     const size_t rows = (size_t)s.batch * k, nprob = (size_t)s.batch * s.heads * n * k;
     const double scale = 1.0 / sqrt((double)dhd);
@@ -128,6 +158,7 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
     /* out = a Wo^T */
     tt_real *da = tt_xmalloc((size_t)s.batch * n * hd * sizeof *da);
     cpu_linear_bwd(da, g.wo, NULL, dout, t.a, w.wo, s.batch * n, hd, d);
+    round_bf16(bf16, da, (size_t)s.batch * n * hd);
 
     /* a_i = sum_j P'[i,j] v_j: dP' and the gradient of v (the third part of qkv) */
     double *dqkv = tt_xcalloc(rows * 3 * hd, sizeof *dqkv);
@@ -148,6 +179,7 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
     /* softmax, then S = ((q+u).k + (q+v).r) * scale */
     double *dr = tt_xcalloc((size_t)k * hd, sizeof *dr);
     double *du = tt_xcalloc((size_t)hd, sizeof *du), *dv = tt_xcalloc((size_t)hd, sizeof *dv);
+    double *dquv = tt_xmalloc((size_t)2 * dhd * sizeof *dquv); /* bf16: d(q+u), d(q+v) of a query */
     tt_real *qu = tt_xmalloc((size_t)dhd * sizeof *qu), *qv = tt_xmalloc((size_t)dhd * sizeof *qv);
     for (int b = 0; b < s.batch; b++)
         for (int c = 0; c < s.heads; c++)
@@ -157,27 +189,43 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
                 const int end = i + m + 1;
                 double dot = 0;
                 for (int j = 0; j < end; j++) dot += (double)pr[j] * dp[j];
-                biased_query(qu, qv, &t, w, s, b, c, i);
+                biased_query(qu, qv, &t, w, s, b, c, i, bf16);
                 double *dq = dqkv + ((size_t)b * k + m + i) * 3 * hd + (size_t)c * dhd;
+                memset(dquv, 0, (size_t)2 * dhd * sizeof *dquv);
                 for (int j = 0; j < end; j++) {
-                    const double ds = pr[j] * (dp[j] - dot) * scale;
+                    double ds = pr[j] * (dp[j] - dot) * scale;
+                    if (bf16) ds = cpu_bf16((tt_real)ds);
                     if (ds == 0.0) continue;
                     const size_t ko = ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dhd;
                     const size_t ro = (size_t)(n - 1 - i + j) * hd + (size_t)c * dhd;
                     for (int e = 0; e < dhd; e++) {
                         const double kj = t.qkv[ko + e], rj = t.r[ro + e];
-                        dq[e] += ds * (kj + rj);
-                        du[(size_t)c * dhd + e] += ds * kj;
-                        dv[(size_t)c * dhd + e] += ds * rj;
+                        if (bf16) {
+                            dquv[e] += ds * kj;
+                            dquv[dhd + e] += ds * rj;
+                        } else {
+                            dq[e] += ds * (kj + rj);
+                            du[(size_t)c * dhd + e] += ds * kj;
+                            dv[(size_t)c * dhd + e] += ds * rj;
+                        }
                         dqkv[ko + e] += ds * qu[e];
                         dr[ro + e] += ds * qv[e];
                     }
                 }
+                if (bf16) /* templates/txl.cu: du, dv sum the stored rows; dq = their sum stored */
+                    for (int e = 0; e < dhd; e++) {
+                        const tt_real qu_e = cpu_bf16((tt_real)dquv[e]);
+                        const tt_real qv_e = cpu_bf16((tt_real)dquv[dhd + e]);
+                        du[(size_t)c * dhd + e] += qu_e;
+                        dv[(size_t)c * dhd + e] += qv_e;
+                        dq[e] = cpu_bf16(qu_e + qv_e);
+                    }
             }
 
     /* the projections: qkv = x Wqkv^T, r = pe Wr^T; dh is the current rows of dx */
     tt_real *dqkv_r = tt_xmalloc(rows * 3 * hd * sizeof *dqkv_r);
     for (size_t e = 0; e < rows * 3 * hd; e++) dqkv_r[e] = (tt_real)dqkv[e];
+    round_bf16(bf16, dqkv_r, rows * 3 * hd);
     tt_real *dx = dh ? tt_xmalloc(rows * d * sizeof *dx) : NULL;
     cpu_linear_bwd(dx, g.wqkv, NULL, dqkv_r, t.x, w.wqkv, (int)rows, d, 3 * hd);
     if (dh)
@@ -186,6 +234,7 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
     if (g.wr) {
         tt_real *dr_r = tt_xmalloc((size_t)k * hd * sizeof *dr_r);
         for (size_t e = 0; e < (size_t)k * hd; e++) dr_r[e] = (tt_real)dr[e];
+        round_bf16(bf16, dr_r, (size_t)k * hd);
         cpu_linear_bwd(NULL, g.wr, NULL, dr_r, pe, w.wr, k, d, hd);
         free(dr_r);
     }
@@ -193,9 +242,15 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
         if (g.u) g.u[e] += (tt_real)du[e];
         if (g.v) g.v[e] += (tt_real)dv[e];
     }
-    free(da), free(dqkv), free(dprob), free(dr), free(du), free(dv), free(qu), free(qv);
+    free(da), free(dqkv), free(dprob), free(dr), free(du), free(dv), free(dquv), free(qu), free(qv);
     free(dqkv_r), free(dx);
     acts_free(&t);
+}
+
+void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
+                      const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s)
+{
+    cpu_txl_attn_bwd_as(dh, g, dout, h, mem, pe, w, s, false);
 }
 
 void cpu_txl_probs(tt_real *prob, const tt_real *ac, const tt_real *bd, int rows, int n, int m,

@@ -14,7 +14,10 @@
 
 /* x as a bf16 store keeps it (cpu/bf16.h: the kernels' rounding, to nearest even): the bf16
  * path's rounding, which the references here and in cpu_model.c repeat where asked. */
-static inline tt_real cpu_bf16(tt_real x) { return (tt_real)tt_bf16_to_float(tt_bf16_from_float((float)x)); }
+static inline tt_real cpu_bf16(tt_real x)
+{
+    return (tt_real)tt_bf16_to_float(tt_bf16_from_float((float)x));
+}
 
 /* pe [klen, d]: the sinusoids (cpu_sinusoid) of positions klen-1 down to 0, each clamped to
  * clamp_len when clamp_len > 0 (kimiyoung's pos_seq.clamp_(max=clamp_len)). The LM computes it
@@ -73,5 +76,16 @@ void cpu_txl_attn_fwd(tt_real *out, const tt_real *h, const tt_real *mem, const 
  * from the inputs (the reference keeps no activations), with the same dropout mask. */
 void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
                       const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s);
+
+/* The same two, with bf16 set as the GPU's bf16 path computes them (tt_cpu_lm_round_as): each
+ * value it stores in bf16 rounded to it where it stores it (q, k, v, r, q + u, q + v, P, P' and
+ * P' V, the output; d(P' V), dV, dS, d(q + u), d(q + v), dq, dK, dR), the scores and dP' fp32.
+ * The caller passes the weights' bf16 copy (u and v stay fp32, as the GPU reads them) and h,
+ * mem, pe and dout as it stores them; dh is dq Wqkv before the caller adds and stores it. */
+void cpu_txl_attn_fwd_as(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
+                         cpu_txl_weights w, cpu_txl_shape s, bool bf16);
+void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
+                         const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s,
+                         bool bf16);
 
 #endif
