@@ -34,7 +34,7 @@ step build bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -D
 step test-gpu-kernels build-gpu/tests/test_gpu_kernels
 skip model || step test-gpu-model build-gpu/tests/test_gpu_model
 if ! skip model && ! skip seeds; then
-    step whole-step-seeds env TT_TEST_SEEDS=${TT_TEST_SEEDS:-200} build-gpu/tests/test_gpu_model
+    step whole-step-seeds timeout ${TT_SEEDS_TIMEOUT:-400} env TT_TEST_SEEDS=${TT_TEST_SEEDS:-200} build-gpu/tests/test_gpu_model
 fi
 # the tuner through the units: every variant of ptb's tunable kernels checked, timed, chosen
 skip tune || step tune build-gpu/ttgen specs/ptb.yaml --tune --cache-dir /tmp/tt-tune-check
