@@ -44,15 +44,17 @@ typedef struct {
  * which stores fp32 and sums in double, while the GPU sums in fp32 in other orders.
  *
  * fp32: a product of these lengths agrees to about 1e-6, a whole step's gradients within 4-6e-6
- * at weights 8 times the initial ones (every path counts): 1e-5 for all of them and the loss.
+ * at weights 8 times the initial ones (every path counts): 1e-5 for the loss.
  * A tensor's gradient is a sum over the batch's 64 positions (and the heads, the units) of terms
  * that partly cancel: the GPU's fp32 sums, in other orders, are off by about 2^-24 sqrt(n) of
  * the terms' size, which is a few times the sum's (core_value is held relative to that size,
  * below; a LayerNorm's bias is a plain sum of its rows' d y, whose terms cancel as well). Over
  * 200 seeds of the ten fp32 variants on an H200 (bench/kernel-check.sh, 2026-11-27) the worst
  * tensor was 1.29e-5 (core_value, relative to its scale) and 1.16e-5 (a LayerNorm bias), 3 of
- * 2000 runs over 1e-5: each tensor is held to 3e-5, over twice the worst seen. Every planted
- * error is more than 1e4 times that.
+ * 2000 runs over 1e-5: each tensor is held to 3e-5, over twice the worst seen. All gradients
+ * together are a mean of the tensors' errors weighted by their norms, dominated by the largest
+ * (qkv_net, core_value at these weights): 1.19e-5 at worst in another 2000 runs, held to 3e-5
+ * as well. Every planted error is more than 1e4 times that.
  *
  * bf16: the reference rounds to bf16 wherever the GPU stores bf16 (tt_cpu_lm_round_as: every
  * activation, logit, dlogits, gradient of an activation, and the weights' bf16 copy), so that
@@ -102,7 +104,7 @@ typedef struct {
     double move;      /* ... by moving its unit's bias by this fraction of the RMS */
 } bounds;
 
-static const bounds fp32_bounds = {1e-5, 1e-5, 3e-5, 3e-5, 3e-5, 1e-3};
+static const bounds fp32_bounds = {1e-5, 3e-5, 3e-5, 3e-5, 3e-5, 1e-3};
 static const bounds tf32_bounds = {1e-3, 5e-3, 2e-2, 2e-2, 3e-3, 1e-2};
 static const bounds bf16_bounds = {1e-3, 5e-3, 1e-2, 3e-2, 3e-3, 1e-2};
 
