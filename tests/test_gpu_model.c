@@ -77,7 +77,12 @@ typedef struct {
  *   (3) a ReLU input within a step of zero may round to the other side: then W1, b1 and every
  *       layer below differ by a whole term (2-5e-2 in W1 for 2 seeds in 1000, emulated). As at
  *       fp32 (off_the_kinks), an input within 3e-3 of its layer's RMS is moved off the kink
- *       first; after that no emulated seed of 1000 (per variant) had a flip.
+ *       first; after that no emulated seed of 1000 (per variant) had a flip. On an H200 one run
+ *       of 3400 still had one (W1 1.16e-2 after Adam, "bf16 adaptive div 2, untied": an input
+ *       larger than the margin whose bf16 rounding before b1 differed by a step). A flip moves
+ *       one unit's gradient by one row's term, 2-5e-2 of W1 at most: W1 and b1 are held to 6e-2
+ *       at bf16 and tf32, a quarter of the 23% a backward without dropout's scale leaves there
+ *       (and that error is 11% in W2, b2, qkv_net and o_net, held to 1e-2).
  *   All gradients together: 1e-3 at worst emulated, 5e-3; the loss: 1.4e-5 at worst, 1e-3.
  *   A backward that forgets dropout's 1/(1 - p) at p = 0.1 is 11% off in W2, b2, qkv_net and
  *   o_net and 23% in W1, b1 (test_planted shows that it fails; so do the other planted errors).
@@ -99,27 +104,29 @@ typedef struct {
     double tensor;    /* each tensor's gradient (relative L2) */
     double attention; /* each of the attention's own parameters' (qkv_net, o_net, r_net, u, v,
                        * core_value) */
+    double relu;      /* W1 and b1, right behind the FFN's ReLU */
     double kink;      /* a ReLU input within this fraction of its layer's RMS is moved off the
                        * kink first (off_the_kinks) ... */
     double move;      /* ... by moving its unit's bias by this fraction of the RMS */
 } bounds;
 
-static const bounds fp32_bounds = {1e-5, 3e-5, 3e-5, 3e-5, 3e-5, 1e-3};
-static const bounds tf32_bounds = {1e-3, 5e-3, 2e-2, 2e-2, 3e-3, 1e-2};
-static const bounds bf16_bounds = {1e-3, 5e-3, 1e-2, 3e-2, 3e-3, 1e-2};
+static const bounds fp32_bounds = {1e-5, 3e-5, 3e-5, 3e-5, 3e-5, 3e-5, 1e-3};
+static const bounds tf32_bounds = {1e-3, 5e-3, 2e-2, 2e-2, 6e-2, 3e-3, 1e-2};
+static const bounds bf16_bounds = {1e-3, 5e-3, 1e-2, 3e-2, 6e-2, 3e-3, 1e-2};
 
 static const bounds *bounds_of(tt_precision p)
 {
     return p == TT_PREC_BF16 ? &bf16_bounds : p == TT_PREC_TF32 ? &tf32_bounds : &fp32_bounds;
 }
 
-/* The bound of the tensor named name: the attention's own parameters are held to theirs. */
+/* The bound of the tensor named name: the attention's own parameters and W1, b1 are held to theirs. */
 static double tensor_bound(const bounds *b, const char *name)
 {
     static const char *const attention[] = {"dec_attn.qkv_net", "dec_attn.o_net", "dec_attn.r_net",
                                             "dec_attn.core_value", "r_w_bias", "r_r_bias"};
     for (size_t i = 0; i < sizeof attention / sizeof *attention; i++)
         if (strstr(name, attention[i])) return b->attention;
+    if (strstr(name, "pos_ff.CoreNet.0.")) return b->relu;
     return b->tensor;
 }
 
