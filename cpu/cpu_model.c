@@ -180,7 +180,7 @@ static void embed(const tt_cpu_lm *lm, long t, tt_real *out)
     const tt_real scale = (tt_real)sqrt((double)d);
     const tt_real *e = w->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
     if (!l->proj) {
-        for (int i = 0; i < d; i++) out[i] = e[i] * scale;
+        cpu_embedding_row(out, e, d);
         return;
     }
     const int dc = l->dim[c];
@@ -208,7 +208,7 @@ static void embed_bwd(tt_cpu_lm *lm, long t, const tt_real *dout)
     const tt_real scale = (tt_real)sqrt((double)d);
     tt_real *ge = g->emb[c] + (size_t)(t - l->lo[c]) * l->dim[c];
     if (!l->proj) {
-        for (int i = 0; i < d; i++) ge[i] += dout[i] * scale;
+        cpu_embedding_row_bwd(ge, dout, d);
         return;
     }
     const int dc = l->dim[c];

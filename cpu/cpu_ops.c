@@ -111,6 +111,18 @@ void cpu_layernorm_bwd(tt_real *dx, tt_real *dgamma, tt_real *dbeta, const tt_re
     free(db);
 }
 
+void cpu_embedding_row(tt_real *y, const tt_real *e, int d)
+{
+    const tt_real scale = (tt_real)sqrt((double)d);
+    for (int i = 0; i < d; i++) y[i] = e[i] * scale;
+}
+
+void cpu_embedding_row_bwd(tt_real *de, const tt_real *dy, int d)
+{
+    const tt_real scale = (tt_real)sqrt((double)d);
+    for (int i = 0; i < d; i++) de[i] += dy[i] * scale;
+}
+
 static cpu_plant_kind planted;
 void cpu_plant(cpu_plant_kind k) { planted = k; }
 cpu_plant_kind cpu_planted(void) { return planted; }

@@ -78,6 +78,11 @@ void cpu_relu_bwd(tt_real *dx, const tt_real *dy, const tt_real *y, long n); /* 
 void cpu_core_fwd(tt_real *g, const tt_real *theta, int h, int r);
 void cpu_core_bwd(tt_real *dtheta, const tt_real *dg, const tt_real *theta, int h, int r);
 
+/* The word embedding of one table (div_val 1, MODEL.md section 2): y = e sqrt(d) for the row e
+ * of E of a token; its backward adds dy sqrt(d) into that row's gradient de. */
+void cpu_embedding_row(tt_real *y, const tt_real *e, int d);
+void cpu_embedding_row_bwd(tt_real *de, const tt_real *dy, int d);
+
 /* Sinusoid of MODEL.md: pe(p) = [sin(p f_0..f_{D/2-1}), cos(p f_0..)], f_t = 10000^(-2t/D). */
 void cpu_sinusoid(tt_real *pe, const tt_real *positions, int n, int d);
 

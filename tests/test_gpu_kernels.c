@@ -573,16 +573,14 @@ static void test_embedding(void **state)
         tt_round_storage(dx0, nd, c->bf16);
         const tt_dropout dr = test_dropout(0.25f);
         /* CPU */
-        const float scale = (float)sqrt((double)d);
         float *x0 = tt_xmalloc(nd * 4), *dd = tt_xmalloc(nd * 4), *demb = tt_xmalloc(ne * 4);
         uint8_t *mask = tt_xmalloc(nd);
-        for (int r = 0; r < rows; r++)
-            for (int i = 0; i < d; i++) x0[(size_t)r * d + i] = emb[(size_t)tok[r] * d + i] * scale;
+        for (int r = 0; r < rows; r++) cpu_embedding_row(x0 + (size_t)r * d, emb + (size_t)tok[r] * d, d);
         tt_cpu_dropout(x0, mask, x0, (long)nd, dr);
         cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
         memcpy(demb, demb0, ne * 4);
         for (int r = 0; r < rows; r++)
-            for (int i = 0; i < d; i++) demb[(size_t)tok[r] * d + i] += dd[(size_t)r * d + i] * scale;
+            cpu_embedding_row_bwd(demb + (size_t)tok[r] * d, dd + (size_t)r * d, d);
         /* GPU */
         float *d_emb = upload(emb, ne, 0), *d_demb = upload(demb0, ne, 0);
         int32_t *d_tok = upload_bytes(tok, (size_t)rows * sizeof *tok);
