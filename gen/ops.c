@@ -32,9 +32,9 @@ const tt_op tt_ops[] = {
     {"txl_heads_bwd", {"txl.cu"}, "tt_txl_heads_bwd", "cpu_txl_attn_bwd (its heads)", STEP_TEST("test_txl")},
     {"txl_uv_bwd", {"txl.cu"}, "tt_txl_uv_bwd", "cpu_txl_attn_bwd (du, dv)", STEP_TEST("test_txl")},
     /* the word embedding, its sort of (token, row) keys for a deterministic backward */
-    {"embedding_fwd", {"embedding.cu"}, "tt_embedding_fwd", "cpu_embedding_fwd", "unit"},
+    {"embedding_fwd", {"embedding.cu"}, "tt_embedding_fwd", "cpu_embedding_row, cpu_dropout_fwd", "unit"},
     {"embedding_sort", {"embedding.cu"}, "tt_embedding_sort", "qsort of the keys", GPU_TEST("test_embedding")},
-    {"embedding_bwd", {"embedding.cu"}, "tt_embedding_bwd", "cpu_embedding_bwd", GPU_TEST("test_embedding")},
+    {"embedding_bwd", {"embedding.cu"}, "tt_embedding_bwd", "cpu_embedding_row_bwd", GPU_TEST("test_embedding")},
     {"residual_ln_fwd", {"layernorm.cu"}, "tt_residual_ln_fwd", "cpu_dropout_fwd, cpu_layernorm_fwd", "unit"},
     {"residual_ln_bwd", {"layernorm.cu"}, "tt_residual_ln_bwd", "cpu_layernorm_bwd, cpu_dropout_bwd", "unit"},
     {"ffn_act_fwd", {"ffn_act.cu"}, "tt_ffn_act_fwd", "cpu_relu_fwd, cpu_dropout_fwd", "unit"},
@@ -46,10 +46,10 @@ const tt_op tt_ops[] = {
     /* the adaptive softmax's tails and the adaptive embedding's clusters */
     {"adaptive_gather", {"adaptive.cu"}, "tt_adaptive_gather", "a row copy", "unit"},
     {"adaptive_scatter_add", {"adaptive.cu"}, "tt_adaptive_scatter_add", "a row sum", GPU_TEST("test_adaptive")},
-    {"adaptive_emb_scatter", {"embedding.cu"}, "tt_adaptive_emb_scatter", "cpu_embedding_fwd (adaptive)", GPU_TEST("test_adaptive")},
-    {"adaptive_emb_grad", {"embedding.cu"}, "tt_adaptive_emb_grad", "cpu_embedding_bwd (adaptive)", GPU_TEST("test_adaptive")},
-    {"adaptive_emb_gather", {"embedding.cu"}, "tt_adaptive_emb_gather", "cpu_embedding_fwd (adaptive)", GPU_TEST("test_adaptive")},
-    {"adaptive_emb_bwd", {"embedding.cu"}, "tt_adaptive_emb_bwd", "cpu_embedding_bwd (adaptive)", GPU_TEST("test_adaptive")},
+    {"adaptive_emb_scatter", {"embedding.cu"}, "tt_adaptive_emb_scatter", "cpu_model.c's embed (adaptive)", GPU_TEST("test_adaptive")},
+    {"adaptive_emb_grad", {"embedding.cu"}, "tt_adaptive_emb_grad", "cpu_model.c's embed_bwd (adaptive)", GPU_TEST("test_adaptive")},
+    {"adaptive_emb_gather", {"embedding.cu"}, "tt_adaptive_emb_gather", "cpu_model.c's embed (adaptive)", GPU_TEST("test_adaptive")},
+    {"adaptive_emb_bwd", {"embedding.cu"}, "tt_adaptive_emb_bwd", "cpu_model.c's embed_bwd (adaptive)", GPU_TEST("test_adaptive")},
     /* the optimizer */
     {"adam", {"adam.cu"}, "tt_adam", "tt_adam_step", "unit"},
     {"grad_norm_part", {"adam.cu"}, "tt_grad_norm", "tt_clip_grad_norm", GPU_TEST("test_adam")},
