@@ -44,8 +44,7 @@ static tt_real stored(const tt_cpu_lm *lm, tt_real x)
 }
 static void store(const tt_cpu_lm *lm, tt_real *x, long n)
 {
-    if (lm->round == TT_PREC_BF16)
-        for (long i = 0; i < n; i++) x[i] = cpu_bf16(x[i]);
+    if (lm->round == TT_PREC_BF16) cpu_round_bf16(x, (size_t)n);
 }
 
 /* The weights as the GPU's products and the kernels that take its storage type read them: its

@@ -10,8 +10,10 @@
 
 #include <stdbool.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "bf16.h"
 #include "real.h"
 
 /* sum a[i] b[i] in double, in a fixed order. Four independent chains keep the adds pipelined
@@ -45,6 +47,18 @@ void cpu_layernorm_fwd(tt_real *y, tt_real *mean, tt_real *rstd, const tt_real *
                        const tt_real *beta, int rows, int d);
 void cpu_layernorm_bwd(tt_real *dx, tt_real *dgamma, tt_real *dbeta, const tt_real *dy, const tt_real *x,
                        const tt_real *mean, const tt_real *rstd, const tt_real *gamma, int rows, int d);
+
+/* x as a bf16 store keeps it (cpu/bf16.h: the kernels' rounding, to nearest even): the bf16
+ * path's rounding, which cpu_model.c and cpu_txl.c repeat where asked; and n values rounded so in
+ * place. */
+static inline tt_real cpu_bf16(tt_real x)
+{
+    return (tt_real)tt_bf16_to_float(tt_bf16_from_float((float)x));
+}
+static inline void cpu_round_bf16(tt_real *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = cpu_bf16(x[i]);
+}
 
 /* Mutation testing: an error planted in this reference on purpose, so that a test can show its
  * comparison would catch a GPU kernel that made the same error (the kernel would then compute

@@ -43,8 +43,7 @@ static void acts_free(txl_acts *t)
 /* n values rounded to bf16 when bf16 is set. */
 static void round_bf16(bool bf16, tt_real *x, size_t n)
 {
-    if (bf16)
-        for (size_t i = 0; i < n; i++) x[i] = cpu_bf16(x[i]);
+    if (bf16) cpu_round_bf16(x, n);
 }
 
 /* The rows of query i of sequence b, head c: q + u and q + v (bf16: stored, as

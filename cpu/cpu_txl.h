@@ -9,15 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bf16.h"
 #include "real.h"
-
-/* x as a bf16 store keeps it (cpu/bf16.h: the kernels' rounding, to nearest even): the bf16
- * path's rounding, which the references here and in cpu_model.c repeat where asked. */
-static inline tt_real cpu_bf16(tt_real x)
-{
-    return (tt_real)tt_bf16_to_float(tt_bf16_from_float((float)x));
-}
 
 /* pe [klen, d]: the sinusoids (cpu_sinusoid) of positions klen-1 down to 0, each clamped to
  * clamp_len when clamp_len > 0 (kimiyoung's pos_seq.clamp_(max=clamp_len)). The LM computes it

@@ -1426,8 +1426,7 @@ void tt_randn(float *x, size_t n, float std, uint64_t seed, uint64_t stream, int
 
 void tt_round_storage(float *x, size_t n, int bf16)
 {
-    if (bf16)
-        for (size_t i = 0; i < n; i++) x[i] = tt_bf16_to_float(tt_bf16_from_float(x[i]));
+    if (bf16) cpu_round_bf16(x, n);
 }
 
 void *tt_gpu_poisoned(size_t bytes)
