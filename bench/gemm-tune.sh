@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# What choosing cuBLASLt's algorithm by timing (gpu/gemm.c's tt_gemm_tune) gains at the wt103
-# shapes: the same tt-train run of specs/wt103.yaml on the synthetic Zipf corpus with the
-# heuristic's first algorithm for every product (TT_GEMM_TUNE=0) and with the fastest of its
-# first K (default 8), one after the other on the same card; each product's times are in the
-# second run's log (TT_GEMM_LOG=1).
+# What choosing cuBLASLt's algorithm by timing (gpu/gemm.c's choose) gains at the wt103 shapes:
+# the same tt-train run of specs/wt103.yaml on the synthetic Zipf corpus with the heuristic's
+# first algorithm for every product (TT_GEMM_TUNE=0) and with the fastest of its first K
+# (default 8), one after the other on the same card, the second from a cache with no products
+# recorded (so that it times them all); each product's times are in its log (TT_GEMM_LOG=1).
 #   bench/gemm-tune.sh OUTDIR [STEPS]     (on the GPU machine, after build-gpu/ is built)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -16,6 +16,7 @@ tt_wt103_spec specs/wt103-tune.yaml "$steps"
 status=0
 for tune in 0 "${TT_GEMM_TUNE:-8}"; do
     rm -rf /tmp/ck-tune
+    [ "$tune" = 0 ] || sed -i '/\tgemm cublasLt /d' "$TTGEN_CACHE_DIR"/*/tuning.tsv 2>/dev/null
     TT_GEMM_TUNE=$tune TT_GEMM_LOG=1 build-gpu/tt-train specs/wt103-tune.yaml --checkpoint-dir /tmp/ck-tune \
         --log-every $((steps / 10)) > "$out/train-tune$tune.log" 2>&1 || { tail "$out/train-tune$tune.log"; status=1; }
     rate[$tune]=$(tt_steady_rate "$out/train-tune$tune.log")

@@ -214,7 +214,6 @@ int tt_variant_parse(const char *variant, const char *op, tt_tuning *t)
 
 char *tt_tuning_path(const char *cache_dir) { return tt_xasprintf("%s/tuning.tsv", cache_dir); }
 
-static int store_locked(const char *path, const tt_tune_entry *e, char *err, size_t errlen);
 
 /* A line: card, signature, variant, default variant, best ms, default ms, unit, date; tabs. */
 #define TUNE_FIELDS 8
@@ -258,7 +257,7 @@ int tt_tuning_load(const char *path, tt_tune_entry **out, int *n, char *err, siz
     *n = 0;
     FILE *f = fopen(path, "r");
     if (!f) return 0; /* nothing tuned yet */
-    char line[1024];
+    char line[2048];
     int lineno = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
@@ -282,9 +281,8 @@ int tt_tuning_load(const char *path, tt_tune_entry **out, int *n, char *err, siz
     return 0;
 }
 
-int tt_tuning_store(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
+int tt_tuning_lock(const char *path, char *err, size_t errlen)
 {
-    /* read, replace, write under an exclusive lock: two ttgen --tune at once keep both entries */
     char *lock_path = tt_xasprintf("%s.lock", path);
     const int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     free(lock_path);
@@ -292,12 +290,22 @@ int tt_tuning_store(const char *path, const tt_tune_entry *e, char *err, size_t 
         if (lock >= 0) close(lock);
         return tt_errf(err, errlen, "%s: cannot lock the tuning cache: %s", path, strerror(errno));
     }
-    const int rc = store_locked(path, e, err, errlen);
-    close(lock); /* releases the lock */
+    return lock;
+}
+
+void tt_tuning_unlock(int lock) { close(lock); /* releases the lock */ }
+
+int tt_tuning_store(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
+{
+    /* read, replace, write under an exclusive lock: two ttgen --tune at once keep both entries */
+    const int lock = tt_tuning_lock(path, err, errlen);
+    if (lock < 0) return -1;
+    const int rc = tt_tuning_store_locked(path, e, err, errlen);
+    tt_tuning_unlock(lock);
     return rc;
 }
 
-static int store_locked(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
+int tt_tuning_store_locked(const char *path, const tt_tune_entry *e, char *err, size_t errlen)
 {
     tt_tune_entry *all;
     int n;

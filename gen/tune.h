@@ -76,10 +76,10 @@ void tt_kernel_variant(const tt_kernel *k, const tt_tunable *tunables, int n_tun
 typedef struct {
     char card[256];
     char signature[320];
-    char variant[96];         /* "G=2 TD=64" */
-    char default_variant[96]; /* the plan's own choice when it was tuned */
+    char variant[160];         /* "G=2 TD=64"; a product's: its cuBLASLt algorithm, in hex */
+    char default_variant[160]; /* the plan's own choice when it was tuned (the heuristic's) */
     double best_ms, default_ms;
-    char unit[48];            /* what was timed, e.g. "tt_mla_bwd" */
+    char unit[64];             /* what was timed, e.g. "tt_mla_bwd"; a product's algorithm */
     char date[16];
 } tt_tune_entry;
 
@@ -91,6 +91,13 @@ char *tt_tuning_path(const char *cache_dir);
 int tt_tuning_load(const char *path, tt_tune_entry **out, int *n, char *err, size_t errlen);
 /* Adds e, replacing the entry of the same card and signature, atomically. */
 int tt_tuning_store(const char *path, const tt_tune_entry *e, char *err, size_t errlen);
+/* The tuning cache's exclusive lock (a file beside it), for a reader that decides what to add
+ * from what it reads (the matrix products: the first process to time a product records it, and
+ * one that comes later takes that): the descriptor to pass to tt_tuning_unlock, or -1 with a
+ * message. tt_tuning_store_locked is tt_tuning_store under a lock the caller holds. */
+int tt_tuning_lock(const char *path, char *err, size_t errlen);
+void tt_tuning_unlock(int lock);
+int tt_tuning_store_locked(const char *path, const tt_tune_entry *e, char *err, size_t errlen);
 /* Parses a variant string ("G=2 TD=64") into t as op's values. -1 when malformed. */
 int tt_variant_parse(const char *variant, const char *op, tt_tuning *t);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "gpu_model.h"
 #include "tune.h"
 #include "unit.h"
 #include "util.h"
@@ -354,7 +355,50 @@ fail:
     return -1;
 }
 
-int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
+/* The matrix products of two training steps of spec, each timed again on gpu and recorded in
+ * the tuning cache in place of what was there (gemm.h): a model of the spec's shapes, random
+ * weights and tokens (the products' times do not depend on the values), the spec's batch. */
+static int retime_products(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
+                           FILE *out, char *err, size_t errlen)
+{
+    tt_layout l;
+    if (tt_layout_build(&spec->model, vocab, &l, err, errlen) != 0) return -1;
+    tt_gpu_lm *lm;
+    if (tt_gpu_lm_open(&lm, gpu, spec, &l, spec->train.batch, cache, err, errlen) != 0) {
+        tt_layout_free(&l);
+        return -1;
+    }
+    tt_gpu_lm_retime_products(lm);
+    float *w = tt_xmalloc(l.n_floats * sizeof *w);
+    tt_layout_init(&l, w, TUNE_SEED);
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l.n_floats * sizeof *w, cudaMemcpyHostToDevice));
+    tt_gpu_lm_weights_changed(lm);
+    const size_t rows = (size_t)spec->train.batch * (size_t)spec->model.seq_len;
+    int32_t *in = tt_xmalloc(rows * sizeof *in), *tg = tt_xmalloc(rows * sizeof *tg);
+    uint64_t x = TUNE_SEED;
+    for (int s = 1; s <= 2; s++) {
+        for (size_t i = 0; i < rows; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            in[i] = (int32_t)((x >> 33) % (uint64_t)vocab);
+            tg[i] = (int32_t)((x >> 13) % (uint64_t)vocab);
+        }
+        const tt_lm_opts lo = {.train = true, .seed = TUNE_SEED, .step = (uint64_t)s};
+        tt_lm_result r;
+        tt_gpu_lm_train_step(lm, in, tg, &lo, s, &r);
+    }
+    long n_timed, n_recorded;
+    tt_gpu_lm_products(lm, &n_timed, &n_recorded);
+    if (out)
+        fprintf(out, "\nmatrix products: %ld timed again and recorded (cuBLASLt's algorithms; "
+                "an adaptive softmax's tail products of other row counts are timed when a run "
+                "first meets them)\n", n_timed);
+    free(w), free(in), free(tg);
+    tt_gpu_lm_close(lm);
+    tt_layout_free(&l);
+    return 0;
+}
+
+int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
             char *err, size_t errlen)
 {
     tt_tune_opts opts = *o;
@@ -397,6 +441,8 @@ int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const
     }
     if (rc == 0 && !tuned)
         rc = tt_errf(err, errlen, "no kernel of this spec's plan declares tunables");
+    if (rc == 0 && vocab > 0)
+        rc = retime_products(spec, gpu, cache, vocab, opts.out, err, errlen);
     tt_tuning_free(&so_far);
     tt_plan_free(&plan);
     free(tu);

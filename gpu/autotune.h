@@ -27,7 +27,7 @@ typedef struct {
 /* Tunes spec's kernels on gpu and stores the choices beside cache. -1 with a message when
  * something other than a variant failed (a variant that fails its check or does not fit is
  * reported in the table and skipped). */
-int tt_tune(const tt_spec *spec, const tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
+int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
             char *err, size_t errlen);
 
 /* What the tuner times for op's variants ("tt_mla_bwd"), or NULL when no unit runs op: every op

@@ -3,12 +3,15 @@
  * A = w (in x out, transposed), B = x (in x rows). */
 #include "gemm.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sha256.h"
+#include "tune.h"
 #include "util.h"
 
 /* Distinct cuBLASLt products whose descriptors and algorithm are kept: the FFN's two and the
@@ -16,27 +19,21 @@
  * from batch to batch (the least recently used is replaced). */
 #define TT_LT_PLANS 64
 
-/* How many of cuBLASLt's heuristic candidates tt_gemm_tune times for a new product by default
- * (TT_GEMM_TUNE=K: K, 0 to keep the heuristic's first), and the runs each is timed over after
- * one warm-up run. */
+/* How many of cuBLASLt's heuristic candidates are timed for a product no run on this card has
+ * chosen for yet, by default (TT_GEMM_TUNE=K: K; 0 keeps the heuristic's first, untimed and
+ * unrecorded), and the runs each is timed over after one warm-up run. */
 #define TT_LT_TUNE_DEFAULT 8
 #define TT_LT_TUNE_MAX 32
 #define TT_LT_TUNE_REPS 5
 
-/* Everything cuBLASLt's choice of algorithm depends on. Zeroed before it is filled, so that it
- * compares with memcmp. */
+/* Everything cuBLASLt's choice of algorithm depends on within one tt_gemm (its types, compute
+ * type and workspace are the tt_gemm's). Zeroed before it is filled, so that it compares with
+ * memcmp. */
 typedef struct {
     int32_t ta, tb, epi, dt;
     int64_t ar, ac, lda, br, bc, ldb, m, n, ldd;
     uint32_t align_a, align_b, align_d, align_bias;
 } lt_key;
-
-/* The operands of the call that made a plan: what tt_gemm_tune times it on. */
-typedef struct {
-    const void *a, *b, *bias;
-    void *d;
-    float beta;
-} lt_operands;
 
 typedef struct {
     lt_key key;
@@ -45,36 +42,43 @@ typedef struct {
     cublasLtMatmulAlgo_t algo;
     unsigned long long used;
     bool gemmex;             /* cuBLASLt has no algorithm: cublasGemmEx's own choice (no epilogue) */
-    int n_cand;              /* the heuristic's candidates, best first; 0 once tuned */
+    bool distrust;           /* its recorded algorithm is not one cuBLASLt accepts: time again */
+    int n_cand;              /* the heuristic's candidates, best first */
     cublasLtMatmulAlgo_t cand[TT_LT_TUNE_MAX];
-    lt_operands at;
 } lt_plan;
 
-/* An algorithm tt_gemm_tune chose, kept for the plan's key beyond the plan itself (the tail
- * clusters' row counts make more keys than plans are kept). */
+/* An algorithm chosen for a product on this card: read from the tuning cache, or timed here. */
 typedef struct {
-    lt_key key;
+    char sig[320];
     cublasLtMatmulAlgo_t algo;
+    bool fresh; /* timed by this process */
 } lt_choice;
-
-#define TT_LT_CHOICES 1024
 
 struct tt_lt_cache {
     lt_plan plan[TT_LT_PLANS];
     unsigned long long clock;
-    lt_choice chosen[TT_LT_CHOICES];
-    int n_chosen;
+    lt_choice *chosen;    /* this card's, from the tuning cache and from this process */
+    int n_chosen, cap_chosen;
     int tune;             /* candidates timed per new product (TT_GEMM_TUNE; 0: the heuristic's) */
-    bool log;             /* TT_GEMM_LOG=1: a line per product tuned, on stderr */
+    bool log;             /* TT_GEMM_LOG=1: a line per product timed, on stderr */
     bool gemmex;          /* TT_GEMM_LT=0: cublasGemmEx for every product without an epilogue */
-    cudaEvent_t ev[2];    /* created on the first tuning */
-    int pending;          /* plans with candidates not timed yet */
+    char *path;           /* the tuning cache that records the choices; NULL: none, untimed */
+    char card[256];
+    int sms;
+    bool retime;          /* tt_gemm_retime: time each product again, once */
+    bool warned;          /* a tuning cache that cannot be read or written: said once */
+    /* products met during a capture, their algorithm still to be chosen: the key and the bias
+     * pointer of the call (a capture may meet more than TT_LT_PLANS, so not the plans) */
+    struct { lt_key key; const void *bias; } *pending;
+    int n_pending, cap_pending;
+    long timed, recorded; /* products timed here; products that took a recorded choice */
+    cudaEvent_t ev[2];    /* created on the first timing */
 };
 
 static void plan_destroy(tt_lt_cache *c, lt_plan *p)
 {
+    (void)c;
     if (!p->op) return;
-    if (p->n_cand) c->pending--;
     cublasLtMatrixLayoutDestroy(p->la);
     cublasLtMatrixLayoutDestroy(p->lb);
     cublasLtMatrixLayoutDestroy(p->ld);
@@ -92,11 +96,14 @@ void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
     g->act = precision == TT_PREC_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     g->compute = precision == TT_PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     g->lt_cache = tt_xcalloc(1, sizeof *g->lt_cache);
-    g->lt_cache->tune = (int)tt_env_long("TT_GEMM_TUNE", 0, TT_LT_TUNE_MAX, TT_LT_TUNE_DEFAULT);
+    tt_lt_cache *c = g->lt_cache;
+    c->tune = (int)tt_env_long("TT_GEMM_TUNE", 0, TT_LT_TUNE_MAX, TT_LT_TUNE_DEFAULT);
     const char *log = getenv("TT_GEMM_LOG");
-    g->lt_cache->log = log && !strcmp(log, "1");
+    c->log = log && !strcmp(log, "1");
     const char *lt = getenv("TT_GEMM_LT");
-    g->lt_cache->gemmex = lt && !strcmp(lt, "0");
+    c->gemmex = lt && !strcmp(lt, "0");
+    snprintf(c->card, sizeof c->card, "%s", gpu->name);
+    c->sms = gpu->sm_count;
 }
 
 static void forget_plans(tt_gemm *g)
@@ -108,11 +115,13 @@ static void forget_plans(tt_gemm *g)
 void tt_gemm_free(tt_gemm *g)
 {
     forget_plans(g);
-    if (g->lt_cache && g->lt_cache->ev[0]) {
-        cudaEventDestroy(g->lt_cache->ev[0]);
-        cudaEventDestroy(g->lt_cache->ev[1]);
+    tt_lt_cache *c = g->lt_cache;
+    if (c && c->ev[0]) {
+        cudaEventDestroy(c->ev[0]);
+        cudaEventDestroy(c->ev[1]);
     }
-    free(g->lt_cache);
+    if (c) free(c->chosen), free(c->path), free(c->pending);
+    free(c);
     g->lt_cache = NULL;
     if (g->lt) cublasLtDestroy(g->lt);
     g->lt = NULL;
@@ -121,7 +130,6 @@ void tt_gemm_free(tt_gemm *g)
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes)
 {
     forget_plans(g); /* their algorithms were chosen for the last workspace's size */
-    if (g->lt_cache) g->lt_cache->n_chosen = 0;
     g->ws = ws;
     g->ws_bytes = bytes;
 }
@@ -136,6 +144,327 @@ void tt_gemm_beside(tt_gemm *side, const tt_gemm *g, cublasHandle_t h, cudaStrea
     side->ws = ws;
 }
 
+/* --- the choices, as the tuning cache records them ------------------------------------------- */
+
+static const char *type_name(cudaDataType_t t) { return t == CUDA_R_16BF ? "bf16" : "fp32"; }
+static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
+
+/* A product's signature in the tuning cache: what its algorithm depends on (shape, types,
+ * layout, alignment, epilogue, workspace) and what else can change the bits or the timing (the
+ * library's version, the card's SM count; the card's name is the entry's first field). */
+static void signature(const tt_gemm *g, const lt_key *k, char *out, size_t n)
+{
+    snprintf(out, n,
+             "gemm cublasLt %zu sm %d ws %zu compute %s ab %s d %s m %lld n %lld k %lld %c%c ld "
+             "%lld %lld %lld align %u %u %u %u epilogue %d",
+             cublasLtGetVersion(), g->lt_cache->sms, g->ws_bytes,
+             g->compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? "tf32" : "fp32", type_name(g->act),
+             type_name((cudaDataType_t)k->dt), (long long)k->m, (long long)k->n,
+             (long long)(k->ta == CUBLAS_OP_N ? k->ac : k->ar), k->ta == CUBLAS_OP_N ? 'N' : 'T',
+             k->tb == CUBLAS_OP_N ? 'N' : 'T', (long long)k->lda, (long long)k->ldb,
+             (long long)k->ldd, k->align_a, k->align_b, k->align_d, k->align_bias, k->epi);
+}
+
+static void algo_hex(const cublasLtMatmulAlgo_t *a, char out[129])
+{
+    tt_hex((const uint8_t *)a->data, sizeof a->data, out);
+}
+
+static bool algo_parse(const char *hex, cublasLtMatmulAlgo_t *a)
+{
+    uint8_t *b = (uint8_t *)a->data;
+    if (strlen(hex) != 2 * sizeof a->data) return false;
+    for (size_t i = 0; i < sizeof a->data; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1 || !isxdigit((unsigned char)hex[2 * i]) ||
+            !isxdigit((unsigned char)hex[2 * i + 1]))
+            return false;
+        b[i] = (uint8_t)v;
+    }
+    return true;
+}
+
+static lt_choice *find_choice(tt_lt_cache *c, const char *sig)
+{
+    for (int i = 0; i < c->n_chosen; i++)
+        if (!strcmp(c->chosen[i].sig, sig)) return &c->chosen[i];
+    return NULL;
+}
+
+static lt_choice *add_choice(tt_lt_cache *c, const char *sig, const cublasLtMatmulAlgo_t *algo,
+                             bool fresh)
+{
+    lt_choice *x = find_choice(c, sig);
+    if (!x) {
+        if (c->n_chosen == c->cap_chosen) {
+            c->cap_chosen = c->cap_chosen ? 2 * c->cap_chosen : 64;
+            c->chosen = tt_xrealloc(c->chosen, (size_t)c->cap_chosen * sizeof *c->chosen);
+        }
+        x = &c->chosen[c->n_chosen++];
+        memset(x, 0, sizeof *x);
+        snprintf(x->sig, sizeof x->sig, "%s", sig);
+    }
+    x->algo = *algo;
+    x->fresh = x->fresh || fresh;
+    return x;
+}
+
+static void warn_once(tt_lt_cache *c, const char *what)
+{
+    if (c->warned) return;
+    c->warned = true;
+    fprintf(stderr, "matrix products: %s; the heuristic's algorithm for the products not recorded "
+            "(the runs may then differ in their last bits)\n", what);
+}
+
+/* This card's products in the tuning cache into c's choices (a product this process timed keeps
+ * its own: after tt_gemm_retime it replaces the recorded one). */
+static void load_choices(tt_lt_cache *c)
+{
+    tt_tune_entry *e;
+    int n;
+    char err[512];
+    if (tt_tuning_load(c->path, &e, &n, err, sizeof err) != 0) {
+        warn_once(c, err);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        cublasLtMatmulAlgo_t a;
+        if (strcmp(e[i].card, c->card) || strncmp(e[i].signature, "gemm ", 5)) continue;
+        const lt_choice *x = find_choice(c, e[i].signature);
+        if (x && x->fresh) continue;
+        if (algo_parse(e[i].variant, &a)) add_choice(c, e[i].signature, &a, false);
+    }
+    free(e);
+}
+
+void tt_gemm_record(tt_gemm *g, const char *tuning_path)
+{
+    tt_lt_cache *c = g->lt_cache;
+    free(c->path);
+    c->path = tuning_path ? tt_xstrdup(tuning_path) : NULL;
+    if (c->path && c->tune > 0) load_choices(c);
+}
+
+void tt_gemm_retime(tt_gemm *g) { g->lt_cache->retime = true; }
+
+void tt_gemm_counts(const tt_gemm *g, long *timed, long *recorded)
+{
+    *timed = g->lt_cache->timed;
+    *recorded = g->lt_cache->recorded;
+}
+
+/* --- timing ---------------------------------------------------------------------------------- */
+
+/* Operands of a product's shape in memory of their own, filled with values that are not zero
+ * (bf16 in [-1, -1/4] and [1/4, 1]: as fp32, the same values with random low bits), so that
+ * timing needs nothing of a run's buffers and may happen at any point outside a capture. */
+typedef struct {
+    void *a, *b, *d, *bias;
+    size_t d_bytes;
+} lt_operands;
+
+static void fill_random(void *dev, size_t bytes, cudaStream_t s)
+{
+    const size_t chunk = bytes < (1u << 20) ? bytes : (1u << 20);
+    uint16_t *h = tt_xmalloc(chunk + 2);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < (chunk + 1) / 2; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* sign, exponent 125 or 126 (1/4 .. 1), 7 random mantissa bits */
+        h[i] = (uint16_t)(((x >> 8) & 0x8000u) | ((125u + ((x >> 20) & 1u)) << 7) | (x & 0x7fu));
+    }
+    TT_CUDA(cudaMemcpyAsync(dev, h, chunk, cudaMemcpyHostToDevice, s));
+    TT_CUDA(cudaStreamSynchronize(s));
+    free(h);
+    for (size_t have = chunk; have < bytes; have *= 2)
+        TT_CUDA(cudaMemcpyAsync((char *)dev + have, dev, have < bytes - have ? have : bytes - have,
+                                cudaMemcpyDeviceToDevice, s));
+}
+
+static void operands_free(lt_operands *o)
+{
+    void *p[] = {o->a, o->b, o->d, o->bias};
+    for (int i = 0; i < 4; i++)
+        if (p[i]) cudaFree(p[i]);
+    memset(o, 0, sizeof *o);
+}
+
+static int operands_alloc(const tt_gemm *g, const lt_key *k, lt_operands *o)
+{
+    memset(o, 0, sizeof *o);
+    const size_t es = type_bytes(g->act), ds = type_bytes((cudaDataType_t)k->dt);
+    const size_t bytes[4] = {(size_t)k->lda * (size_t)k->ac * es, (size_t)k->ldb * (size_t)k->bc * es,
+                             (size_t)k->ldd * (size_t)k->n * ds,
+                             k->epi == CUBLASLT_EPILOGUE_DEFAULT ? 0 : (size_t)k->m * ds};
+    void **p[4] = {&o->a, &o->b, &o->d, &o->bias};
+    for (int i = 0; i < 4; i++) {
+        if (!bytes[i]) continue;
+        if (cudaMalloc(p[i], bytes[i]) != cudaSuccess) {
+            (void)cudaGetLastError(); /* out of memory: not sticky */
+            operands_free(o);
+            return -1;
+        }
+        fill_random(*p[i], bytes[i], g->stream);
+    }
+    o->d_bytes = bytes[2];
+    return 0;
+}
+
+/* One run of algo on o (beta 0); false if cuBLASLt refuses it. */
+static bool run_algo(const tt_gemm *g, const lt_plan *p, const cublasLtMatmulAlgo_t *algo,
+                     const lt_operands *o)
+{
+    const float one = 1.f, zero = 0.f;
+    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &o->bias,
+                                             sizeof o->bias));
+    return cublasLtMatmul(g->lt, p->op, &one, o->a, p->la, o->b, p->lb, &zero, o->d, p->ld, o->d,
+                          p->ld, algo, g->ws, g->ws_bytes, g->stream) == CUBLAS_STATUS_SUCCESS;
+}
+
+/* A candidate's mean time in ms over TT_LT_TUNE_REPS runs after a warm-up run; INFINITY if
+ * cuBLASLt refuses it. */
+static float time_algo(const tt_gemm *g, const lt_plan *p, const cublasLtMatmulAlgo_t *algo,
+                       const lt_operands *o)
+{
+    const tt_lt_cache *c = g->lt_cache;
+    for (int r = 0; r <= TT_LT_TUNE_REPS; r++) {
+        if (r == 1) TT_CUDA(cudaEventRecord(c->ev[0], g->stream));
+        if (!run_algo(g, p, algo, o)) {
+            TT_CUDA(cudaStreamSynchronize(g->stream));
+            return INFINITY;
+        }
+    }
+    TT_CUDA(cudaEventRecord(c->ev[1], g->stream));
+    TT_CUDA(cudaEventSynchronize(c->ev[1]));
+    float ms = 0.f;
+    TT_CUDA(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]));
+    return ms / TT_LT_TUNE_REPS;
+}
+
+/* Whether algo gives the same bits twice on the same operands: an algorithm whose sums depend on
+ * scheduling (atomics) would not; cuBLASLt documents none among its reduction schemes (split-K
+ * sums in place behind counters that keep their order, or in the workspace), and this checks. */
+static bool same_twice(const tt_gemm *g, const lt_plan *p, const cublasLtMatmulAlgo_t *algo,
+                       const lt_operands *o)
+{
+    unsigned char *h[2];
+    for (int i = 0; i < 2; i++) {
+        h[i] = tt_xmalloc(o->d_bytes);
+        if (!run_algo(g, p, algo, o)) TT_ASSERT(!"an algorithm that ran refuses to run again");
+        TT_CUDA(cudaMemcpyAsync(h[i], o->d, o->d_bytes, cudaMemcpyDeviceToHost, g->stream));
+        TT_CUDA(cudaStreamSynchronize(g->stream));
+    }
+    const bool same = memcmp(h[0], h[1], o->d_bytes) == 0;
+    free(h[0]), free(h[1]);
+    return same;
+}
+
+/* "cublasLt algo 21 tile 18 splitK 1 reduction 0": what the hex of an entry stands for */
+static void algo_label(const cublasLtMatmulAlgo_t *a, char *out, size_t n)
+{
+    int32_t v[4] = {0};
+    const cublasLtMatmulAlgoConfigAttributes_t at[4] = {
+        CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+        CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME};
+    for (int i = 0; i < 4; i++) {
+        size_t w = 0;
+        uint32_t u = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(a, at[i], &u, sizeof u, &w) == CUBLAS_STATUS_SUCCESS)
+            v[i] = (int32_t)u;
+    }
+    snprintf(out, n, "cublasLt algo %d tile %d splitK %d reduction %d", v[0], v[1], v[2], v[3]);
+}
+
+/* Whether a recorded algorithm is one cuBLASLt accepts for p (an entry edited by hand, or of
+ * another library build under the same version, may not be). */
+static bool usable(const tt_gemm *g, const lt_plan *p, const cublasLtMatmulAlgo_t *a)
+{
+    cublasLtMatmulHeuristicResult_t r;
+    return cublasLtMatmulAlgoCheck(g->lt, p->op, p->la, p->lb, p->ld, p->ld, a, &r) ==
+               CUBLAS_STATUS_SUCCESS && r.state == CUBLAS_STATUS_SUCCESS;
+}
+
+/* Times p's candidates on operands of its shape and records the fastest whose results do not
+ * depend on scheduling; under the tuning cache's lock, after reading it again, so that of two
+ * processes that meet the same product the second takes the first's choice. Keeps the
+ * heuristic's first, unrecorded, when the cache cannot be locked or there is no memory to time
+ * in. */
+static void choose(const tt_gemm *g, lt_plan *p)
+{
+    tt_lt_cache *c = g->lt_cache;
+    char sig[320], err[512];
+    signature(g, &p->key, sig, sizeof sig);
+    const int lock = tt_tuning_lock(c->path, err, sizeof err);
+    if (lock < 0) {
+        warn_once(c, err);
+        add_choice(c, sig, &p->algo, true); /* this process's, unrecorded: not asked again */
+        return;
+    }
+    load_choices(c);
+    const lt_choice *x = find_choice(c, sig);
+    if (x && (!c->retime || x->fresh) && !p->distrust && usable(g, p, &x->algo)) {
+        p->algo = x->algo;
+        c->recorded++;
+        tt_tuning_unlock(lock);
+        return;
+    }
+    lt_operands o;
+    if (operands_alloc(g, &p->key, &o) != 0) {
+        tt_tuning_unlock(lock);
+        warn_once(c, "no device memory to time a product in");
+        add_choice(c, sig, &p->algo, true);
+        return;
+    }
+    if (!c->ev[0]) {
+        TT_CUDA(cudaEventCreate(&c->ev[0]));
+        TT_CUDA(cudaEventCreate(&c->ev[1]));
+    }
+    float t[TT_LT_TUNE_MAX];
+    int order[TT_LT_TUNE_MAX];
+    for (int i = 0; i < p->n_cand; i++) {
+        t[i] = time_algo(g, p, &p->cand[i], &o);
+        order[i] = i;
+        for (int j = i; j > 0 && t[order[j]] < t[order[j - 1]]; j--) {
+            const int s = order[j];
+            order[j] = order[j - 1], order[j - 1] = s;
+        }
+    }
+    int best = -1, skipped = 0;
+    for (int i = 0; i < p->n_cand && best < 0 && isfinite(t[order[i]]); i++) {
+        if (same_twice(g, p, &p->cand[order[i]], &o)) best = order[i];
+        else skipped++;
+    }
+    operands_free(&o);
+    c->timed++;
+    if (best < 0) {
+        tt_tuning_unlock(lock);
+        warn_once(c, "no algorithm of a product ran twice to the same bits");
+        add_choice(c, sig, &p->algo, true);
+        return;
+    }
+    p->algo = p->cand[best];
+    add_choice(c, sig, &p->algo, true);
+    tt_tune_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.card, sizeof e.card, "%s", c->card);
+    snprintf(e.signature, sizeof e.signature, "%s", sig);
+    algo_hex(&p->cand[best], e.variant);
+    algo_hex(&p->cand[0], e.default_variant);
+    e.best_ms = t[best];
+    e.default_ms = t[0];
+    algo_label(&p->algo, e.unit, sizeof e.unit);
+    tt_tune_today(e.date);
+    if (tt_tuning_store_locked(c->path, &e, err, sizeof err) != 0) warn_once(c, err);
+    tt_tuning_unlock(lock);
+    if (c->log)
+        fprintf(stderr, "gemm tune: %s: heuristic's first %.2f us, candidate %d of %d %.2f us "
+                "(%.2fx)%s\n", sig, 1e3 * (double)t[0], best + 1, p->n_cand, 1e3 * (double)t[best],
+                (double)(t[0] / t[best]), skipped ? ", faster ones gave other bits twice" : "");
+}
+
+/* --- plans ----------------------------------------------------------------------------------- */
+
 /* The alignment cuBLASLt may count on for an operand: the largest power of two, up to 256, that
  * divides its address and the bytes of its leading dimension. Unless told, cuBLASLt's heuristic
  * assumes 256 for A, B, C and D; a weight inside the parameters, or rows whose width is not a
@@ -146,14 +475,44 @@ static uint32_t alignment(const void *p, size_t ld_bytes)
     return (uint32_t)(v & (~v + 1));
 }
 
-static size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
-
-/* The descriptors and heuristic's algorithm for key, made on first use with the heuristic's
- * candidates for tt_gemm_tune and the operands at (at->bias: the pointer the heuristic sees, of
- * the alignment in key). */
-static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const lt_operands *at)
+/* The algorithm of a new plan: the one recorded for its product on this card; else, with a
+ * tuning cache to record in, the fastest (timed now, or when the capture that made it is over:
+ * tt_gemm_settle); else the heuristic's first. */
+static void algorithm_for(const tt_gemm *g, lt_plan *p, const void *bias)
 {
-    const void *bias = at->bias;
+    tt_lt_cache *c = g->lt_cache;
+    if (p->gemmex || c->tune == 0 || !c->path) return;
+    char sig[320];
+    signature(g, &p->key, sig, sizeof sig);
+    const lt_choice *x = find_choice(c, sig);
+    if (x && (!c->retime || x->fresh)) {
+        if (usable(g, p, &x->algo)) {
+            p->algo = x->algo;
+            c->recorded++;
+            return;
+        }
+        fprintf(stderr, "matrix products: the algorithm recorded for '%s' is not one cuBLASLt "
+                "accepts here: timing it again\n", sig);
+        p->distrust = true;
+    }
+    enum cudaStreamCaptureStatus capturing;
+    TT_CUDA(cudaStreamIsCapturing(g->stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) {
+        if (c->n_pending == c->cap_pending) {
+            c->cap_pending = c->cap_pending ? 2 * c->cap_pending : 16;
+            c->pending = tt_xrealloc(c->pending, (size_t)c->cap_pending * sizeof *c->pending);
+        }
+        c->pending[c->n_pending].key = p->key;
+        c->pending[c->n_pending++].bias = bias;
+        return;
+    }
+    choose(g, p);
+}
+
+/* The descriptors and algorithm for key, made on first use (bias: the pointer the heuristic
+ * sees, of the alignment in key). */
+static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const void *bias)
+{
     tt_lt_cache *c = g->lt_cache;
     lt_plan *slot = NULL;
     for (int i = 0; i < TT_LT_PLANS; i++) {
@@ -214,18 +573,29 @@ static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const lt_ope
                  key->align_b, key->align_d, key->align_bias);
     p->algo = heur[0].algo;
     p->n_cand = 0;
-    for (int i = 0; i < found && !p->gemmex && c->tune > 1; i++)
+    for (int i = 0; i < found && !p->gemmex; i++)
         if (heur[i].state == CUBLAS_STATUS_SUCCESS) p->cand[p->n_cand++] = heur[i].algo;
-    if (p->n_cand < 2) p->n_cand = 0; /* nothing to choose from */
-    for (int i = 0; i < c->n_chosen && p->n_cand; i++)
-        if (!memcmp(&c->chosen[i].key, key, sizeof *key)) { /* timed before */
-            p->algo = c->chosen[i].algo;
-            p->n_cand = 0;
-        }
-    if (p->n_cand) c->pending++;
-    p->at = *at;
+    algorithm_for(g, p, bias);
     p->used = ++c->clock;
     return p;
+}
+
+int tt_gemm_pending(const tt_gemm *g) { return g->lt_cache ? g->lt_cache->n_pending : 0; }
+
+int tt_gemm_settle(tt_gemm *g)
+{
+    tt_lt_cache *c = g->lt_cache;
+    const int n = c->n_pending;
+    c->n_pending = 0;
+    for (int i = 0; i < n; i++) {
+        const lt_key *key = &c->pending[i].key;
+        lt_plan *p = NULL;
+        for (int j = 0; j < TT_LT_PLANS && !p; j++)
+            if (c->plan[j].op && !memcmp(&c->plan[j].key, key, sizeof *key)) p = &c->plan[j];
+        if (p) choose(g, p);                           /* made in the capture: time it now */
+        else (void)plan_for(g, key, c->pending[i].bias); /* evicted since: made and timed anew */
+    }
+    return n;
 }
 
 /* D = op(A) op(B) + beta C (C = D) with an epilogue, in cuBLASLt's column-major terms: A is
@@ -247,8 +617,7 @@ static void lt_matmul(const tt_gemm *g, cublasOperation_t ta, cublasOperation_t 
     key.align_b = alignment(b, (size_t)ldb * es);
     key.align_d = alignment(d, (size_t)ldd * type_bytes(dt));
     key.align_bias = alignment(bias, 0);
-    const lt_operands at = {.a = a, .b = b, .bias = bias, .d = d, .beta = beta};
-    const lt_plan *p = plan_for(g, &key, &at);
+    const lt_plan *p = plan_for(g, &key, bias);
     const float one = 1.f;
     if (p->gemmex) {
         TT_CUBLAS(cublasGemmEx(g->h, ta, tb, m, n, ta == CUBLAS_OP_N ? ac : ar, &one, a, g->act, lda,
@@ -259,81 +628,6 @@ static void lt_matmul(const tt_gemm *g, cublasOperation_t ta, cublasOperation_t 
                                              sizeof bias));
     TT_CUBLAS(cublasLtMatmul(g->lt, p->op, &one, a, p->la, b, p->lb, &beta, d, p->ld, d, p->ld,
                              &p->algo, g->ws, g->ws_bytes, g->stream));
-}
-
-/* One candidate's mean time in ms over TT_LT_TUNE_REPS runs after a warm-up run, on the operands
- * that made the plan; INFINITY if cuBLASLt refuses it. */
-static float time_algo(const tt_gemm *g, const lt_plan *p, const cublasLtMatmulAlgo_t *algo)
-{
-    const tt_lt_cache *c = g->lt_cache;
-    const lt_operands *o = &p->at;
-    const float one = 1.f;
-    TT_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &o->bias,
-                                             sizeof o->bias));
-    for (int r = 0; r <= TT_LT_TUNE_REPS; r++) {
-        if (r == 1) TT_CUDA(cudaEventRecord(c->ev[0], g->stream));
-        if (cublasLtMatmul(g->lt, p->op, &one, o->a, p->la, o->b, p->lb, &o->beta, o->d, p->ld,
-                           o->d, p->ld, algo, g->ws, g->ws_bytes, g->stream) !=
-            CUBLAS_STATUS_SUCCESS) {
-            TT_CUDA(cudaStreamSynchronize(g->stream));
-            return INFINITY;
-        }
-    }
-    TT_CUDA(cudaEventRecord(c->ev[1], g->stream));
-    TT_CUDA(cudaEventSynchronize(c->ev[1]));
-    float ms = 0.f;
-    TT_CUDA(cudaEventElapsedTime(&ms, c->ev[0], c->ev[1]));
-    return ms / TT_LT_TUNE_REPS;
-}
-
-int tt_gemm_tune(tt_gemm *g, int *timed)
-{
-    *timed = 0;
-    tt_lt_cache *c = g->lt_cache;
-    if (!c || c->pending == 0) return 0; /* every step asks: most have nothing to time */
-    enum cudaStreamCaptureStatus capturing;
-    TT_CUDA(cudaStreamIsCapturing(g->stream, &capturing));
-    if (capturing != cudaStreamCaptureStatusNone) return 0;
-    if (!c->ev[0]) {
-        TT_CUDA(cudaEventCreate(&c->ev[0]));
-        TT_CUDA(cudaEventCreate(&c->ev[1]));
-    }
-    TT_CUDA(cudaStreamSynchronize(g->stream)); /* the last run's work off the card first */
-    int changed = 0;
-    for (int i = 0; i < TT_LT_PLANS; i++) {
-        lt_plan *p = &c->plan[i];
-        if (!p->op || p->n_cand == 0) continue;
-        /* Candidate 0, the heuristic's first, is timed before the loop: t[best] is always set. */
-        const int n = p->n_cand;
-        float t[TT_LT_TUNE_MAX];
-        t[0] = time_algo(g, p, &p->cand[0]);
-        int best = 0;
-        for (int k = 1; k < n; k++) {
-            t[k] = time_algo(g, p, &p->cand[k]);
-            if (t[k] < t[best]) best = k;
-        }
-        ++*timed;
-        if (isfinite(t[best])) {
-            if (memcmp(&p->algo, &p->cand[best], sizeof p->algo)) changed++;
-            p->algo = p->cand[best];
-            if (c->n_chosen < TT_LT_CHOICES)
-                c->chosen[c->n_chosen++] = (lt_choice){.key = p->key, .algo = p->algo};
-        }
-        if (c->log) {
-            const lt_key *k = &p->key;
-            fprintf(stderr, "gemm tune: m %lld n %lld k %lld (%c%c, D %s, ld %lld/%lld/%lld, epilogue "
-                    "%d): heuristic's first %.2f us, candidate %d of %d %.2f us (%.2fx)\n",
-                    (long long)k->m, (long long)k->n,
-                    (long long)(k->ta == CUBLAS_OP_N ? k->ac : k->ar), k->ta == CUBLAS_OP_N ? 'N' : 'T',
-                    k->tb == CUBLAS_OP_N ? 'N' : 'T', k->dt == CUDA_R_32F ? "fp32" : "bf16",
-                    (long long)k->lda, (long long)k->ldb, (long long)k->ldd, k->epi,
-                    1e3 * (double)t[0], best + 1, n, 1e3 * (double)t[best],
-                    (double)(t[0] / t[best]));
-        }
-        p->n_cand = 0;
-        c->pending--;
-    }
-    return changed;
 }
 
 void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,

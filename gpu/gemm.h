@@ -29,30 +29,43 @@ typedef struct {
 void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision);
 void tt_gemm_free(tt_gemm *g);
 /* Device memory cuBLASLt may use: without it, it gets none (it allocates nothing itself, so that
- * a product can be captured in a CUDA graph). Forgets the algorithms chosen for the last one. */
+ * a product can be captured in a CUDA graph). Its size is part of each product's key. */
 void tt_gemm_set_workspace(tt_gemm *g, void *ws, size_t bytes);
 
 /* side = g's products queued on another stream, with their own workspace (of g's size: the
  * algorithms are chosen for it) and cuBLAS handle h (for cublasGemmEx; its stream and workspace
  * set to the same): for products that run beside g's stream. It shares g's plans and chosen
- * algorithms (tt_gemm_tune on g times those it made too) and lives no longer than g; it is
- * not freed itself. */
+ * algorithms (tt_gemm_settle on g chooses those it made too) and lives no longer than g; it
+ * is not freed itself. */
 void tt_gemm_beside(tt_gemm *side, const tt_gemm *g, cublasHandle_t h, cudaStream_t stream,
                     void *ws, size_t ws_bytes);
 
-/* Times cuBLASLt's candidate algorithms (up to TT_GEMM_TUNE of the heuristic's, default 8) for
- * each product made since the last call, on the operands of the call that made it, and keeps the
- * fastest (for the product's key, once per tt_gemm and workspace: a plan made again later for a
- * key timed before takes that algorithm without timing); returns how many algorithms changed and
- * sets *timed to the products timed. Runs on g's stream and waits for it (nothing when there is
- * nothing new to time, or the stream is being captured). The caller's promise:
- * every product's output (and C, for beta != 0) holds nothing that is still needed, as between
- * two training steps, whose products rewrite their outputs and the gradients they add to are
- * zeroed first. TT_GEMM_LOG=1 prints each product's times on stderr. Which algorithm wins
- * depends on the timings, so two runs may differ in the last bits of their products.
- * TT_GEMM_LT=0 sends every product without an epilogue to cublasGemmEx instead (its own choice,
- * untimed), to compare with. */
-int tt_gemm_tune(tt_gemm *g, int *timed);
+/* Where the products' algorithms are recorded: the tuning cache (gen/tune.h's tuning.tsv), a
+ * line per product and card, under the same key rules as the kernels' (card, then a signature of
+ * everything the choice depends on: shape, types, layouts, alignment, epilogue, workspace,
+ * cuBLASLt's version, the card's SM count). A product's algorithm is, in this order:
+ * - the one recorded for it on this card (every later run and every resume takes it: the same
+ *   algorithm, the same bits);
+ * - else the fastest of up to TT_GEMM_TUNE of cuBLASLt's heuristic candidates (default 8),
+ *   timed once, before the product first runs, on operands of its shape in memory of its own
+ *   (random, not zero), among those that give the same bits twice, and recorded; under the
+ *   cache's lock, so that of two processes that meet a product at once the second takes the
+ *   first's choice. A product first met while its stream is captured is timed by
+ *   tt_gemm_settle after the capture, which the caller then discards and captures again;
+ * - the heuristic's first, untimed and unrecorded, with TT_GEMM_TUNE=0 or without a tuning
+ *   cache (tuning_path NULL). TT_GEMM_LOG=1 prints each timing on stderr. TT_GEMM_LT=0 sends
+ *   every product without an epilogue to cublasGemmEx instead (its own choice, untimed).
+ * Before the first product. */
+void tt_gemm_record(tt_gemm *g, const char *tuning_path);
+/* ttgen --tune: each product met from now on is timed again (once) and its record replaced. */
+void tt_gemm_retime(tt_gemm *g);
+/* Products made while g's stream (or its side's) was captured whose algorithm is still to be
+ * chosen: a capture that made any must not run. */
+int tt_gemm_pending(const tt_gemm *g);
+/* Chooses their algorithms (outside a capture); returns how many. */
+int tt_gemm_settle(tt_gemm *g);
+/* Products this process timed, and products that took an algorithm recorded before. */
+void tt_gemm_counts(const tt_gemm *g, long *timed, long *recorded);
 
 /* A leading dimension (ld) is the number of elements from one row of a row-major operand to the
  * next, at least its width: the adaptive softmax's head is one row of logits per token, its

@@ -12,6 +12,7 @@
 #include "cpu_ops.h"
 #include "cpu_txl.h"
 #include "optim.h"
+#include "tune.h"
 #include "util.h"
 
 typedef struct {
@@ -158,7 +159,6 @@ struct tt_gpu_lm {
     int max_graphs;          /* TT_CUDA_GRAPHS=K keeps K (1 to 64; to test the eviction) */
     unsigned long long clock;
     long captured, replayed;
-    long tuned;              /* products whose algorithm tt_gemm_tune timed */
     bool graphs;             /* TT_CUDA_GRAPH=0 turns them off (to compare, or to debug) */
 };
 
@@ -458,6 +458,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         return -1;
     }
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
+    char *tuning = cache ? tt_tuning_path(cache->dir) : NULL;
+    tt_gemm_record(&lm->gemm, tuning);
+    free(tuning);
     lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
     lm->pw = tt_xcalloc((size_t)m->layers, sizeof *lm->pw);
     pad_shapes(lm);
@@ -1211,17 +1214,6 @@ static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
     res->scored = weights;
 }
 
-/* Between two runs, the products made in the last ones get their fastest algorithm (every
- * product's output is rewritten by the next run, and the gradients zeroed first, so the timing
- * runs may write them); a changed algorithm drops the captured steps, which are then captured
- * again with it. */
-static void tune_products(tt_gpu_lm *lm)
-{
-    int timed;
-    if (tt_gemm_tune(&lm->gemm, &timed) > 0) drop_graphs(lm);
-    lm->tuned += timed;
-}
-
 /* After a Transformer-XL run: the memories it wrote are the next run's. */
 static void txl_advance(tt_gpu_lm *lm)
 {
@@ -1237,10 +1229,49 @@ void tt_gpu_lm_continue(tt_gpu_lm *lm, bool continues)
 
 int tt_gpu_lm_memory(const tt_gpu_lm *lm) { return lm->mlen; }
 
+/* A layer's memory is [B][mlen][dl] in the storage type; the host's is [L][B][mlen][D] fp32. */
+int tt_gpu_lm_memory_get(tt_gpu_lm *lm, float *out)
+{
+    if (!lm->txl || !lm->mlen || !out) return lm->txl ? lm->mlen : 0;
+    const tt_model_spec *m = &lm->l->m;
+    const size_t d = (size_t)m->d_model, dl = (size_t)lm->dl, n = (size_t)lm->batch * lm->mlen;
+    void *buf = tt_xmalloc(n * dl * lm->es);
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+    for (int k = 0; k < m->layers; k++) {
+        TT_CUDA(cudaMemcpy(buf, lm->mem[lm->par][k], n * dl * lm->es, cudaMemcpyDeviceToHost));
+        float *o = out + (size_t)k * n * d;
+        for (size_t r = 0; r < n; r++)
+            for (size_t c = 0; c < d; c++)
+                o[r * d + c] = lm->es == 4 ? ((const float *)buf)[r * dl + c]
+                                           : tt_bf16_to_float(((const uint16_t *)buf)[r * dl + c]);
+    }
+    free(buf);
+    return lm->mlen;
+}
+
+void tt_gpu_lm_memory_set(tt_gpu_lm *lm, const float *mems, int mlen)
+{
+    const tt_model_spec *m = &lm->l->m;
+    TT_ASSERT(lm->txl && mlen >= 0 && mlen <= m->mem_len);
+    lm->mlen = mlen;
+    if (!mlen) return;
+    const size_t d = (size_t)m->d_model, dl = (size_t)lm->dl, n = (size_t)lm->batch * mlen;
+    void *buf = tt_xcalloc(n * dl, lm->es); /* the padding columns zero, as the runs leave them */
+    for (int k = 0; k < m->layers; k++) {
+        const float *x = mems + (size_t)k * n * d;
+        for (size_t r = 0; r < n; r++)
+            for (size_t c = 0; c < d; c++) {
+                if (lm->es == 4) ((float *)buf)[r * dl + c] = x[r * d + c];
+                else ((uint16_t *)buf)[r * dl + c] = tt_bf16_from_float(x[r * d + c]);
+            }
+        TT_CUDA(cudaMemcpy(lm->mem[lm->par][k], buf, n * dl * lm->es, cudaMemcpyHostToDevice));
+    }
+    free(buf);
+}
+
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res)
 {
-    tune_products(lm);
     const double weights = upload_inputs(lm, inputs, targets, o);
     enqueue_run(lm, o, grads, weights);
     txl_advance(lm);
@@ -1308,7 +1339,6 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
                             const tt_lm_opts *o, long s, tt_lm_result *res)
 {
     const cudaStream_t st = lm->gpu->stream;
-    tune_products(lm);
     const double weights = upload_inputs(lm, inputs, targets, o);
     tt_adam_scalars host;
     upload_adam_scalars(lm, &host, s);
@@ -1324,10 +1354,18 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
             if (sg->exec) TT_CUDA(cudaGraphExecDestroy(sg->exec));
             sg->exec = NULL;
             cudaGraph_t g;
-            TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-            enqueue_run(lm, o, true, weights);
-            enqueue_adam(lm);
-            TT_CUDA(cudaStreamEndCapture(st, &g));
+            for (int attempt = 0;; attempt++) {
+                TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+                enqueue_run(lm, o, true, weights);
+                enqueue_adam(lm);
+                TT_CUDA(cudaStreamEndCapture(st, &g));
+                /* a product met for the first time in the capture has no algorithm yet: the
+                 * capture never runs, the products get theirs, and the step is captured again */
+                if (!tt_gemm_pending(&lm->gemm)) break;
+                TT_ASSERT(attempt < 2); /* settled, every product has its algorithm */
+                TT_CUDA(cudaGraphDestroy(g));
+                tt_gemm_settle(&lm->gemm);
+            }
             TT_CUDA(cudaGraphInstantiate(&sg->exec, g, 0));
             TT_CUDA(cudaGraphDestroy(g));
             sg->opts = *o;
@@ -1351,4 +1389,9 @@ void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed)
     *replayed = lm->replayed;
 }
 
-long tt_gpu_lm_tuned(const tt_gpu_lm *lm) { return lm->tuned; }
+void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded)
+{
+    tt_gemm_counts(&lm->gemm, timed, recorded);
+}
+
+void tt_gpu_lm_retime_products(tt_gpu_lm *lm) { tt_gemm_retime(&lm->gemm); }

@@ -59,11 +59,20 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
  * of each layer, in device memory. tt_gpu_lm_memory: the length the next run would attend to. */
 void tt_gpu_lm_continue(tt_gpu_lm *lm, bool continues);
 int tt_gpu_lm_memory(const tt_gpu_lm *lm);
+/* The memories the next run would attend to, as fp32 [L, B, mlen, D] into out (when not NULL;
+ * L * B * mlen * D floats); returns mlen (0 for the tensorized model). Waits for the stream. */
+int tt_gpu_lm_memory_get(tt_gpu_lm *lm, float *out);
+/* Makes mems ([L, B, mlen, D] fp32, as tt_gpu_lm_memory_get gives them or the CPU reference
+ * keeps them) the memories the next run attends to (rounded to the storage type), mlen <= M. */
+void tt_gpu_lm_memory_set(tt_gpu_lm *lm, const float *mems, int mlen);
 /* Training steps captured into a graph so far, and steps that replayed one. */
 void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed);
-/* Matrix products whose cuBLASLt algorithm was chosen by timing so far (see tt_gemm_tune: each
- * new product is timed before the next step or run; TT_GEMM_TUNE=0 keeps the heuristic's). */
-long tt_gpu_lm_tuned(const tt_gpu_lm *lm);
+/* The matrix products so far whose cuBLASLt algorithm this process timed, and those that took
+ * the algorithm recorded for them in the tuning cache (gemm.h's tt_gemm_record: a product is
+ * timed once per card, before it first runs, and every later run takes the same algorithm). */
+void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded);
+/* ttgen --tune: the products met from now on are timed again, and their records replaced. */
+void tt_gpu_lm_retime_products(tt_gpu_lm *lm);
 
 /* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);

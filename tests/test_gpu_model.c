@@ -23,6 +23,7 @@
 #include "optim.h"
 #include "rng.h"
 #include "testutil.h"
+#include "tune.h"
 #include "util.h"
 
 static tt_gpu gpu;
@@ -365,7 +366,9 @@ static int run_seeds(seeds_summary *sm, const char *name, const void *v, const t
         sm->failed += vd.failures > 0;
         failures += vd.failures;
     }
-    *tuned = tt_gpu_lm_tuned(lm);
+    long timed, recorded;
+    tt_gpu_lm_products(lm, &timed, &recorded);
+    *tuned = timed + recorded;
     tt_gpu_lm_close(lm);
     return failures;
 }
@@ -451,11 +454,11 @@ static void test_step(void **state)
         names[vi] = v->name;
         long tuned;
         failures += run_seeds(&sm[vi], v->name, v, &s, &l, step_seed, &tuned);
-        /* the runs after the first timed the products the first made (tt_gemm_tune, on by
-         * default), writing their outputs in between: the comparisons above cover both */
+        /* every product ran with the algorithm chosen by timing (here, or recorded by an
+         * earlier run in the tuning cache) from its first run on */
         printf("%-28s %ld products' algorithms chosen by timing\n", "", tuned);
         if (tuned < 1) {
-            print_error("%s: no product was tuned\n", v->name);
+            print_error("%s: no product's algorithm was chosen by timing\n", v->name);
             failures++;
         }
         tt_layout_free(&l);
@@ -717,6 +720,32 @@ static int32_t graph_token(int k, int pattern, uint64_t stream, int r)
     return (int32_t)(lo[c] + tt_uniform(seed, stream + (uint64_t)k, (uint64_t)r) * (hi[c] - lo[c]));
 }
 
+/* Uploads w0 (Adam's moments zeroed) and runs training steps 1..steps on lm, step k's tokens of
+ * pattern[k - 1] (graph_token; in and tg: rows each): each step's loss sum into loss, and its
+ * gradient norm into norm (may be NULL). */
+static void graph_steps(tt_gpu_lm *lm, const tt_spec *s, const float *w0, size_t nf,
+                        const int *pattern, int steps, int32_t *in, int32_t *tg, double *loss,
+                        double *norm)
+{
+    const int rows = s->train.batch * s->model.seq_len;
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w0, nf * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMemset(tt_gpu_lm_moments(lm, 0), 0, nf * 4));
+    TT_CUDA(cudaMemset(tt_gpu_lm_moments(lm, 1), 0, nf * 4));
+    tt_gpu_lm_weights_changed(lm);
+    for (int k = 0; k < steps; k++) {
+        for (int i = 0; i < rows; i++) {
+            in[i] = graph_token(k, pattern[k], 20, i);
+            tg[i] = graph_token(k, pattern[k], 40, i);
+        }
+        tt_lm_opts o = {.train = true, .seed = seed, .step = (uint64_t)k + 1,
+                        .label_smoothing = (float)s->train.label_smoothing};
+        tt_lm_result r;
+        const double n = tt_gpu_lm_train_step(lm, in, tg, &o, k + 1, &r);
+        if (norm) norm[k] = n;
+        loss[k] = r.loss_sum;
+    }
+}
+
 /* Six training steps with dropout, replayed from CUDA graphs, against the same steps launched
  * kernel by kernel (TT_CUDA_GRAPH=0), and with room for two graphs only (TT_CUDA_GRAPHS=2, so
  * that the least recently used is replaced): the kernels are the same and deterministic, so
@@ -764,19 +793,7 @@ static void test_graph(void **state)
             unsetenv("TT_CUDA_GRAPH");
             unsetenv("TT_CUDA_GRAPHS");
             if (rc != 0) fail_msg("%s", err);
-            TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w0, nf * 4, cudaMemcpyHostToDevice));
-            tt_gpu_lm_weights_changed(lm);
-            for (int k = 0; k < STEPS; k++) {
-                for (int i = 0; i < rows; i++) {
-                    in[i] = graph_token(k, pattern[k], 20, i);
-                    tg[i] = graph_token(k, pattern[k], 40, i);
-                }
-                tt_lm_opts o = {.train = true, .seed = seed, .step = (uint64_t)k + 1,
-                                .label_smoothing = (float)s.train.label_smoothing};
-                tt_lm_result r;
-                norm[mode][k] = tt_gpu_lm_train_step(lm, in, tg, &o, k + 1, &r);
-                loss[mode][k] = r.loss_sum;
-            }
+            graph_steps(lm, &s, w0, nf, pattern, STEPS, in, tg, loss[mode], norm[mode]);
             long captured, replayed;
             tt_gpu_lm_graph_counts(lm, &captured, &replayed);
             /* the copies the products read (the storage type's, W2's padded one) as each step's
@@ -829,6 +846,97 @@ static void test_graph(void **state)
     unsetenv("TT_GEMM_TUNE");
 }
 
+/* Five training steps of a model opened on a tuning cache of its own, run by run: (A) with CUDA
+ * graphs from an empty cache, where every product is met in a capture first, timed after it and
+ * captured again; (B) again with graphs, the products' algorithms now read from the cache; (C)
+ * kernel by kernel from the cache. Then (D) kernel by kernel from a second empty cache, where
+ * each product is timed in the middle of the run, and (E) again from that cache. A, B and C give
+ * the same bits, and so do D and E: an algorithm is timed once and every later run takes it. A
+ * and D time products, the others none, and the cache holds a line per product of this card. */
+static void test_products_recorded(void **state)
+{
+    (void)state;
+    static const variant rec_variants[] = {
+        {"recorded bf16", "causal: true, dropout: 0.2, position: key", "precision: bf16", 1, 0, 0,
+         60},
+        {"recorded adaptive fp32", "causal: true, dropout: 0.2, tie_weights: false, " ADAPTIVE_DIV2,
+         "precision: fp32", 1, 0, 8, 36},
+    };
+    enum { STEPS = 5, RUNS = 5 };
+    static const char *const run_name[RUNS] = {"A graphs, empty cache", "B graphs, recorded",
+                                               "C kernel by kernel, recorded",
+                                               "D kernel by kernel, empty cache",
+                                               "E kernel by kernel, recorded"};
+    static const int pattern[STEPS] = {0, 1, 0, 2, 0};
+    for (size_t vi = 0; vi < sizeof rec_variants / sizeof *rec_variants; vi++) {
+        const variant *v = &rec_variants[vi];
+        tt_spec s;
+        tt_layout l;
+        setup_spec(v, &s, &l);
+        const int batch = s.train.batch, rows = batch * s.model.seq_len;
+        const size_t nf = l.n_floats;
+        float *w0 = tt_xmalloc(nf * 4), *w[RUNS];
+        weights(&l, w0, v->scale, seed);
+        int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        double loss[RUNS][STEPS];
+        long timed[RUNS], recorded[RUNS];
+        char dir[2][64];
+        tt_cache cc[2];
+        char err[1024];
+        for (int i = 0; i < 2; i++) {
+            tu_temp_dir(i ? "products-d" : "products-a", dir[i], sizeof dir[i]);
+            if (tt_cache_open(&cc[i], dir[i], err, sizeof err) != 0) fail_msg("%s", err);
+        }
+        for (int run = 0; run < RUNS; run++) {
+            if (run >= 2) setenv("TT_CUDA_GRAPH", "0", 1);
+            tt_gpu_lm *lm;
+            const int rc = tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cc[run >= 3], err, sizeof err);
+            unsetenv("TT_CUDA_GRAPH");
+            if (rc != 0) fail_msg("%s", err);
+            graph_steps(lm, &s, w0, nf, pattern, STEPS, in, tg, loss[run], NULL);
+            tt_gpu_lm_products(lm, &timed[run], &recorded[run]);
+            w[run] = tt_xmalloc(nf * 4);
+            TT_CUDA(cudaMemcpy(w[run], tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
+            tt_gpu_lm_close(lm);
+            printf("%-24s %-32s: %ld products timed, %ld recorded ones taken; last loss %.9g\n",
+                   v->name, run_name[run], timed[run], recorded[run], loss[run][STEPS - 1]);
+        }
+        for (int run = 0; run < RUNS; run++) {
+            const bool fresh = run == 0 || run == 3;
+            if (fresh ? timed[run] < 1 : timed[run] != 0)
+                fail_msg("%s, %s: %ld products timed", v->name, run_name[run], timed[run]);
+            if (!fresh && recorded[run] < 1)
+                fail_msg("%s, %s: no recorded algorithm taken", v->name, run_name[run]);
+            const int ref = run < 3 ? 0 : 3;
+            if (run == ref) continue;
+            for (int k = 0; k < STEPS; k++)
+                if (loss[run][k] != loss[ref][k])
+                    fail_msg("%s: step %d's loss %.9g in %s, %.9g in %s", v->name, k + 1,
+                             loss[run][k], run_name[run], loss[ref][k], run_name[ref]);
+            if (memcmp(w[run], w[ref], nf * 4) != 0)
+                fail_msg("%s: the weights differ between %s and %s", v->name, run_name[run],
+                         run_name[ref]);
+        }
+        for (int i = 0; i < 2; i++) {
+            char *path = tt_tuning_path(dir[i]);
+            char *text = tu_read_file(path, NULL);
+            int lines = 0;
+            for (const char *q = text; (q = strstr(q, "\tgemm cublasLt ")); q++) lines++;
+            printf("%-24s cache %d: %d products recorded for %s\n", v->name, i, lines, gpu.name);
+            if (lines < timed[i ? 3 : 0] || !strstr(text, gpu.name))
+                fail_msg("%s: %s holds %d products, %ld were timed", v->name, path, lines,
+                         timed[i ? 3 : 0]);
+            free(text), free(path);
+            tt_cache_close(&cc[i]);
+            tu_rm_rf(dir[i]);
+        }
+        free(w0), free(in), free(tg);
+        for (int run = 0; run < RUNS; run++) free(w[run]);
+        tt_layout_free(&l);
+        tt_spec_free(&s);
+    }
+}
+
 int main(void)
 {
     seed = tu_seed();
@@ -841,7 +949,8 @@ int main(void)
                n_seeds);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_step), cmocka_unit_test(test_planted),
                                        cmocka_unit_test(test_txl), cmocka_unit_test(test_leak),
-                                       cmocka_unit_test(test_graph)};
+                                       cmocka_unit_test(test_graph),
+                                       cmocka_unit_test(test_products_recorded)};
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_gpu_close(&gpu, &cache);
     return rc;
