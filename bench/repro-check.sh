@@ -28,8 +28,9 @@ for name in "${specs[@]}"; do
     spec=specs/repro-$name.yaml
     tt_local_spec "specs/$base.yaml" "$spec" -e "s/^  steps: .*/  steps: 400/" \
         -e "s/^  eval_interval: .*/  eval_interval: 100/" \
-        -e "s/^  checkpoint: .*/  checkpoint: {interval: 100}/" -e "s/^  precision: .*/  precision: $prec/"
-    grep -q "^  steps: 400$" "$spec" || { echo "$spec: the edits did not apply"; exit 1; }
+        -e "s/^\(  checkpoint: .*interval: \)[0-9]*}/\1100}/" -e "s/^  precision: .*/  precision: $prec/"
+    grep -q "^  steps: 400$" "$spec" && grep -q "interval: 100}$" "$spec" ||
+        { echo "$spec: the edits did not apply"; exit 1; }
     cache=$out/cache-$name
     rm -rf "$cache" "$out/$name"
     mkdir -p "$out/$name"

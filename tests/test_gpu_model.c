@@ -918,7 +918,7 @@ static void test_products_recorded(void **state)
                          run_name[ref]);
         }
         for (int i = 0; i < 2; i++) {
-            char *path = tt_tuning_path(dir[i]);
+            char *path = tt_tuning_path(cc[i].dir);
             char *text = tu_read_file(path, NULL);
             int lines = 0;
             for (const char *q = text; (q = strstr(q, "\tgemm cublasLt ")); q++) lines++;
