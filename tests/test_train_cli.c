@@ -4,10 +4,12 @@
  * for its 300 steps (validation perplexity under a bound) and tt-eval on that checkpoint (every
  * token but the first scored once with either stride, the trainer's figure reproduced); a
  * synthetic corpus whose next word is set by the current one, which a broken backward does not
- * learn; exact resume and bit-identical runs; SIGINT and SIGTERM; one line and exit code 2 for
- * each bad input; the note of causal: false. The 300-step run starts in the group setup and runs
- * while the other tests do; the two tests that need it come last. PTB comes from $TT_DATA_DIR
- * (default: shared/data beside the repository); missing, it fails the tests. */
+ * learn; exact resume and bit-identical runs of both kinds at fp32 and bf16 (Transformer-XL's
+ * memories and the early stopping's state through state.safetensors, and what a resume without
+ * them does); SIGINT and SIGTERM; one line and exit code 2 for each bad input; the note of
+ * causal: false. The 300-step run starts in the group setup and runs while the other tests do;
+ * the two tests that need it come last. PTB comes from $TT_DATA_DIR (default: shared/data
+ * beside the repository); missing, it fails the tests. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <signal.h>
@@ -22,11 +25,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "device.h"
+#include "safetensors.h"
 #include "testutil.h"
 #include "util.h"
 
 #define TIMEOUT 300.0 /* seconds any one run may take */
+
+/* TT_TEST_DEVICE=cuda (ctest's test_gpu_repro): the reproducibility tests alone, on the GPU,
+ * each run from a kernel cache whose tuning file is gone; else every test, on the device that
+ * --device auto finds. */
+static const char *device = "auto";
 #define PTB_VALID_TOKENS 73760
 #define PTB_TEST_TOKENS 82430
 /* A run gave 877. A wrong gradient of the output layer, of the optimizer or of every weight stays
@@ -136,21 +147,36 @@ static void expect_same_file(const char *a, const char *b)
     free(y);
 }
 
-/* Both checkpoint folders' step folder holds the same weights and moments, byte for byte. */
+/* Both checkpoint folders' step folder holds the same files (weights, moments, training state,
+ * vocabulary, and nothing else), byte for byte. */
 static void expect_same_checkpoint(const char *dir_a, const char *dir_b, long step)
 {
-    static const char *const files[] = {"model.safetensors", "optim.safetensors", "vocab.txt"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const files[] = {"model.safetensors", "optim.safetensors",
+                                        "state.safetensors", "vocab.txt"};
+    enum { NFILES = sizeof files / sizeof *files };
+    for (int i = 0; i < NFILES; i++) {
         char *a = tt_xasprintf("%s/step-%08ld/%s", dir_a, step, files[i]);
         char *b = tt_xasprintf("%s/step-%08ld/%s", dir_b, step, files[i]);
         expect_same_file(a, b);
         free(a), free(b);
     }
+    for (int k = 0; k < 2; k++) {
+        char *step_dir = tt_xasprintf("%s/step-%08ld", k ? dir_b : dir_a, step);
+        DIR *d = opendir(step_dir);
+        if (!d) fail_msg("%s: cannot open", step_dir);
+        int n = 0;
+        for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+        closedir(d);
+        if (n != NFILES)
+            fail_msg("%s holds %d files, not the %d of a checkpoint", step_dir, n, NFILES);
+        free(step_dir);
+    }
 }
 
 /* --- specs and corpora ----------------------------------------------------------------------- */
 
-/* A small model of tiny.yaml's shapes, with the train and data sections as asked. */
+/* A small model of tiny.yaml's shapes, or a small Transformer-XL (txl: D 32, 2 layers, 2 heads
+ * of 16, seq_len 8, mem_len 16), with the train and data sections as asked. */
 typedef struct {
     const char *train, *valid; /* absolute paths; valid may be NULL */
     long steps;                /* default 2 */
@@ -159,40 +185,60 @@ typedef struct {
     int non_causal;
     const char *vocab; /* default "data" */
     int seed;          /* default 1 */
+    int txl;
+    const char *precision;         /* default fp32 */
+    long eval_interval, ckpt_every; /* default 0 */
 } spec_opts;
 
 static char *write_spec(const fixture *f, const char *name, spec_opts o)
 {
     const long steps = o.steps ? o.steps : 2;
+    const char *vocab = o.vocab ? o.vocab : "data";
     char *valid = o.valid ? tt_xasprintf("  valid: %s\n", o.valid) : tt_xstrdup("");
+    char *model =
+        o.txl ? tt_xasprintf("  kind: transformer-xl\n  vocab: %s\n  d_model: 32\n  layers: 2\n"
+                             "  n_head: 2\n  d_head: 16\n  seq_len: 8\n  mem_len: 16\n"
+                             "  d_inner: 64\n", vocab)
+              : tt_xasprintf("  kind: tensorized\n  vocab: %s\n  d_model: 32\n  layers: 2\n"
+                             "  rank: %d\n  cores: 2\n  seq_len: 16\n  d_inner: 64\n"
+                             "  causal: %s\n", vocab, o.rank ? o.rank : 8,
+                             o.non_causal ? "false" : "true");
+    char *ckpt = o.ckpt_every ? tt_xasprintf("  checkpoint: {dir: %s/unused, interval: %ld}\n",
+                                             f->root, o.ckpt_every)
+                              : tt_xstrdup("");
     char *text = tt_xasprintf(
-        "model:\n  kind: tensorized\n  vocab: %s\n  d_model: 32\n  layers: 2\n"
-        "  rank: %d\n  cores: 2\n  seq_len: 16\n  d_inner: 64\n"
-        "  dropout: %g\n  causal: %s\n"
+        "model:\n%s  dropout: %g\n"
         "train:\n  batch: 8\n  steps: %ld\n  optimizer: {lr: 5.0e-3}\n"
-        "  schedule: {kind: cosine, warmup: %ld}\n  seed: %d\n"
-        "  eval_interval: 0\n"
+        "  schedule: {kind: cosine, warmup: %ld}\n  seed: %d\n  precision: %s\n"
+        "  eval_interval: %ld\n%s"
         "data:\n  train: %s\n%s",
-        o.vocab ? o.vocab : "data", o.rank ? o.rank : 8, o.dropout, o.non_causal ? "false" : "true",
-        steps, steps < 20 ? steps : 20, o.seed ? o.seed : 1, o.train, valid);
+        model, o.dropout, steps, steps < 20 ? steps : 20, o.seed ? o.seed : 1,
+        o.precision ? o.precision : "fp32", o.eval_interval, ckpt, o.train, valid);
     char *path = in_root(f, name);
     tu_write_text(path, text);
-    free(text), free(valid);
+    free(text), free(valid), free(model), free(ckpt);
     return path;
 }
 
-/* A corpus of `lines` lines of ten words drawn from prefix0 .. prefix19 (all of them): two calls
- * with other prefixes give vocabularies of one size that differ in every word. */
-static char *write_words(const fixture *f, const char *name, const char *prefix, int lines)
+/* A corpus of `lines` lines of ten words drawn from prefix0 .. prefix19 (all of them), word j of
+ * line i being (7 i + stride j) mod 20: two calls with other prefixes give vocabularies of one
+ * size that differ in every word; two with other strides, one vocabulary and other bigrams. */
+static char *write_words_stride(const fixture *f, const char *name, const char *prefix, int lines,
+                                int stride)
 {
     tt_buf b = {0};
     for (int i = 0; i < lines; i++)
         for (int j = 0; j < 10; j++)
-            tt_buf_printf(&b, "%s%d%c", prefix, (i * 7 + j * 3) % 20, j == 9 ? '\n' : ' ');
+            tt_buf_printf(&b, "%s%d%c", prefix, (i * 7 + j * stride) % 20, j == 9 ? '\n' : ' ');
     char *path = in_root(f, name);
     tu_write_file(path, b.data, b.len);
     tt_buf_free(&b);
     return path;
+}
+
+static char *write_words(const fixture *f, const char *name, const char *prefix, int lines)
+{
+    return write_words_stride(f, name, prefix, lines, 3);
 }
 
 /* The PTB files, absolute. */
@@ -419,76 +465,258 @@ static void test_learns_context(void **state)
 
 /* --- exact resume ---------------------------------------------------------------------------- */
 
-/* 40 steps with dropout (so the masks, functions of the step, matter) and no data.valid: A in one
- * go, B stopped after step 17 and resumed, C in one go again. Their logs (B's appended to on
- * --resume) and final checkpoints are byte-identical. */
+#define RESUME_STEPS 24
+
+/* A run that is stopped and resumed: the model, its precision (the CPU trains in fp32 whatever
+ * it is; the spec must still run and be reproducible), and the step it stops after. */
+typedef struct {
+    const char *name;
+    int txl;
+    const char *precision;
+    long stop;
+    /* validation (else only at the end) and a checkpoint every 5 steps with --patience 100, on
+     * a split whose best perplexity comes before the stop: the resumed run's best and stale
+     * come from the checkpoint */
+    int validates;
+} resume_case;
+
+static const resume_case resume_cases[] = {
+    {"tensorized, fp32", 0, "fp32", 9, 0},
+    {"tensorized, bf16", 0, "bf16", 9, 0},
+    {"transformer-xl, fp32", 1, "fp32", 9, 0},
+    {"transformer-xl, bf16", 1, "bf16", 9, 0},
+    {"transformer-xl, stop on a validation", 1, "fp32", 10, 1},
+};
+
+/* The training and validation corpora of the resume tests: one vocabulary, other bigrams, so
+ * that the validation perplexity gets worse once the model learns the training text's. */
+static void resume_corpora(const fixture *f, char **train, char **valid)
+{
+    *train = write_words_stride(f, "resume.train.txt", "w", 120, 3);
+    *valid = write_words_stride(f, "resume.valid.txt", "w", 30, 11);
+}
+
+static char *resume_spec(const fixture *f, const resume_case *c, const char *train,
+                         const char *valid)
+{
+    return write_spec(f, "resume.yaml",
+                      (spec_opts){.train = train, .valid = valid,
+                                  .steps = RESUME_STEPS, .dropout = 0.1, .seed = 3, .txl = c->txl,
+                                  .precision = c->precision, .eval_interval = c->validates ? 5 : 0,
+                                  .ckpt_every = c->validates ? 5 : 0});
+}
+
+/* tt-train spec into dir, logging to log, with `more` (up to two options) after the case's. */
+static void train_into(const fixture *f, tu_proc *p, const resume_case *c, const char *spec,
+                       const char *dir, const char *log, const char *more0, const char *more1)
+{
+    const char *argv[14] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--log-json", log,
+                            "--device", device};
+    int n = 8;
+    if (c->validates) argv[n++] = "--patience", argv[n++] = "100";
+    argv[n++] = more0, argv[n++] = more1;
+    start(f, p, argv);
+    tu_proc_wait(p, TIMEOUT);
+}
+
+/* "(best X at step Y)" of a run's final summary line. */
+static char *best_of(const char *out)
+{
+    const char *at = strstr(line_of(out, "trained steps"), "(best ");
+    if (!at) fail_msg("the summary names no best validation:\n%s", out);
+    return tt_xasprintf("%.*s", (int)strcspn(at, "\n"), at);
+}
+
+/* Deletes the tuning files of f's kernel cache (TTGEN_CACHE_DIR=root/cache: one folder a
+ * version of it), so that the next run on a GPU starts with no product's algorithm recorded. */
+static void forget_tuning(const fixture *f)
+{
+    char *cache = in_root(f, "cache");
+    DIR *d = opendir(cache);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char *t = tt_xasprintf("%s/%s/tuning.tsv", cache, e->d_name);
+        unlink(t);
+        free(t);
+    }
+    if (d) closedir(d);
+    free(cache);
+}
+
+/* For each case, with dropout (so that the masks, functions of the step, matter): A and C in one
+ * go, B stopped after step c->stop and resumed. The logs (B's appended to on --resume) and final
+ * checkpoints, every file of the step folder, are byte-identical. */
 static void test_resume_is_exact(void **state)
 {
     fixture *f = *state;
-    ptb_paths d = ptb();
-    char *spec = write_spec(f, "resume.yaml",
-                            (spec_opts){.train = d.train, .steps = 40, .dropout = 0.1, .seed = 3});
-    char *dir[3], *log[3];
-    static const char *const name[] = {"a", "b", "c"};
-    for (int i = 0; i < 3; i++) {
-        char n[16];
-        snprintf(n, sizeof n, "ckpt-%s", name[i]);
-        dir[i] = in_root(f, n);
-        snprintf(n, sizeof n, "%s.json", name[i]);
-        log[i] = in_root(f, n);
-    }
-    tu_proc p;
-    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[0], "--log-json", log[0]);
-    tu_expect_exit(&p, 0, "A: 40 steps");
-    print_message("  40 steps in %.1f s\n", p.seconds);
-    tu_proc_free(&p);
+    char *train, *valid;
+    resume_corpora(f, &train, &valid);
+    char last[16], stop[16];
+    snprintf(last, sizeof last, "%d", RESUME_STEPS);
+    for (size_t i = 0; i < sizeof resume_cases / sizeof *resume_cases; i++) {
+        const resume_case *c = &resume_cases[i];
+        char *spec = resume_spec(f, c, train, valid);
+        char *dir[3], *log[3], n[64];
+        for (int k = 0; k < 3; k++) {
+            snprintf(n, sizeof n, "ckpt-%zu-%c", i, 'a' + k);
+            dir[k] = in_root(f, n);
+            snprintf(n, sizeof n, "%zu-%c.json", i, 'a' + k);
+            log[k] = in_root(f, n);
+        }
+        snprintf(stop, sizeof stop, "%ld", c->stop);
+        tu_proc a, p;
+        forget_tuning(f); /* A times every product it meets, and records it; B and C read it */
+        train_into(f, &a, c, spec, dir[0], log[0], NULL, NULL);
+        tu_expect_exit(&a, 0, "A: in one go");
+        const double t_a = a.seconds;
+        train_into(f, &p, c, spec, dir[2], log[2], NULL, NULL);
+        tu_expect_exit(&p, 0, "C: in one go again");
+        tu_proc_free(&p);
+        train_into(f, &p, c, spec, dir[1], log[1], "--stop-after", stop);
+        tu_expect_exit(&p, 0, "B: --stop-after");
+        expect_latest(dir[1], c->stop);
+        tu_proc_free(&p);
+        train_into(f, &p, c, spec, dir[1], log[1], "--resume", NULL);
+        tu_expect_exit(&p, 0, "B: --resume");
+        char at[32];
+        snprintf(at, sizeof at, "at step %ld", c->stop);
+        if (!strstr(p.out, at)) fail_msg("the resumed run does not say '%s':\n%s", at, p.out);
+        assert_string_equal(p.err, "");
 
-    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[1], "--log-json", log[1], "--stop-after",
-        "17");
-    tu_expect_exit(&p, 0, "B: --stop-after 17");
-    expect_latest(dir[1], 17);
-    char *text = tu_read_file(log[1], NULL);
-    assert_int_equal(tu_count_lines(text), 17);
-    free(text);
-    tu_proc_free(&p);
-    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[1], "--log-json", log[1], "--resume");
-    tu_expect_exit(&p, 0, "B: --resume");
-    if (!strstr(p.out, "at step 17"))
-        fail_msg("the resumed run does not say where it resumed:\n%s", p.out);
-    tu_proc_free(&p);
-
-    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir[2], "--log-json", log[2]);
-    tu_expect_exit(&p, 0, "C: 40 steps again");
-    tu_proc_free(&p);
-
-    text = tu_read_file(log[0], NULL);
-    assert_int_equal(tu_count_lines(text), 40);
-    free(text);
-    for (int i = 1; i < 3; i++) {
-        expect_same_file(log[0], log[i]);
-        expect_latest(dir[i], 40);
-        expect_same_checkpoint(dir[0], dir[i], 40);
+        char *text = tu_read_file(log[0], NULL);
+        assert_int_equal(tu_count_lines(text), RESUME_STEPS + (c->validates ? 5 : 1));
+        free(text);
+        for (int k = 1; k < 3; k++) {
+            expect_same_file(log[0], log[k]);
+            expect_latest(dir[k], RESUME_STEPS);
+            expect_same_checkpoint(dir[0], dir[k], RESUME_STEPS);
+        }
+        if (c->validates) {
+            /* the stop's checkpoint is the one A wrote at that step, and the best validation
+             * came before it: the resumed run knows it only from the checkpoint */
+            expect_same_checkpoint(dir[0], dir[1], c->stop);
+            char *best_a = best_of(a.out), *best_b = best_of(p.out);
+            const long best_step = atol(strstr(best_a, "at step ") + 8);
+            if (best_step > c->stop)
+                fail_msg("the best validation (%s) comes after the stop at %ld: the case "
+                         "checks nothing", best_a, c->stop);
+            assert_string_equal(best_a, best_b);
+            print_message("  %s: %s\n", c->name, best_b);
+            free(best_a), free(best_b);
+        }
+        print_message("  %-38s %d steps in %.2f s; stopped at %ld, resumed: the same bytes\n",
+                      c->name, RESUME_STEPS, t_a, c->stop);
+        tu_proc_free(&p);
+        tu_proc_free(&a);
+        for (int k = 0; k < 3; k++) free(dir[k]), free(log[k]);
+        free(spec);
     }
     char *tokens = in_root(f, "cache/tokens");
     if (!tu_exists(tokens)) fail_msg("no token cache in %s", tokens);
     free(tokens);
 
     /* The dropout is live: step 1 without it has another loss. */
-    char *spec0 =
-        write_spec(f, "no-dropout.yaml", (spec_opts){.train = d.train, .steps = 40, .seed = 3});
-    char *log0 = in_root(f, "no-dropout.json"), *dir0 = in_root(f, "ckpt-no-dropout");
-    RUN(f, &p, TT_TRAIN_BIN, spec0, "--checkpoint-dir", dir0, "--log-json", log0, "--stop-after",
-        "1");
-    tu_expect_exit(&p, 0, "1 step without dropout");
-    char *with = tu_read_file(log[0], NULL), *without = tu_read_file(log0, NULL);
-    if (json_num(with, "loss") == json_num(without, "loss"))
-        fail_msg("step 1 has the same loss with dropout 0.1 and without");
-    free(with), free(without), free(spec0), free(log0), free(dir0);
+    const char *logs[2] = {"dropout.json", "no-dropout.json"};
+    double loss[2];
+    for (int k = 0; k < 2; k++) {
+        char *spec = write_spec(f, "dropout.yaml", (spec_opts){.train = train, .dropout = 0.1 * !k,
+                                                               .seed = 3});
+        char *log = in_root(f, logs[k]), *dir = in_root(f, "ckpt-dropout");
+        tu_proc p;
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--log-json", log, "--stop-after",
+            "1");
+        tu_expect_exit(&p, 0, "1 step with and without dropout");
+        char *text = tu_read_file(log, NULL);
+        loss[k] = json_num(text, "loss");
+        free(text), free(spec), free(log), free(dir);
+        tu_proc_free(&p);
+    }
+    if (loss[0] == loss[1]) fail_msg("step 1 has the same loss with dropout 0.1 and without");
+    free(train), free(valid);
+}
+
+/* Transformer-XL's checkpoint holds its memories, and they matter: B's state.safetensors at the
+ * stop holds [batch, mem_len, d_model] per layer; with it deleted, B still resumes (saying so in
+ * one line) but ends elsewhere than A, the run in one go. tt-eval reads weights only: it scores
+ * a step folder the same with and without state.safetensors. */
+static void test_resume_needs_memory(void **state)
+{
+    fixture *f = *state;
+    const resume_case *c = &resume_cases[2];
+    char *train, *valid;
+    resume_corpora(f, &train, &valid);
+    char *spec = resume_spec(f, c, train, valid);
+    char *dir_a = in_root(f, "ckpt-a"), *dir_b = in_root(f, "ckpt-b");
+    char *log_a = in_root(f, "a.json"), *log_b = in_root(f, "b.json");
+    tu_proc p;
+    train_into(f, &p, c, spec, dir_a, log_a, NULL, NULL);
+    tu_expect_exit(&p, 0, "A: in one go");
+    tu_proc_free(&p);
+    train_into(f, &p, c, spec, dir_b, log_b, "--stop-after", "9");
+    tu_expect_exit(&p, 0, "B: --stop-after 9");
     tu_proc_free(&p);
 
-    for (int i = 0; i < 3; i++) free(dir[i]), free(log[i]);
-    free(spec);
-    ptb_free(&d);
+    char *file = tt_xasprintf("%s/step-00000009/state.safetensors", dir_b), err[512];
+    tt_st_file *st;
+    if (tt_st_open(file, &st, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_string_equal(tt_st_meta(st, "format"), "tt-train-state-1");
+    assert_string_equal(tt_st_meta(st, "step"), "9");
+    assert_string_equal(tt_st_meta(st, "mem_step"), "9");
+    assert_string_equal(tt_st_meta(st, "mem_len"), "16");
+    assert_string_equal(tt_st_meta(st, "batch"), "8");
+    assert_int_equal(tt_st_count(st), 2);
+    for (int k = 0; k < 2; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "mems.%d", k);
+        const tt_st_tensor *t = tt_st_find(st, name);
+        if (!t) fail_msg("%s holds no %s", file, name);
+        assert_int_equal(t->dtype, TT_ST_F32);
+        assert_int_equal(t->ndim, 3);
+        assert_int_equal(t->shape[0], 8);
+        assert_int_equal(t->shape[1], 16);
+        assert_int_equal(t->shape[2], 32);
+        float *x = tt_xmalloc(8 * 16 * 32 * sizeof *x);
+        double sq = 0;
+        if (tt_st_read_f32(st, name, 3, t->shape, x, err, sizeof err) != 0) fail_msg("%s", err);
+        for (int i = 0; i < 8 * 16 * 32; i++) sq += (double)x[i] * x[i];
+        if (!(sq > 0)) fail_msg("%s: %s is all zeros", file, name);
+        free(x);
+    }
+    tt_st_close(st);
+
+    if (unlink(file) != 0) fail_msg("%s: cannot delete", file);
+    train_into(f, &p, c, spec, dir_b, log_b, "--resume", NULL);
+    tu_expect_exit(&p, 0, "B: --resume without state.safetensors");
+    if (tu_count_lines(p.err) != 1 || !strstr(p.err, file) ||
+        !strstr(p.err, "first step starts without memory"))
+        fail_msg("the resumed run does not say in one line that %s is missing:\n%s", file, p.err);
+    print_message("  %s", p.err);
+    tu_proc_free(&p);
+    char *model_a = tt_xasprintf("%s/step-%08d/model.safetensors", dir_a, RESUME_STEPS);
+    char *model_b = tt_xasprintf("%s/step-%08d/model.safetensors", dir_b, RESUME_STEPS);
+    size_t la, lb;
+    char *x = tu_read_file(model_a, &la), *y = tu_read_file(model_b, &lb);
+    if (la == lb && !memcmp(x, y, la))
+        fail_msg("resumed without its memories, the run ends at the same weights: the memories "
+                 "do not matter");
+    free(x), free(y);
+
+    /* tt-eval: the same score with and without state.safetensors */
+    char *step_a = tt_xasprintf("%s/step-%08d", dir_a, RESUME_STEPS);
+    char *state_a = tt_xasprintf("%s/state.safetensors", step_a);
+    char *score[2];
+    for (int k = 0; k < 2; k++) {
+        if (k && unlink(state_a) != 0) fail_msg("%s: cannot delete", state_a);
+        RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", step_a);
+        tu_expect_exit(&p, 0, k ? "tt-eval without state.safetensors" : "tt-eval");
+        const char *at = line_of(p.out, "valid perplexity");
+        score[k] = tt_xasprintf("%.*s", (int)strcspn(at, "("), at); /* the times aside */
+        tu_proc_free(&p);
+    }
+    assert_string_equal(score[0], score[1]);
+    free(score[0]), free(score[1]), free(step_a), free(state_a), free(model_a), free(model_b);
+    free(file), free(spec), free(dir_a), free(dir_b), free(log_a), free(log_b), free(train),
+        free(valid);
 }
 
 /* --- SIGINT and SIGTERM ---------------------------------------------------------------------- */
@@ -812,8 +1040,70 @@ static void test_causal_false_note(void **state)
 /* Each test in a fresh folder of its own. */
 #define IN_OWN_FOLDER(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
+/* A checkpoint moves between the devices (TT_TEST_DEVICE=cuda only): Transformer-XL at fp32
+ * stopped after step 9 on one and resumed on the other; the first resumed step's loss is the
+ * straight run's on the first device within fp32's tolerance of a step (1e-5 relative; the GPU
+ * tests hold a step to that), which it would not be without the memories. */
+static void test_resume_across_devices(void **state)
+{
+    fixture *f = *state;
+    const resume_case *c = &resume_cases[2];
+    char *train, *valid;
+    resume_corpora(f, &train, &valid);
+    char *spec = resume_spec(f, c, train, valid);
+    static const char *const dev[2] = {"cpu", "cuda"};
+    for (int from = 0; from < 2; from++) {
+        char *dir_a = in_root(f, from ? "ckpt-gpu-a" : "ckpt-cpu-a");
+        char *dir_b = in_root(f, from ? "ckpt-gpu-b" : "ckpt-cpu-b");
+        char *log_a = in_root(f, from ? "gpu-a.json" : "cpu-a.json");
+        char *log_b = in_root(f, from ? "gpu-b.json" : "cpu-b.json");
+        tu_proc p;
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--device", dev[from], "--checkpoint-dir", dir_a,
+            "--log-json", log_a, "--stop-after", "10");
+        tu_expect_exit(&p, 0, "A: 10 steps");
+        tu_proc_free(&p);
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--device", dev[from], "--checkpoint-dir", dir_b,
+            "--log-json", log_b, "--stop-after", "9");
+        tu_expect_exit(&p, 0, "B: 9 steps");
+        tu_proc_free(&p);
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--device", dev[!from], "--checkpoint-dir", dir_b,
+            "--log-json", log_b, "--resume", "--stop-after", "10");
+        tu_expect_exit(&p, 0, "B: resumed on the other device");
+        assert_string_equal(p.err, "");
+        tu_proc_free(&p);
+        char *a = tu_read_file(log_a, NULL), *b = tu_read_file(log_b, NULL);
+        const char *la = strstr(a, "{\"step\":10,"), *lb = strstr(b, "{\"step\":10,");
+        if (!la || !lb) fail_msg("no step 10 in %s or %s", log_a, log_b);
+        const double x = json_num(la, "loss"), y = json_num(lb, "loss");
+        print_message("  step 10 on the %s: loss %.9g; resumed on the %s from step 9: %.9g "
+                      "(%.1e relative)\n", dev[from], x, dev[!from], y, fabs(y - x) / x);
+        if (!(fabs(y - x) <= 1e-5 * x))
+            fail_msg("resumed on the %s, step 10's loss is %.9g against %.9g", dev[!from], y, x);
+        free(a), free(b), free(dir_a), free(dir_b), free(log_a), free(log_b);
+    }
+    free(spec), free(train), free(valid);
+}
+
 int main(void)
 {
+    const char *want = getenv("TT_TEST_DEVICE");
+    if (want && !strcmp(want, "cuda")) {
+        tt_device_info info;
+        char why[256];
+        if (tt_device_query(0, &info, why, sizeof why) != 0) {
+            printf("skipped: the reproducibility tests on the GPU need one: %s\n", why);
+            return 77;
+        }
+        printf("the reproducibility tests on %s, each run from a cache without tuning\n",
+               info.name);
+        device = "cuda";
+        const struct CMUnitTest gpu_tests[] = {
+            IN_OWN_FOLDER(test_resume_is_exact),
+            IN_OWN_FOLDER(test_resume_needs_memory),
+            IN_OWN_FOLDER(test_resume_across_devices),
+        };
+        return cmocka_run_group_tests(gpu_tests, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         IN_OWN_FOLDER(test_missing_train_file),
         IN_OWN_FOLDER(test_model_vocab_mismatch),
@@ -825,6 +1115,7 @@ int main(void)
         IN_OWN_FOLDER(test_causal_false_note),
         IN_OWN_FOLDER(test_learns_context),
         IN_OWN_FOLDER(test_resume_is_exact),
+        IN_OWN_FOLDER(test_resume_needs_memory),
         IN_OWN_FOLDER(test_sigint),
         IN_OWN_FOLDER(test_sigterm),
         /* These two wait for the 300-step run of the group setup. */

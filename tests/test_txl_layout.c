@@ -1,8 +1,9 @@
 /* Transformer-XL's parameter layout (cpu/model.c) against kimiyoung's MemTransformerLM
  * state_dict (MODEL.md section 4) for specs/txl-ptb.yaml and specs/txl-wt103-base.yaml: every kind
  * of tensor by name and shape, the total against gen/report.c's count, tied and untied output
- * layers, the views, the initial values, a checkpoint round trip, the engine's devices, and
- * evaluation with memory against one long segment. */
+ * layers, the views, the initial values, a checkpoint round trip (with the training state and
+ * its refusals), the engine's devices, its memories carried into a resumed step, and evaluation
+ * with memory against one long segment. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -305,6 +306,47 @@ static void test_checkpoint_round_trip(void **state)
             fail_msg("%s changed through the checkpoint", p->name);
     }
     expect(&l, "crit.out_projs.1", 2, 16, 8);
+
+    /* Without a training state there is no state.safetensors, and reading it says so. */
+    char *state_file = tt_xasprintf("%s/state.safetensors", step_dir);
+    assert_false(tu_exists(state_file));
+    tt_train_state got;
+    assert_int_equal(tt_checkpoint_load_state(model, &l, 2, &got, err, sizeof err), 1);
+    if (!strstr(err, state_file) || strchr(err, '\n') || !strstr(err, "without memory"))
+        fail_msg("no state.safetensors: '%s'", err);
+    assert_null(got.mems);
+    /* With one, every field and the memories come back: best_valid_ppl to the last bit. */
+    const int mlen = 6, nmem = 2 * 2 * mlen * 16;
+    float *mems = tt_xmalloc(nmem * sizeof *mems);
+    for (int i = 0; i < nmem; i++) mems[i] = (float)sin(0.37 * i) * 3;
+    const tt_train_state st = {.step = 5, .seed = 18446744073709551615u, .mem_step = 5,
+                               .mem_len = mlen, .batch = 2, .best_valid_ppl = 1.0 / 3 + 20,
+                               .best_step = 4, .stale = 1, .mems = mems};
+    tt_checkpoint with = ck;
+    with.state = &st;
+    if (tt_checkpoint_save(dir, &with, step_dir, sizeof step_dir, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    if (tt_checkpoint_load_state(model, &l, 2, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(got.step, 5);
+    assert_true(got.seed == st.seed);
+    assert_int_equal(got.mem_step, 5);
+    assert_int_equal(got.mem_len, mlen);
+    assert_int_equal(got.batch, 2);
+    assert_true(got.best_valid_ppl == st.best_valid_ppl);
+    assert_int_equal(got.best_step, 4);
+    assert_int_equal(got.stale, 1);
+    assert_non_null(got.mems);
+    assert_memory_equal(got.mems, mems, nmem * sizeof *mems);
+    free(got.mems);
+    /* Another batch: the rest is read, the memories are dropped, and a note says why. */
+    assert_int_equal(tt_checkpoint_load_state(model, &l, 3, &got, err, sizeof err), 2);
+    if (!strstr(err, state_file) || strchr(err, '\n') || !strstr(err, "batch 2"))
+        fail_msg("memories of another batch: '%s'", err);
+    print_message("  %s\n", err);
+    assert_null(got.mems);
+    assert_int_equal(got.mem_len, 0);
+    assert_int_equal(got.best_step, 4);
+    free(state_file), free(mems);
     free(model), free(dir), free(w), free(w2), free(text), free(train);
     tt_layout_free(&l);
     tt_vocab_free(&vocab);
@@ -412,6 +454,14 @@ static void test_eval_memory(void **state)
     tt_spec_free(&s);
 }
 
+/* The inputs and targets of steps 1 and 2 for small_txl, rows * seq_len = count <= 8 tokens. */
+static void two_batches(int count, int32_t in[2][8], int32_t tg[2][8])
+{
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < count; i++)
+            in[k][i] = (k * 5 + i * 3) % 23, tg[k][i] = (k * 5 + i * 3 + 1) % 23;
+}
+
 /* Training carries the memory of step s - 1 into step s when the batch continues it, and only
  * then: step 2's loss after step 1 depends on whether it continues step 1, and a step that
  * claims to continue a step this engine did not run (a resumed run's first) starts without. */
@@ -420,9 +470,7 @@ static double step2_loss(const tt_spec *s, const tt_layout *l, const tt_real *w,
 {
     const int b = 2, n = s->model.seq_len;
     int32_t in[2][8], tg[2][8];
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < b * n; i++)
-            in[k][i] = (k * 5 + i * 3) % 23, tg[k][i] = (k * 5 + i * 3 + 1) % 23;
+    two_batches(b * n, in, tg);
     char err[512], desc[128];
     tt_engine *e;
     if (tt_engine_open(&e, "cpu", s, l, b, desc, sizeof desc, err, sizeof err) != 0) fail_msg("%s", err);
@@ -541,6 +589,152 @@ static void test_state_dict(void **state)
     tt_spec_free(&s);
 }
 
+/* A resumed run's first step: an engine given the weights, moments and memories another engine
+ * had after step 1 (tt_engine_memory into tt_engine_set_memory) takes step 2 to the same loss
+ * and weights, bit for bit, as the engine that ran step 1. */
+static void test_engine_memory_resume(void **state)
+{
+    (void)state;
+    tt_spec s;
+    tt_layout l;
+    tt_real *w;
+    small_txl(&s, &l, &w);
+    const int b = 2, n = s.model.seq_len;
+    int32_t in[2][8], tg[2][8];
+    two_batches(b * n, in, tg);
+    char err[512], desc[128];
+    tt_engine *e[2];
+    for (int k = 0; k < 2; k++)
+        if (tt_engine_open(&e[k], "cpu", &s, &l, b, desc, sizeof desc, err, sizeof err) != 0)
+            fail_msg("%s", err);
+    memcpy(tt_engine_host(e[0], 0), w, l.n_floats * sizeof *w);
+    long at;
+    assert_int_equal(tt_engine_memory(e[0], NULL, &at), 0);
+    assert_int_equal(at, -1);
+    tt_lm_opts o = {.train = true, .seed = 1, .step = 1};
+    tt_lm_result r[2];
+    tt_engine_train_step(e[0], in[0], tg[0], &o, 1, false, &r[0]);
+    const int mlen = tt_engine_memory(e[0], NULL, &at);
+    assert_int_equal(mlen, n);
+    assert_int_equal(at, 1);
+    const size_t most = (size_t)l.m.layers * b * l.m.mem_len * l.m.d_model;
+    float *mems = tt_xmalloc(most * sizeof *mems), *again = tt_xmalloc(most * sizeof *again);
+    assert_int_equal(tt_engine_memory(e[0], mems, NULL), mlen);
+    for (int i = 0; i < 3; i++)
+        memcpy(tt_engine_host(e[1], i), tt_engine_host(e[0], i), l.n_floats * sizeof(float));
+    tt_engine_set_memory(e[1], mems, mlen, 1);
+    o.step = 2;
+    for (int k = 0; k < 2; k++) tt_engine_train_step(e[k], in[1], tg[1], &o, 2, true, &r[k]);
+    assert_true(r[0].loss_sum == r[1].loss_sum);
+    assert_memory_equal(tt_engine_host(e[0], 0), tt_engine_host(e[1], 0),
+                        l.n_floats * sizeof(float));
+    /* and the second engine now holds what the first does */
+    const int mlen2 = tt_engine_memory(e[0], mems, NULL);
+    assert_int_equal(tt_engine_memory(e[1], again, &at), mlen2);
+    assert_int_equal(at, 2);
+    assert_memory_equal(again, mems, (size_t)l.m.layers * b * mlen2 * l.m.d_model * sizeof *mems);
+    for (int k = 0; k < 2; k++) tt_engine_close(e[k]);
+    free(mems), free(again), free(w);
+    tt_layout_free(&l);
+    tt_spec_free(&s);
+}
+
+/* How a state.safetensors is spoilt: in none of its tensors, or in one of them. */
+enum { MEMS_INTACT, MEMS_SHORT, MEMS_NAN, MEMS_EXTRA };
+
+/* A state.safetensors for small_txl's shapes (2 layers, batch 2, mem_len 4, d_model 16) at step
+ * 5, with metadata `key` set to `value` (key not NULL; value NULL: without it) and its tensors
+ * spoilt as `how` says. */
+static void write_train_state(const char *path, const tt_layout *l, const char *key,
+                              const char *value, int how)
+{
+    static const struct {
+        const char *key, *value;
+    } meta[] = {{"format", "tt-train-state-1"}, {"step", "5"},      {"seed", "3"},
+                {"mem_step", "5"},              {"mem_len", "4"},   {"batch", "2"},
+                {"best_valid_ppl", "12.5"},     {"best_step", "4"}, {"stale", "1"}};
+    enum { NMETA = sizeof meta / sizeof *meta };
+    const char *keys[NMETA], *vals[NMETA];
+    int n = 0;
+    for (int i = 0; i < NMETA; i++) {
+        const bool it = key && !strcmp(meta[i].key, key);
+        if (it && !value) continue;
+        keys[n] = meta[i].key, vals[n++] = it ? value : meta[i].value;
+    }
+    const int64_t b = 2, m = 4, d = l->m.d_model;
+    float *x = tt_xmalloc((size_t)(2 * b * m * d) * sizeof *x);
+    for (int64_t i = 0; i < 2 * b * m * d; i++) x[i] = (float)cos(0.1 * (double)i);
+    if (how == MEMS_NAN) x[7] = NAN;
+    const tt_st_tensor t[] = {{"mems.0", TT_ST_F32, 3, {b, m, d}, x},
+                              {"mems.1", TT_ST_F32, 3, {b, how == MEMS_SHORT ? m - 1 : m, d},
+                               x + b * m * d},
+                              {"mems.2", TT_ST_F32, 1, {3}, x}};
+    char err[512];
+    if (tt_st_write(path, t, how == MEMS_EXTRA ? 3 : 2, keys, vals, n, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    free(x);
+}
+
+/* tt_checkpoint_load_state reads back what is right and refuses, in one line naming the file,
+ * each thing that can be wrong. */
+static void test_train_state_refusals(void **state)
+{
+    (void)state;
+    tt_spec s;
+    tt_layout l;
+    tt_real *w;
+    small_txl(&s, &l, &w);
+    char root[64], err[512];
+    tu_temp_dir("txl-train-state", root, sizeof root);
+    char *model = tt_xasprintf("%s/model.safetensors", root);
+    char *path = tt_xasprintf("%s/state.safetensors", root);
+    tt_train_state got;
+    write_train_state(path, &l, NULL, NULL, MEMS_INTACT);
+    if (tt_checkpoint_load_state(model, &l, 2, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(got.mem_len, 4);
+    assert_true(got.best_valid_ppl == 12.5);
+    free(got.mems);
+    static const struct {
+        const char *key, *value;
+        int how;
+        const char *want;
+    } cases[] = {
+        {"format", "tt-checkpoint-1", MEMS_INTACT, "not a tt training state"},
+        {"step", "-1", MEMS_INTACT, "metadata step is '-1', not an integer of at least 0"},
+        {"step", "abc", MEMS_INTACT, "metadata step is 'abc'"},
+        {"step", "5 ", MEMS_INTACT, "metadata step is '5 '"},
+        {"seed", "-3", MEMS_INTACT, "metadata seed is '-3'"},
+        {"mem_len", "5", MEMS_INTACT, "mem_len is 5, more than the spec's model.mem_len 4"},
+        {"mem_step", "4", MEMS_INTACT, "mem_step is 4, neither the step (5) nor -1"},
+        {"mem_step", "-1", MEMS_INTACT, "mem_len is 4 but mem_step -1"},
+        {"batch", "0", MEMS_INTACT, "metadata batch is '0'"},
+        {"best_valid_ppl", "nan", MEMS_INTACT, "best_valid_ppl is 'nan', not a perplexity"},
+        {"best_step", "0", MEMS_INTACT, "best_valid_ppl 12.5 and best_step 0 disagree"},
+        {"stale", NULL, MEMS_INTACT, "its metadata lacks 'stale'"},
+        {"mem_len", "0", MEMS_INTACT,
+         "tensor 'mems.0' is not part of a training state of mem_len 0"},
+        {NULL, NULL, MEMS_SHORT, "tensor 'mems.1': expected shape [2, 4, 16], found [2, 3, 16]"},
+        {NULL, NULL, MEMS_NAN, "tensor 'mems.0' holds nan at element 7"},
+        {NULL, NULL, MEMS_EXTRA, "tensor 'mems.2' is not part of a training state"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        write_train_state(path, &l, cases[c].key, cases[c].value, cases[c].how);
+        memset(&got, 0, sizeof got);
+        err[0] = '\0';
+        assert_int_equal(tt_checkpoint_load_state(model, &l, 2, &got, err, sizeof err), -1);
+        assert_null(got.mems);
+        if (strncmp(err, path, strlen(path)) != 0 || strchr(err, '\n') ||
+            !strstr(err, cases[c].want))
+            fail_msg("case %zu: '%s', want one line starting '%s' and saying '%s'", c, err, path,
+                     cases[c].want);
+        print_message("  %s\n", err + strlen(root) + 1);
+    }
+    tu_rm_rf(root);
+    free(model), free(path), free(w);
+    tt_layout_free(&l);
+    tt_spec_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +745,8 @@ int main(void)
         cmocka_unit_test(test_eval_memory),
         cmocka_unit_test(test_train_memory),
         cmocka_unit_test(test_state_dict),
+        cmocka_unit_test(test_engine_memory_resume),
+        cmocka_unit_test(test_train_state_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,11 @@
 /* Checkpoints as safetensors (see checkpoint.h). */
 #include "checkpoint.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include "util.h"
 
 #define FORMAT "tt-checkpoint-1"
+#define STATE_FORMAT "tt-train-state-1"
 
 static void rm_tree(const char *dir)
 {
@@ -59,6 +63,45 @@ static int write_tensors(const char *path, const tt_layout *l, int nsets, const 
     return rc;
 }
 
+/* state.safetensors: the numbers as metadata (best_valid_ppl with 17 digits, so that it reads
+ * back to the same double), the memories as one tensor per layer. */
+static int write_state(const char *path, const tt_layout *l, const tt_train_state *st, char *err,
+                       size_t errlen)
+{
+    char num[8][32];
+    snprintf(num[0], sizeof num[0], "%ld", st->step);
+    snprintf(num[1], sizeof num[1], "%" PRIu64, st->seed);
+    snprintf(num[2], sizeof num[2], "%ld", st->mem_step);
+    snprintf(num[3], sizeof num[3], "%d", st->mem_len);
+    snprintf(num[4], sizeof num[4], "%d", st->batch);
+    if (isinf(st->best_valid_ppl)) snprintf(num[5], sizeof num[5], "inf");
+    else snprintf(num[5], sizeof num[5], "%.17g", st->best_valid_ppl);
+    snprintf(num[6], sizeof num[6], "%ld", st->best_step);
+    snprintf(num[7], sizeof num[7], "%ld", st->stale);
+    const char *keys[] = {"format", "step", "seed", "mem_step", "mem_len", "batch",
+                          "best_valid_ppl", "best_step", "stale", "data", "rng"};
+    const char *vals[] = {STATE_FORMAT, num[0], num[1], num[2], num[3], num[4], num[5], num[6],
+                          num[7],
+                          "the batch of step s is a function of s (tt_tokens_batch: segment "
+                          "(s - 1) mod S of each stream); the next step is step + 1",
+                          "dropout masks are counter-based on (seed, step, site, element): no "
+                          "generator state"};
+    const int layers = st->mem_len > 0 ? l->m.layers : 0, d = l->m.d_model;
+    TT_ASSERT(!layers || st->mems);
+    tt_st_tensor *t = tt_xcalloc((size_t)layers + 1, sizeof *t);
+    char (*names)[32] = tt_xcalloc((size_t)layers + 1, sizeof *names);
+    const size_t per_layer = (size_t)st->batch * st->mem_len * d;
+    for (int k = 0; k < layers; k++) {
+        snprintf(names[k], sizeof names[k], "mems.%d", k);
+        t[k] = (tt_st_tensor){names[k], TT_ST_F32, 3, {st->batch, st->mem_len, d},
+                              st->mems + k * per_layer};
+    }
+    const int rc = tt_st_write(path, t, layers, keys, vals, 11, err, errlen);
+    free(names);
+    free(t);
+    return rc;
+}
+
 int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size_t outlen,
                        char *err, size_t errlen)
 {
@@ -77,6 +120,7 @@ int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size
     char *model = tt_xasprintf("%s/model.safetensors", tmp);
     char *optim = tt_xasprintf("%s/optim.safetensors", tmp);
     char *vocab = tt_xasprintf("%s/vocab.txt", tmp);
+    char *state = tt_xasprintf("%s/state.safetensors", tmp);
     if (mkdir(tmp, 0755) != 0) {
         tt_errf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
         goto out;
@@ -88,6 +132,7 @@ int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size
     if (ck->m && ck->v &&
         write_tensors(optim, ck->layout, 2, mv, mp, ok, ov, 2, err, errlen) != 0)
         goto out;
+    if (ck->state && write_state(state, ck->layout, ck->state, err, errlen) != 0) goto out;
     if (tt_vocab_save(ck->vocab, vocab, err, errlen) != 0) goto out;
     /* Replace an older folder of the same step, then point latest at the new one. */
     char *old = tt_xasprintf("%s.old.%ld", final, (long)getpid());
@@ -111,6 +156,7 @@ out:
     free(model);
     free(optim);
     free(vocab);
+    free(state);
     free(name);
     free(final);
     free(tmp);
@@ -333,14 +379,18 @@ out:
     return rc;
 }
 
+/* The file `name` in model_file's folder. malloc'd. */
+static char *beside(const char *model_file, const char *name)
+{
+    const char *slash = strrchr(model_file, '/');
+    return slash ? tt_xasprintf("%.*s/%s", (int)(slash - model_file), model_file, name)
+                 : tt_xstrdup(name);
+}
+
 int tt_checkpoint_load_optim(const char *model_file, const tt_layout *l, float *m, float *v,
                              char *err, size_t errlen)
 {
-    char *dir = tt_xstrdup(model_file);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    char *path = tt_xasprintf("%s/optim.safetensors", slash ? dir : ".");
-    free(dir);
+    char *path = beside(model_file, "optim.safetensors");
     tt_st_file *f;
     int rc = tt_st_open(path, &f, err, errlen);
     for (int i = 0; rc == 0 && i < l->n_params; i++) {
@@ -353,6 +403,158 @@ int tt_checkpoint_load_optim(const char *model_file, const tt_layout *l, float *
         else if (tt_st_read_f32(f, a, p->ndim, p->shape, m + p->offset, err, errlen) != 0 ||
                  tt_st_read_f32(f, b, p->ndim, p->shape, v + p->offset, err, errlen) != 0)
             rc = -1;
+    }
+    if (f) tt_st_close(f);
+    free(path);
+    return rc;
+}
+
+/* Metadata `key` of f as a whole decimal integer in lo..hi. */
+static int meta_long(const tt_st_file *f, const char *path, const char *key, long lo, long hi,
+                     long *out, char *err, size_t errlen)
+{
+    const char *s = tt_st_meta(f, key);
+    if (!s) return tt_errf(err, errlen, "%s: its metadata lacks '%s'", path, key);
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    const bool digits =
+        isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]));
+    if (!digits || *end || errno || v < lo || v > hi) {
+        if (hi == LONG_MAX || hi == INT_MAX)
+            return tt_errf(err, errlen, "%s: metadata %s is '%.40s', not an integer of at least "
+                           "%ld", path, key, s, lo);
+        return tt_errf(err, errlen, "%s: metadata %s is '%.40s', not an integer in %ld..%ld", path,
+                       key, s, lo, hi);
+    }
+    *out = v;
+    return 0;
+}
+
+/* The numbers of a state file, each checked on its own and against the others. */
+static int read_state_meta(const tt_st_file *f, const char *path, const tt_layout *l,
+                           tt_train_state *st, char *err, size_t errlen)
+{
+    const char *format = tt_st_meta(f, "format");
+    if (!format || strcmp(format, STATE_FORMAT) != 0)
+        return tt_errf(err, errlen, "%s: not a tt training state (its metadata lacks format %s)",
+                       path, STATE_FORMAT);
+    long v[6];
+    if (meta_long(f, path, "step", 0, LONG_MAX, &v[0], err, errlen) ||
+        meta_long(f, path, "mem_step", -1, v[0], &v[1], err, errlen) ||
+        meta_long(f, path, "mem_len", 0, INT_MAX, &v[2], err, errlen) ||
+        meta_long(f, path, "batch", 1, INT_MAX, &v[3], err, errlen) ||
+        meta_long(f, path, "best_step", 0, v[0], &v[4], err, errlen) ||
+        meta_long(f, path, "stale", 0, v[0], &v[5], err, errlen))
+        return -1;
+    st->step = v[0], st->mem_step = v[1], st->mem_len = (int)v[2], st->batch = (int)v[3];
+    st->best_step = v[4], st->stale = v[5];
+    if (st->mem_len > l->m.mem_len)
+        return tt_errf(err, errlen, "%s: mem_len is %d, more than the spec's model.mem_len %d",
+                       path, st->mem_len, l->m.mem_len);
+    if (st->mem_step != -1 && st->mem_step != st->step)
+        return tt_errf(err, errlen, "%s: mem_step is %ld, neither the step (%ld) nor -1", path,
+                       st->mem_step, st->step);
+    if (st->mem_step == -1 && st->mem_len)
+        return tt_errf(err, errlen, "%s: mem_len is %d but mem_step -1 (memories of no step)",
+                       path, st->mem_len);
+    const char *seed = tt_st_meta(f, "seed");
+    char *end = NULL;
+    errno = 0;
+    if (seed) st->seed = strtoull(seed, &end, 10);
+    if (!seed || !isdigit((unsigned char)seed[0]) || *end || errno)
+        return tt_errf(err, errlen, "%s: metadata seed is '%.40s', not an unsigned 64-bit integer",
+                       path, seed ? seed : "(missing)");
+    const char *best = tt_st_meta(f, "best_valid_ppl");
+    if (best && !strcmp(best, "inf")) {
+        st->best_valid_ppl = INFINITY;
+    } else {
+        end = NULL;
+        if (best) st->best_valid_ppl = strtod(best, &end);
+        if (!best || !best[0] || isspace((unsigned char)best[0]) || *end ||
+            !isfinite(st->best_valid_ppl) || st->best_valid_ppl < 1)
+            return tt_errf(err, errlen, "%s: metadata best_valid_ppl is '%.40s', not a perplexity "
+                           "(a number of at least 1, or inf)", path, best ? best : "(missing)");
+    }
+    if ((st->best_step == 0) != isinf(st->best_valid_ppl))
+        return tt_errf(err, errlen, "%s: best_valid_ppl %s and best_step %ld disagree (inf goes "
+                       "with step 0)", path, best, st->best_step);
+    return 0;
+}
+
+/* The memories: mems.0 .. mems.L-1 of shape [batch, mem_len, d_model] when mem_len > 0, and no
+ * other tensor; the shapes are checked before anything is allocated. */
+static int read_state_mems(const tt_st_file *f, const char *path, const tt_layout *l,
+                           tt_train_state *st, char *err, size_t errlen)
+{
+    const int layers = st->mem_len ? l->m.layers : 0;
+    for (int i = 0; i < tt_st_count(f); i++) {
+        const char *n = tt_st_get(f, i)->name;
+        int k = -1;
+        char canon[32] = "";
+        if (sscanf(n, "mems.%d", &k) == 1) snprintf(canon, sizeof canon, "mems.%d", k);
+        if (strcmp(n, canon) != 0 || k < 0 || k >= layers)
+            return tt_errf(err, errlen, "%s: tensor '%.60s' is not part of a training state of "
+                           "mem_len %d (%d layers)", path, n, st->mem_len, l->m.layers);
+    }
+    const int64_t shape[3] = {st->batch, st->mem_len, l->m.d_model};
+    for (int k = 0; k < layers; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "mems.%d", k);
+        const tt_st_tensor *t = tt_st_find(f, name);
+        if (!t) return tt_errf(err, errlen, "%s: tensor '%s' is missing", path, name);
+        if (t->ndim != 3 || memcmp(t->shape, shape, sizeof shape) != 0) /* the reader says how */
+            return tt_st_read_f32(f, name, 3, shape, NULL, err, errlen);
+    }
+    if (!layers) return 0;
+    const size_t per_layer = (size_t)st->batch * st->mem_len * l->m.d_model;
+    st->mems = tt_xmalloc((size_t)layers * per_layer * sizeof *st->mems);
+    for (int k = 0; k < layers; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "mems.%d", k);
+        float *x = st->mems + k * per_layer;
+        if (tt_st_read_f32(f, name, 3, shape, x, err, errlen) != 0) return -1;
+        for (size_t i = 0; i < per_layer; i++)
+            if (!isfinite(x[i]))
+                return tt_errf(err, errlen, "%s: tensor '%s' holds %g at element %zu", path, name,
+                               (double)x[i], i);
+    }
+    return 0;
+}
+
+int tt_checkpoint_load_state(const char *model_file, const tt_layout *l, int batch,
+                             tt_train_state *st, char *err, size_t errlen)
+{
+    *st = (tt_train_state){.mem_step = -1, .batch = batch, .best_valid_ppl = INFINITY};
+    char *path = beside(model_file, "state.safetensors");
+    const bool txl = l->m.kind == TT_KIND_TXL;
+    int rc = -1;
+    tt_st_file *f = NULL;
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        rc = 1;
+        tt_errf(err, errlen, "%s is missing: this checkpoint holds no training state (written "
+                "before state.safetensors existed): %sthe best validation so far is unknown",
+                path, txl ? "Transformer-XL's first step starts without memory, and " : "");
+        goto out;
+    }
+    if (tt_st_open(path, &f, err, errlen) != 0) goto out;
+    if (read_state_meta(f, path, l, st, err, errlen) != 0 ||
+        read_state_mems(f, path, l, st, err, errlen) != 0)
+        goto out;
+    rc = 0;
+    if (st->mem_len && st->batch != batch) {
+        rc = 2;
+        tt_errf(err, errlen, "%s: its memories are of batch %d, the spec's train.batch is %d: they "
+                "cannot be used, and the first step starts without memory", path, st->batch, batch);
+        free(st->mems);
+        st->mems = NULL;
+        st->mem_len = 0;
+        st->mem_step = -1;
+    }
+out:
+    if (rc < 0) {
+        free(st->mems);
+        st->mems = NULL;
     }
     if (f) tt_st_close(f);
     free(path);

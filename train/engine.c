@@ -129,6 +129,32 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
     return norm;
 }
 
+int tt_engine_memory(tt_engine *e, float *out, long *mem_step)
+{
+    const int mlen = e->mem_step < 0 ? 0 : e->on_gpu ? tt_gpu_lm_memory_get(e->glm, out) : e->mlen;
+    if (mem_step) *mem_step = mlen ? e->mem_step : -1;
+    if (!e->on_gpu && out) {
+        const size_t n = (size_t)e->l->m.layers * e->batch * mlen * e->l->m.d_model;
+        for (size_t i = 0; i < n; i++) out[i] = (float)e->mem[i];
+    }
+    return mlen;
+}
+
+void tt_engine_set_memory(tt_engine *e, const float *mems, int mlen, long mem_step)
+{
+    const tt_model_spec *m = &e->l->m;
+    TT_ASSERT(mlen >= 0 && mlen <= (m->kind == TT_KIND_TXL ? m->mem_len : 0));
+    if (mem_step < 0) mlen = 0;
+    e->mem_step = mlen ? mem_step : -1;
+    if (e->on_gpu) {
+        if (m->kind == TT_KIND_TXL) tt_gpu_lm_memory_set(e->glm, mems, mlen);
+        return;
+    }
+    e->mlen = mlen;
+    const size_t n = (size_t)m->layers * e->batch * mlen * m->d_model;
+    for (size_t i = 0; i < n; i++) e->mem[i] = (tt_real)mems[i];
+}
+
 static void run_gpu(void *ctx, const int32_t *inputs, const int32_t *targets, const float *weights,
                     tt_lm_result *res)
 {

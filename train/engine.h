@@ -30,9 +30,19 @@ void tt_engine_download(tt_engine *e);
 /* Forward, backward and one Adam step (1-based s) on a training batch; returns the gradient
  * norm before clipping. continues: each row of the batch is the segment right after the same
  * row of step s - 1's, so Transformer-XL attends to the memories that step left (when the
- * engine ran it: after a resume the first step starts without); else it starts without. */
+ * engine ran it, or they were set with tt_engine_set_memory); else it starts without. */
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res);
+
+/* Transformer-XL's training memories, those the last training step left: as fp32 [layers,
+ * batch, mlen, d_model] into out (when not NULL), *mem_step (may be NULL) the step that left them
+ * (-1: none). Returns mlen: 0 when there are none, and always for the tensorized model. */
+int tt_engine_memory(tt_engine *e, float *out, long *mem_step);
+/* Makes mems ([layers, batch, mlen, d_model] fp32, mlen at most the spec's mem_len; as
+ * tt_engine_memory gives them on either device) the memories step mem_step left, so that step
+ * mem_step + 1 attends to them when its batch continues that step's (a resumed run's first).
+ * mlen 0 or mem_step -1: none. */
+void tt_engine_set_memory(tt_engine *e, const float *mems, int mlen, long mem_step);
 
 /* Perplexity over tokens: the tensorized model in windows of seq_len advancing by stride
  * (tt_evaluate); Transformer-XL in streams with memory at the spec's eval lengths

@@ -1,9 +1,11 @@
 /* tt-train: trains the spec'd model and writes checkpoints. The CPU path is the reference of
  * MODEL.md; two CPU runs of the same spec are bit-identical, and --resume continues the exact
- * trajectory (the data position and dropout masks are functions of the step).
+ * trajectory (the data position and dropout masks are functions of the step; Transformer-XL's
+ * memories and the early stopping's state come from the checkpoint's state.safetensors).
  * Exit codes: 0 done (or interrupted after writing a checkpoint), 1 a run-time failure,
  * 2 bad usage, spec, data or checkpoint. */
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -131,14 +133,45 @@ static void print_mfu(const tt_session *s, const char *device, double tokens_per
            tt_precision_name(prec), f >= 1e9 ? f / 1e9 : f / 1e6, f >= 1e9 ? "G" : "M");
 }
 
-/* Brings the engine's weights and moments to the host and writes them as step's checkpoint. */
-static int save(tt_engine *eng, const tt_session *s, const char *dir, long step, char *where,
-                size_t wlen, char *err, size_t errlen)
+/* Brings the engine's weights, moments and memories to the host and writes them, with the early
+ * stopping's state in st, as step's checkpoint. */
+static int save(tt_engine *eng, const tt_session *s, tt_train_state *st, const char *dir, long step,
+                char *where, size_t wlen, char *err, size_t errlen)
 {
     tt_engine_download(eng);
+    st->step = step;
+    st->mem_len = tt_engine_memory(eng, st->mems, &st->mem_step);
     tt_checkpoint ck = {&s->spec, &s->layout, &s->vocab, tt_engine_host(eng, 0),
-                        tt_engine_host(eng, 1), tt_engine_host(eng, 2), step};
+                        tt_engine_host(eng, 1), tt_engine_host(eng, 2), step, st};
     return tt_checkpoint_save(dir, &ck, where, wlen, err, errlen);
+}
+
+/* Restores what state.safetensors beside model_file holds: the memories into the engine, and the
+ * early stopping's state into st. A checkpoint without it, or with memories of another batch, is
+ * resumed without what is missing, saying so in one line. */
+static int resume_state(tt_engine *eng, const tt_session *s, const char *model_file, long step,
+                        tt_train_state *st, char *err, size_t errlen)
+{
+    tt_train_state got;
+    const int rc = tt_checkpoint_load_state(model_file, &s->layout, s->spec.train.batch, &got, err,
+                                            errlen);
+    if (rc < 0) return -1;
+    if (rc > 0) fprintf(stderr, "tt-train: note: %s\n", err);
+    if (rc != 1 && got.step != step) {
+        free(got.mems);
+        return tt_errf(err, errlen, "%s: the state.safetensors beside it is of step %ld, this file "
+                       "of step %ld", model_file, got.step, step);
+    }
+    if (rc != 1 && got.seed != s->spec.train.seed)
+        fprintf(stderr, "tt-train: note: the checkpoint's run had train.seed %" PRIu64 ", the spec "
+                "has %" PRIu64 ": the dropout masks from here on follow the spec\n", got.seed,
+                s->spec.train.seed);
+    tt_engine_set_memory(eng, got.mems, got.mem_len, got.mem_step);
+    free(got.mems);
+    st->best_valid_ppl = got.best_valid_ppl;
+    st->best_step = got.best_step;
+    st->stale = got.stale;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -160,6 +193,7 @@ int main(int argc, char **argv)
     int32_t *in = NULL, *tg = NULL;
     FILE *json = NULL;
     tt_engine *eng = NULL;
+    tt_train_state st = {0};
     char where_runs[300];
     char *ckpt_dir = o.ckpt_dir ? tt_xstrdup(o.ckpt_dir)
                      : ts->checkpoint_dir ? tt_xstrdup(ts->checkpoint_dir)
@@ -178,6 +212,13 @@ int main(int argc, char **argv)
         goto fail;
     float *w = tt_engine_host(eng, 0), *am = tt_engine_host(eng, 1), *av = tt_engine_host(eng, 2);
     long step = 0;
+    /* what a checkpoint holds besides weights and moments: the early stopping's state, and
+     * Transformer-XL's memories [layers, batch, mem_len, d_model] */
+    const size_t mem_floats =
+        m->kind == TT_KIND_TXL ? (size_t)m->layers * batch * m->mem_len * m->d_model : 0;
+    st = (tt_train_state){.seed = ts->seed, .mem_step = -1, .batch = batch,
+                          .best_valid_ppl = INFINITY,
+                          .mems = mem_floats ? tt_xmalloc(mem_floats * sizeof(float)) : NULL};
     if (o.resume) {
         char *file = tt_checkpoint_model_file(ckpt_dir, err, sizeof err);
         if (!file) {
@@ -186,6 +227,7 @@ int main(int argc, char **argv)
         }
         int lrc = tt_checkpoint_load(file, &s.spec, &s.layout, &s.vocab, w, &step, err, sizeof err);
         lrc = lrc ? lrc : tt_checkpoint_load_optim(file, &s.layout, am, av, err, sizeof err);
+        lrc = lrc ? lrc : resume_state(eng, &s, file, step, &st, err, sizeof err);
         free(file);
         if (lrc) goto fail;
         if (!o.quiet) printf("resumed from %s at step %ld\n", ckpt_dir, step);
@@ -217,8 +259,6 @@ int main(int argc, char **argv)
     double window_loss = 0, window_t = t0;
     long window_steps = 0, first = step;
     tt_eval_result ev = {0};
-    double best_ppl = INFINITY;
-    long best_step = 0, stale = 0;
     int stopped_early = 0;
     long saved_step = -1;
     char where[1024];
@@ -264,12 +304,12 @@ int main(int argc, char **argv)
             if (tt_engine_evaluate(eng, &valid, n, final ? 0 : o.eval_tokens, &ev, err, sizeof err))
                 goto fail;
             const double vppl = exp(ev.nll / ev.scored);
-            if (vppl < best_ppl) {
-                best_ppl = vppl;
-                best_step = step;
-                stale = 0;
+            if (vppl < st.best_valid_ppl) {
+                st.best_valid_ppl = vppl;
+                st.best_step = step;
+                st.stale = 0;
             } else {
-                stale++;
+                st.stale++;
             }
             if (!o.quiet)
                 printf("step %ld: valid ppl %.3f over %ld tokens (%.1f s)%s\n", step,
@@ -283,22 +323,22 @@ int main(int argc, char **argv)
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
-            if (save(eng, &s, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
+            if (save(eng, &s, &st, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
                 status = 1;
                 goto fail;
             }
             if (!o.quiet) printf("checkpoint %s\n", where);
             saved_step = step;
         }
-        if (o.patience && stale >= o.patience) {
+        if (o.patience && st.stale >= o.patience) {
             printf("validation perplexity has not improved for %ld validations (best %.3f at step "
-                   "%ld): stopping\n", stale, best_ppl, best_step);
+                   "%ld): stopping\n", st.stale, st.best_valid_ppl, st.best_step);
             stopped_early = 1;
             break;
         }
     }
     if ((stopped_early && saved_step != step) || g_stop_signal) {
-        if (save(eng, &s, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
+        if (save(eng, &s, &st, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
             status = 1;
             goto fail;
         }
@@ -307,14 +347,15 @@ int main(int argc, char **argv)
     if (g_stop_signal) {
         printf("interrupted (%s) after step %ld: checkpoint %s; continue with --resume",
                strsignal(g_stop_signal), step, where);
-        if (best_step) printf(" (best valid ppl %.3f at step %ld)", best_ppl, best_step);
+        if (st.best_step)
+            printf(" (best valid ppl %.3f at step %ld)", st.best_valid_ppl, st.best_step);
         printf("\n");
     } else {
         const double secs = tt_now_seconds() - t0;
         printf("trained steps %ld..%ld in %.1f s (%.0f tok/s)", first + 1, step, secs,
                (double)(step - first) * batch * n / secs);
         if (have_valid && ev.scored) printf("; valid ppl %.3f", exp(ev.nll / ev.scored));
-        if (best_step) printf(" (best %.3f at step %ld)", best_ppl, best_step);
+        if (st.best_step) printf(" (best %.3f at step %ld)", st.best_valid_ppl, st.best_step);
         printf("\n");
         if (tt_engine_device_bytes(eng) && step > first)
             print_mfu(&s, where_runs, (double)(step - first) * batch * n / secs);
@@ -326,7 +367,7 @@ fail:
 done:
     if (json) fclose(json);
     tt_engine_close(eng);
-    free(in), free(tg), free(ckpt_dir);
+    free(in), free(tg), free(ckpt_dir), free(st.mems);
     tt_tokens_free(&train);
     tt_tokens_free(&valid);
     tt_session_close(&s);
