@@ -20,6 +20,11 @@ const tt_op tt_ops[] = {
     {"mla_bwd_q", {"mla.cu", "mla_tc.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
     {"mla_bwd_reduce", {"mla.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
     {"mla_bwd_params", {"mla.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
+    /* the attention with T materialized (large D): its kernels between cuBLAS's products */
+    {"mla_mat_prep", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
+    {"mla_mat_mask", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
+    {"mla_mat_grads", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},
+    {"mla_mat_params", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},
     {"core_fwd", {"core.cu"}, "tt_core_fwd", "cpu_core_fwd", GPU_TEST("test_core")},
     {"core_bwd", {"core.cu"}, "tt_core_bwd", "cpu_core_bwd", GPU_TEST("test_core")},
     /* Transformer-XL's attention between its products */

@@ -1013,6 +1013,88 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     return 0;
 }
 
+/* The tensorized attention's strategy per shape: fused (templates/mla.cu, mla_tc.cu: T never
+ * leaves the chip, and the mask skips the hidden (j, k)) or materialized (templates/mla_mat.cu:
+ * T written, its products with Wo through cuBLAS, dense). A cost model of a layer's forward and
+ * backward decides `kernels.attention: auto`:
+ *   fused: the products with Wo under the mask (about a third of the dense FLOPs when causal)
+ *     at the rate the fused kernels reach: about 100 TFLOP/s on tensor cores (wt103, H200:
+ *     25 GFLOP in 0.242 ms), where the backward's mla_bwd_q is on tensor cores only for
+ *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
+ *     8 layers' 268 GFLOP in about 0.1 s);
+ *   materialized: the dense products (3 of 2 B N^3 D FLOPs) at cuBLAS's rate (bf16 500, tf32
+ *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 10 passes of B N^3 elements, and E's
+ *     B N^2 R2 fp32 twice) at 3 TB/s, and its 10 more launches at 4 us;
+ * materialized only while T fits in 4 GiB. Returns 1 for materialized; why says the estimate. */
+static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n)
+{
+    const tt_model_spec *m = &s->model;
+    const double B = s->train.batch, N = m->seq_len, D = m->d_model;
+    const double R2 = m->rank * (m->position == TT_POS_KEY ? 2.0 : 1.0);
+    const bool bf16 = !strcmp(dtype, "bf16");
+    const double es = bf16 ? 2 : 4, dense = 2 * B * N * N * N * D;
+    double masked = 0; /* sum over rows i of the (j, k) they see */
+    for (int i = 0; i < m->seq_len; i++) masked += m->causal ? (double)(i + 1) * (i + 1) : N * N;
+    const double frac = masked / (N * N * N);
+    const bool tc_bwd = bf16 && m->position == TT_POS_NONE && m->d_model <= 256;
+    const double fused = frac * dense * (1 / (bf16 ? 100e12 : 3e12) + 2 / (tc_bwd ? 100e12 : 3e12));
+    const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
+                        : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
+    const double t_bytes = B * N * N * N * es;
+    const double mat = 3 * dense / gemm + (10 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + 10 * 4e-6;
+    if (s->kernels.attention != TT_ATTN_AUTO) {
+        const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
+        snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "
+                 "%.3g ms materialized)", m_ ? "materialized" : "fused", fused * 1e3, mat * 1e3);
+        return m_;
+    }
+    const bool fits = t_bytes <= 4.0 * 1024 * 1024 * 1024;
+    const int materialized = fits && mat < fused;
+    snprintf(why, n, "auto: %.3g ms a layer %s against %.3g ms %s (cost model)%s",
+             (materialized ? mat : fused) * 1e3, materialized ? "materialized" : "fused",
+             (materialized ? fused : mat) * 1e3, materialized ? "fused" : "materialized",
+             fits ? "" : "; T would need over 4 GiB");
+    return materialized;
+}
+
+/* The materialized strategy's kernels (templates/mla_mat.cu); gpu/mla_mat.c runs them with the
+ * products. */
+static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    const long batch = s->train.batch, n = m->seq_len, r = m->rank;
+    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
+    const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_params"};
+    const char *op_flags[] = {"OP_MLA_MAT_PREP", "OP_MLA_MAT_MASK", "OP_MLA_MAT_GRADS",
+                              "OP_MLA_MAT_PARAMS"};
+    for (int i = 0; i < 4; i++) {
+        if (i == 1 && !m->causal) continue; /* nothing to mask */
+        const long threads = i == 1 ? 256 : i == 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
+        tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
+        mla_shape_consts(k, m);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", threads);
+        set_const(k, op_flags[i], 1);
+        k->block[0] = (unsigned)threads;
+        if (i < 3) {
+            k->grid[0] = (unsigned)n;
+            k->grid[1] = (unsigned)batch;
+            snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld positions, y = batch", n);
+        } else {
+            const long outputs = (m->position == TT_POS_KEY ? n * r + 3 * r : r);
+            k->grid[0] = ceil_div(32 * outputs, threads);
+            snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(32 * %ld / %ld)", outputs, threads);
+        }
+        static const char *const what[] = {
+            "A and KV (rows of T's factors) a block per (sequence, position)",
+            "zeros where the causal mask hides (j, k) from row i, a block per row",
+            "dQ, dK, dV from dT KV and dT^T A; parts of dP, dg, du, dv: fixed order",
+            "warp per output over the parts, a fixed butterfly: deterministic"};
+        whyf(k, "%s", what[i]);
+    }
+    return 0;
+}
+
 /* Transformer-XL's attention probabilities (templates/txl_softmax.cu): the relative shift, the
  * mask, the softmax and dropatt between its products, forward and backward; a warp per row of
  * keys, which it holds in registers: as many as training's or evaluation's memory and segment
@@ -1120,12 +1202,32 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         tt_plan_free(plan);
         return -1;
     }
-    if (spec->model.kind == TT_KIND_TENSORIZED &&
-        (plan_mla(plan, spec, dtype, err, errlen) != 0 ||
-         plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ||
-         plan_core(plan, spec, err, errlen) != 0)) {
-        tt_plan_free(plan);
-        return -1;
+    if (spec->model.kind == TT_KIND_TENSORIZED) {
+        char why[176];
+        const int first = plan->n;
+        int mat = mla_strategy(spec, dtype, why, sizeof why);
+        int rc = mat ? plan_mla_mat(plan, spec, dtype)
+                     : plan_mla(plan, spec, dtype, err, errlen) != 0 ||
+                               plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ? -1 : 0;
+        const bool fused_tuned = tuned(plan, "mla_fwd") || tuned(plan, "mla_bwd_wo") ||
+                                 tuned(plan, "mla_bwd_q") || tuned(plan, "mla_bwd_reduce") ||
+                                 tuned(plan, "mla_bwd_params");
+        if (rc != 0 && spec->kernels.attention == TT_ATTN_AUTO && !fused_tuned) {
+            /* the fused kernels do not fit these shapes (e.g. rank 128's tiles in shared
+             * memory): the materialized ones do (a tuning's value that does not fit stays an
+             * error: the tuner skips that variant) */
+            snprintf(why, sizeof why, "auto: the fused kernels do not fit (%.130s)", err);
+            plan->n = first;
+            mat = 1;
+            rc = plan_mla_mat(plan, spec, dtype);
+        }
+        for (int i = first; rc == 0 && i < plan->n; i++)
+            snprintf(plan->kernels[i].strategy, sizeof plan->kernels[i].strategy, "%s: %.170s",
+                     mat ? "materialized" : "fused", why);
+        if (rc != 0 || plan_core(plan, spec, err, errlen) != 0) {
+            tt_plan_free(plan);
+            return -1;
+        }
     }
     if (spec->model.kind == TT_KIND_TXL) {
         if (plan_txl_softmax(plan, spec, dtype, err, errlen) != 0) {

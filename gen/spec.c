@@ -20,6 +20,7 @@ _Static_assert(sizeof(tt_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(tt_position) == sizeof(int), "enum size");
 _Static_assert(sizeof(tt_precision) == sizeof(int), "enum size");
 _Static_assert(sizeof(tt_schedule) == sizeof(int), "enum size");
+_Static_assert(sizeof(tt_attention) == sizeof(int), "enum size");
 
 /* ---- the schema ---------------------------------------------------------------------------- */
 
@@ -67,6 +68,7 @@ struct section {
 
 static const char *const kind_names[] = {"tensorized", "transformer-xl", NULL};
 static const char *const position_names[] = {"none", "key", NULL};
+static const char *const attention_names[] = {"auto", "fused", "materialized", NULL};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16", NULL};
 static const char *const schedule_names[] = {"cosine", "inverse-sqrt", NULL};
 static const char *const optimizer_names[] = {"adam", NULL};
@@ -161,6 +163,7 @@ static const section data_sec = {"data", data_keys, COUNT(data_keys), NULL};
 static const key_desc kernels_keys[] = {
     {K("arch", V_ARCH, kernels.arch)},
     {K("tune", V_BOOL, kernels.tune)},
+    {K("attention", V_ENUM, kernels.attention), .scope = ONLY_TENSORIZED, .names = attention_names},
 };
 static const section kernels_sec = {"kernels", kernels_keys, COUNT(kernels_keys), NULL};
 
@@ -1096,6 +1099,10 @@ const char *tt_schedule_name(tt_schedule s)
 const char *tt_position_name(tt_position p)
 {
     return name_of(position_names, 2, (int)p);
+}
+const char *tt_attention_name(tt_attention a)
+{
+    return name_of(attention_names, 3, (int)a);
 }
 
 /* ---- writing ------------------------------------------------------------------------------- */

@@ -74,8 +74,14 @@ typedef struct {
     char *train, *valid, *test; /* resolved against the spec's folder; NULL when absent */
 } tt_data_spec;
 
+/* How the tensorized attention runs (gen/plan.c decides auto per shape): fused, T never written
+ * to memory; or materialized, T written in the storage type and its products with Wo through
+ * cuBLAS. */
+typedef enum { TT_ATTN_AUTO, TT_ATTN_FUSED, TT_ATTN_MATERIALIZED } tt_attention;
+
 typedef struct {
     char arch[TT_ARCH_MAX]; /* "auto" or sm_XY / sm_XYa */
+    tt_attention attention;
     bool tune; /* take the variants ttgen --tune chose for this card (gen/tune.h); false: the
                 * plan's heuristics */
 } tt_kernels_spec;
@@ -115,5 +121,6 @@ const char *tt_kind_name(tt_kind k);
 const char *tt_precision_name(tt_precision p);
 const char *tt_schedule_name(tt_schedule s);
 const char *tt_position_name(tt_position p);
+const char *tt_attention_name(tt_attention a);
 
 #endif

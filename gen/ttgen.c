@@ -252,6 +252,7 @@ static void print_kernels_text(const tt_build *b, int n, const char *arch, const
             if (!k->cached) printf(" in %.2f s", k->seconds);
         }
         printf("\n    %s\n", p->why);
+        if (p->strategy[0]) printf("    strategy %s\n", p->strategy);
         if (p->variant[0]) printf("    variant %s\n", p->variant);
         if (k->cache_note[0]) printf("    %s\n", k->cache_note);
         hits += k->cached;
@@ -295,6 +296,10 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
         if (p->variant[0]) {
             printf(",\"variant\":");
             json_string(p->variant, stdout);
+        }
+        if (p->strategy[0]) {
+            printf(",\"strategy\":");
+            json_string(p->strategy, stdout);
         }
         if (compiled)
             printf(",\"cached\":%s,\"compile_seconds\":%.4f,\"registers\":%d,\"spill_bytes\":%d,"

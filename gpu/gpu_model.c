@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "cpu_ops.h"
 #include "cpu_txl.h"
+#include "mla_mat.h"
 #include "optim.h"
 #include "tune.h"
 #include "util.h"
@@ -146,6 +147,8 @@ struct tt_gpu_lm {
     void *dkvm, *dom;              /* [B*M, 2 HD], [rows, HD] */
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
+    bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
+    tt_mla_mat_bufs mat;   /* its buffers */
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
     double *norm_part;
@@ -406,6 +409,12 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->ln_part = take(b, 2 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
     lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
+    if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
+        const size_t bytes = tt_mla_mat_carve(&lm->mat, NULL, lm->batch, m->seq_len, m->rank,
+                                              m->position == TT_POS_KEY, es);
+        tt_mla_mat_carve(&lm->mat, take(b, bytes), lm->batch, m->seq_len, m->rank,
+                         m->position == TT_POS_KEY, es);
+    }
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
@@ -457,6 +466,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         free(lm->mem[0]), free(lm->mem[1]), free(lm);
         return -1;
     }
+    lm->mla_mat = !lm->txl && tt_mla_materialized(&lm->prog);
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
     char *tuning = cache ? tt_tuning_path(cache->dir) : NULL;
     tt_gemm_record(&lm->gemm, tuning);
@@ -989,8 +999,12 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     tt_gemm_fwd(&lm->gemm, a->qkv, false, x, wcp(lm, lw->qkv), rows, d, 3 * r, 0.f);
     tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
     if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
-    tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u, lm->wv.v,
-               lm->mla_part, lm->batch, n, r, d);
+    if (lm->mla_mat)
+        tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
+                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &lm->mat, lm->batch, n, r, d);
+    else
+        tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
+                   lm->wv.v, lm->mla_part, lm->batch, n, r, d);
 }
 
 /* Its backward from lm->dy: the parameters' gradients, and d x added into lm->dx. */
@@ -1007,9 +1021,14 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     const int key = m->position == TT_POS_KEY;
     TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
     if (gw != gm) tt_gpu_join(lm->side, st);
-    tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
-               key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
-               key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
+    if (lm->mla_mat)
+        tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
+                       key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
+                       key ? w->u : NULL, key ? w->v : NULL, &lm->mat, lm->batch, n, r, d);
+    else
+        tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg,
+                   key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
+                   wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
     tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
     if (key) {
         const void *dp = lm->dp;

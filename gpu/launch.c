@@ -515,8 +515,53 @@ static size_t mla_bwd_wo_floats(const tt_gpu_program *p)
 
 size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
 {
+    if (tt_mla_materialized(p)) return 0; /* gpu/mla_mat.c's buffers instead */
     const size_t fwd = mla_fwd_floats(p, batch), bwd = mla_bwd_q_floats(p, batch) + mla_bwd_wo_floats(p);
     return fwd > bwd ? fwd : bwd;
+}
+
+bool tt_mla_materialized(const tt_gpu_program *p)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_prep")) return true;
+    return false;
+}
+
+void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
+                     const float *g, const void *pos, const float *u, const float *v, int batch)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_prep");
+    TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
+    void *args[] = {&a, &kv, &qkv, &g, &pos, &u, &v};
+    tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
+}
+
+void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch)
+{
+    for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_mask")) {
+            const tt_gpu_kernel *k = &p->kernels[i];
+            void *args[] = {&t};
+            tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
+        }
+}
+
+void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,
+                      const float *gm, const float *em, const void *qkv, const float *g,
+                      const void *pos, const float *u, const float *v, int batch)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_grads");
+    TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
+    void *args[] = {&dqkv, &part, &gm, &em, &qkv, &g, &pos, &u, &v};
+    tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
+}
+
+void tt_mla_mat_params(const tt_gpu_program *p, cudaStream_t s, float *dp, float *dg, float *du,
+                       float *dv, const float *part, int batch)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_params");
+    void *args[] = {&dp, &dg, &du, &dv, &part, &batch};
+    tt_gpu_launch(k, plan_grid(k), args, s);
 }
 
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,

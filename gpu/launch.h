@@ -188,6 +188,21 @@ void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, size_t n, const tt_train_spec *t);
 
+/* templates/mla_mat.cu's kernels, which gpu/mla_mat.c runs between cuBLAS's products when the
+ * plan's attention is materialized (tt_mla_materialized): A [batch, N, R2] and KV [batch, N^2,
+ * R2] from qkv, g (and p, u, v with position: key: else NULL); T's (or dT's) hidden entries
+ * zeroed (nothing without the causal mask); dqkv (written) and the parts of dP, dg, du, dv from
+ * G = dT KV and E = dT^T A (fp32); dP (written), dg, du, dv (added into) from the parts. */
+bool tt_mla_materialized(const tt_gpu_program *p);
+void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
+                     const float *g, const void *pos, const float *u, const float *v, int batch);
+void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch);
+void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,
+                      const float *gm, const float *em, const void *qkv, const float *g,
+                      const void *pos, const float *u, const float *v, int batch);
+void tt_mla_mat_params(const tt_gpu_program *p, cudaStream_t s, float *dp, float *dg, float *du,
+                       float *dv, const float *part, int batch);
+
 /* Floats of scratch tt_mla_fwd and tt_mla_bwd need for batch sequences (one buffer serves both:
  * a layer's forward and backward never overlap). */
 size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch);

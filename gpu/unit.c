@@ -13,6 +13,7 @@
 #include "bf16.h"
 #include "cpu_ops.h"
 #include "cpu_txl.h"
+#include "mla_mat.h"
 #include "launch.h"
 #include "optim.h"
 #include "rng.h"
@@ -136,6 +137,7 @@ struct tt_unit {
     const tt_spec *s;
     uint64_t seed;
     int batch, check, bf16; /* the spec's batch, the check's sequences, bf16 storage */
+    bool rounded;           /* cuBLAS's tf32 products between fp32 values: bf16's bounds */
     long rows, rows_check;  /* rows of positions at the batch and at the check */
     output out[MAX_OUTPUTS];
     int n_out;
@@ -399,6 +401,68 @@ static void mla_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu 
 static size_t mla_scratch(const tt_unit *u, const tt_gpu_program *p)
 {
     return tt_mla_scratch_floats(p, u->batch);
+}
+
+/* The attention with T materialized (templates/mla_mat.cu, gpu/mla_mat.c): the fused units'
+ * inputs, twins and outputs; the run through a tt_gemm of its own (no workspace, no tuning
+ * cache: cuBLASLt's heuristic algorithms) with the buffers in the scratch. */
+static void mla_mat_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    mla_fwd_init(u, o);
+    u->rounded = u->s->train.precision == TT_PREC_TF32;
+}
+
+static void mla_mat_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    mla_bwd_init(u, o);
+    u->rounded = u->s->train.precision == TT_PREC_TF32;
+}
+
+static tt_mla_mat_bufs mat_bufs(const tt_unit *u, bool check)
+{
+    const mla *a = u->h;
+    tt_mla_mat_bufs b;
+    tt_mla_mat_carve(&b, u->scratch, check ? u->check : u->batch, a->n, a->r, a->key,
+                     storage_size(u->bf16));
+    return b;
+}
+
+static void mla_mat_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu,
+                            bool check)
+{
+    const mla *a = u->h;
+    tt_gemm gm;
+    tt_gemm_init(&gm, gpu, u->s->train.precision);
+    const tt_mla_mat_bufs b = mat_bufs(u, check);
+    tt_mla_mat_fwd(p, &gm, gpu->stream, a->d_y, a->d_qkv, a->d_g, a->d_wo, a->d_pos, a->d_u,
+                   a->d_v, &b, check ? u->check : u->batch, a->n, a->r, a->d);
+    TT_CUDA(cudaStreamSynchronize(gpu->stream));
+    tt_gemm_free(&gm);
+}
+
+static void mla_mat_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu,
+                            bool check)
+{
+    const mla *a = u->h;
+    const int key = a->key, r = a->r;
+    tt_gemm gm;
+    tt_gemm_init(&gm, gpu, u->s->train.precision);
+    const tt_mla_mat_bufs b = mat_bufs(u, check);
+    tt_mla_mat_bwd(p, &gm, gpu->stream, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
+                   key ? a->d_vec + r : NULL, key ? a->d_vec + 2 * r : NULL, a->d_dy, a->d_qkv,
+                   a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, &b, check ? u->check : u->batch,
+                   a->n, r, a->d);
+    TT_CUDA(cudaStreamSynchronize(gpu->stream));
+    tt_gemm_free(&gm);
+}
+
+static size_t mla_mat_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    (void)p;
+    const tt_model_spec *m = &u->s->model;
+    tt_mla_mat_bufs b;
+    return tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->position == TT_POS_KEY,
+                            storage_size(u->bf16)) / 4 + 1;
 }
 
 /* --- LayerNorm fused with the residual and dropout (templates/layernorm.cu, colsum.cu) -------- */
@@ -1171,6 +1235,12 @@ const tt_unit_desc tt_units[] = {
      OPS("mla_bwd_q", "mla_bwd_wo", "mla_bwd_wo_sum", "mla_bwd_reduce", "mla_bwd_params", NULL),
      "tt_mla_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
      IMPL(mla_bwd_init, mla_bwd_twin, mla_bwd_run, mla_scratch, NULL)},
+    {"mla_mat_fwd", OPS("mla_mat_prep", "mla_mat_mask", NULL), "tt_mla_mat_fwd", "rel. error",
+     MASK_PLANTS, false, "the attention's CPU twin (forward)",
+     IMPL(mla_mat_fwd_init, mla_fwd_twin, mla_mat_fwd_run, mla_mat_scratch, NULL)},
+    {"mla_mat_bwd", OPS("mla_mat_grads", "mla_mat_params", "mla_mat_prep", "mla_mat_mask", NULL),
+     "tt_mla_mat_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
+     IMPL(mla_mat_bwd_init, mla_bwd_twin, mla_mat_bwd_run, mla_mat_scratch, NULL)},
     {"residual_ln_fwd", OPS("residual_ln_fwd", NULL), "tt_residual_ln_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
      IMPL(ln_fwd_init, ln_fwd_twin, ln_fwd_run, NULL, NULL)},
@@ -1305,9 +1375,12 @@ static void compare_output(const tt_unit *u, const output *o, const float *want,
         compare_exact(r, o->name, got, want, (size_t)o->rows * o->cols);
     } else {
         tol_kind k = o->tol;
-        int prec = u->bf16;
-        if (k == TOL_MMA) { /* a bf16 product's bounds, or fp32's */
-            const bool mma = tt_kernel_const(tt_gpu_kernel_of(p, o->mma)->k, "MMA", 0) != 0;
+        int prec = u->bf16 || u->rounded;
+        if (k == TOL_MMA) { /* a bf16 product's bounds, or fp32's; the materialized strategy's
+                             * from cuBLAS's products (no o->mma kernel): as the storage's */
+            const bool mma = tt_mla_materialized(p)
+                                 ? prec
+                                 : tt_kernel_const(tt_gpu_kernel_of(p, o->mma)->k, "MMA", 0) != 0;
             k = mma ? TOL_STORED : TOL_FP32;
             prec = mma;
         }

@@ -39,6 +39,7 @@ typedef struct {
     int batch;         /* 0: 4 */
     int d_inner;       /* 0: 64; not a multiple of 8: the FFN's activations and W2 copy have rows
                         * padded (tt_row_pitch) */
+    const char *kernels; /* the spec's kernels section, e.g. "attention: materialized"; NULL: none */
 } variant;
 
 /* What a comparison at a precision holds the GPU to: relative errors against the CPU reference,
@@ -140,36 +141,47 @@ static double tensor_bound(const bounds *b, const char *name)
  * ones: at 8 times them the logits are so large that the softmax amplifies each rounding. */
 static const variant variants[] = {
     {"causal, dropout", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 8,
-     0, 0, 0},
+     0, 0, 0, NULL},
     {"position key, not causal", "causal: false, position: key, dropout: 0.0", "precision: fp32",
-     8, 0, 0, 0},
+     8, 0, 0, 0, NULL},
     {"position key, causal, dropout", "causal: true, position: key, dropout: 0.1",
-     "precision: fp32", 8, 0, 0, 0},
+     "precision: fp32", 8, 0, 0, 0, NULL},
     {"untied, causal", "causal: true, tie_weights: false, dropout: 0.2", "precision: fp32", 8, 0,
-     0, 0},
-    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1, 0, 0, 0},
-    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 0, 0},
+     0, 0, NULL},
+    {"tf32", "causal: true, dropout: 0.1", "precision: tf32", 1, 0, 0, 0, NULL},
+    {"bf16", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 0, 0, NULL},
     {"bf16, position key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 1, 0,
-     0, 0},
-    {"adaptive, tied", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: fp32", 8, 0, 0, 0},
+     0, 0, NULL},
+    {"adaptive, tied", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: fp32", 8, 0, 0, 0, NULL},
     {"adaptive, untied", "causal: true, dropout: 0.1, tie_weights: false, " ADAPTIVE,
-     "precision: fp32", 8, 0, 0, 0},
+     "precision: fp32", 8, 0, 0, 0, NULL},
     {"adaptive, smoothed head", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: fp32", 8,
-     0.1f, 0, 0},
+     0.1f, 0, 0, NULL},
     {"adaptive div 2, tied", "causal: true, dropout: 0.1, " ADAPTIVE_DIV2, "precision: fp32", 8,
-     0, 0, 0},
+     0, 0, 0, NULL},
     {"adaptive div 2, untied", "causal: false, position: key, dropout: 0.1, tie_weights: false, "
-     ADAPTIVE_DIV2, "precision: fp32", 8, 0, 0, 0},
+     ADAPTIVE_DIV2, "precision: fp32", 8, 0, 0, 0, NULL},
     {"tf32 adaptive div 2", "causal: true, dropout: 0.1, " ADAPTIVE_DIV2, "precision: tf32", 1, 0,
-     0, 0},
-    {"bf16 adaptive", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: bf16", 1, 0, 0, 0},
+     0, 0, NULL},
+    {"bf16 adaptive", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: bf16", 1, 0, 0, 0, NULL},
     {"bf16 adaptive div 2, untied", "causal: true, dropout: 0.1, tie_weights: false, " ADAPTIVE_DIV2,
-     "precision: bf16", 1, 0, 0, 0},
+     "precision: bf16", 1, 0, 0, 0, NULL},
     /* F = 36 and 60 (as 2100, 4 past a multiple of 8): rows 40 and 64 apart, the padding never
      * read (fp32 is held to 1e-5) */
-    {"F 36, dropout", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 36},
+    {"F 36, dropout", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 36, NULL},
     {"bf16 F 60, adaptive", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: bf16", 1, 0, 0,
-     60},
+     60, NULL},
+    /* the attention with T materialized (templates/mla_mat.cu, gpu/mla_mat.c) */
+    {"materialized fp32", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 0,
+     "attention: materialized"},
+    {"materialized fp32, key", "causal: true, position: key, dropout: 0.1", "precision: fp32", 8,
+     0, 0, 0, "attention: materialized"},
+    {"materialized tf32, not causal", "causal: false, dropout: 0.1", "precision: tf32", 1, 0, 0,
+     0, "attention: materialized"},
+    {"materialized bf16", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 0, 0,
+     "attention: materialized"},
+    {"materialized bf16, key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 1,
+     0, 0, 0, "attention: materialized"},
 };
 
 static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
@@ -178,8 +190,9 @@ static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
     snprintf(text, sizeof text,
              "model: {kind: tensorized, vocab: 300, d_model: 32, layers: 2, rank: 8, cores: 2, "
              "seq_len: 16, d_inner: %d, %s}\ntrain: {batch: %d, clip: 0.25, optimizer: {lr: 0.001, "
-             "weight_decay: 0.01}, %s}\n",
-             v->d_inner ? v->d_inner : 64, v->model, v->batch ? v->batch : 4, v->train);
+             "weight_decay: 0.01}, %s}\n%s%s%s",
+             v->d_inner ? v->d_inner : 64, v->model, v->batch ? v->batch : 4, v->train,
+             v->kernels ? "kernels: {" : "", v->kernels ? v->kernels : "", v->kernels ? "}\n" : "");
     if (tt_spec_parse(text, strlen(text), v->name, ".", s, err, sizeof err) != 0) fail_msg("%s", err);
     if (tt_layout_build(&s->model, s->model.vocab, l, err, sizeof err) != 0) fail_msg("%s", err);
 }
@@ -478,8 +491,8 @@ static void test_planted(void **state)
 {
     (void)state;
     static const variant planted_variants[] = {
-        {"planted fp32", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 0},
-        {"planted bf16", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 0, 0},
+        {"planted fp32", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 0, NULL},
+        {"planted bf16", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 0, 0, NULL},
     };
     static const struct {
         cpu_plant_kind kind;
@@ -662,7 +675,7 @@ static void test_leak(void **state)
     for (int causal = 1; causal >= 0; causal--) {
         const variant v = {"leak", causal ? "causal: true, tie_weights: false, dropout: 0.0"
                                           : "causal: false, tie_weights: false, dropout: 0.0",
-                           "precision: fp32", 8, 0, 0, 0};
+                           "precision: fp32", 8, 0, 0, 0, NULL};
         tt_spec s;
         tt_layout l;
         setup_spec(&v, &s, &l);
@@ -758,13 +771,13 @@ static void test_graph(void **state)
     (void)state;
     static const variant graph_variants[] = {
         {"graph fp32", "causal: true, dropout: 0.2", "precision: fp32, label_smoothing: 0.1", 1, 0,
-         0, 0},
+         0, 0, NULL},
         {"graph bf16", "causal: true, dropout: 0.2, position: key", "precision: bf16, "
-         "schedule: {kind: cosine, warmup: 2}", 1, 0, 0, 60},
+         "schedule: {kind: cosine, warmup: 2}", 1, 0, 0, 60, NULL},
         {"graph adaptive fp32", "causal: true, dropout: 0.2, tie_weights: false, " ADAPTIVE_DIV2,
-         "precision: fp32", 1, 0, 8, 36},
+         "precision: fp32", 1, 0, 8, 36, NULL},
         {"graph adaptive bf16", "causal: true, dropout: 0.2, " ADAPTIVE, "precision: bf16, "
-         "schedule: {kind: cosine, warmup: 2}", 1, 0, 8, 0},
+         "schedule: {kind: cosine, warmup: 2}", 1, 0, 8, 0, NULL},
     };
     enum { STEPS = 6, MODES = 3 };
     static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};
@@ -858,9 +871,9 @@ static void test_products_recorded(void **state)
     (void)state;
     static const variant rec_variants[] = {
         {"recorded bf16", "causal: true, dropout: 0.2, position: key", "precision: bf16", 1, 0, 0,
-         60},
+         60, NULL},
         {"recorded adaptive fp32", "causal: true, dropout: 0.2, tie_weights: false, " ADAPTIVE_DIV2,
-         "precision: fp32", 1, 0, 8, 36},
+         "precision: fp32", 1, 0, 8, 36, NULL},
     };
     enum { STEPS = 5, RUNS = 5 };
     static const char *const run_name[RUNS] = {"A graphs, empty cache", "B graphs, recorded",

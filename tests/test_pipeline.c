@@ -246,8 +246,15 @@ static void test_names_carry_constants(void **state)
                 fail_msg("%s: kernel %s of the storage type names no width", s.path, kn->name);
             for (size_t o = 0; o < sizeof lm_ops / sizeof *lm_ops; o++)
                 lm_count[o] += strcmp(kn->op, lm_ops[o]) == 0;
-            if (strcmp(kn->op, "mla_fwd") == 0) {
+            if (!strncmp(kn->op, "mla_", 4) && !kn->strategy[0])
+                fail_msg("%s: %s says no strategy", s.path, kn->name);
+            if (strcmp(kn->op, "mla_fwd") == 0 || strcmp(kn->op, "mla_mat_prep") == 0) {
                 mla++;
+                /* the cost model: T materialized at D 1024 (lm1b), fused at D 256 */
+                const bool mat = strcmp(kn->op, "mla_mat_prep") == 0;
+                if (m->d_model >= 1024 ? !mat : m->d_model <= 256 && mat)
+                    fail_msg("%s: D %d, and the attention is %s: %s", s.path, m->d_model,
+                             mat ? "materialized" : "fused", kn->strategy);
                 snprintf(part, sizeof part, "_N%d_R%d_D%d", m->seq_len, m->rank, m->d_model);
                 expect_in_name(kn, part, 1, s.path);
                 expect_in_name(kn, "_causal", m->causal, s.path);
@@ -265,7 +272,8 @@ static void test_names_carry_constants(void **state)
             fail_msg("%s: %d layernorm_fwd and %d layernorm_bwd instances, want one each", s.path,
                      ln_fwd, ln_bwd);
         if (mla != (m->kind == TT_KIND_TENSORIZED))
-            fail_msg("%s (%s): %d mla_fwd instances", s.path, tt_kind_name(m->kind), mla);
+            fail_msg("%s (%s): %d instances of the attention's forward", s.path,
+                     tt_kind_name(m->kind), mla);
         /* the bf16 path's attention runs on tensor cores (templates/mla_tc.cu): the forward and
          * mla_bwd_wo always, mla_bwd_q for position: none and D <= 256; feature tiles are whole
          * n8 tiles and the dynamic shared memory stays within what sm_80 and later opt in to */

@@ -1,0 +1,41 @@
+/* Multi-linear attention with T materialized (templates/mla_mat.cu says what and why): its
+ * kernels between cuBLAS's products, forward and backward, as the plan chooses for shapes where
+ * the products with Wo dominate (gen/plan.c's cost model, or kernels.attention). The same
+ * arguments as tt_mla_fwd / tt_mla_bwd (launch.h), with the products' tt_gemm and buffers of
+ * their own instead of the fused kernels' scratch. */
+#ifndef TT_MLA_MAT_H
+#define TT_MLA_MAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gemm.h"
+#include "launch.h"
+
+typedef struct {
+    void *a;     /* [batch, N, R2] g (Q+u) | g (Q+v), the storage type */
+    void *kv;    /* [batch, N^2, R2] K_j V_k | P_j V_k */
+    void *t;     /* [batch N, N^2] T */
+    void *dt;    /* [batch N, N^2] dT */
+    float *gm;   /* [batch, N, R2] dT KV */
+    float *em;   /* [batch, N^2, R2] dT^T A */
+    float *part; /* [batch, N, 4R] the parts of dP, dg, du, dv */
+} tt_mla_mat_bufs;
+
+/* Bytes of those buffers for batch sequences (es: bytes of the storage type), and their places
+ * in base (256-byte aligned each; base NULL: only the count). */
+size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
+                        size_t es);
+
+void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
+                    const void *qkv, const float *g, const void *wo, const void *pos,
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
+                    int r, int d);
+/* dqkv written, dp written (position: key), dwo, dg, du, dv added into. */
+void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
+                    float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
+                    const void *qkv, const float *g, const void *wo, const void *pos,
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
+                    int r, int d);
+
+#endif

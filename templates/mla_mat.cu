@@ -1,0 +1,165 @@
+// Multi-linear attention with T materialized (MODEL.md section 1): the strategy for shapes where
+// the products with Wo are most of the work (large D), which then run as cuBLAS products near
+// the card's peak instead of inside the fused kernels (templates/mla.cu, mla_tc.cu). With
+// A = [g (Q+u) | g (Q+v)] (N x R2 a sequence, R2 = R, or 2R with position: key; u = v = 0
+// without) and KV[(j,k)] = [K_j V_k | P_j V_k] (N^2 x R2, elementwise products):
+//   T = A KV^T (masked)    Y = T Wo^T
+//   dT = dY Wo (masked)    dWo += dY^T T    G = dT KV    E = dT^T A
+// and from G and E this file's mla_mat_grads and mla_mat_params give dQ, dK, dV, dP, dg, du, dv
+// (gpu/mla_mat.c runs the products). Kernels:
+//   mla_mat_prep   a block per (sequence, position t): KV's rows (t, k) for every k, and A's row t.
+//   mla_mat_mask   a block per (sequence, row i) of T (or dT): zero where the causal mask hides
+//                  (j, k) from i (j > i or k > i); T [batch N, N^2], N^2 apart.
+//   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
+//                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
+//                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
+//   mla_mat_params a warp per output: dP (written) and dg, du, dv (added into) from the parts,
+//                  in a fixed order.
+// No float atomics: the result does not depend on scheduling.
+// Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_THREADS.
+
+#define TT_R2 (TT_POS_KEY ? 2 * TT_R : TT_R)
+#define TT_NN (TT_N * TT_N)
+
+#if defined(TT_OP_MLA_MAT_PREP)
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ qkv,
+          const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
+          const float *__restrict__ v)
+{
+    const int t = blockIdx.x, b = blockIdx.y;
+    const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+#if !TT_POS_KEY
+    (void)p, (void)u, (void)v;
+#endif
+    TT_T *kvt = kv + ((size_t)b * TT_NN + (size_t)t * TT_N) * TT_R2;
+    for (int e = threadIdx.x; e < TT_N * TT_R2; e += TT_THREADS) {
+        const int k = e / TT_R2, c = e % TT_R2, r = c % TT_R;
+        const float vk = tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]);
+        const float key = c < TT_R ? tt_float(seq[(size_t)t * 3 * TT_R + TT_R + r])
+#if TT_POS_KEY
+                                   : tt_float(p[(size_t)t * TT_R + r]);
+#else
+                                   : 0.f;
+#endif
+        kvt[e] = tt_store_as<TT_T>(key * vk);
+    }
+    TT_T *at = a + ((size_t)b * TT_N + t) * TT_R2;
+    for (int c = threadIdx.x; c < TT_R2; c += TT_THREADS) {
+        const int r = c % TT_R;
+        float q = tt_float(seq[(size_t)t * 3 * TT_R + r]);
+#if TT_POS_KEY
+        q += c < TT_R ? u[r] : v[r];
+#endif
+        at[c] = tt_store_as<TT_T>(g[r] * q);
+    }
+}
+#endif
+
+#if defined(TT_OP_MLA_MAT_MASK)
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ t)
+{
+    const int i = blockIdx.x, b = blockIdx.y;
+    TT_T *row = t + ((size_t)b * TT_N + i) * TT_NN;
+    const TT_T zero = tt_store_as<TT_T>(0.f);
+    for (int c = threadIdx.x; c < TT_NN; c += TT_THREADS) {
+        const int j = c / TT_N, k = c % TT_N;
+        if (j > i || k > i) row[c] = zero;
+    }
+}
+#endif
+
+#if defined(TT_OP_MLA_MAT_GRADS)
+// part: [batch][N] rows of [dP_t (R, with position: key) | dg (R) | du (R) | dv (R)] at (b, t)
+#define TT_PART (TT_POS_KEY ? 4 * TT_R : TT_R)
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const float *__restrict__ gm,
+          const float *__restrict__ em, const TT_T *__restrict__ qkv, const float *__restrict__ g,
+          const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v)
+{
+    const int t = blockIdx.x, b = blockIdx.y;
+    const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+    const float *gt = gm + ((size_t)b * TT_N + t) * TT_R2;
+    const float *eb = em + (size_t)b * TT_NN * TT_R2;
+    TT_T *out = dqkv + ((size_t)b * TT_N + t) * 3 * TT_R;
+    float *pt = part + ((size_t)b * TT_N + t) * TT_PART;
+#if !TT_POS_KEY
+    (void)p, (void)u, (void)v;
+#endif
+    for (int r = threadIdx.x; r < TT_R; r += TT_THREADS) {
+        const float q = tt_float(seq[(size_t)t * 3 * TT_R + r]);
+        const float g1 = gt[r];
+#if TT_POS_KEY
+        const float g2 = gt[TT_R + r];
+        out[r] = tt_store_as<TT_T>(g[r] * (g1 + g2));
+        pt[TT_R + r] = g1 * (q + u[r]) + g2 * (q + v[r]); // dg
+        pt[2 * TT_R + r] = g[r] * g1;                     // du
+        pt[3 * TT_R + r] = g[r] * g2;                     // dv
+#else
+        out[r] = tt_store_as<TT_T>(g[r] * g1);
+        pt[r] = g1 * q; // dg
+#endif
+        // dK_t (and dP_t's part): row t of E, over k
+        float dk = 0.f, dp = 0.f;
+        for (int k = 0; k < TT_N; k++) {
+            const float vk = tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]);
+            const float *e = eb + ((size_t)t * TT_N + k) * TT_R2;
+            dk += e[r] * vk;
+#if TT_POS_KEY
+            dp += e[TT_R + r] * vk;
+#endif
+        }
+        out[TT_R + r] = tt_store_as<TT_T>(dk);
+#if TT_POS_KEY
+        pt[r] = dp;
+#else
+        (void)dp;
+#endif
+        // dV_t: column t of E, over j
+        float dv = 0.f;
+        for (int j = 0; j < TT_N; j++) {
+            const float *e = eb + ((size_t)j * TT_N + t) * TT_R2;
+            dv += e[r] * tt_float(seq[(size_t)j * 3 * TT_R + TT_R + r]);
+#if TT_POS_KEY
+            dv += e[TT_R + r] * tt_float(p[(size_t)j * TT_R + r]);
+#endif
+        }
+        out[2 * TT_R + r] = tt_store_as<TT_T>(dv);
+    }
+}
+#endif
+
+#if defined(TT_OP_MLA_MAT_PARAMS)
+#define TT_PART (TT_POS_KEY ? 4 * TT_R : TT_R)
+// A warp per output o: o < N R (position: key) is dP[t][r], summed over the sequences; then dg,
+// du, dv [r], summed over every (b, t). Lanes take the terms lane, lane + 32, ..., and a fixed
+// butterfly adds them.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
+          float *__restrict__ dv, const float *__restrict__ part, int batch)
+{
+    const int warp = (blockIdx.x * TT_THREADS + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    const int n_dp = TT_POS_KEY ? TT_N * TT_R : 0;
+    const int outputs = n_dp + (TT_POS_KEY ? 3 : 1) * TT_R;
+    if (warp >= outputs) return;
+    float s = 0.f;
+    if (warp < n_dp) {
+        const int t = warp / TT_R, r = warp % TT_R;
+        for (int b = lane; b < batch; b += 32) s += part[((size_t)b * TT_N + t) * TT_PART + r];
+    } else {
+        const int o = warp - n_dp, which = o / TT_R, r = o % TT_R;
+        const int col = (TT_POS_KEY ? TT_R : 0) + which * TT_R + r;
+        for (int bt = lane; bt < batch * TT_N; bt += 32) s += part[(size_t)bt * TT_PART + col];
+    }
+    s = tt_group_sum<32>(s);
+    if (lane) return;
+    if (warp < n_dp) {
+        dp[warp] = s;
+        return;
+    }
+    const int o = warp - n_dp, which = o / TT_R, r = o % TT_R;
+    float *dst = which == 0 ? dg : which == 1 ? du : dv;
+    dst[r] += s;
+}
+#endif
