@@ -266,7 +266,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 card=$(tail -1 "$out/gpu.txt" | cut -d, -f1)
 csv=$out/table.csv
 echo "point,D,N,R,H,position,B,ours_tok_s,peer_tok_s,ratio,ours_mfu_pct,peer_mfu_pct,ours_mib,peer_mib,ours_s,peer_s,note" > "$csv"
-rev=$(git rev-parse --short HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || rev+=" with changes"; }
+# the commit measured: TT_COMMIT where the tree is a snapshot without its own .git (git would
+# answer for whatever repository holds it)
+rev=${TT_COMMIT:-}
+[ -n "$rev" ] || { rev=$(git rev-parse --short HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || rev+=" with changes"; }; }
 header="== issue 17's grid on $card, ${rev:-no git}: ours tt-train bf16 ($steps steps, steady rate after the first $every steps$([ "${GRID_TUNE:-0}" = 1 ] && echo ', ttgen --tune first')); peer torch_tt.py $peer_args, $peer_steps steps; 4 layers, F 4D, B x N 2560, PTB full softmax"
 write_table() { { echo "$header"; grid_table "$csv"; } > "$out/table.txt"; }
 
