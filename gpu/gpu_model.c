@@ -1021,9 +1021,8 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     const int key = m->position == TT_POS_KEY;
     TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
     if (gw != gm) tt_gpu_join(lm->side, st);
-    if (lm->mla_mat) /* dWo's product on the side stream beside dT's path */
-        tt_mla_mat_bwd(p, gm, gw, gw != gm ? lm->side : NULL, st, lm->dqkv, lg->o,
-                       key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
+    if (lm->mla_mat)
+        tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
                        key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
                        key ? w->u : NULL, key ? w->v : NULL, &lm->mat, lm->batch, n, r, d);
     else

@@ -47,8 +47,7 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
     tt_gemm_fwd(gm, y, false, b->t, wo, batch * n, nn, d, 0.f); /* Y = T Wo^T */
 }
 
-void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, const tt_gemm *gw,
-                    const tt_gpu_side *side, cudaStream_t s, void *dqkv,
+void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
@@ -58,9 +57,7 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, const tt_gemm *g
     const int r2 = pos ? 2 * r : r, nn = n * n, rows = batch * n;
     /* T again (the layers share its buffer), then dWo += dY^T T and dT = dY Wo, masked */
     form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2);
-    TT_ASSERT((side != NULL) == (gw->stream != s) && (!side || gw->stream == side->stream));
-    if (side) tt_gpu_fork(side, s); /* dWo beside dT's path: it reads T and dY only */
-    tt_gemm_bwd_w(gw, dwo, dy, b->t, rows, nn, d);
+    tt_gemm_bwd_w(gm, dwo, dy, b->t, rows, nn, d);
     tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
     tt_mla_mat_mask(p, s, b->dt, batch);
     /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32 */
@@ -70,5 +67,4 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, const tt_gemm *g
                     b->a, false, r2, (long long)n * r2, nn, r2, n, batch, 0.f);
     tt_mla_mat_grads(p, s, dqkv, b->part, b->gm, b->em, qkv, g, pos, u, v, batch);
     tt_mla_mat_params(p, s, dp, dg, du, dv, b->part, batch);
-    if (side) tt_gpu_join(side, s); /* dY and T are the caller's again */
 }

@@ -31,11 +31,8 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
                     int r, int d);
-/* dqkv written, dp written (position: key), dwo, dg, du, dv added into. dWo's product runs on
- * gw, on side's stream beside the rest when side is not NULL (gw's stream is then side's),
- * forked after T is formed and joined at the end. */
-void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, const tt_gemm *gw,
-                    const tt_gpu_side *side, cudaStream_t s, void *dqkv,
+/* dqkv written, dp written (position: key), dwo, dg, du, dv added into. */
+void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,

@@ -448,9 +448,7 @@ static void mla_mat_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
     tt_gemm gm;
     tt_gemm_init(&gm, gpu, u->s->train.precision);
     const tt_mla_mat_bufs b = mat_bufs(u, check);
-    tt_gemm side;
-    tt_gemm_beside(&side, &gm, gpu->blas, gpu->side.stream, NULL, 0);
-    tt_mla_mat_bwd(p, &gm, &side, &gpu->side, gpu->stream, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
+    tt_mla_mat_bwd(p, &gm, gpu->stream, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
                    key ? a->d_vec + r : NULL, key ? a->d_vec + 2 * r : NULL, a->d_dy, a->d_qkv,
                    a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, &b, check ? u->check : u->batch,
                    a->n, r, a->d);
