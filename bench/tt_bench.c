@@ -29,7 +29,7 @@ typedef enum { OUT_TEXT, OUT_JSON, OUT_CSV } out_format;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tt-bench SPEC [--vs TXL_SPEC] [--steps K] [--json | --csv]\n"
+            "usage: tt-bench SPEC [--vs TXL_SPEC] [--steps K] [--profile] [--json | --csv]\n"
             "What SPEC costs against a Transformer-XL: parameters, FLOPs per token, memory, with\n"
             "ratios (SPEC / counterpart), and the paper's figures where SPEC is one of its models.\n\n"
             "  --vs TXL_SPEC  the counterpart (kind: transformer-xl); default: the Transformer-XL of\n"
@@ -37,6 +37,12 @@ static void usage(FILE *f)
             "                 mem_len = seq_len and d_head the largest divisor of d_model up to 64\n"
             "  --steps K      on a GPU, time K training steps and K evaluation runs of each model\n"
             "                 after 3 warm-up steps (default 20)\n"
+            "  --profile      on a GPU, where one training step of SPEC goes: each role's time\n"
+            "                 (embedding, qkv, attention, o, layernorm, ffn, softmax, optimizer),\n"
+            "                 forward and backward, its share, its useful FLOPs and TFLOP/s and\n"
+            "                 the fraction of the card's peak, over K steps (--steps) launched\n"
+            "                 kernel by kernel on one stream with CUDA events between the parts;\n"
+            "                 beside it the step as trained (CUDA graph, two streams)\n"
             "  --json         one JSON object\n"
             "  --csv          model,kind,section,quantity,value,unit (see the README)\n"
             "  -h, --help\n");
@@ -46,12 +52,14 @@ typedef struct {
     const char *spec, *vs;
     out_format format;
     long steps;
+    int profile;
 } options;
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { VS = 256, JSON, CSV, STEPS };
+    enum { VS = 256, JSON, CSV, STEPS, PROFILE };
     static const struct option longs[] = {{"vs", required_argument, 0, VS},
+                                          {"profile", no_argument, 0, PROFILE},
                                           {"steps", required_argument, 0, STEPS},
                                           {"json", no_argument, 0, JSON},
                                           {"csv", no_argument, 0, CSV},
@@ -60,7 +68,9 @@ static int parse_args(int argc, char **argv, options *o)
     opterr = 0;
     int c, formats = 0;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        if (c == VS) {
+        if (c == PROFILE) {
+            o->profile = 1;
+        } else if (c == VS) {
             o->vs = optarg;
         } else if (c == STEPS) {
             char *end;
@@ -861,6 +871,140 @@ static int sweep_main(int argc, char **argv)
     return rc;
 }
 
+/* --- tt-bench SPEC --profile ---------------------------------------------------------------- */
+
+/* Useful FLOPs a token of one role's forward (the cost model's parts, gen/report.h); 0 where it
+ * counts none (elementwise work). The backward's are twice the forward's. */
+static double role_fwd_flops(const tt_spec *s, const tt_costs *c, tt_prof_role r)
+{
+    const tt_model_spec *m = &s->model;
+    const double o = m->kind == TT_KIND_TXL ? 2.0 * m->n_head * m->d_head * m->d_model : 0;
+    switch (r) {
+    case TT_PROF_EMBEDDING: return c->fwd[TT_F_EMBEDDING];
+    case TT_PROF_QKV: return c->fwd[TT_F_ATTN_PROJ];
+    case TT_PROF_ATTENTION: return c->fwd[TT_F_ATTN_SCORE] + c->fwd[TT_F_ATTN_MIX] - o;
+    case TT_PROF_O: return o;
+    case TT_PROF_FFN: return c->fwd[TT_F_FFN];
+    case TT_PROF_SOFTMAX: return c->fwd[TT_F_SOFTMAX];
+    default: return 0;
+    }
+}
+
+static int profile_main(const options *o, const tt_spec *s, long vocab)
+{
+    char err[4096];
+    tt_gpu g;
+    if (tt_gpu_open(&g, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "tt-bench --profile: needs a GPU: %s\n", err);
+        return 1;
+    }
+    tt_costs costs;
+    tt_costs_compute(s, vocab, &costs);
+    tt_layout l;
+    tt_cache cache;
+    const int cached = tt_cache_open(&cache, NULL, err, sizeof err) == 0;
+    tt_gpu_lm *lm = NULL;
+    int rc = 1;
+    if (tt_layout_build(&s->model, vocab, &l, err, sizeof err) != 0) {
+        fprintf(stderr, "tt-bench --profile: %s\n", err);
+        goto close_gpu;
+    }
+    const int batch = s->train.batch, rows = batch * s->model.seq_len;
+    if (tt_gpu_lm_open(&lm, &g, s, &l, batch, cached ? &cache : NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "tt-bench --profile: %s\n", err);
+        goto free_layout;
+    }
+    const long steps = o->steps ? o->steps : 20;
+    float *w = tt_xmalloc(l.n_floats * sizeof *w);
+    tt_layout_init(&l, w, 1);
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l.n_floats * 4, cudaMemcpyHostToDevice));
+    tt_gpu_lm_weights_changed(lm);
+    run_ctx c = {lm, tt_xmalloc((size_t)rows * 4), tt_xmalloc((size_t)rows * 4), rows, vocab, true};
+    for (long i = 1; i <= WARMUP_STEPS; i++) run_one(&c, i);
+    const double step_ms = timed_ms(&g, steps, run_one, &c, WARMUP_STEPS + 1) / (double)steps;
+    random_tokens(c.in, c.tg, rows, vocab, WARMUP_STEPS + steps + 1);
+    const tt_lm_opts lo = {.train = true, .seed = 1, .step = (uint64_t)(WARMUP_STEPS + steps + 1)};
+    tt_step_profile p;
+    tt_gpu_lm_profile(lm, c.in, c.tg, &lo, WARMUP_STEPS + steps + 1, (int)steps, &p);
+    const tt_card *card = tt_card_lookup(g.name);
+    const double peak = card ? tt_card_peak_tflops(card, s->train.precision) : NAN;
+    const double tokens = rows;
+    if (o->format == OUT_JSON) {
+        printf("{\"spec\":");
+        tt_json_string(s->path, stdout);
+        printf(",\"card\":");
+        tt_json_string(g.name, stdout);
+        printf(",\"precision\":\"%s\",\"batch\":%d,\"seq_len\":%d,\"steps\":%ld,\"step_ms\":",
+               tt_precision_name(s->train.precision), batch, s->model.seq_len, steps);
+        json_number(step_ms, stdout);
+        printf(",\"parts_sum_ms\":");
+        json_number(p.sum_ms, stdout);
+        printf(",\"parts\":%d,\"peak_tflops\":", p.parts);
+        json_number(peak, stdout);
+        printf(",\"roles\":[");
+    } else if (o->format == OUT_CSV) {
+        printf("role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction\n");
+    } else {
+        printf("where one training step of %s goes on %s (%s, batch %d x %d): %ld steps launched "
+               "kernel by kernel on one stream, CUDA events between %d parts a step\n\n",
+               s->path, g.name, tt_precision_name(s->train.precision), batch, s->model.seq_len,
+               steps, p.parts);
+        printf("%-10s %11s %11s %10s %7s %10s %9s %8s\n", "role", "forward ms", "backward ms",
+               "total ms", "share", "GFLOP", "TFLOP/s", "of peak");
+    }
+    for (int r = 0; r < TT_PROF_ROLES; r++) {
+        const double f = p.ms[r][0], b = p.ms[r][1], t = f + b;
+        const double flop = 3 * role_fwd_flops(s, &costs, (tt_prof_role)r) * tokens;
+        const double tf = flop > 0 && t > 0 ? flop / (t * 1e-3) / 1e12 : NAN;
+        if (o->format == OUT_JSON) {
+            printf("%s{\"role\":\"%s\",\"forward_ms\":", r ? "," : "", tt_prof_role_name((tt_prof_role)r));
+            json_number(f, stdout);
+            printf(",\"backward_ms\":");
+            json_number(b, stdout);
+            printf(",\"ms\":");
+            json_number(t, stdout);
+            printf(",\"share\":");
+            json_number(t / p.sum_ms, stdout);
+            printf(",\"gflop\":");
+            json_number(flop > 0 ? flop / 1e9 : NAN, stdout);
+            printf(",\"tflops\":");
+            json_number(tf, stdout);
+            printf(",\"peak_fraction\":");
+            json_number(tf / peak, stdout);
+            printf("}");
+        } else if (o->format == OUT_CSV) {
+            printf("%s,%.6f,%.6f,%.6f,%.6f,", tt_prof_role_name((tt_prof_role)r), f, b, t,
+                   t / p.sum_ms);
+            if (flop > 0) printf("%.6f,%.6f,%.6f\n", flop / 1e9, tf, tf / peak);
+            else printf(",,\n");
+        } else {
+            printf("%-10s %11.4f %11.4f %10.4f %6.1f%%", tt_prof_role_name((tt_prof_role)r), f, b,
+                   t, 100 * t / p.sum_ms);
+            if (flop > 0) printf(" %10.3f %9.1f %7.1f%%\n", flop / 1e9, tf, 100 * tf / peak);
+            else printf(" %10s %9s %8s\n", "-", "-", "-");
+        }
+    }
+    if (o->format == OUT_JSON) {
+        printf("]}\n");
+    } else if (o->format == OUT_TEXT) {
+        printf("%-10s %11s %11s %10.4f %6.1f%%\n\n", "sum", "", "", p.sum_ms, 100.0);
+        printf("the step as trained (a CUDA graph, the side stream beside): %.4f ms; the parts sum "
+               "to %.2f of it. softmax counts its backward as forward (one pass); GFLOP: the cost "
+               "model's useful work (masked products not counted), backward twice the forward's; "
+               "peak: %s\n", step_ms, p.sum_ms / step_ms,
+               card ? tt_card_label(card) : "unknown (this card is not in gpu/cards.c)");
+    }
+    free(c.in), free(c.tg), free(w);
+    tt_gpu_lm_close(lm);
+    rc = 0;
+free_layout:
+    tt_layout_free(&l);
+close_gpu:
+    if (cached) tt_cache_close(&cache);
+    tt_gpu_close(&g);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "sweep")) return sweep_main(argc - 1, argv + 1);
@@ -875,6 +1019,16 @@ int main(int argc, char **argv)
     }
     long vocab, vs_vocab = 0;
     if ((rc = resolve_vocab(&ours, &vocab))) {
+        tt_spec_free(&ours);
+        return rc;
+    }
+    if (o.profile) {
+        if (o.vs) {
+            fprintf(stderr, "tt-bench: --profile measures SPEC alone, without --vs\n");
+            rc = 2;
+        } else {
+            rc = profile_main(&o, &ours, vocab);
+        }
         tt_spec_free(&ours);
         return rc;
     }

@@ -267,22 +267,11 @@ static void print_kernels_text(const tt_build *b, int n, const char *arch, const
 }
 
 /* s as a JSON string: the spec's path is the user's, and may hold quotes or backslashes. */
-static void json_string(const char *s, FILE *f)
-{
-    fputc('"', f);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    }
-    fputc('"', f);
-}
-
 static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_build *b, int n,
                        const char *arch, int compiled, double wall)
 {
     printf("{\"ttgen\":\"%s\",\"spec\":", TT_VERSION);
-    json_string(spec->path, stdout);
+    tt_json_string(spec->path, stdout);
     printf(",\"arch\":\"%s\",\"report\":", arch);
     tt_report_json(spec, costs, stdout);
     printf(",\"kernels\":[");
@@ -295,11 +284,11 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
         printf(",\"dynamic_smem_bytes\":%u", p->dyn_smem);
         if (p->variant[0]) {
             printf(",\"variant\":");
-            json_string(p->variant, stdout);
+            tt_json_string(p->variant, stdout);
         }
         if (p->strategy[0]) {
             printf(",\"strategy\":");
-            json_string(p->strategy, stdout);
+            tt_json_string(p->strategy, stdout);
         }
         if (compiled)
             printf(",\"cached\":%s,\"compile_seconds\":%.4f,\"registers\":%d,\"spill_bytes\":%d,"

@@ -275,3 +275,14 @@ double tt_rel_l2(const float *got, const float *want, size_t n)
     }
     return sqrt(num / (den > 0 ? den : 1));
 }
+
+void tt_json_string(const char *s, FILE *f)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
+        else fputc(*c, f);
+    }
+    fputc('"', f);
+}

@@ -63,4 +63,7 @@ void tt_buf_append(tt_buf *b, const void *p, size_t n);
 void tt_buf_printf(tt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tt_buf_free(tt_buf *b);
 
+/* s as a JSON string, quoted, with '"', '\\' and control characters escaped. */
+void tt_json_string(const char *s, FILE *f);
+
 #endif

@@ -148,6 +148,7 @@ struct tt_gpu_lm {
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
+    struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     tt_mla_mat_bufs mat;   /* its buffers */
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
@@ -649,6 +650,28 @@ static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uin
     return (tt_dropout){o->train ? p : 0.f, o->seed, lm->step, site};
 }
 
+/* tt_gpu_lm_profile's events: event i ends a part of role[i] (event 0 starts the step). */
+#define TT_PROF_MARKS 2048
+struct prof_marks {
+    cudaEvent_t ev[TT_PROF_MARKS];
+    unsigned char role[TT_PROF_MARKS], bwd[TT_PROF_MARKS];
+    int n, created;
+    bool in_bwd;
+};
+
+/* The work queued on the main stream since the last mark was role's (nothing without a
+ * profile). */
+static void mark(tt_gpu_lm *lm, tt_prof_role role)
+{
+    struct prof_marks *pm = lm->prof;
+    if (!pm) return;
+    TT_ASSERT(pm->n < TT_PROF_MARKS);
+    if (pm->n == pm->created) TT_CUDA(cudaEventCreate(&pm->ev[pm->created++]));
+    pm->role[pm->n] = (unsigned char)role;
+    pm->bwd[pm->n] = pm->in_bwd;
+    TT_CUDA(cudaEventRecord(pm->ev[pm->n++], lm->gpu->stream));
+}
+
 /* Pads a list of m rows (and, for a tail, their targets and weights) with -1 (and 0) up to the
  * next multiple of TT_ADAPTIVE_BUCKET; returns that length. */
 static int pad_list(int32_t *rows, int32_t *target, float *weight, int m)
@@ -931,6 +954,7 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     const float drop = (float)m->dropout;
     tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
                        d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0)));
+    mark(lm, TT_PROF_LAYERNORM);
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
      * rows and W2's zero columns in their copies, so h's and dff's padding is written with
@@ -942,8 +966,10 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
                    drop_at(lm, o, drop, tail_site(lm, k, 1)));
     tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), lp->w2.pcol,
                      pad_src(lm, &lp->b2), rows, fp, lp->w2.prow);
+    mark(lm, TT_PROF_FFN);
     tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w, lw->ln2_b,
                        rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2)));
+    mark(lm, TT_PROF_LAYERNORM);
 }
 
 /* Its backward, from lm->dx = d x2: lm->dx = d x through the residual alone and lm->dy = d y.
@@ -965,6 +991,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
                        drop_at(lm, o, drop, tail_site(lm, k, 2)));
     TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+    mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
     pad_commit(gw, &lp->w2);
@@ -978,12 +1005,14 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     pad_commit(gw, &lp->w1);
     tt_gemm_bwd_x_ld(gm, lm->dres, dl, lm->dff, fp, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
                      lp->w1.pcol, fp, 1.f); /* d x1 in full */
+    mark(lm, TT_PROF_FFN);
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
     tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres, a->s1,
                        a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
                        drop_at(lm, o, drop, tail_site(lm, k, 0)));
     TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
+    mark(lm, TT_PROF_LAYERNORM);
 }
 
 /* The tensorized layer's attention (MODEL.md section 1): y = MLA(x). */
@@ -997,6 +1026,7 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     const int rows = lm->rows, d = m->d_model, r = m->rank, n = m->seq_len;
     const int key = m->position == TT_POS_KEY;
     tt_gemm_fwd(&lm->gemm, a->qkv, false, x, wcp(lm, lw->qkv), rows, d, 3 * r, 0.f);
+    mark(lm, TT_PROF_QKV);
     tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
     if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
     if (lm->mla_mat)
@@ -1005,6 +1035,7 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     else
         tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
                    lm->wv.v, lm->mla_part, lm->batch, n, r, d);
+    mark(lm, TT_PROF_ATTENTION);
 }
 
 /* Its backward from lm->dy: the parameters' gradients, and d x added into lm->dx. */
@@ -1038,9 +1069,11 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
         }
         tt_gemm_bwd_w(gm, lg->r_net, dp, lm->pe, n, d, r);
     }
+    mark(lm, TT_PROF_ATTENTION);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     tt_gemm_bwd_w(gw, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
     tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
+    mark(lm, TT_PROF_QKV);
 }
 
 /* The rows of lm->pe (and of its table) before the current run's position embeddings: they
@@ -1081,6 +1114,7 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
         tt_gemm_fwd_ld(gm, a->kvm, false, 2 * hl, lm->mem[lm->par][k], dl, pad_block(lm, &lp->qkv, 1),
                        dl, B * ml, dl, 2 * hl, 0.f);
     tt_gemm_fwd_ld(gm, lm->r, false, hl, pe, dl, pad_src(lm, &lp->r), dl, klen, dl, hl, 0.f);
+    mark(lm, TT_PROF_QKV);
     tt_txl_heads(p, st, a->rh, lm->r, klen, hl, 0);
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
                      lm->wv.v, B, n, ml, qkv_rows(lm));
@@ -1096,7 +1130,9 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
                     (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
     tt_txl_unheads(p, st, a->om, lm->oh, rows, hl, 0);
+    mark(lm, TT_PROF_ATTENTION);
     tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
+    mark(lm, TT_PROF_O);
 }
 
 /* Its backward from lm->dy: the parameters' gradients (u and v shared by every layer), and d x
@@ -1116,6 +1152,7 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     pad_dw(gm, &lp->o, 0, 1, true, 1.f, lm->dy, dl, a->om, hl, rows);
     pad_commit(gm, &lp->o);
     tt_gemm_bwd_x_ld(gm, lm->dom, hl, lm->dy, dl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
+    mark(lm, TT_PROF_O);
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
     tt_gemm_batched(gm, lm->dpd, true, klen, (long long)n * klen, lm->doh, false, dp,
@@ -1141,6 +1178,7 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
     tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, B,
                      n, ml, qkv_rows(lm));
+    mark(lm, TT_PROF_ATTENTION);
     pad_dw(gm, &lp->qkv, 0, 3, true, 1.f, lm->dqkv, 3 * hl, xin, dl, rows);
     if (ml)
         pad_dw(gm, &lp->qkv, 1, 2, false, 1.f, lm->dkvm, 2 * hl, lm->mem[lm->par][k], dl,
@@ -1148,6 +1186,7 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     pad_commit(gm, &lp->qkv);
     tt_gemm_bwd_x_ld(gm, lm->dx, dl, lm->dqkv, 3 * hl, pad_src(lm, &lp->qkv), dl, rows, dl, 3 * hl,
                      1.f);
+    mark(lm, TT_PROF_QKV);
 }
 
 /* Transformer-XL's memories for the next segment: layer k's = the last min(mlen + N, M) rows of
@@ -1182,13 +1221,16 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
 
     if (grads) zero_grads(lm);
+    mark(lm, TT_PROF_OPTIMIZER);
     /* forward */
     enqueue_embedding(lm, o, false);
+    mark(lm, TT_PROF_EMBEDDING);
     if (lm->txl) { /* pos_emb of distances klen-1 .. 0 with its dropout, for every layer */
         const size_t skip = txl_pe_skip(lm);
         tt_txl_pe(&lm->prog, lm->gpu->stream, (char *)lm->pe + skip * lm->dl * lm->es,
                   lm->pe_tab + skip * m->d_model, lm->mlen + m->seq_len, m->d_model, lm->dl,
                   drop_at(lm, o, (float)m->dropout, 1));
+        mark(lm, TT_PROF_ATTENTION);
     }
     const void *x = lm->x0;
     for (int k = 0; k < m->layers; k++) {
@@ -1200,7 +1242,10 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
         x = lm->acts[k].x2;
     }
     if (lm->txl) txl_update_memory(lm);
+    mark(lm, TT_PROF_ATTENTION);
     enqueue_output(lm, o, grads, scale, x); /* and its backward: dx = d loss / d x */
+    mark(lm, TT_PROF_SOFTMAX);
+    if (lm->prof) lm->prof->in_bwd = true;
 
     if (grads) {
         /* The weight gradients' products run on the side stream beside the chain to dx (they
@@ -1219,6 +1264,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
         }
         enqueue_embedding(lm, o, true);
         if (gw != &lm->gemm) tt_gpu_join(lm->side, lm->gpu->stream);
+        mark(lm, TT_PROF_EMBEDDING);
     }
 }
 
@@ -1414,3 +1460,47 @@ void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded)
 }
 
 void tt_gpu_lm_retime_products(tt_gpu_lm *lm) { tt_gemm_retime(&lm->gemm); }
+
+const char *tt_prof_role_name(tt_prof_role r)
+{
+    static const char *const names[TT_PROF_ROLES] = {
+        "embedding", "qkv", "attention", "o", "layernorm", "ffn", "softmax", "optimizer"};
+    return r < TT_PROF_ROLES ? names[r] : "?";
+}
+
+void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                       const tt_lm_opts *o, long s, int reps, tt_step_profile *out)
+{
+    memset(out, 0, sizeof *out);
+    struct prof_marks *pm = tt_xcalloc(1, sizeof *pm);
+    const tt_gpu_side *side = lm->side;
+    lm->side = NULL; /* one stream: the parts tile the step */
+    const int mlen = lm->mlen, par = lm->par;
+    for (int rep = 0; rep <= reps; rep++) { /* the first settles the products, uncounted */
+        lm->mlen = mlen, lm->par = par;
+        const double weights = upload_inputs(lm, inputs, targets, o);
+        tt_adam_scalars host;
+        upload_adam_scalars(lm, &host, s);
+        TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+        pm->n = 0;
+        pm->in_bwd = false;
+        lm->prof = pm;
+        mark(lm, TT_PROF_EMBEDDING); /* the start */
+        enqueue_run(lm, o, true, weights);
+        enqueue_adam(lm);
+        mark(lm, TT_PROF_OPTIMIZER);
+        lm->prof = NULL;
+        TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+        for (int i = 1; rep > 0 && i < pm->n; i++) {
+            float ms;
+            TT_CUDA(cudaEventElapsedTime(&ms, pm->ev[i - 1], pm->ev[i]));
+            out->ms[pm->role[i]][pm->bwd[i]] += ms / reps;
+            out->sum_ms += ms / reps;
+        }
+        out->parts = pm->n - 1;
+    }
+    lm->mlen = mlen, lm->par = par;
+    lm->side = side;
+    for (int i = 0; i < pm->created; i++) cudaEventDestroy(pm->ev[i]);
+    free(pm);
+}

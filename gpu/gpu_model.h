@@ -74,6 +74,34 @@ void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded);
 /* ttgen --tune: the products met from now on are timed again, and their records replaced. */
 void tt_gpu_lm_retime_products(tt_gpu_lm *lm);
 
+/* Where a training step's time goes (tt-bench --profile): the roles of its parts. */
+typedef enum {
+    TT_PROF_EMBEDDING, /* the word embedding (adaptive: its clusters and projections) */
+    TT_PROF_QKV,       /* the projections to q, k, v (Transformer-XL: and r, and the memory's) */
+    TT_PROF_ATTENTION, /* the rest of the attention: the core and T (tensorized; with Wo), the
+                        * scores, softmax and P V (Transformer-XL) */
+    TT_PROF_O,         /* Transformer-XL's o_net */
+    TT_PROF_LAYERNORM, /* the residual sums with dropout and their LayerNorms */
+    TT_PROF_FFN,       /* W1, the activation with dropout, W2 */
+    TT_PROF_SOFTMAX,   /* the output layer and the loss, forward and backward */
+    TT_PROF_OPTIMIZER, /* the gradient norm, clipping and Adam, and the weights' copies */
+    TT_PROF_ROLES
+} tt_prof_role;
+const char *tt_prof_role_name(tt_prof_role r);
+
+typedef struct {
+    double ms[TT_PROF_ROLES][2]; /* [role][forward, backward]: mean ms a step */
+    double sum_ms;               /* all of them */
+    int parts;                   /* the parts a step was cut into */
+} tt_step_profile;
+
+/* reps training steps (after one that is not counted) on inputs, launched kernel by kernel on
+ * the main stream alone, with a CUDA event between the parts of each role, so that the parts tile
+ * the step: their mean times by role and direction. The step s's dropout and Adam's scalars; the
+ * weights move as in training. */
+void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                       const tt_lm_opts *o, long s, int reps, tt_step_profile *out);
+
 /* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);
 

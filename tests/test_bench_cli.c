@@ -389,6 +389,50 @@ static void test_refusals(void **state)
     free(no_data);
 }
 
+/* tt-bench --profile: without a GPU one line on stderr that says so, exit 1; with one, the CSV of
+ * every role (8 rows), shares that add up to 1, time in the roles every step has, and useful
+ * FLOPs where the cost model counts them. --vs is refused. */
+static void test_profile(void **state)
+{
+    (void)state;
+    REFUSES("--profile --vs", "--profile measures SPEC alone", PTB, "--profile", "--vs", TXL_PTB);
+    tu_proc p;
+    RUN(&p, PTB, "--profile", "--csv", "--steps", "3");
+    tt_device_info info;
+    char why[512];
+    if (tt_device_query(0, &info, why, sizeof why) != 0) {
+        tu_expect_exit(&p, 1, "tt-bench --profile without a GPU");
+        if (tu_count_lines(p.err) != 1 || !strstr(p.err, "tt-bench --profile: needs a GPU: no CUDA device"))
+            fail_msg("not one line that says a GPU is needed:\n%s", p.err);
+        assert_string_equal(p.out, "");
+        print_message("  %s", p.err);
+        tu_proc_free(&p);
+        return;
+    }
+    tu_expect_exit(&p, 0, "tt-bench --profile");
+    static const char *const roles[] = {"embedding", "qkv", "attention", "o", "layernorm", "ffn",
+                                        "softmax", "optimizer"};
+    const char *line = strchr(p.out, '\n');
+    if (!line || strncmp(p.out, "role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction\n",
+                         (size_t)(line - p.out + 1)))
+        fail_msg("not the profile's CSV header:\n%s", p.out);
+    double share = 0;
+    for (int r = 0; r < 8; r++) {
+        line++;
+        char name[32];
+        double f, b, ms, sh;
+        if (sscanf(line, "%31[^,],%lf,%lf,%lf,%lf", name, &f, &b, &ms, &sh) != 5 ||
+            strcmp(name, roles[r]))
+            fail_msg("row %d is not %s's: %.80s", r + 1, roles[r], line);
+        const bool has = r != 3; /* the tensorized model has no o_net */
+        if (has != (ms > 0)) fail_msg("%s: %g ms", roles[r], ms);
+        share += sh;
+        line = strchr(line, '\n');
+    }
+    if (fabs(share - 1) > 1e-6) fail_msg("the shares add up to %g", share);
+    tu_proc_free(&p);
+}
+
 /* tt-bench sweep on a small spec and corpus: every (rank, cores, seq_len) a row of the
  * documented CSV, in order; parameters and FLOPs as tt-bench reports the same variant; with
  * --train-steps a finite validation perplexity; the measured columns empty without a GPU (and
@@ -515,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_csv_schema),
         cmocka_unit_test(test_text),
         IN_OWN_FOLDER(test_refusals),
+        cmocka_unit_test(test_profile),
         IN_OWN_FOLDER(test_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
