@@ -40,8 +40,8 @@ static void usage(FILE *f)
             "  --profile      on a GPU, where one training step of SPEC goes: each role's time\n"
             "                 (embedding, qkv, attention, o, layernorm, ffn, softmax, optimizer),\n"
             "                 forward and backward, its share, its useful FLOPs and TFLOP/s and\n"
-            "                 the fraction of the card's peak, over K steps (--steps) launched\n"
-            "                 kernel by kernel on one stream with CUDA events between the parts;\n"
+            "                 the fraction of the card's peak, over K steps (--steps) replayed as\n"
+            "                 one CUDA graph on one stream with an event node between the parts;\n"
             "                 beside it the step as trained (CUDA graph, two streams)\n"
             "  --json         one JSON object\n"
             "  --csv          model,kind,section,quantity,value,unit (see the README)\n"
@@ -945,8 +945,8 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
     } else if (o->format == OUT_CSV) {
         printf("role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction\n");
     } else {
-        printf("where one training step of %s goes on %s (%s, batch %d x %d): %ld steps launched "
-               "kernel by kernel on one stream, CUDA events between %d parts a step\n\n",
+        printf("where one training step of %s goes on %s (%s, batch %d x %d): %ld steps as one "
+               "CUDA graph on one stream, an event node between %d parts a step\n\n",
                s->path, g.name, tt_precision_name(s->train.precision), batch, s->model.seq_len,
                steps, p.parts);
         printf("%-10s %11s %11s %10s %7s %10s %9s %8s\n", "role", "forward ms", "backward ms",

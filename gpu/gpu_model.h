@@ -95,10 +95,10 @@ typedef struct {
     int parts;                   /* the parts a step was cut into */
 } tt_step_profile;
 
-/* reps training steps (after one that is not counted) on inputs, launched kernel by kernel on
- * the main stream alone, with a CUDA event between the parts of each role, so that the parts tile
- * the step: their mean times by role and direction. The step s's dropout and Adam's scalars; the
- * weights move as in training. */
+/* reps training steps on inputs on the main stream alone, captured as a CUDA graph with an event
+ * node between the parts of each role, so that the parts tile the step: their mean times by role
+ * and direction (after one step kernel by kernel and one replay, not counted). The step s's
+ * dropout and Adam's scalars; the weights move as in training. */
 void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                        const tt_lm_opts *o, long s, int reps, tt_step_profile *out);
 
