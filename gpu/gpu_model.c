@@ -669,8 +669,13 @@ static void mark(tt_gpu_lm *lm, tt_prof_role role)
     if (pm->n == pm->created) TT_CUDA(cudaEventCreate(&pm->ev[pm->created++]));
     pm->role[pm->n] = (unsigned char)role;
     pm->bwd[pm->n] = pm->in_bwd;
-    /* in the profiled step's capture: an event node of the graph, recorded as it runs */
-    TT_CUDA(cudaEventRecordWithFlags(pm->ev[pm->n++], lm->gpu->stream, cudaEventRecordExternal));
+    /* in the profiled step's capture: an event node of the graph, recorded as it runs (the
+     * flag is refused outside a capture) */
+    enum cudaStreamCaptureStatus capturing;
+    TT_CUDA(cudaStreamIsCapturing(lm->gpu->stream, &capturing));
+    TT_CUDA(cudaEventRecordWithFlags(pm->ev[pm->n++], lm->gpu->stream,
+                                     capturing == cudaStreamCaptureStatusActive
+                                         ? cudaEventRecordExternal : cudaEventRecordDefault));
 }
 
 /* Pads a list of m rows (and, for a tail, their targets and weights) with -1 (and 0) up to the
