@@ -1069,7 +1069,8 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
                               "OP_MLA_MAT_PARAMS"};
     for (int i = 0; i < 4; i++) {
         if (i == 1 && !m->causal) continue; /* nothing to mask */
-        const long threads = i == 1 ? 256 : i == 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
+        /* the mask and the sums: 256 threads; the row kernels: about a thread per rank */
+        const long threads = i == 1 || i == 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
         tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
         mla_shape_consts(k, m);
         name_kernel(k, flags);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <signal.h>
@@ -27,9 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "device.h"
 #include "safetensors.h"
 #include "testutil.h"
+#include "tune.h"
 #include "util.h"
 
 #define TIMEOUT 300.0 /* seconds any one run may take */
@@ -527,20 +530,19 @@ static char *best_of(const char *out)
     return tt_xasprintf("%.*s", (int)strcspn(at, "\n"), at);
 }
 
-/* Deletes the tuning files of f's kernel cache (TTGEN_CACHE_DIR=root/cache: one folder a
- * version of it), so that the next run on a GPU starts with no product's algorithm recorded. */
+/* Deletes the tuning file of f's kernel cache (TTGEN_CACHE_DIR=root/cache: tt_cache_open finds
+ * its folder as the binaries do), so that the next run on a GPU starts with no product's
+ * algorithm recorded. */
 static void forget_tuning(const fixture *f)
 {
-    char *cache = in_root(f, "cache");
-    DIR *d = opendir(cache);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        char *t = tt_xasprintf("%s/%s/tuning.tsv", cache, e->d_name);
-        unlink(t);
-        free(t);
-    }
-    if (d) closedir(d);
-    free(cache);
+    char *dir = in_root(f, "cache"), err[512];
+    tt_cache cache;
+    if (tt_cache_open(&cache, dir, err, sizeof err) != 0) fail_msg("%s", err);
+    char *tuning = tt_tuning_path(cache.dir);
+    if (unlink(tuning) != 0 && errno != ENOENT) fail_msg("%s: cannot delete", tuning);
+    free(tuning);
+    tt_cache_close(&cache);
+    free(dir);
 }
 
 /* For each case, with dropout (so that the masks, functions of the step, matter): A and C in one
