@@ -939,7 +939,8 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
         json_number(step_ms, stdout);
         printf(",\"parts_sum_ms\":");
         json_number(p.sum_ms, stdout);
-        printf(",\"parts\":%d,\"peak_tflops\":", p.parts);
+        printf(",\"parts\":%d,\"kernels\":%d,\"memsets\":%d,\"copies\":%d,\"peak_tflops\":",
+               p.parts, p.kernels, p.memsets, p.copies);
         json_number(peak, stdout);
         printf(",\"roles\":[");
     } else if (o->format == OUT_CSV) {
@@ -993,6 +994,8 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
                "model's useful work (masked products not counted), backward twice the forward's; "
                "peak: %s\n", step_ms, p.sum_ms / step_ms,
                card ? tt_card_label(card) : "unknown (this card is not in gpu/cards.c)");
+        printf("launches a step: %d kernels (cuBLAS's each counted), %d memsets, %d copies\n",
+               p.kernels, p.memsets, p.copies);
     }
     free(c.in), free(c.tg), free(w);
     tt_gpu_lm_close(lm);

@@ -1487,6 +1487,23 @@ static void profiled_step(tt_gpu_lm *lm, struct prof_marks *pm, const tt_lm_opts
     lm->prof = NULL;
 }
 
+/* The step's launches by kind (the marks' event nodes not counted). */
+static void count_nodes(cudaGraph_t g, tt_step_profile *out)
+{
+    size_t n = 0;
+    TT_CUDA(cudaGraphGetNodes(g, NULL, &n));
+    cudaGraphNode_t *nodes = tt_xcalloc(n ? n : 1, sizeof *nodes);
+    TT_CUDA(cudaGraphGetNodes(g, nodes, &n));
+    for (size_t i = 0; i < n; i++) {
+        enum cudaGraphNodeType t;
+        TT_CUDA(cudaGraphNodeGetType(nodes[i], &t));
+        out->kernels += t == cudaGraphNodeTypeKernel;
+        out->memsets += t == cudaGraphNodeTypeMemset;
+        out->copies += t == cudaGraphNodeTypeMemcpy;
+    }
+    free(nodes);
+}
+
 void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                        const tt_lm_opts *o, long s, int reps, tt_step_profile *out)
 {
@@ -1508,6 +1525,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     profiled_step(lm, pm, o, weights);
     TT_CUDA(cudaStreamEndCapture(st, &g));
     TT_ASSERT(!tt_gemm_pending(&lm->gemm));
+    count_nodes(g, out);
     TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
     TT_CUDA(cudaGraphDestroy(g));
     for (int rep = 0; rep <= reps; rep++) { /* the first warms the graph up, uncounted */

@@ -93,6 +93,8 @@ typedef struct {
     double ms[TT_PROF_ROLES][2]; /* [role][forward, backward]: mean ms a step */
     double sum_ms;               /* all of them */
     int parts;                   /* the parts a step was cut into */
+    int kernels, memsets, copies; /* a step's launches by kind (the graph's nodes; cuBLAS's
+                                   * kernels each count) */
 } tt_step_profile;
 
 /* reps training steps on inputs on the main stream alone, captured as a CUDA graph with an event
