@@ -39,8 +39,9 @@ static void usage(FILE *f)
             "                 after 3 warm-up steps (default 20)\n"
             "  --profile      on a GPU, where one training step of SPEC goes: each role's time\n"
             "                 (embedding, qkv, attention, o, layernorm, ffn, softmax, optimizer),\n"
-            "                 forward and backward, its share, its useful FLOPs and TFLOP/s and\n"
-            "                 the fraction of the card's peak, over K steps (--steps) replayed as\n"
+            "                 forward and backward, its share, its useful FLOPs and TFLOP/s,\n"
+            "                 the fraction of the card's peak, its useful bytes and GB/s, and the\n"
+            "                 fraction of the card's roofline, over K steps (--steps) replayed as\n"
             "                 one CUDA graph on one stream with an event node between the parts;\n"
             "                 beside it the step as trained (CUDA graph, two streams)\n"
             "  --json         one JSON object\n"
@@ -890,6 +891,30 @@ static double role_fwd_flops(const tt_spec *s, const tt_costs *c, tt_prof_role r
     }
 }
 
+/* Useful bytes of device memory one training step of one role moves, forward and backward (the
+ * cost model's, gen/report.h: report.c's step_bytes says what counts). */
+static double role_bytes(const tt_costs *c, tt_prof_role r)
+{
+    switch (r) {
+    case TT_PROF_EMBEDDING: return c->step_bytes[TT_B_EMBEDDING];
+    case TT_PROF_QKV: return c->step_bytes[TT_B_ATTN_QKV];
+    case TT_PROF_ATTENTION: return c->step_bytes[TT_B_ATTN];
+    case TT_PROF_O: return c->step_bytes[TT_B_ATTN_O];
+    case TT_PROF_LAYERNORM: return c->step_bytes[TT_B_LAYERNORM];
+    case TT_PROF_FFN: return c->step_bytes[TT_B_FFN];
+    case TT_PROF_SOFTMAX: return c->step_bytes[TT_B_SOFTMAX];
+    case TT_PROF_OPTIMIZER: return c->step_bytes[TT_B_OPTIMIZER];
+    default: return 0;
+    }
+}
+
+/* A fraction for the table: "-" when there is none (an unknown card, a role without time). */
+static void print_percent(double v, int width)
+{
+    if (isfinite(v)) printf(" %*.1f%%", width - 1, 100 * v);
+    else printf(" %*s", width, "-");
+}
+
 static int profile_main(const options *o, const tt_spec *s, long vocab)
 {
     char err[4096];
@@ -928,6 +953,7 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
     tt_gpu_lm_profile(lm, c.in, c.tg, &lo, WARMUP_STEPS + steps + 1, (int)steps, &p);
     const tt_card *card = tt_card_lookup(g.name);
     const double peak = card ? tt_card_peak_tflops(card, s->train.precision) : NAN;
+    const double bandwidth = card ? tt_card_bandwidth_gbs(card) : NAN;
     const double tokens = rows;
     if (o->format == OUT_JSON) {
         printf("{\"spec\":");
@@ -942,21 +968,32 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
         printf(",\"parts\":%d,\"kernels\":%d,\"memsets\":%d,\"copies\":%d,\"peak_tflops\":",
                p.parts, p.kernels, p.memsets, p.copies);
         json_number(peak, stdout);
+        printf(",\"bandwidth_gbps\":");
+        json_number(bandwidth, stdout);
         printf(",\"roles\":[");
     } else if (o->format == OUT_CSV) {
-        printf("role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction\n");
+        printf("role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction,gbytes,gbps,"
+               "roofline_fraction\n");
     } else {
         printf("where one training step of %s goes on %s (%s, batch %d x %d): %ld steps as one "
                "CUDA graph on one stream, an event node between %d parts a step\n\n",
                s->path, g.name, tt_precision_name(s->train.precision), batch, s->model.seq_len,
                steps, p.parts);
-        printf("%-10s %11s %11s %10s %7s %10s %9s %8s\n", "role", "forward ms", "backward ms",
-               "total ms", "share", "GFLOP", "TFLOP/s", "of peak");
+        printf("%-10s %11s %11s %10s %7s %10s %9s %8s %9s %8s %12s\n", "role", "forward ms",
+               "backward ms", "total ms", "share", "GFLOP", "TFLOP/s", "of peak", "GB", "GB/s",
+               "of roofline");
     }
     for (int r = 0; r < TT_PROF_ROLES; r++) {
         const double f = p.ms[r][0], b = p.ms[r][1], t = f + b;
         const double flop = 3 * role_fwd_flops(s, &costs, (tt_prof_role)r) * tokens;
         const double tf = flop > 0 && t > 0 ? flop / (t * 1e-3) / 1e12 : NAN;
+        const double bytes = role_bytes(&costs, (tt_prof_role)r);
+        const double gbps = bytes > 0 && t > 0 ? bytes / (t * 1e-3) / 1e9 : NAN;
+        /* the time the role would take at the card's roofline (its FLOPs at the peak or its
+         * bytes at the bandwidth, whichever is longer) over the time it took; NaN for an
+         * unknown card (both terms NaN: fmax drops one NaN, not two) */
+        const double roof_s = fmax(flop / (peak * 1e12), bytes / (bandwidth * 1e9));
+        const double roof = bytes > 0 && t > 0 ? roof_s / (t * 1e-3) : NAN;
         if (o->format == OUT_JSON) {
             printf("%s{\"role\":\"%s\",\"forward_ms\":", r ? "," : "", tt_prof_role_name((tt_prof_role)r));
             json_number(f, stdout);
@@ -972,17 +1009,38 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
             json_number(tf, stdout);
             printf(",\"peak_fraction\":");
             json_number(tf / peak, stdout);
+            printf(",\"gbytes\":");
+            json_number(bytes > 0 ? bytes / 1e9 : NAN, stdout);
+            printf(",\"gbps\":");
+            json_number(gbps, stdout);
+            printf(",\"roofline_fraction\":");
+            json_number(roof, stdout);
             printf("}");
         } else if (o->format == OUT_CSV) {
             printf("%s,%.6f,%.6f,%.6f,%.6f,", tt_prof_role_name((tt_prof_role)r), f, b, t,
                    t / p.sum_ms);
-            if (flop > 0) printf("%.6f,%.6f,%.6f\n", flop / 1e9, tf, tf / peak);
-            else printf(",,\n");
+            if (flop > 0) printf("%.6f,%.6f,", flop / 1e9, tf);
+            else printf(",,");
+            csv_value(stdout, flop > 0 ? tf / peak : NAN, "%.6f");
+            printf(",");
+            csv_value(stdout, bytes > 0 ? bytes / 1e9 : NAN, "%.6f");
+            printf(",");
+            csv_value(stdout, gbps, "%.3f");
+            printf(",");
+            csv_value(stdout, roof, "%.6f");
+            printf("\n");
         } else {
             printf("%-10s %11.4f %11.4f %10.4f %6.1f%%", tt_prof_role_name((tt_prof_role)r), f, b,
                    t, 100 * t / p.sum_ms);
-            if (flop > 0) printf(" %10.3f %9.1f %7.1f%%\n", flop / 1e9, tf, 100 * tf / peak);
-            else printf(" %10s %9s %8s\n", "-", "-", "-");
+            if (flop > 0) printf(" %10.3f %9.1f", flop / 1e9, tf);
+            else printf(" %10s %9s", "-", "-");
+            print_percent(flop > 0 ? tf / peak : NAN, 8);
+            if (bytes > 0) printf(" %9.4f", bytes / 1e9);
+            else printf(" %9s", "-");
+            if (isfinite(gbps)) printf(" %8.1f", gbps);
+            else printf(" %8s", "-");
+            print_percent(roof, 12);
+            printf("\n");
         }
     }
     if (o->format == OUT_JSON) {
@@ -992,7 +1050,10 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
         printf("the step as trained (a CUDA graph, the side stream beside): %.4f ms; the parts sum "
                "to %.2f of it. softmax counts its backward as forward (one pass); GFLOP: the cost "
                "model's useful work (masked products not counted), backward twice the forward's; "
-               "peak: %s\n", step_ms, p.sum_ms / step_ms,
+               "GB: the useful device-memory traffic of forward and backward (the cost model's: "
+               "each product's operands and result once, never the tensorized T); roofline: the "
+               "longer of GFLOP at the peak and GB at the bandwidth, over the time taken; peak "
+               "and bandwidth: %s\n", step_ms, p.sum_ms / step_ms,
                card ? tt_card_label(card) : "unknown (this card is not in gpu/cards.c)");
         printf("launches a step: %d kernels (cuBLAS's each counted), %d memsets, %d copies\n",
                p.kernels, p.memsets, p.copies);

@@ -33,13 +33,39 @@ static double zipf_share(long a, long b, long v)
     return part / all;
 }
 
+/* Device-memory traffic of a training step (tt_costs.step_bytes): what each part must move for
+ * the algorithm its kernels run, not what their tiling re-reads through the caches.
+ * Conventions: an activation (and its gradient) is e bytes an element, the spec's precision's
+ * (2 at bf16, else 4); the products read a weight matrix in e bytes too (at bf16, its bf16 copy);
+ * biases, LayerNorm's parameters, the cores and u, v are fp32, as is every parameter's gradient.
+ * A product reads its operands and writes its result once (m k + k n + m n elements); an
+ * elementwise or normalization kernel reads its inputs and writes its outputs once; a gradient
+ * added into counts as written, not read. Layout copies (head-major tiles, gathers and scatters
+ * of listed rows, padding, Transformer-XL's memory update) and token ids are not counted. */
+
+/* y = x w^T over m rows (x [m, in], w [out, in]): the forward product, d w = d y^T x (written
+ * fp32) and, with dx, d x = d y w. */
+static double linear_bytes(double e, double m, double in, double out, int dx)
+{
+    const double fwd = e * (m * in + in * out + m * out);
+    const double dw = e * (m * out + m * in) + 4 * in * out;
+    return fwd + dw + (dx ? e * (m * out + out * in + m * in) : 0);
+}
+
+/* A bias of n over m rows: read in the forward; its gradient reads d y and writes n. */
+static double bias_bytes(double e, double m, double n) { return e * m * n + 4 * 2 * n; }
+
 /* Adaptive embedding and softmax as kimiyoung's AdaptiveEmbedding / ProjectedAdaptiveLogSoftmax
- * with d_embed = d_proj = D. Cluster i holds ranks [lo_i, hi_i) at width D / div_val^i. */
-static void adaptive_costs(const tt_model_spec *m, long vocab, tt_costs *c)
+ * with d_embed = d_proj = D. Cluster i holds ranks [lo_i, hi_i) at width D / div_val^i. Their
+ * traffic for a step of `rows` rows of e bytes: each cluster's products for the rows it serves,
+ * as its FLOPs; the softmax's logits besides (the loss reads them, writes their gradient over
+ * them). Without projections the embedding is one table: the gathered fp32 rows and the output,
+ * and back, the output's gradient and the rows' (the gradient of a word's rows added in). */
+static void adaptive_costs(const tt_model_spec *m, long vocab, double rows, double e, tt_costs *c)
 {
     const double d = m->d_model;
     const int nc = m->n_cutoffs; /* tail clusters */
-    double emb = 0, out = 0, emb_flops = 0, out_flops = 0, tail = 0;
+    double emb = 0, out = 0, emb_flops = 0, out_flops = 0, tail = 0, emb_bytes = 0, out_bytes = 0;
     long lo = 0;
     for (int i = 0; i <= nc; i++) {
         const long hi = i < nc ? m->cutoffs[i] : vocab;
@@ -50,6 +76,7 @@ static void adaptive_costs(const tt_model_spec *m, long vocab, tt_costs *c)
         const int proj = m->div_val > 1; /* div_val 1: no projections, as D = d_embed */
         emb += vi * di + (proj ? d * di : 0);
         emb_flops += proj ? share * 2 * d * di : 0;
+        emb_bytes += proj ? linear_bytes(e, share * rows, di, d, 1) : 0;
         out += vi; /* biases */
         if (!m->tie_weights) out += vi * di + (proj ? d * di : 0);
         if (i == 0) {
@@ -60,14 +87,64 @@ static void adaptive_costs(const tt_model_spec *m, long vocab, tt_costs *c)
             out_flops += share * (2 * di * vi + (proj ? 2 * d * di : 0));
             tail += share;
         }
+        const double r = i ? share * rows : rows, cols = i ? vi : vi + nc;
+        out_bytes += (proj ? linear_bytes(e, r, d, di, 1) : 0) + linear_bytes(e, r, di, cols, 1) +
+                     bias_bytes(e, r, cols) + 2 * e * r * cols;
         lo = hi;
     }
+    if (m->div_val <= 1) emb_bytes = 2 * rows * d * (4 + e);
     out += nc * (d + 1); /* cluster_weight, cluster_bias */
     c->params[TT_C_EMBEDDING] = emb;
     c->params[TT_C_SOFTMAX] = out;
     c->fwd[TT_F_EMBEDDING] = emb_flops;
     c->fwd[TT_F_SOFTMAX] = out_flops;
     c->tail_fraction = tail;
+    c->step_bytes[TT_B_EMBEDDING] = emb_bytes;
+    c->step_bytes[TT_B_SOFTMAX] = out_bytes;
+}
+
+/* The rest of the step's traffic (conventions above linear_bytes), for rows = B N; per layer:
+ * - LayerNorm, twice: x and y read, the output and the sum x + dropout(y) that the backward reads
+ *   written, with fp32 mean and rstd; back: d out, the sum, the statistics and the gain read,
+ *   d x, d y and the parameters' gradients written.
+ * - FFN: W1 and W2 as linear_bytes, b2, and the activation: z = x W1^T and b1 read, its output
+ *   written; back, d out and the output (whose sign is the ReLU's) read, d z and d b1 written.
+ * - Tensorized attention (MODEL.md section 1): Q|K|V, the cores and Wo read, Y written; back, dY,
+ *   Q|K|V, the cores and Wo read, their gradients written; with position: key, P [N, R] and u, v
+ *   too. Never T (B N^3), which the fused kernels keep on chip.
+ * - Transformer-XL (MODEL.md section 3): the score-sized tensors (B H N (M+N) each) as the
+ *   current unfused kernels move them: AC and BD written fp32 and read by the softmax, which
+ *   writes P and P' (after dropatt) in e; P' V; back, dP' = dO V^T (fp32), dV = P'^T dO, the
+ *   softmax's backward (dP' and P read, dAC and dBD written in e), and dAC's and dBD's products
+ *   with K, (q + u), r and (q + v). A fused attention would keep them all on chip.
+ * Optimizer: Adam reads the fp32 weights, gradients and moments and writes the weights and
+ * moments (and at bf16 the weights' bf16 copy), after the gradient norm's read of the gradients. */
+static void step_bytes(const tt_spec *spec, double rows, double e, tt_costs *c)
+{
+    const tt_model_spec *m = &spec->model;
+    const double d = m->d_model, l = m->layers, n = m->seq_len, f = m->d_inner;
+    double *b = c->step_bytes;
+    b[TT_B_LAYERNORM] = l * 2 * (8 * e * rows * d + 16 * rows + 20 * d);
+    b[TT_B_FFN] = l * (linear_bytes(e, rows, d, f, 1) + linear_bytes(e, rows, f, d, 1) +
+                       bias_bytes(e, rows, d) + 5 * e * rows * f + 8 * f);
+    if (m->kind == TT_KIND_TENSORIZED) {
+        const double r = m->rank, h = m->cores;
+        const int key = m->position == TT_POS_KEY;
+        b[TT_B_ATTN_QKV] =
+            l * (linear_bytes(e, rows, d, 3 * r, 1) + (key ? linear_bytes(e, n, d, r, 0) : 0));
+        b[TT_B_ATTN] = l * (e * (9 * rows * r + 2 * rows * d + 2 * n * n * d) + 4 * n * n * d +
+                            12 * h * r + (key ? 3 * e * n * r + 24 * r : 0));
+    } else {
+        const double a = (double)m->n_head * m->d_head, mem = m->mem_len, keys = mem + n;
+        const double batch = spec->train.batch, scores = batch * m->n_head * n * keys;
+        b[TT_B_ATTN_QKV] = l * (linear_bytes(e, rows, d, 3 * a, 1) +
+                                (mem > 0 ? linear_bytes(e, batch * mem, d, 2 * a, 0) : 0) +
+                                linear_bytes(e, keys, d, a, 0));
+        b[TT_B_ATTN] = l * (e * (9 * rows * a + 6 * batch * keys * a + 3 * keys * a) +
+                            scores * (24 + 11 * e));
+        b[TT_B_ATTN_O] = l * linear_bytes(e, rows, a, d, 1);
+    }
+    b[TT_B_OPTIMIZER] = c->params_total * (4 * 4 + 3 * 4 + 4 + (e == 2 ? 2 : 0));
 }
 
 void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
@@ -78,7 +155,7 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
     const double d = m->d_model, l = m->layers, n = m->seq_len, f = m->d_inner;
     const double batch = spec->train.batch, rows = batch * n;
     const double bytes = spec->train.precision == TT_PREC_BF16 ? 2 : 4;
-    adaptive_costs(m, vocab, c);
+    adaptive_costs(m, vocab, rows, bytes, c);
 
     c->params[TT_C_FFN] = l * (d * f + f + f * d + d);
     c->params[TT_C_LAYERNORM] = l * 2 * (2 * d);
@@ -140,6 +217,7 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
     c->train_total = 3 * c->fwd_total;
     /* fp32 weights, gradients, two Adam moments; bf16 adds a working copy of the weights */
     c->state_bytes = c->params_total * (4 * 4 + (bytes == 2 ? 2 : 0));
+    step_bytes(spec, rows, bytes, c);
 }
 
 void tt_report_number(double v, char *out, size_t n)

@@ -29,6 +29,20 @@ typedef enum {
     TT_F_COUNT
 } tt_flop_part;
 
+/* The parts of a training step's device-memory traffic: the roles of tt-bench --profile
+ * (gpu_model.h's tt_prof_role, in its order). */
+typedef enum {
+    TT_B_EMBEDDING, /* the gathered rows and the output (adaptive: each cluster's projection) */
+    TT_B_ATTN_QKV,  /* Q, K, V (and P = Wr pe; Transformer-XL: r_net and the memory's k, v) */
+    TT_B_ATTN,      /* the rest of the attention but Transformer-XL's o_net */
+    TT_B_ATTN_O,    /* Transformer-XL's o_net */
+    TT_B_LAYERNORM, /* the residual sums and their LayerNorms */
+    TT_B_FFN,
+    TT_B_SOFTMAX,   /* the output layer and the loss */
+    TT_B_OPTIMIZER, /* the gradient norm and Adam */
+    TT_B_COUNT
+} tt_byte_part;
+
 typedef struct {
     long vocab;
     double params[TT_C_COUNT];
@@ -46,6 +60,9 @@ typedef struct {
     double act_bytes;         /* activations the backward pass keeps */
     double state_bytes;       /* weights, gradients, Adam moments (and bf16 copies) */
     double materialized_t_bytes; /* what one layer's dense T would take (the fused kernel: 0) */
+    /* useful bytes of device memory one training step of the spec's batch moves (forward,
+     * backward, optimizer), by part; report.c's step_bytes says what counts */
+    double step_bytes[TT_B_COUNT];
 } tt_costs;
 
 /* Counts for spec with the given vocabulary size (spec->model.vocab, or from the data). */

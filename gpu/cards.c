@@ -11,32 +11,37 @@
 
 static const tt_card cards[] = {
     /* NVIDIA H100 Tensor Core GPU Architecture whitepaper V1.04, Table 3 (H100 SXM5 column:
-     * BF16 989.4/1978.9, TF32 494.7/989.4, FP32 66.9):
-     * https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper */
-    {"NVIDIA H100 SXM", {"NVIDIA H100 80GB HBM3"}, 989.4, 494.7, 66.9},
-    /* The same table, H100 PCIe column: BF16 756/1513, TF32 378/756, FP32 51.2. */
-    {"NVIDIA H100 PCIe", {"NVIDIA H100 PCIe"}, 756, 378, 51.2},
+     * BF16 989.4/1978.9, TF32 494.7/989.4, FP32 66.9; memory bandwidth 3352 GB/s, the datasheet's
+     * 3.35 TB/s): https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper */
+    {"NVIDIA H100 SXM", {"NVIDIA H100 80GB HBM3"}, 989.4, 494.7, 66.9, 3352},
+    /* The same table, H100 PCIe column: BF16 756/1513, TF32 378/756, FP32 51.2; 2000 GB/s. */
+    {"NVIDIA H100 PCIe", {"NVIDIA H100 PCIe"}, 756, 378, 51.2, 2000},
     /* https://www.nvidia.com/en-us/data-center/h100/ (H100 NVL column): FP32 60, TF32 835*,
-     * BF16 1,671*. */
-    {"NVIDIA H100 NVL", {"NVIDIA H100 NVL"}, 835.5, 417.5, 60},
+     * BF16 1,671*; GPU memory bandwidth 3.9 TB/s. */
+    {"NVIDIA H100 NVL", {"NVIDIA H100 NVL"}, 835.5, 417.5, 60, 3900},
     /* https://www.nvidia.com/en-us/data-center/h200/ (H200 SXM column, "preliminary"): FP32 67,
      * TF32 989*, BF16 1,979*: the H100 SXM5's figures (same GH100 and clocks), so the
-     * whitepaper's unrounded dense values above. */
-    {"NVIDIA H200 SXM", {"NVIDIA H200"}, 989.4, 494.7, 66.9},
-    /* The same page, H200 NVL column: FP32 60, TF32 835*, BF16 1,671*. */
-    {"NVIDIA H200 NVL", {"NVIDIA H200 NVL"}, 835.5, 417.5, 60},
+     * whitepaper's unrounded dense values above; GPU memory bandwidth 4.8 TB/s. */
+    {"NVIDIA H200 SXM", {"NVIDIA H200"}, 989.4, 494.7, 66.9, 4800},
+    /* The same page, H200 NVL column: FP32 60, TF32 835*, BF16 1,671*; 4.8 TB/s. */
+    {"NVIDIA H200 NVL", {"NVIDIA H200 NVL"}, 835.5, 417.5, 60, 4800},
     /* NVIDIA A100 datasheet (40GB and 80GB, PCIe and SXM: the same rates): FP32 19.5,
-     * TF32 156 | 312*, BF16 312 | 624*:
-     * https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf */
-    {"NVIDIA A100 SXM4", {"NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB"}, 312, 156, 19.5},
-    {"NVIDIA A100 PCIe", {"NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB"}, 312, 156, 19.5},
-    /* NVIDIA L40S datasheet: FP32 91.6, TF32 183 | 366*, BF16 362.05 | 733*:
-     * https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413 */
-    {"NVIDIA L40S", {"NVIDIA L40S"}, 362.05, 183, 91.6},
+     * TF32 156 | 312*, BF16 312 | 624*; GPU memory bandwidth by model, which is why each memory
+     * size is a row: 80GB SXM 2,039 GB/s, 80GB PCIe 1,935 GB/s, 40GB (SXM and PCIe) 1,555 GB/s:
+     * https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
+     * The labels keep CUDA's word order, so that "A100-PCIE-80GB" stays unknown. */
+    {"NVIDIA A100 SXM4 80GB", {"NVIDIA A100-SXM4-80GB"}, 312, 156, 19.5, 2039},
+    {"NVIDIA A100 SXM4 40GB", {"NVIDIA A100-SXM4-40GB"}, 312, 156, 19.5, 1555},
+    {"NVIDIA A100 80GB PCIe", {"NVIDIA A100 80GB PCIe"}, 312, 156, 19.5, 1935},
+    {"NVIDIA A100 PCIe 40GB", {"NVIDIA A100-PCIE-40GB"}, 312, 156, 19.5, 1555},
+    /* NVIDIA L40S datasheet: FP32 91.6, TF32 183 | 366*, BF16 362.05 | 733*; GPU memory
+     * bandwidth 864 GB/s: https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413 */
+    {"NVIDIA L40S", {"NVIDIA L40S"}, 362.05, 183, 91.6, 864},
     /* NVIDIA Ada GPU Architecture whitepaper, Appendix A, Table 2 (GeForce RTX 4090): BF16 with
      * FP32 accumulate 165.2/330.4 (half the FP16-accumulate rate on GeForce), TF32 82.6/165.2,
-     * FP32 82.6: https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf */
-    {"NVIDIA GeForce RTX 4090", {"NVIDIA GeForce RTX 4090"}, 165.2, 82.6, 82.6},
+     * FP32 82.6; memory bandwidth 1008 GB/s:
+     * https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf */
+    {"NVIDIA GeForce RTX 4090", {"NVIDIA GeForce RTX 4090"}, 165.2, 82.6, 82.6, 1008},
 };
 #define N_CARDS ((int)(sizeof cards / sizeof cards[0]))
 
@@ -92,6 +97,8 @@ double tt_card_peak_tflops(const tt_card *c, tt_precision p)
     }
     tt_panic(__FILE__, __LINE__, "no precision %d", (int)p);
 }
+
+double tt_card_bandwidth_gbs(const tt_card *c) { return c ? c->dram : 0; }
 
 const char *tt_card_label(const tt_card *c) { return c ? c->label : "unknown"; }
 

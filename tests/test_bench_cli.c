@@ -392,9 +392,27 @@ static void test_refusals(void **state)
     free(no_data);
 }
 
+/* The comma-separated numbers of the line at `at` (up to its newline) into f, NaN for an empty
+ * field; returns how many, or -1 for anything else (more than max, a field not a number). */
+static int csv_fields(const char *at, double *f, int max)
+{
+    for (int n = 0; n < max; at++) {
+        f[n] = NAN;
+        if (*at != ',' && *at != '\n' && *at) {
+            char *end;
+            f[n] = strtod(at, &end);
+            at = end;
+        }
+        n++;
+        if (*at != ',') return *at == '\n' || !*at ? n : -1;
+    }
+    return -1;
+}
+
 /* tt-bench --profile: without a GPU one line on stderr that says so, exit 1; with one, the CSV of
- * every role (8 rows), shares that add up to 1, time in the roles every step has, and useful
- * FLOPs where the cost model counts them. --vs is refused. */
+ * every role (8 rows), shares that add up to 1, time in the roles every step has, useful FLOPs
+ * where the cost model counts them, useful bytes for every role that has time, GB/s their ratio,
+ * and a roofline fraction at least the FLOPs' share of the peak. --vs is refused. */
 static void test_profile(void **state)
 {
     (void)state;
@@ -415,21 +433,32 @@ static void test_profile(void **state)
     tu_expect_exit(&p, 0, "tt-bench --profile");
     static const char *const roles[] = {"embedding", "qkv", "attention", "o", "layernorm", "ffn",
                                         "softmax", "optimizer"};
+    static const char header[] = "role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction,"
+                                 "gbytes,gbps,roofline_fraction\n";
     const char *line = strchr(p.out, '\n');
-    if (!line || strncmp(p.out, "role,forward_ms,backward_ms,ms,share,gflop,tflops,peak_fraction\n",
-                         (size_t)(line - p.out + 1)))
+    if (!line || (size_t)(line - p.out + 1) != strlen(header) || strncmp(p.out, header, strlen(header)))
         fail_msg("not the profile's CSV header:\n%s", p.out);
     double share = 0;
     for (int r = 0; r < 8; r++) {
         line++;
         char name[32];
-        double f, b, ms, sh;
-        if (sscanf(line, "%31[^,],%lf,%lf,%lf,%lf", name, &f, &b, &ms, &sh) != 5 ||
-            strcmp(name, roles[r]))
-            fail_msg("row %d is not %s's: %.80s", r + 1, roles[r], line);
+        int at = 0;
+        double v[12];
+        if (sscanf(line, "%31[^,],%n", name, &at) != 1 || strcmp(name, roles[r]) ||
+            csv_fields(line + at, v, 12) != 10)
+            fail_msg("row %d is not %s's: %.120s", r + 1, roles[r], line);
+        /* forward_ms backward_ms ms share gflop tflops peak_fraction gbytes gbps roofline */
+        const double ms = v[2], peak_fraction = v[6], gbytes = v[7], gbps = v[8], roof = v[9];
         const bool has = r != 3; /* the tensorized model has no o_net */
         if (has != (ms > 0)) fail_msg("%s: %g ms", roles[r], ms);
-        share += sh;
+        if (has != (gbytes > 0)) fail_msg("%s: %g GB in %g ms", roles[r], gbytes, ms);
+        if (has && fabs(gbps - gbytes / (ms * 1e-3)) > 1e-2 * gbps + 1e-3)
+            fail_msg("%s: %g GB/s for %g GB in %g ms", roles[r], gbps, gbytes, ms);
+        /* an unknown card leaves both fractions empty */
+        if (has && !isnan(roof) &&
+            !(roof > 0 && (isnan(peak_fraction) || roof >= peak_fraction - 2e-6)))
+            fail_msg("%s: roofline fraction %g, peak fraction %g", roles[r], roof, peak_fraction);
+        share += v[3];
         line = strchr(line, '\n');
     }
     if (fabs(share - 1) > 1e-6) fail_msg("the shares add up to %g", share);

@@ -1,6 +1,8 @@
 /* The cost report against counts worked out by hand for specs/ptb.yaml and specs/txl-ptb.yaml
- * (and the adaptive softmax of specs/wt103.yaml). The arithmetic is in the comments; the
- * expected values are literals, so a change in the counting code cannot move both sides. */
+ * (and the adaptive softmax of specs/wt103.yaml), and a training step's bytes by part for them,
+ * for ptb at fp32 with position: key, and for a tiny adaptive embedding and softmax with
+ * projections. The arithmetic is in the comments; the expected values are literals, so a change
+ * in the counting code cannot move both sides. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +27,29 @@ static void assert_close(double got, double want, const char *what)
 {
     if (fabs(got - want) > 1e-9 * fabs(want) + 1e-9)
         fail_msg("%s: got %.6f, want %.6f", what, got, want);
+}
+
+/* The bytes of a training step that specs/ptb.yaml and specs/txl-ptb.yaml share (the same D, F,
+ * L, vocabulary, batch and precision): bf16 (e = 2), rows m = 1024. A linear layer in -> out
+ * moves e(m in + in out + m out) forward, e(m out + out in + m in) for d x and e(m out + m in) +
+ * 4 in out for d w (fp32): e(3 m in + 3 m out + 2 in out) + 4 in out. */
+static void expect_ptb_bytes(const tt_costs *c)
+{
+    /* embedding: fp32 rows gathered and x0 written, back the same: 2*1024*256*(4+2) */
+    assert_close(c->step_bytes[TT_B_EMBEDDING], 3145728, "bytes embedding");
+    /* LayerNorm, twice a layer: 4 D-wide tensors forward (x, y read; out, sum written) and 4
+     * back: 8*2*1024*256 = 4194304; mean and rstd written and read 4*4*1024 = 16384; gain and
+     * bias read, gain read back, both gradients written 5*4*256 = 5120. 2*4215808*3 */
+    assert_close(c->step_bytes[TT_B_LAYERNORM], 25294848, "bytes layernorm");
+    /* FFN per layer: W1 and W2, each 2*(786432 + 6451200 + 1075200) + 4*537600 = 18776064; b2
+     * 2*1024*256 + 8*256 = 526336; activation, z read and its output written, back d out and
+     * the output read and d z written 5*2*1024*2100, b1 read and d b1 written 8*2100: 21520800.
+     * 59599264 a layer. */
+    assert_close(c->step_bytes[TT_B_FFN], 3 * 59599264.0, "bytes ffn");
+    /* softmax (tied, full): 256 -> 10000 as a linear layer 2*(786432 + 30720000 + 5120000) +
+     * 4*2560000 = 83492864; bias 2*1024*10000 + 8*10000 = 20560000; the loss reads the logits
+     * and writes their gradient 2*2*1024*10000 = 40960000 */
+    assert_close(c->step_bytes[TT_B_SOFTMAX], 145012864, "bytes softmax");
 }
 
 static void test_ptb(void **state)
@@ -66,6 +91,42 @@ static void test_ptb(void **state)
      * 1024*10000*2 = 20480000. */
     assert_close(c.act_bytes, 524288 + 28790784 + 20480000, "activations");
     assert_close(c.materialized_t_bytes, 32.0 * 32 * 32 * 32 * 2, "dense T"); /* B*N^3 bf16 */
+
+    /* A training step's bytes (those it shares with txl-ptb in expect_ptb_bytes) */
+    expect_ptb_bytes(&c);
+    /* qkv, 256 -> 120: 2*(786432 + 368640 + 61440) + 122880 = 2555904, times 3 */
+    assert_close(c.step_bytes[TT_B_ATTN_QKV], 7667712, "bytes qkv");
+    /* attention: Q|K|V 1024*120 read, cores 2*40 fp32, Wo 32^2*256 = 262144 read, Y 1024*256
+     * written; back dY, Q|K|V, cores, Wo read, dQ|dK|dV, d cores and dWo (fp32) written:
+     * 2*(3*122880 + 2*262144 + 2*262144) + 4*262144 + 3*4*80 = 3883968, times 3. No T. */
+    assert_close(c.step_bytes[TT_B_ATTN], 11651904, "bytes attention");
+    assert_close(c.step_bytes[TT_B_ATTN_O], 0, "bytes o");
+    /* Adam: w, g, m, v read, w, m, v written, g read by the norm, bf16 copy: 34 per parameter */
+    assert_close(c.step_bytes[TT_B_OPTIMIZER], 6684572.0 * 34, "bytes optimizer");
+    tt_spec_free(&s);
+}
+
+/* ptb at fp32 (e = 4) with position: key: P = Wr pe [32, 40] per layer joins the projections
+ * (as its FLOPs do) and the attention reads P and u, v. */
+static void test_bytes_fp32_key(void **state)
+{
+    (void)state;
+    tt_spec s;
+    load("ptb.yaml", &s);
+    s.train.precision = TT_PREC_FP32;
+    s.model.position = TT_POS_KEY;
+    tt_costs c;
+    tt_costs_compute(&s, s.model.vocab, &c);
+    /* 2*1024*256*(4+4) */
+    assert_close(c.step_bytes[TT_B_EMBEDDING], 4194304, "embedding");
+    /* qkv 4*1216512 + 122880 = 4988928; P, no d x (pe is a constant): 4*(8192 + 10240 + 1280)
+     * + 4*(1280 + 8192) + 4*10240 = 157696; per layer 5146624 */
+    assert_close(c.step_bytes[TT_B_ATTN_QKV], 3 * 5146624.0, "qkv");
+    /* 4*1417216 + 1048576 + 960; P read twice and its gradient written 3*4*32*40 = 15360; u, v
+     * read twice and written 6*4*40 = 960: 6734720 a layer */
+    assert_close(c.step_bytes[TT_B_ATTN], 3 * 6734720.0, "attention");
+    /* parameters with key: 6684572 + 3*40*256 + 2*40 = 6715372; fp32: no copy, 32 each */
+    assert_close(c.step_bytes[TT_B_OPTIMIZER], 6715372.0 * 32, "optimizer");
     tt_spec_free(&s);
 }
 
@@ -99,6 +160,23 @@ static void test_txl_ptb(void **state)
     assert_close(c.fwd[TT_F_SOFTMAX], 5120000, "softmax");
     assert_close(c.fwd_total, 14178560, "forward");
     assert_close(c.train_total, 3 * 14178560.0, "train");
+
+    /* Bytes, bf16, rows 1024, A = 256, K = M + N = 64 keys. Projections per layer: qkv 256 ->
+     * 768 on the segment 2*(786432 + 2359296 + 393216) + 4*196608 = 7864320; k, v on the
+     * memory's 32*32 rows, no d x: 2*(262144 + 131072 + 524288) + 2*(524288 + 262144) +
+     * 4*131072 = 3932160; r_net over 64 positions: 2*(16384 + 65536 + 16384) + 2*(16384 +
+     * 16384) + 4*65536 = 524288. */
+    assert_close(c.step_bytes[TT_B_ATTN_QKV], 3 * 12320768.0, "bytes qkv");
+    /* Scores S = B H N K = 32*8*32*64 = 524288 elements per tensor: AC, BD written fp32 and read
+     * (16 S), P, P' written and P' read (3 e S); back dP' written and read fp32 (8 S), P' and P
+     * read, dAC, dBD written and each read twice (8 e S): 46 S = 24117248. The rest: q+u, q+v
+     * (1024*256 each), k, v (32*64*256 each), r (64*256) read and o written: 2*(9*262144 +
+     * 6*524288 + 3*16384) = 11108352 */
+    assert_close(c.step_bytes[TT_B_ATTN], 3 * 35225600.0, "bytes attention");
+    /* o_net 256 -> 256: 2*(3*262144 + 3*262144 + 2*65536) + 4*65536 */
+    assert_close(c.step_bytes[TT_B_ATTN_O], 3 * 3670016.0, "bytes o");
+    expect_ptb_bytes(&c);
+    assert_close(c.step_bytes[TT_B_OPTIMIZER], 6789292.0 * 34, "bytes optimizer");
     tt_spec_free(&s);
 }
 
@@ -123,12 +201,40 @@ static void test_adaptive_wt103(void **state)
     tt_spec_free(&s);
 }
 
+/* An adaptive embedding and softmax with projections, small enough to count by hand: vocabulary
+ * 4, cutoffs [2], div_val 2, D 8, rows 4*25 = 100, bf16. Zipf's shares: H_4 = 25/12, ranks 1-2
+ * 3/2 of it (0.72), ranks 3-4 7/12 (0.28). */
+static void test_bytes_adaptive(void **state)
+{
+    (void)state;
+    tt_spec s;
+    load("ptb.yaml", &s);
+    tt_model_spec *m = &s.model;
+    m->d_model = 8, m->seq_len = 25, m->n_cutoffs = 1, m->cutoffs[0] = 2, m->div_val = 2;
+    s.train.batch = 4;
+    tt_costs c;
+    tt_costs_compute(&s, 4, &c);
+    /* the embedding's clusters, each a linear layer from its width to D for its tokens' rows:
+     * 72 rows 8 -> 8: 2*(3*72*8 + 3*72*8 + 2*64) + 4*64 = 7424; 28 rows 4 -> 8: 2*(3*28*4 +
+     * 3*28*8 + 2*32) + 4*32 = 2272 */
+    assert_close(c.step_bytes[TT_B_EMBEDDING], 9696, "embedding");
+    /* the head on all 100 rows: its projection 8 -> 8 2*(2400 + 2400 + 128) + 256 = 10112, its
+     * logits 8 -> 2 words + 1 cluster 2*(2400 + 900 + 48) + 96 = 6792, their bias 2*300 + 24 =
+     * 624, the loss 2*2*300 = 1200: 18728. The tail on its 28 rows: projection 8 -> 4 2*(672 +
+     * 336 + 64) + 128 = 2272, logits 4 -> 2 2*(336 + 168 + 16) + 32 = 1072, bias 2*56 + 16 =
+     * 128, loss 2*2*56 = 224: 3696. */
+    assert_close(c.step_bytes[TT_B_SOFTMAX], 18728 + 3696, "softmax");
+    tt_spec_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ptb),
         cmocka_unit_test(test_txl_ptb),
         cmocka_unit_test(test_adaptive_wt103),
+        cmocka_unit_test(test_bytes_fp32_key),
+        cmocka_unit_test(test_bytes_adaptive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
