@@ -18,7 +18,8 @@
 
 typedef struct {
     void *qkv, *y, *s1, *x1, *f, *s2, *x2; /* activations of the storage type, [rows, 3R or D] */
-    void *h, *hd;                          /* [rows, F] of the storage type, fp apart */
+    void *hd;                              /* [rows, F] of the storage type, fp apart: W1 x1,
+                                            * then dropout(relu(W1 x1 + b1)) over it */
     void *p;                               /* P = Wr pe [N, R], storage type */
     float *g;                              /* the core [R] */
     float *mean1, *rstd1, *mean2, *rstd2;
@@ -146,7 +147,7 @@ struct tt_gpu_lm {
     void *drh, *dr;                /* [H][kmax][dp], [kmax, HD] */
     void *dkvm, *dom;              /* [B*M, 2 HD], [rows, HD] */
     void *dff; /* [rows, F], fp apart */
-    float *dg, *dp, *dln, *ln_part, *ffn_part, *mla_part;
+    float *dg, *dp, *ln_part, *ffn_part, *mla_part;
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     tt_mla_mat_bufs mat;   /* its buffers */
@@ -350,7 +351,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
         a->y = take(b, rows * d * es);
         a->s1 = take(b, rows * d * es);
         a->x1 = take(b, rows * d * es);
-        a->h = take(b, rows * fp * es);
         a->hd = take(b, rows * fp * es);
         a->f = take(b, rows * d * es);
         a->s2 = take(b, rows * d * es);
@@ -406,7 +406,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->dg = take(b, r * 4);
         lm->dp = take(b, n * r * 4);
     }
-    lm->dln = take(b, 2 * d * 4);
     lm->ln_part = take(b, 2 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
     lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
@@ -758,14 +757,13 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     const int rows = lm->rows, d = l->m.d_model, dl = lm->dl;
     if (!l->proj) {
         if (bwd)
-            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->dx, lm->tokens, rows, d, dl,
-                             (int)l->vocab, drop);
+            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->dx, rows, d, dl, (int)l->vocab,
+                             drop);
         else
             tt_embedding_fwd(p, st, lm->x0, lm->wv.emb[0], lm->tokens, rows, d, dl, (int)l->vocab,
                              drop);
         return;
     }
-    if (bwd) tt_embedding_sort(p, st, lm->keys, lm->tokens, rows);
     for (int c = 0; c < l->n_clusters; c++) {
         const int m = lm->counts.emb[c], dim = l->dim[c];
         const int32_t *listed = lm->dev_route.emb_rows[c];
@@ -963,12 +961,12 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     mark(lm, TT_PROF_LAYERNORM);
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
-     * rows and W2's zero columns in their copies, so h's and dff's padding is written with
-     * zeros and hd's (zero since tt_gpu_lm_open) adds nothing. The kernels between them leave
-     * the padding alone. */
-    tt_gemm_fwd_ld(&lm->gemm, a->h, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
+     * rows and W2's zero columns in their copies, so hd's and dff's padding is written with
+     * zeros by the products, and adds nothing. The kernels between them leave the padding
+     * alone. */
+    tt_gemm_fwd_ld(&lm->gemm, a->hd, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
                    lp->w1.pcol, fp, 0.f);
-    tt_ffn_act_fwd(p, st, a->h, a->hd, a->h, lw->ff1_b, rows, f, fp,
+    tt_ffn_act_fwd(p, st, a->hd, a->hd, lw->ff1_b, rows, f, fp,
                    drop_at(lm, o, drop, tail_site(lm, k, 1)));
     tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), lp->w2.pcol,
                      pad_src(lm, &lp->b2), rows, fp, lp->w2.prow);
@@ -992,11 +990,9 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f */
-    tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lm->dln, lm->dln + d, lm->ln_part, lm->dx, a->s2,
+    tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lg->ln2_w, lg->ln2_b, lm->ln_part, lm->dx, a->s2,
                        a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
                        drop_at(lm, o, drop, tail_site(lm, k, 2)));
-    TT_CUDA(cudaMemcpyAsync(lg->ln2_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-    TT_CUDA(cudaMemcpyAsync(lg->ln2_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
@@ -1004,8 +1000,8 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     tt_gemm_bias_grad(gw, lg->ff2_b, lm->dyf, dl, lm->ones, rows, d);
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
-    tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->h, rows, f, fp,
-                   drop_at(lm, o, drop, tail_site(lm, k, 1)));
+    tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->hd, rows, f, fp,
+                   drop_at(lm, o, drop, tail_site(lm, k, 1)).p);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w1, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
     pad_commit(gw, &lp->w1);
@@ -1013,11 +1009,9 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
                      lp->w1.pcol, fp, 1.f); /* d x1 in full */
     mark(lm, TT_PROF_FFN);
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
-    tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lm->dln, lm->dln + d, lm->ln_part, lm->dres, a->s1,
+    tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lg->ln1_w, lg->ln1_b, lm->ln_part, lm->dres, a->s1,
                        a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
                        drop_at(lm, o, drop, tail_site(lm, k, 0)));
-    TT_CUDA(cudaMemcpyAsync(lg->ln1_w, lm->dln, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
-    TT_CUDA(cudaMemcpyAsync(lg->ln1_b, lm->dln + d, (size_t)d * 4, cudaMemcpyDeviceToDevice, st));
     mark(lm, TT_PROF_LAYERNORM);
 }
 
@@ -1227,6 +1221,12 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
 
     if (grads) zero_grads(lm);
+    if (grads && lm->side) {
+        /* the order the embedding's backward adds rows in, known from the tokens alone: sorted
+         * beside the forward (one block), joined before the embedding's backward */
+        tt_gpu_fork(lm->side, lm->gpu->stream);
+        tt_embedding_sort(&lm->prog, lm->side->stream, lm->keys, lm->tokens, lm->rows);
+    }
     mark(lm, TT_PROF_OPTIMIZER);
     /* forward */
     enqueue_embedding(lm, o, false);
@@ -1268,6 +1268,10 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             else
                 mla_attn_bwd(lm, k, xin, gw);
         }
+        if (lm->side)
+            tt_gpu_join(lm->side, lm->gpu->stream); /* the keys */
+        else
+            tt_embedding_sort(&lm->prog, lm->gpu->stream, lm->keys, lm->tokens, lm->rows);
         enqueue_embedding(lm, o, true);
         if (gw != &lm->gemm) tt_gpu_join(lm->side, lm->gpu->stream);
         mark(lm, TT_PROF_EMBEDDING);

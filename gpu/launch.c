@@ -76,12 +76,10 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
     int parts = tt_layernorm_bwd_parts(p, rows);
     void *args[] = {&dx, &part, &dy, &x, &mean, &rstd, &gamma, &rows};
     tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, s);
-    /* dgamma and dbeta are adjacent sets of the colsum: the caller passes dbeta = dgamma + d */
     const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
     expect(c, "D", d);
     expect(c, "SETS", 2);
-    TT_ASSERT(dbeta == dgamma + d);
-    void *cargs[] = {&dgamma, &part, &parts};
+    void *cargs[] = {&dgamma, &dbeta, &part, &parts};
     tt_gpu_launch(c, plan_grid(c), cargs, s);
 }
 
@@ -114,8 +112,7 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
     expect(c, "D", d);
     expect(c, "SETS", 2);
-    TT_ASSERT(dbeta == dgamma + d);
-    void *cargs[] = {&dgamma, &part, &parts};
+    void *cargs[] = {&dgamma, &dbeta, &part, &parts};
     tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 
@@ -167,8 +164,8 @@ void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
     tt_gpu_launch(o, (dim3){1, 1, 1}, oargs, st);
 }
 
-void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
-                      const void *dx0, const int32_t *tokens, int rows, int d, int ld, int vocab,
+void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
+                      const uint64_t *keys, const void *dx0, int rows, int d, int ld, int vocab,
                       tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
@@ -176,7 +173,8 @@ void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uin
     expect_pitch(k, d, ld, true);
     expect_aligned(k, demb, 4);
     expect_aligned(k, dx0, 0);
-    tt_embedding_sort(p, st, keys, tokens, rows);
+    if (rows > need(tt_gpu_kernel_of(p, "embedding_sort"), "P"))
+        tt_panic(__FILE__, __LINE__, "%s: %d rows, more than the sorted keys", k->k->name, rows);
     if (rows == 0) return;
     void *args[] = {&demb, &dx0, &keys, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
                     &drop.site};
@@ -258,16 +256,15 @@ void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx,
     launch_rows(k, count, d, args, st);
 }
 
-void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
+void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const void *z,
                     const float *b1, int rows, int f, int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_fwd");
     expect(k, "F", f);
     expect(k, "LD", ld);
-    expect_aligned(k, h, 0);
     expect_aligned(k, hd, 0);
     expect_aligned(k, z, 0);
-    void *args[] = {&h, &hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
     launch_rows(k, rows, f, args, st);
 }
 
@@ -278,7 +275,7 @@ size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)
 }
 
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *h, int rows, int f, int ld, tt_dropout drop)
+                    const void *dhd, const void *hd, int rows, int f, int ld, float drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_bwd");
     const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "bias_colsum");
@@ -288,12 +285,13 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     expect(c, "SETS", 1);
     expect_aligned(k, dz, 0);
     expect_aligned(k, dhd, 0);
-    expect_aligned(k, h, 0);
-    void *args[] = {&dz, &part, &dhd, &h, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
+    expect_aligned(k, hd, 0);
+    void *args[] = {&dz, &part, &dhd, &hd, &rows, &drop};
     const long vectors = f / need(k, "VEC");
     int parts = (int)need(k, "PARTS");
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
-    void *cargs[] = {&db1, &part, &parts};
+    float *none = NULL;
+    void *cargs[] = {&db1, &none, &part, &parts};
     tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 

@@ -37,7 +37,7 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
                         float *rstd, const void *x, const void *y, const float *gamma,
                         const float *beta, int rows, int d, int ld, tt_dropout drop);
 /* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d]
- * ld apart; dgamma, dbeta [d] written, dbeta = dgamma + d; part: as tt_layernorm_bwd's. */
+ * ld apart; dgamma, dbeta [d] written; part: as tt_layernorm_bwd's. */
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
                         float *dbeta, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
@@ -54,9 +54,10 @@ void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const 
 /* The uint64 keys of scratch tt_embedding_bwd needs; rows may not exceed it. */
 size_t tt_embedding_keys(const tt_gpu_program *p);
 /* dE [vocab, d] += dropout_bwd(dx0[r]) * sqrt(d) for each row r, into the row of its token, each
- * token's rows added in increasing order (as the CPU: deterministic, no atomics). */
-void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb, uint64_t *keys,
-                      const void *dx0, const int32_t *tokens, int rows, int d, int ld, int vocab,
+ * token's rows added in increasing order (as the CPU: deterministic, no atomics); keys:
+ * tt_embedding_sort's of the rows' tokens (queued before, on this stream or one it waits for). */
+void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
+                      const uint64_t *keys, const void *dx0, int rows, int d, int ld, int vocab,
                       tt_dropout drop);
 /* keys [tt_embedding_keys] = the pairs (token, row) of tokens [rows] in ascending order, then
  * all-ones: the order tt_embedding_bwd and tt_adaptive_emb_bwd add rows in. */
@@ -93,17 +94,18 @@ void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, cons
 void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx, const void *dxc,
                              const int32_t *idx, int count, int d, int ld);
 
-/* h = relu(z + b1), hd = dropout(h) (templates/ffn_act.cu): h, hd, z [rows, f] of the storage
- * type, ld = tt_row_pitch(f) elements from one row to the next (h may be z); b1 [f]. The ld - f
+/* hd = dropout(relu(z + b1)) (templates/ffn_act.cu): hd, z [rows, f] of the storage type,
+ * ld = tt_row_pitch(f) elements from one row to the next (hd may be z); b1 [f]. The ld - f
  * columns of padding are neither read nor written. */
-void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *h, void *hd, const void *z,
+void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const void *z,
                     const float *b1, int rows, int f, int ld, tt_dropout drop);
 /* Floats of scratch tt_ffn_act_bwd needs. */
 size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p);
-/* dz = dropout_bwd(dhd) * (h > 0) [rows, f], ld apart as the forward's (dz may be dhd); db1 [f]
- * written (not added). */
+/* dz = dropout_bwd(dhd) * (h > 0) [rows, f] from the forward's hd and its dropout probability p
+ * (no mask drawn: see the kernel), ld apart as the forward's (dz may be dhd); db1 [f] written
+ * (not added). */
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *h, int rows, int f, int ld, tt_dropout drop);
+                    const void *dhd, const void *hd, int rows, int f, int ld, float drop);
 
 /* The core g [r] = (1/h) sum_c softmax(theta_c), theta [h, r] (templates/core.cu); the backward
  * adds into dtheta [h, r]. */

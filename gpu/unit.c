@@ -593,13 +593,14 @@ static size_t ln_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
 
 /* --- the FFN's activation (templates/ffn_act.cu, colsum.cu) ----------------------------------- */
 
-/* In place, as the trainer runs it: h over z, dz over dhd. */
+/* In place, as the trainer runs it: hd over z, dz over dhd. */
 typedef struct {
     int f, ld;
     long rows;                 /* rows checked */
-    float *z, *b1, *dhd, *h;   /* host inputs; h: the forward's as stored, the backward's input */
+    float *z, *b1, *dhd, *h;   /* host inputs; h: relu's output as stored (the CPU's relu_bwd
+                                * reads it) */
     uint8_t *mask;
-    void *d_z, *d_hd, *d_hc, *d_dhd;
+    void *d_z, *d_hd, *d_dhd;
     float *d_b1, *d_db1;
 } ffn;
 
@@ -618,7 +619,7 @@ static ffn *ffn_inputs(tt_unit *u, const tt_unit_opts *o)
     return a;
 }
 
-/* h = relu(z + b1), hd = dropout(h); h then rounded as the device stores it */
+/* h = relu(z + b1), hd = dropout(h); both rounded as the device stores them */
 static void ffn_forward(const tt_unit *u, const ffn *a, float *h, float *hd, uint8_t *mask)
 {
     const size_t nf = (size_t)a->rows * a->f;
@@ -626,6 +627,7 @@ static void ffn_forward(const tt_unit *u, const ffn *a, float *h, float *hd, uin
     cpu_relu_fwd(h, h, (long)nf);
     tt_cpu_dropout(hd, mask, h, (long)nf, u->drop);
     tt_round_storage(h, nf, u->bf16);
+    tt_round_storage(hd, nf, u->bf16);
 }
 
 static void ffn_fwd_init(tt_unit *u, const tt_unit_opts *o)
@@ -634,23 +636,26 @@ static void ffn_fwd_init(tt_unit *u, const tt_unit_opts *o)
     const long all = max_rows(u->rows, a->rows);
     const int bf = u->bf16, n = u->s->model.seq_len;
     a->d_z = dev_rows(u, a->z, a->rows, a->f, a->ld, all, bf);
-    a->d_hd = dev_buffer(u, (size_t)all * a->ld * storage_size(bf));
-    add_output(u, "h", a->d_z, bf, a->rows, a->f, a->ld, n, TOL_STORED)->start = a->z;
-    add_output(u, "hd", a->d_hd, bf, a->rows, a->f, a->ld, n, TOL_STORED);
+    add_output(u, "hd", a->d_z, bf, a->rows, a->f, a->ld, n, TOL_STORED)->start = a->z;
 }
 
 static void ffn_fwd_twin(const tt_unit *u, float *const *want)
 {
-    ffn_forward(u, u->h, want[0], want[1], NULL);
+    const ffn *a = u->h;
+    float *h = tt_xmalloc((size_t)a->rows * a->f * 4);
+    ffn_forward(u, a, h, want[0], NULL);
+    free(h);
 }
 
 static void ffn_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
 {
     const ffn *a = u->h;
-    tt_ffn_act_fwd(p, gpu->stream, a->d_z, a->d_hd, a->d_z, a->d_b1, (int)(check ? a->rows : u->rows),
-                   a->f, a->ld, u->drop);
+    tt_ffn_act_fwd(p, gpu->stream, a->d_z, a->d_z, a->d_b1, (int)(check ? a->rows : u->rows), a->f,
+                   a->ld, u->drop);
 }
 
+/* The backward's input is the forward's hd (as the device stores it); its twin is the CPU's
+ * mask and relu_bwd on the stored h, which the kernel never sees. */
 static void ffn_bwd_init(tt_unit *u, const tt_unit_opts *o)
 {
     ffn *a = ffn_inputs(u, o);
@@ -661,8 +666,8 @@ static void ffn_bwd_init(tt_unit *u, const tt_unit_opts *o)
     a->h = keep_host(u, tt_xmalloc(nf * 4));
     a->mask = keep_host(u, tt_xmalloc(nf));
     ffn_forward(u, a, a->h, hd, a->mask);
+    a->d_hd = dev_rows(u, hd, a->rows, a->f, a->ld, all, bf);
     free(hd);
-    a->d_hc = dev_rows(u, a->h, a->rows, a->f, a->ld, all, bf);
     a->d_dhd = dev_rows(u, a->dhd, a->rows, a->f, a->ld, all, bf);
     a->d_db1 = dev_buffer(u, (size_t)a->f * 4);
     add_output(u, "dz", a->d_dhd, bf, a->rows, a->f, a->ld, n, TOL_STORED)->start = a->dhd;
@@ -681,8 +686,8 @@ static void ffn_bwd_twin(const tt_unit *u, float *const *want)
 static void ffn_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
 {
     const ffn *a = u->h;
-    tt_ffn_act_bwd(p, gpu->stream, a->d_dhd, a->d_db1, u->scratch, a->d_dhd, a->d_hc,
-                   (int)(check ? a->rows : u->rows), a->f, a->ld, u->drop);
+    tt_ffn_act_bwd(p, gpu->stream, a->d_dhd, a->d_db1, u->scratch, a->d_dhd, a->d_hd,
+                   (int)(check ? a->rows : u->rows), a->f, a->ld, u->drop.p);
 }
 
 static size_t ffn_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)

@@ -205,8 +205,10 @@ TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 // Block b looks at sorted position b; only the first position of each token's run works, and
 // only for a token that `slot` maps to a row of the table (slot(t) < 0: not this table's). It
 // finds the run's end, then walks the run in order: its rows ascend, as on the CPU. Rows are
-// fetched four at a time (load(row, col, v)), so four loads are in flight, and added one by one,
-// in order (term(row, element, value) is what an element adds).
+// fetched TT_INFLIGHT at a time (load(row, col, v)), so that many loads are in flight (a frequent
+// word's run is hundreds of rows long, and its block's time is their latency), and added one by
+// one, in order (term(row, element, value) is what an element adds).
+#define TT_INFLIGHT 8
 template <int W, int VEC, typename Slot, typename Load, typename Term>
 __device__ __forceinline__ void tt_sorted_add(float *__restrict__ table,
                                               const unsigned long long *__restrict__ keys,
@@ -229,16 +231,16 @@ __device__ __forceinline__ void tt_sorted_add(float *__restrict__ table,
     for (int col = threadIdx.x * VEC; col < W; col += TT_THREADS * VEC) {
         float acc[VEC];
         tt_load<VEC>(acc, dst + col);
-        for (int k = first; k < end; k += 4) {
-            int row[4];
-            float d[4][VEC];
+        for (int k = first; k < end; k += TT_INFLIGHT) {
+            int row[TT_INFLIGHT];
+            float d[TT_INFLIGHT][VEC];
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
+            for (int u = 0; u < TT_INFLIGHT; u++) {
                 row[u] = k + u < end ? (int)(unsigned)keys[k + u] : -1;
                 if (row[u] >= 0) load(row[u], col, d[u]);
             }
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
+            for (int u = 0; u < TT_INFLIGHT; u++) {
                 if (row[u] < 0) break;
 #pragma unroll
                 for (int j = 0; j < VEC; j++) acc[j] = __fadd_rn(acc[j], term(row[u], col + j, d[u][j]));

@@ -1,7 +1,11 @@
 // The position-wise FFN's activation between its two GEMMs (MODEL.md section 2), with the bias of
 // the first GEMM and the FFN's inner dropout fused in:
-//   forward   h = relu(z + b1), hd = dropout(h)       (h kept: its sign is the ReLU's mask)
-//   backward  dz = dropout_bwd(dhd) * (h > 0), and db1 = sum over rows of dz as partials
+//   forward   hd = dropout(relu(z + b1))             (in place over z: relu's output is not kept)
+//   backward  dz = dhd / (1 - p) where hd > 0, else 0; db1 = sum over rows of dz as partials
+// The backward needs neither h nor the dropout mask: a kept element is h / (1 - p), positive
+// exactly where the stored h is, and a dropped one has a zero gradient whatever h is; so this is
+// cpu_dropout_bwd then cpu_relu_bwd bit for bit, without drawing the mask again (but for an h
+// below 2^-133, which bf16 stores as 0 and h / (1 - p) may not be).
 // The activations are stored TT_LD elements from one row to the next (TT_F rounded up to whole
 // 16-byte groups, so that cuBLAS keeps its tensor-core kernels for the products on either side);
 // the TT_LD - TT_F columns of padding are never read or written. The dropout mask's element index
@@ -21,11 +25,10 @@ static_assert(TT_F % TT_VEC == 0 && TT_LD % TT_VEC == 0 && TT_LD >= TT_F,
               "whole vectors per row, each row's start aligned to one");
 
 #ifdef TT_OP_FFN_ACT_FWD
-// h may be z itself (in place): each thread reads its z before it writes the same h.
+// hd may be z itself (in place): each thread reads its z before it writes the same hd.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict__ b1, int rows,
-          float p, unsigned long long seed, const unsigned long long *__restrict__ step,
-          unsigned site)
+TT_KERNEL(TT_T *hd, const TT_T *z, const float *__restrict__ b1, int rows, float p,
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const long long vi = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     if (vi >= (long long)rows * TT_NV) return;
@@ -35,46 +38,40 @@ TT_KERNEL(TT_T *h, TT_T *__restrict__ hd, const TT_T *z, const float *__restrict
     const uint64_t elem = (uint64_t)vi * TT_VEC;    // row * TT_F + col: the mask's numbering
     const float inv_keep = 1.f / (1.f - p);
     const uint64_t stream = tt_dropout_stream(*step, site);
-    float a[TT_VEC], d[TT_VEC];
+    float a[TT_VEC];
     tt_load<TT_VEC>(a, z + base);
 #pragma unroll
     for (int j = 0; j < TT_VEC; j++) {
-        a[j] = fmaxf(a[j] + b1[col + j], 0.f);
-        d[j] = tt_dropout_keep(seed, stream, elem + j, p) ? a[j] * inv_keep : 0.f;
+        const float h = fmaxf(a[j] + b1[col + j], 0.f);
+        a[j] = tt_dropout_keep(seed, stream, elem + j, p) ? h * inv_keep : 0.f;
     }
-    tt_store<TT_VEC>(h + base, a);
-    tt_store<TT_VEC>(hd + base, d);
+    tt_store<TT_VEC>(hd + base, a);
 }
 #endif
 
 #ifdef TT_OP_FFN_ACT_BWD
 // dz may be dhd itself (in place). part: [TT_PARTS, TT_F], every element written.
 extern "C" __global__ void __launch_bounds__(TT_TX * TT_TY)
-TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__restrict__ h,
-          int rows, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__restrict__ hd,
+          int rows, float p)
 {
     __shared__ float colpart[TT_TY][TT_TX * TT_VEC];
     static_assert(sizeof colpart == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int tx = threadIdx.x % TT_TX, ty = threadIdx.x / TT_TX;
     const int col = (blockIdx.x * TT_TX + tx) * TT_VEC;
     const float inv_keep = 1.f / (1.f - p);
-    const uint64_t stream = tt_dropout_stream(*step, site);
     float db[TT_VEC];
 #pragma unroll
     for (int j = 0; j < TT_VEC; j++) db[j] = 0.f;
     if (col < TT_F) {
         for (int row = blockIdx.y * TT_TY + ty; row < rows; row += TT_PARTS * TT_TY) {
             const size_t base = (size_t)row * TT_LD + col;
-            const uint64_t elem = (uint64_t)row * TT_F + col;
             float g[TT_VEC], a[TT_VEC];
             tt_load<TT_VEC>(g, dhd + base);
-            tt_load<TT_VEC>(a, h + base);
+            tt_load<TT_VEC>(a, hd + base);
 #pragma unroll
             for (int j = 0; j < TT_VEC; j++) {
-                // cpu_dropout_bwd, then cpu_relu_bwd
-                const float d = tt_dropout_keep(seed, stream, elem + j, p) ? g[j] * inv_keep : 0.f;
-                g[j] = a[j] > 0.f ? d : 0.f;
+                g[j] = a[j] > 0.f ? g[j] * inv_keep : 0.f; // kept, and h > 0
                 db[j] += g[j];
             }
             tt_store<TT_VEC>(dz + base, g);
