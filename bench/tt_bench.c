@@ -133,13 +133,29 @@ static int32_t zipf_id(uint64_t stream, uint64_t i, long vocab)
     return (int32_t)(id < 0 ? 0 : id >= (double)vocab ? vocab - 1 : id);
 }
 
-/* Random tokens of step s (never all zeros). */
+/* ids [rows] shuffled by the draws of stream (Fisher-Yates). */
+static void shuffle(int32_t *ids, int rows, uint64_t stream)
+{
+    for (int i = rows - 1; i > 0; i--) {
+        const int j = (int)(tt_uniform(9, stream, (uint64_t)i) * (float)(i + 1));
+        const int32_t t = ids[i];
+        ids[i] = ids[j < i ? j : i];
+        ids[j < i ? j : i] = t;
+    }
+}
+
+/* Random tokens of step s (never all zeros): the same Zipf draws every step, each step in an
+ * order of its own. So the adaptive softmax's clusters hold the same number of rows in every
+ * step, as they nearly do in training (where a step with other counts is captured once and
+ * kept: gpu_model.h); with new draws each step, the timed steps would be mostly captures. */
 static void random_tokens(int32_t *in, int32_t *tg, int rows, long vocab, long s)
 {
     for (int i = 0; i < rows; i++) {
-        in[i] = zipf_id(2 * (uint64_t)s, (uint64_t)i, vocab);
-        tg[i] = zipf_id(2 * (uint64_t)s + 1, (uint64_t)i, vocab);
+        in[i] = zipf_id(0, (uint64_t)i, vocab);
+        tg[i] = zipf_id(1, (uint64_t)i, vocab);
     }
+    shuffle(in, rows, 2 * (uint64_t)s);
+    shuffle(tg, rows, 2 * (uint64_t)s + 1);
 }
 
 /* Milliseconds of the work queued on the device's stream by `steps` calls of one, between CUDA
