@@ -1047,7 +1047,7 @@ static int mla_mat_groups(const tt_spec *s, double *frac)
  *   materialized: the products (3 of 2 B N^3 D FLOPs dense; under the mask the row groups'
  *     share of them, mla_mat_groups) at cuBLAS's rate (bf16 500, tf32 250, fp32 40 TFLOP/s),
  *     T's and dT's traffic (about 10 passes of as many elements, and E's B N^2 R2 fp32 twice)
- *     at 3 TB/s, and its launches (3 a group and 16) at 4 us;
+ *     at 3 TB/s, and its launches (4 a group and 13) at 4 us;
  * materialized only while T fits in 4 GiB. Returns 1 for materialized; why says the estimate. */
 static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n)
 {
@@ -1067,7 +1067,7 @@ static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n
     double share;
     const int groups = mla_mat_groups(s, &share);
     const double mat = 3 * dense * share / gemm + (10 * t_bytes * share + 2 * B * N * N * R2 * 4) / 3e12 +
-                       (3 * groups + 16) * 4e-6;
+                       (4 * groups + 13) * 4e-6;
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
         snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "

@@ -542,11 +542,10 @@ int tt_mla_mat_groups(const tt_gpu_program *p)
     return 0;
 }
 
-void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch, bool whole)
+void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_mask");
-    int w = whole;
-    void *args[] = {&t, &batch, &w};
+    void *args[] = {&t, &batch};
     tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
 }
 

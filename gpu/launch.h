@@ -198,9 +198,7 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
 bool tt_mla_materialized(const tt_gpu_program *p);
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch);
-/* T (or, whole, dT) [batch N, N^2] in position order and shell order: each row's hidden columns
- * zeroed, to its row group's K_g (or all). */
-void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch, bool whole);
+void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch);
 /* The row groups of the causal mask's shell order (templates/mla_mat.cu), 0 for dense T. */
 int tt_mla_mat_groups(const tt_gpu_program *p);
 /* rows of D: dst[b N + i] = src[i batch + b] (to_seq), else the other way. */

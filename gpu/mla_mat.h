@@ -12,13 +12,15 @@
 #include "gemm.h"
 #include "launch.h"
 
-/* The storage type's buffers unless said; under the causal mask (groups > 0), T's and dT's rows
- * in position order and the (j, k) columns and rows in shell order (templates/mla_mat.cu). */
+#define TT_MLA_MAT_MAX_GROUPS 64
+
+/* The storage type's buffers unless said; (j, k) columns and rows in shell order and T's rows
+ * by group (templates/mla_mat.cu) when groups > 0 (the causal mask), else dense. */
 typedef struct {
     void *a;     /* [batch, N, R2] g (Q+u) | g (Q+v) */
     void *kv;    /* [batch, N^2, R2] K_j V_k | P_j V_k */
-    void *t;     /* [batch N, N^2] T */
-    void *dt;    /* [batch N, N^2] dT */
+    void *t;     /* T: [batch N, N^2], or each group's [n_g batch, K_g] */
+    void *dt;    /* dT, as T */
     float *gm;   /* [batch, N, R2] dT KV */
     float *em;   /* [batch, N^2, R2] dT^T A */
     float *part; /* [batch, N, 4R] the parts of dP, dg, du, dv */

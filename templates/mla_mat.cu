@@ -10,19 +10,18 @@
 //
 // Under the causal mask the columns (j, k) are in shell order: the 2m + 1 pairs with max(j, k) =
 // m come after the m^2 with a smaller maximum (tt_shell), so that row i sees exactly the first
-// (i + 1)^2 columns; and T's rows are in position order (i batch + b, a sequence's rows batch
-// apart). The positions are cut into TT_GROUPS groups (group g: rows s_g = g N / G up to
-// s_{g+1}, all sequences: consecutive rows), and the products with Wo run per group over its
-// first K_g = s_{g+1}^2 columns only (Y, dT), or per block of columns over the rows that see
-// them (dWo): about (G+1)(2G+1) / (6 G^2) of the dense work (0.44 for 5 groups). Y is formed in
-// position order (mla_mat_rows puts it back), against Wo's columns in shell order (mla_mat_wo
-// gathers them, mla_mat_dwo adds dWo back). T's own product, G and E stay dense (R2 wide: a
-// small share of the work).
+// (i + 1)^2 columns. The rows are cut into TT_GROUPS groups of consecutive positions (group g:
+// rows s_g = g N / G up to s_{g+1}), and group g's products run over its first K_g = s_{g+1}^2
+// columns only: about (G+1)(2G+1) / (6 G^2) of the dense work (0.40 for 8 groups) instead of all
+// of it. A group's T (and dT) is [n_g batch, K_g], its rows position-major ((i - s_g) batch + b),
+// so that one product covers the group in every sequence; Y is formed in that order (mla_mat_rows
+// puts it back), against Wo's columns in shell order (mla_mat_wo gathers them, mla_mat_dwo adds
+// dWo back).
 // Kernels:
 //   mla_mat_prep   a block per (sequence, position t): KV's rows (t, k) for every k (at (t, k)'s
 //                  column of T: t N + k, or its shell index), and A's row t.
 //   mla_mat_mask   a block per (sequence, row i) of T (or dT): zero where the causal mask hides
-//                  (j, k) from i: the columns from (i + 1)^2 on (to the row group's K_g, or all).
+//                  (j, k) from i: the columns from (i + 1)^2 to K_g of the row's group.
 //   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
 //                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
 //                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
@@ -92,18 +91,21 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 
 #if defined(TT_OP_MLA_MAT_MASK)
 static_assert(TT_CAUSAL && TT_GROUPS >= 1, "planned under the causal mask, in row groups");
-// whole: zero up to N^2 (dT, which G and E read whole), else up to the row group's K_g (T, which
-// the products read that far)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ t, int batch, int whole)
+TT_KERNEL(TT_T *__restrict__ t, int batch)
 {
     const int i = blockIdx.x, b = blockIdx.y;
     const TT_T zero = tt_store_as<TT_T>(0.f);
-    int g = 0; // the row's group
-    while ((g + 1) * TT_N / TT_GROUPS <= i) g++;
-    const int s1 = (g + 1) * TT_N / TT_GROUPS, end = whole ? TT_NN : s1 * s1;
-    TT_T *row = t + ((size_t)i * batch + b) * TT_NN;
-    for (int c = (i + 1) * (i + 1) + threadIdx.x; c < end; c += TT_THREADS) row[c] = zero;
+    // the row's group g, and where its T starts: the groups before it, n_h batch rows of K_h
+    size_t off = 0;
+    int g = 0;
+    for (; (g + 1) * TT_N / TT_GROUPS <= i; g++) {
+        const size_t s0 = (size_t)g * TT_N / TT_GROUPS, s1 = (size_t)(g + 1) * TT_N / TT_GROUPS;
+        off += (s1 - s0) * batch * s1 * s1;
+    }
+    const int s0 = g * TT_N / TT_GROUPS, s1 = (g + 1) * TT_N / TT_GROUPS, kg = s1 * s1;
+    TT_T *row = t + off + ((size_t)(i - s0) * batch + b) * kg;
+    for (int c = (i + 1) * (i + 1) + threadIdx.x; c < kg; c += TT_THREADS) row[c] = zero;
 }
 #endif
 
