@@ -1013,28 +1013,6 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     return 0;
 }
 
-/* The materialized strategy's row groups under the causal mask (templates/mla_mat.cu): as many
- * as leave each group's products at least 512 rows (n_g batch), at most 8 and N / 4, at least 1;
- * 0 without the mask (dense). *frac: the share of the dense products' work they do. */
-static int mla_mat_groups(const tt_spec *s, double *frac)
-{
-    const tt_model_spec *m = &s->model;
-    const long n = m->seq_len, rows = (long)s->train.batch * n;
-    *frac = 1;
-    if (!m->causal) return 0;
-    long g = rows / 512;
-    if (g > 8) g = 8;
-    if (g > n / 4) g = n / 4;
-    if (g < 1) g = 1;
-    double work = 0;
-    for (long i = 0; i < g; i++) {
-        const double s0 = (double)(i * n / g), s1 = (double)((i + 1) * n / g);
-        work += (s1 - s0) * s1 * s1;
-    }
-    *frac = work / ((double)n * n * n);
-    return (int)g;
-}
-
 /* The tensorized attention's strategy per shape: fused (templates/mla.cu, mla_tc.cu: T never
  * leaves the chip, and the mask skips the hidden (j, k)) or materialized (templates/mla_mat.cu:
  * T written, its products with Wo through cuBLAS, dense). A cost model of a layer's forward and
@@ -1044,10 +1022,9 @@ static int mla_mat_groups(const tt_spec *s, double *frac)
  *     25 GFLOP in 0.242 ms), where the backward's mla_bwd_q is on tensor cores only for
  *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
  *     8 layers' 268 GFLOP in about 0.1 s);
- *   materialized: the products (3 of 2 B N^3 D FLOPs dense; under the mask the row groups'
- *     share of them, mla_mat_groups) at cuBLAS's rate (bf16 500, tf32 250, fp32 40 TFLOP/s),
- *     T's and dT's traffic (about 10 passes of as many elements, and E's B N^2 R2 fp32 twice)
- *     at 3 TB/s, and its launches (4 a group and 13) at 4 us;
+ *   materialized: the dense products (3 of 2 B N^3 D FLOPs) at cuBLAS's rate (bf16 500, tf32
+ *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 10 passes of B N^3 elements, and E's
+ *     B N^2 R2 fp32 twice) at 3 TB/s, and its 10 more launches at 4 us;
  * materialized only while T fits in 4 GiB. Returns 1 for materialized; why says the estimate. */
 static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n)
 {
@@ -1064,10 +1041,7 @@ static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n
     const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
                         : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
     const double t_bytes = B * N * N * N * es;
-    double share;
-    const int groups = mla_mat_groups(s, &share);
-    const double mat = 3 * dense * share / gemm + (10 * t_bytes * share + 2 * B * N * N * R2 * 4) / 3e12 +
-                       (4 * groups + 13) * 4e-6;
+    const double mat = 3 * dense / gemm + (10 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + 10 * 4e-6;
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
         snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "
@@ -1088,23 +1062,17 @@ static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n
 static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
-    const long batch = s->train.batch, n = m->seq_len, r = m->rank, d = m->d_model;
-    double share;
-    const int groups = mla_mat_groups(s, &share);
+    const long batch = s->train.batch, n = m->seq_len, r = m->rank;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
-    const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_params",
-                         "mla_mat_rows", "mla_mat_wo", "mla_mat_dwo"};
+    const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_params"};
     const char *op_flags[] = {"OP_MLA_MAT_PREP", "OP_MLA_MAT_MASK", "OP_MLA_MAT_GRADS",
-                              "OP_MLA_MAT_PARAMS", "OP_MLA_MAT_ROWS", "OP_MLA_MAT_WO",
-                              "OP_MLA_MAT_DWO"};
-    for (int i = 0; i < 7; i++) {
-        if ((i == 1 || i >= 4) && !m->causal) continue; /* dense: nothing to mask or reorder */
-        /* the mask, the sums and the reorderings: 256 threads; the row kernels: about a thread
-         * per rank */
-        const long threads = i == 1 || i >= 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
-        tt_kernel *k = add_kernel(plan, ops[i], 0, i == 6 ? "f32" : dtype);
+                              "OP_MLA_MAT_PARAMS"};
+    for (int i = 0; i < 4; i++) {
+        if (i == 1 && !m->causal) continue; /* nothing to mask */
+        /* the mask and the sums: 256 threads; the row kernels: about a thread per rank */
+        const long threads = i == 1 || i == 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
+        tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
         mla_shape_consts(k, m);
-        if (i == 1) set_const(k, "GROUPS", groups);
         name_kernel(k, flags);
         set_const(k, "THREADS", threads);
         set_const(k, op_flags[i], 1);
@@ -1113,29 +1081,17 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             k->grid[0] = (unsigned)n;
             k->grid[1] = (unsigned)batch;
             snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld positions, y = batch", n);
-        } else if (i == 3) {
+        } else {
             const long outputs = (m->position == TT_POS_KEY ? n * r + 3 * r : r);
             k->grid[0] = ceil_div(32 * outputs, threads);
             snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(32 * %ld / %ld)", outputs, threads);
-        } else { /* grid-stride over batch N D or D N^2 elements */
-            const long elems = i == 4 ? batch * n * d : d * n * n, blocks = ceil_div(elems, threads);
-            k->grid[0] = (unsigned)(blocks < 2048 ? blocks : 2048);
-            snprintf(k->grid_rule, sizeof k->grid_rule, "x = min(ceil(%ld / %ld), 2048), grid-stride",
-                     elems, threads);
         }
         static const char *const what[] = {
             "A and KV (rows of T's factors) a block per (sequence, position)",
             "zeros where the causal mask hides (j, k) from row i, a block per row",
             "dQ, dK, dV from dT KV and dT^T A; parts of dP, dg, du, dv: fixed order",
-            "warp per output over the parts, a fixed butterfly: deterministic",
-            "Y and dY between sequence and position order (the row groups' products)",
-            "Wo's columns in shell order, for the row groups' products",
-            "dWo's columns back from shell order, added: each element once"};
-        if (i == 1 && groups)
-            whyf(k, "%s; %d row groups, %.0f%% of the dense products' work", what[i], groups,
-                 100 * share);
-        else
-            whyf(k, "%s", what[i]);
+            "warp per output over the parts, a fixed butterfly: deterministic"};
+        whyf(k, "%s", what[i]);
     }
     return 0;
 }

@@ -410,11 +410,10 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
-        const int key = m->position == TT_POS_KEY, groups = tt_mla_mat_groups(&lm->prog);
         const size_t bytes = tt_mla_mat_carve(&lm->mat, NULL, lm->batch, m->seq_len, m->rank,
-                                              m->d_model, key, groups, es);
-        tt_mla_mat_carve(&lm->mat, take(b, bytes), lm->batch, m->seq_len, m->rank, m->d_model,
-                         key, groups, es);
+                                              m->position == TT_POS_KEY, es);
+        tt_mla_mat_carve(&lm->mat, take(b, bytes), lm->batch, m->seq_len, m->rank,
+                         m->position == TT_POS_KEY, es);
     }
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);

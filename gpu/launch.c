@@ -534,42 +534,14 @@ void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv,
     tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
 }
 
-int tt_mla_mat_groups(const tt_gpu_program *p)
-{
-    for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
-        if (!strcmp(p->plan.kernels[i].op, "mla_mat_mask"))
-            return (int)need(&p->kernels[i], "GROUPS");
-    return 0;
-}
-
 void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch)
 {
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_mask");
-    void *args[] = {&t, &batch};
-    tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
-}
-
-void tt_mla_mat_rows(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,
-                     int batch, bool to_seq)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_rows");
-    int seq = to_seq;
-    void *args[] = {&dst, &src, &batch, &seq};
-    tt_gpu_launch(k, plan_grid(k), args, s); /* grid-stride */
-}
-
-void tt_mla_mat_wo(const tt_gpu_program *p, cudaStream_t s, void *wop, const void *wo)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_wo");
-    void *args[] = {&wop, &wo};
-    tt_gpu_launch(k, plan_grid(k), args, s);
-}
-
-void tt_mla_mat_dwo(const tt_gpu_program *p, cudaStream_t s, float *dwo, const float *dwop)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_dwo");
-    void *args[] = {&dwo, &dwop};
-    tt_gpu_launch(k, plan_grid(k), args, s);
+    for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_mask")) {
+            const tt_gpu_kernel *k = &p->kernels[i];
+            void *args[] = {&t};
+            tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
+        }
 }
 
 void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,

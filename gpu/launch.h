@@ -199,14 +199,6 @@ bool tt_mla_materialized(const tt_gpu_program *p);
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch);
 void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch);
-/* The row groups of the causal mask's shell order (templates/mla_mat.cu), 0 for dense T. */
-int tt_mla_mat_groups(const tt_gpu_program *p);
-/* rows of D: dst[b N + i] = src[i batch + b] (to_seq), else the other way. */
-void tt_mla_mat_rows(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,
-                     int batch, bool to_seq);
-/* wop [D, N^2] = wo's columns in shell order; dwo [D, N^2] += dwop's back in (j, k) order. */
-void tt_mla_mat_wo(const tt_gpu_program *p, cudaStream_t s, void *wop, const void *wo);
-void tt_mla_mat_dwo(const tt_gpu_program *p, cudaStream_t s, float *dwo, const float *dwop);
 void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,
                       const float *gm, const float *em, const void *qkv, const float *g,
                       const void *pos, const float *u, const float *v, int batch);

@@ -12,29 +12,20 @@
 #include "gemm.h"
 #include "launch.h"
 
-#define TT_MLA_MAT_MAX_GROUPS 64
-
-/* The storage type's buffers unless said; (j, k) columns and rows in shell order and T's rows
- * by group (templates/mla_mat.cu) when groups > 0 (the causal mask), else dense. */
 typedef struct {
-    void *a;     /* [batch, N, R2] g (Q+u) | g (Q+v) */
+    void *a;     /* [batch, N, R2] g (Q+u) | g (Q+v), the storage type */
     void *kv;    /* [batch, N^2, R2] K_j V_k | P_j V_k */
-    void *t;     /* T: [batch N, N^2], or each group's [n_g batch, K_g] */
-    void *dt;    /* dT, as T */
+    void *t;     /* [batch N, N^2] T */
+    void *dt;    /* [batch N, N^2] dT */
     float *gm;   /* [batch, N, R2] dT KV */
     float *em;   /* [batch, N^2, R2] dT^T A */
     float *part; /* [batch, N, 4R] the parts of dP, dg, du, dv */
-    void *yp;    /* [N batch, D] Y, and dY, in position order (groups only) */
-    void *wop;   /* [D, N^2] Wo's columns in shell order (groups only) */
-    float *dwop; /* [D, N^2] dWo's, fp32 (groups only) */
-    int groups;
 } tt_mla_mat_bufs;
 
-/* Bytes of those buffers for batch sequences (es: bytes of the storage type; groups:
- * tt_mla_mat_groups of the plan), and their places in base (256-byte aligned each; base NULL:
- * only the count). */
-size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
-                        int groups, size_t es);
+/* Bytes of those buffers for batch sequences (es: bytes of the storage type), and their places
+ * in base (256-byte aligned each; base NULL: only the count). */
+size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
+                        size_t es);
 
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
                     const void *qkv, const float *g, const void *wo, const void *pos,

@@ -6,53 +6,20 @@
 //   T = A KV^T (masked)    Y = T Wo^T
 //   dT = dY Wo (masked)    dWo += dY^T T    G = dT KV    E = dT^T A
 // and from G and E this file's mla_mat_grads and mla_mat_params give dQ, dK, dV, dP, dg, du, dv
-// (gpu/mla_mat.c runs the products).
-//
-// Under the causal mask the columns (j, k) are in shell order: the 2m + 1 pairs with max(j, k) =
-// m come after the m^2 with a smaller maximum (tt_shell), so that row i sees exactly the first
-// (i + 1)^2 columns. The rows are cut into TT_GROUPS groups of consecutive positions (group g:
-// rows s_g = g N / G up to s_{g+1}), and group g's products run over its first K_g = s_{g+1}^2
-// columns only: about (G+1)(2G+1) / (6 G^2) of the dense work (0.40 for 8 groups) instead of all
-// of it. A group's T (and dT) is [n_g batch, K_g], its rows position-major ((i - s_g) batch + b),
-// so that one product covers the group in every sequence; Y is formed in that order (mla_mat_rows
-// puts it back), against Wo's columns in shell order (mla_mat_wo gathers them, mla_mat_dwo adds
-// dWo back).
-// Kernels:
-//   mla_mat_prep   a block per (sequence, position t): KV's rows (t, k) for every k (at (t, k)'s
-//                  column of T: t N + k, or its shell index), and A's row t.
+// (gpu/mla_mat.c runs the products). Kernels:
+//   mla_mat_prep   a block per (sequence, position t): KV's rows (t, k) for every k, and A's row t.
 //   mla_mat_mask   a block per (sequence, row i) of T (or dT): zero where the causal mask hides
-//                  (j, k) from i: the columns from (i + 1)^2 to K_g of the row's group.
+//                  (j, k) from i (j > i or k > i); T [batch N, N^2], N^2 apart.
 //   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
 //                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
 //                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
 //   mla_mat_params a warp per output: dP (written) and dg, du, dv (added into) from the parts,
 //                  in a fixed order.
-//   mla_mat_rows   rows of D between sequence order (b N + i) and position order (i batch + b).
-//   mla_mat_wo     Wo's columns in shell order: wop[d][c] = wo[d][(j, k) of c].
-//   mla_mat_dwo    dwo[d][(j, k) of c] += dwop[d][c] (fp32).
 // No float atomics: the result does not depend on scheduling.
-// Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_THREADS; TT_GROUPS (the mask's).
+// Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_THREADS.
 
 #define TT_R2 (TT_POS_KEY ? 2 * TT_R : TT_R)
 #define TT_NN (TT_N * TT_N)
-
-// The column of (j, k) in shell order, and back.
-__device__ __forceinline__ int tt_shell(int j, int k)
-{
-    const int m = j > k ? j : k;
-    return m * m + (k == m ? j : m + 1 + k);
-}
-__device__ __forceinline__ void tt_unshell(int c, int &j, int &k)
-{
-    int m = (int)sqrtf((float)c);
-    while (m * m > c) m--;
-    while ((m + 1) * (m + 1) <= c) m++;
-    const int o = c - m * m;
-    if (o <= m) j = o, k = m;
-    else j = m, k = o - m - 1;
-}
-// The column of (j, k) in T and E: shell order under the causal mask.
-__device__ __forceinline__ int tt_col(int j, int k) { return TT_CAUSAL ? tt_shell(j, k) : j * TT_N + k; }
 
 #if defined(TT_OP_MLA_MAT_PREP)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
@@ -65,7 +32,7 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 #if !TT_POS_KEY
     (void)p, (void)u, (void)v;
 #endif
-    TT_T *kvb = kv + (size_t)b * TT_NN * TT_R2;
+    TT_T *kvt = kv + ((size_t)b * TT_NN + (size_t)t * TT_N) * TT_R2;
     for (int e = threadIdx.x; e < TT_N * TT_R2; e += TT_THREADS) {
         const int k = e / TT_R2, c = e % TT_R2, r = c % TT_R;
         const float vk = tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]);
@@ -75,7 +42,7 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 #else
                                    : 0.f;
 #endif
-        kvb[(size_t)tt_col(t, k) * TT_R2 + c] = tt_store_as<TT_T>(key * vk);
+        kvt[e] = tt_store_as<TT_T>(key * vk);
     }
     TT_T *at = a + ((size_t)b * TT_N + t) * TT_R2;
     for (int c = threadIdx.x; c < TT_R2; c += TT_THREADS) {
@@ -90,22 +57,16 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 #endif
 
 #if defined(TT_OP_MLA_MAT_MASK)
-static_assert(TT_CAUSAL && TT_GROUPS >= 1, "planned under the causal mask, in row groups");
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ t, int batch)
+TT_KERNEL(TT_T *__restrict__ t)
 {
     const int i = blockIdx.x, b = blockIdx.y;
+    TT_T *row = t + ((size_t)b * TT_N + i) * TT_NN;
     const TT_T zero = tt_store_as<TT_T>(0.f);
-    // the row's group g, and where its T starts: the groups before it, n_h batch rows of K_h
-    size_t off = 0;
-    int g = 0;
-    for (; (g + 1) * TT_N / TT_GROUPS <= i; g++) {
-        const size_t s0 = (size_t)g * TT_N / TT_GROUPS, s1 = (size_t)(g + 1) * TT_N / TT_GROUPS;
-        off += (s1 - s0) * batch * s1 * s1;
+    for (int c = threadIdx.x; c < TT_NN; c += TT_THREADS) {
+        const int j = c / TT_N, k = c % TT_N;
+        if (j > i || k > i) row[c] = zero;
     }
-    const int s0 = g * TT_N / TT_GROUPS, s1 = (g + 1) * TT_N / TT_GROUPS, kg = s1 * s1;
-    TT_T *row = t + off + ((size_t)(i - s0) * batch + b) * kg;
-    for (int c = (i + 1) * (i + 1) + threadIdx.x; c < kg; c += TT_THREADS) row[c] = zero;
 }
 #endif
 
@@ -143,7 +104,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const float *__rest
         float dk = 0.f, dp = 0.f;
         for (int k = 0; k < TT_N; k++) {
             const float vk = tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]);
-            const float *e = eb + (size_t)tt_col(t, k) * TT_R2;
+            const float *e = eb + ((size_t)t * TT_N + k) * TT_R2;
             dk += e[r] * vk;
 #if TT_POS_KEY
             dp += e[TT_R + r] * vk;
@@ -158,7 +119,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const float *__rest
         // dV_t: column t of E, over j
         float dv = 0.f;
         for (int j = 0; j < TT_N; j++) {
-            const float *e = eb + (size_t)tt_col(j, t) * TT_R2;
+            const float *e = eb + ((size_t)j * TT_N + t) * TT_R2;
             dv += e[r] * tt_float(seq[(size_t)j * 3 * TT_R + TT_R + r]);
 #if TT_POS_KEY
             dv += e[TT_R + r] * tt_float(p[(size_t)j * TT_R + r]);
@@ -200,47 +161,5 @@ TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du
     const int o = warp - n_dp, which = o / TT_R, r = o % TT_R;
     float *dst = which == 0 ? dg : which == 1 ? du : dv;
     dst[r] += s;
-}
-#endif
-
-#if defined(TT_OP_MLA_MAT_ROWS)
-// to_seq: dst[b N + i] = src[i batch + b]; else dst[i batch + b] = src[b N + i]; rows of TT_D.
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int batch, int to_seq)
-{
-    const size_t all = (size_t)batch * TT_N * TT_D;
-    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < all;
-         e += (size_t)gridDim.x * TT_THREADS) {
-        const size_t row = e / TT_D, col = e % TT_D; // dst's row
-        const size_t b = to_seq ? row / TT_N : row % batch, i = to_seq ? row % TT_N : row / batch;
-        const size_t from = to_seq ? i * batch + b : b * TT_N + i;
-        dst[e] = src[from * TT_D + col];
-    }
-}
-#endif
-
-#if defined(TT_OP_MLA_MAT_WO)
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ wop, const TT_T *__restrict__ wo)
-{
-    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < (size_t)TT_D * TT_NN;
-         e += (size_t)gridDim.x * TT_THREADS) {
-        int j, k;
-        tt_unshell((int)(e % TT_NN), j, k);
-        wop[e] = wo[e / TT_NN * TT_NN + (size_t)j * TT_N + k];
-    }
-}
-#endif
-
-#if defined(TT_OP_MLA_MAT_DWO)
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ dwop)
-{
-    for (size_t e = (size_t)blockIdx.x * TT_THREADS + threadIdx.x; e < (size_t)TT_D * TT_NN;
-         e += (size_t)gridDim.x * TT_THREADS) {
-        int j, k;
-        tt_unshell((int)(e % TT_NN), j, k);
-        dwo[e / TT_NN * TT_NN + (size_t)j * TT_N + k] += dwop[e];
-    }
 }
 #endif
