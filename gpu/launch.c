@@ -98,7 +98,7 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
                         float *dbeta, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
-                        int ld, tt_dropout drop, const tt_gpu_side *sums)
+                        int ld, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_bwd");
     expect(k, "D", d);
@@ -113,8 +113,7 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     expect(c, "D", d);
     expect(c, "SETS", 2);
     void *cargs[] = {&dgamma, &dbeta, &part, &parts};
-    if (sums) tt_gpu_fork(sums, st);
-    tt_gpu_launch(c, plan_grid(c), cargs, sums ? sums->stream : st);
+    tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 
 /* A kernel over `count` rows of `width` features, a thread per VEC of them (plan.c's row_kernel). */
@@ -276,8 +275,7 @@ size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)
 }
 
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *hd, int rows, int f, int ld, float drop,
-                    const tt_gpu_side *sums)
+                    const void *dhd, const void *hd, int rows, int f, int ld, float drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_bwd");
     const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "bias_colsum");
@@ -294,8 +292,7 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
     float *none = NULL;
     void *cargs[] = {&db1, &none, &part, &parts};
-    if (sums) tt_gpu_fork(sums, st);
-    tt_gpu_launch(c, plan_grid(c), cargs, sums ? sums->stream : st);
+    tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 
 void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,

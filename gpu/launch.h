@@ -37,13 +37,11 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
                         float *rstd, const void *x, const void *y, const float *gamma,
                         const float *beta, int rows, int d, int ld, tt_dropout drop);
 /* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d]
- * ld apart; dgamma, dbeta [d] written; part: as tt_layernorm_bwd's. sums: where the column sums
- * of part into dgamma and dbeta run (after what st has queued; the caller joins it before their
- * use, and does not write part again before), or NULL: on st. */
+ * ld apart; dgamma, dbeta [d] written; part: as tt_layernorm_bwd's. */
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
                         float *dbeta, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
-                        int ld, tt_dropout drop, const tt_gpu_side *sums);
+                        int ld, tt_dropout drop);
 
 /* Every kernel below that takes d and ld: rows of d values ld apart (a multiple of the kernel's
  * vector, so that every row is as aligned as the first), the columns from d on neither read nor
@@ -105,10 +103,9 @@ void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const vo
 size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p);
 /* dz = dropout_bwd(dhd) * (h > 0) [rows, f] from the forward's hd and its dropout probability p
  * (no mask drawn: see the kernel), ld apart as the forward's (dz may be dhd); db1 [f] written
- * (not added), its column sums on sums as tt_residual_ln_bwd's. */
+ * (not added). */
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *hd, int rows, int f, int ld, float drop,
-                    const tt_gpu_side *sums);
+                    const void *dhd, const void *hd, int rows, int f, int ld, float drop);
 
 /* The core g [r] = (1/h) sum_c softmax(theta_c), theta [h, r] (templates/core.cu); the backward
  * adds into dtheta [h, r]. */

@@ -582,7 +582,7 @@ static void ln_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *
     const ln *l = u->h;
     tt_residual_ln_bwd(p, gpu->stream, l->d_dx, l->d_dy, l->d_dgb, l->d_dgb + l->d, u->scratch,
                        l->d_dout, l->d_s, l->d_mean, l->d_rstd, l->d_gamma,
-                       (int)(check ? l->rows : u->rows), l->d, (int)l->ld, u->drop, NULL);
+                       (int)(check ? l->rows : u->rows), l->d, (int)l->ld, u->drop);
 }
 
 static size_t ln_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
@@ -687,7 +687,7 @@ static void ffn_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu 
 {
     const ffn *a = u->h;
     tt_ffn_act_bwd(p, gpu->stream, a->d_dhd, a->d_db1, u->scratch, a->d_dhd, a->d_hd,
-                   (int)(check ? a->rows : u->rows), a->f, a->ld, u->drop.p, NULL);
+                   (int)(check ? a->rows : u->rows), a->f, a->ld, u->drop.p);
 }
 
 static size_t ffn_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
