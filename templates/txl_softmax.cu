@@ -112,3 +112,208 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
     }
 }
 #endif
+
+#ifdef TT_OP_TXL_ATTN_FWD
+// The whole forward between the biased queries and P'V, fused (bf16 only; mma.sync m16n8k16,
+// fp32 accumulation), where the keys fit shared memory: AC and BD are never written. A block:
+// 64 query rows (a warp per 16) of one (head c, sequence b): item c B + b of the head-major
+// tiles qu, qv [item][n][DP], tk, tv [item][klen][DP], rh [c][klen][DP] (DP: d_head padded to
+// whole 16-byte groups, zeros past d_head). Its keys' K and V rows, and the rows of r its
+// queries reach, sit in shared memory. Each warp walks its visible keys 16 at a time twice:
+//   1. s = (ac + bd) * scale as above: ac = (q+u) K_chunk^T; bd through the band of 32 rows of
+//      r its rows reach in the chunk, (q+v) R_band^T, read back skewed through the warp's
+//      scratch (row r, key c: band column 15 - r + c); the rows' running maxima and sums;
+//   2. s again, prob = exp(s - max) / sum and pdrop = dropatt(prob) written (the backward reads
+//      them, and zeros past each row's keys), and O += pdrop V_chunk from pdrop as stored.
+// O goes to oh [item][n][DP] (as the product P'V would write it). The same draws as
+// txl_softmax_fwd; the sums in another order (a running maximum), within rounding of it.
+// Constants: TT_DP, TT_KMAX (klen <= KMAX, a multiple of 16), TT_SP (shared rows' pitch),
+// TT_THREADS 128.
+#define TT_KS ((TT_DP + 15) / 16) // k-steps over a head
+static_assert(TT_THREADS == 128 && TT_KMAX % 16 == 0 && TT_SP >= TT_KS * 16 && TT_SP % 8 == 0,
+              "four warps of 16 queries; whole chunks of keys; rows of whole k-steps, 16-byte aligned");
+static_assert((3 * TT_KMAX * TT_SP * 2 + 4 * 16 * 33 * 4) == TT_SMEM,
+              "the shared memory the plan counted is what the block carves up below");
+
+// rows [from, to) of a [rows][DP] head tile into a shared [.][SP] one, zero past DP (to the
+// k-steps' end) and for the rows in [to, zero_to)
+__device__ __forceinline__ void tt_stage_rows(tt_bf16 *dst, const tt_bf16 *src, int from, int to,
+                                              int zero_to)
+{
+    const int w = TT_KS * 16;
+    for (int e = threadIdx.x; e < (zero_to - from) * w; e += TT_THREADS) {
+        const int row = from + e / w, col = e % w;
+        tt_bf16 x;
+        x.bits = 0;
+        if (row < to && col < TT_DP) x = src[(size_t)row * TT_DP + col];
+        dst[(size_t)(row - from) * TT_SP + col] = x;
+    }
+}
+
+// A-operand fragments of 16 rows (row0..) of a [n][DP] head tile, zero past n.
+__device__ __forceinline__ void tt_rows_frag(unsigned (&a)[TT_KS][4], const tt_bf16 *src, int row0, int n)
+{
+    const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int ks = 0; ks < TT_KS; ks++)
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int row = row0 + g + (q & 1) * 8, col = ks * 16 + 2 * t + (q >> 1) * 8;
+            unsigned v = 0;
+            if (row < n && col < TT_DP) v = *reinterpret_cast<const unsigned *>(src + (size_t)row * TT_DP + col);
+            a[ks][q] = v;
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, TT_T *__restrict__ oh,
+          const TT_T *__restrict__ qu, const TT_T *__restrict__ qv, const TT_T *__restrict__ tk,
+          const TT_T *__restrict__ tv, const TT_T *__restrict__ rh, int n, int m, int batch,
+          int heads, float scale, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sv = sk + (size_t)TT_KMAX * TT_SP;
+    tt_bf16 *sr = sv + (size_t)TT_KMAX * TT_SP;
+    float *scratch = reinterpret_cast<float *>(sr + (size_t)TT_KMAX * TT_SP);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int item = blockIdx.y, c = item / batch, b = item % batch, klen = m + n;
+    const int i0 = blockIdx.x * 64, iw = i0 + 16 * warp;
+    const int kend = m + min(i0 + 64, n), kz = (kend + 15) / 16 * 16; // the block's keys
+    const int tlo = max(0, n - 1 - (i0 + 63));                         // the first r row reached
+    tt_stage_rows(sk, tk + (size_t)item * klen * TT_DP, 0, kend, kz);
+    tt_stage_rows(sv, tv + (size_t)item * klen * TT_DP, 0, kend, kz);
+    tt_stage_rows(sr, rh + (size_t)c * klen * TT_DP, tlo, klen, klen);
+    __syncthreads();
+    if (iw >= n) return;
+    float *bb = scratch + (size_t)warp * 16 * 33;
+    unsigned au[TT_KS][4], av[TT_KS][4];
+    tt_rows_frag(au, qu + (size_t)item * n * TT_DP, iw, n);
+    tt_rows_frag(av, qv + (size_t)item * n * TT_DP, iw, n);
+    const int jlast = m + min(iw + 15, n - 1); // the last key the warp's rows see
+
+    // s of the chunk of keys kc .. kc+15 for the lane's accumulator elements: (row, key) of
+    // n-tile nt and register e at (g + 8 (e >= 2), kc + 8 nt + tt_acc_col); -inf where masked
+    auto scores = [&](float (&s)[2][4], int kc) {
+        float ac[2][4] = {}, bd[4][4] = {};
+        const tt_bf16 *krow = sk + (size_t)(kc + (lane >> 4) * 8 + (lane & 7)) * TT_SP + ((lane >> 3) & 1) * 8;
+        // r rows of the band: tb + q 16 + (lane >> 4) 8 + lane % 8 (q = 0, 1), clamped
+        const int tb = n - 1 - iw - 15 + kc;
+        const tt_bf16 *rrow[2];
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            const int t = min(max(tb + q * 16 + (lane >> 4) * 8 + (lane & 7), tlo), klen - 1);
+            rrow[q] = sr + (size_t)(t - tlo) * TT_SP + ((lane >> 3) & 1) * 8;
+        }
+#pragma unroll
+        for (int ks = 0; ks < TT_KS; ks++) {
+            unsigned kb[4];
+            tt_ldsm(kb, krow + ks * 16);
+            tt_mma(ac[0], au[ks], kb[0], kb[1]);
+            tt_mma(ac[1], au[ks], kb[2], kb[3]);
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                unsigned rb[4];
+                tt_ldsm(rb, rrow[q] + ks * 16);
+                tt_mma(bd[2 * q], av[ks], rb[0], rb[1]);
+                tt_mma(bd[2 * q + 1], av[ks], rb[2], rb[3]);
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                bb[tt_acc_row(lane, e) * 33 + nt * 8 + tt_acc_col(lane, e)] = bd[nt][e];
+        __syncwarp();
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = tt_acc_row(lane, e), col = nt * 8 + tt_acc_col(lane, e);
+                const int i = iw + r, j = kc + col;
+                const float x = (ac[nt][e] + bb[r * 33 + 15 - r + col]) * scale;
+                s[nt][e] = i < n && j <= m + i ? x : TT_NEG_INF;
+            }
+        __syncwarp(); // the scratch is free for the next chunk
+    };
+
+    // 1. each row's maximum and sum of exp(s - max), rows g (e < 2) and g + 8 (e >= 2)
+    float mx[2] = {TT_NEG_INF, TT_NEG_INF}, sum[2] = {0.f, 0.f};
+    for (int kc = 0; kc <= jlast; kc += 16) {
+        float s[2][4];
+        scores(s, kc);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float cm = fmaxf(fmaxf(s[0][2 * h], s[0][2 * h + 1]), fmaxf(s[1][2 * h], s[1][2 * h + 1]));
+            cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, 1));
+            cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, 2));
+            const float nm = fmaxf(mx[h], cm);
+            if (nm == TT_NEG_INF) continue; // nothing seen yet in this row
+            float add = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 2 * h; e < 2 * h + 2; e++) add += __expf(s[nt][e] - nm);
+            sum[h] = (mx[h] == TT_NEG_INF ? 0.f : sum[h] * __expf(mx[h] - nm)) + add;
+            mx[h] = nm;
+        }
+    }
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+        sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+        inv[h] = 1.f / sum[h];
+    }
+
+    // 2. prob, pdrop, and O = pdrop V
+    const float keep_scale = 1.f / (1.f - p);
+    const uint64_t stream = tt_dropout_stream(*step, site);
+    float o[TT_KS * 2][4] = {};
+    const int kall = (klen + 15) / 16 * 16;
+    for (int kc = 0; kc < kall; kc += 16) {
+        float s[2][4] = {};
+        const bool seen = kc <= jlast;
+        if (seen) scores(s, kc);
+        float pd[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = tt_acc_row(lane, e), i = iw + r, j = kc + nt * 8 + tt_acc_col(lane, e);
+                const float pr = seen && s[nt][e] != TT_NEG_INF ? __expf(s[nt][e] - mx[e >> 1]) * inv[e >> 1] : 0.f;
+                const size_t row = (size_t)item * n + i;
+                const long long ref = tt_txl_ref_row((long long)row, n, batch, heads) * klen;
+                const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j), p);
+                const TT_T ps = tt_store_as<TT_T>(pr), pds = tt_store_as<TT_T>(keep ? pr * keep_scale : 0.f);
+                if (i < n && j < klen) {
+                    prob[row * klen + j] = ps;
+                    pdrop[row * klen + j] = pds;
+                }
+                pd[nt][e] = tt_float(pds);
+            }
+        if (!seen) continue;
+        unsigned a[4];
+        a[0] = tt_pack_bf16(pd[0][0], pd[0][1]);
+        a[1] = tt_pack_bf16(pd[0][2], pd[0][3]);
+        a[2] = tt_pack_bf16(pd[1][0], pd[1][1]);
+        a[3] = tt_pack_bf16(pd[1][2], pd[1][3]);
+        // V [keys][dims] is the B operand's k x n, row-major: matrices (keys +0 / +8) x (dims +0 / +8)
+        const tt_bf16 *vrow = sv + (size_t)(kc + ((lane >> 3) & 1) * 8 + (lane & 7)) * TT_SP + (lane >> 4) * 8;
+#pragma unroll
+        for (int nt = 0; nt < TT_KS * 2; nt += 2) {
+            unsigned vb[4];
+            tt_ldsm_t(vb, vrow + nt * 8);
+            tt_mma(o[nt], a, vb[0], vb[1]);
+            tt_mma(o[nt + 1], a, vb[2], vb[3]);
+        }
+    }
+#pragma unroll
+    for (int nt = 0; nt < TT_KS * 2; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = iw + tt_acc_row(lane, e), d = nt * 8 + tt_acc_col(lane, e);
+            if (i < n && d < TT_DP) oh[((size_t)item * n + i) * TT_DP + d] = tt_store_as<TT_T>(o[nt][e]);
+        }
+}
+#endif
