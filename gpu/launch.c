@@ -379,8 +379,7 @@ void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void 
     const tt_gpu_kernel *kk = tt_txl_attn_fused(p, m + n);
     TT_ASSERT(kk != NULL && m >= 0);
     expect(kk, "DP", dp);
-    const void *in[] = {qu, qv, k, v, r}; /* read 16 bytes at a time */
-    for (int i = 0; i < 5; i++) TT_ASSERT((uintptr_t)in[i] % 16 == 0);
+    TT_ASSERT((uintptr_t)qu % 16 == 0 && (uintptr_t)qv % 16 == 0); /* read in pairs of dims */
     if (batch * heads * n == 0) return;
     void *args[] = {&prob, &pdrop, &oh, &qu, &qv, &k, &v, &r, &n, &m, &batch, &heads, &scale,
                     &drop.p, &drop.seed, &drop.step, &drop.site};

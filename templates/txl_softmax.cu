@@ -130,24 +130,23 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
 // Constants: TT_DP, TT_KMAX (klen <= KMAX, a multiple of 16), TT_SP (shared rows' pitch),
 // TT_THREADS 128.
 #define TT_KS ((TT_DP + 15) / 16) // k-steps over a head
-static_assert(TT_THREADS == 128 && TT_KMAX % 16 == 0 && TT_SP >= TT_KS * 16 && TT_SP % 8 == 0 &&
-                  TT_DP % 8 == 0,
+static_assert(TT_THREADS == 128 && TT_KMAX % 16 == 0 && TT_SP >= TT_KS * 16 && TT_SP % 8 == 0,
               "four warps of 16 queries; whole chunks of keys; rows of whole k-steps, 16-byte aligned");
 static_assert((3 * TT_KMAX * TT_SP * 2 + 4 * 16 * 33 * 4) == TT_SMEM,
               "the shared memory the plan counted is what the block carves up below");
 
 // rows [from, to) of a [rows][DP] head tile into a shared [.][SP] one, zero past DP (to the
-// k-steps' end) and for the rows in [to, zero_to); 16 bytes (8 dims) at a time: DP and SP are
-// whole 16-byte groups, and so are the tiles' rows
+// k-steps' end) and for the rows in [to, zero_to)
 __device__ __forceinline__ void tt_stage_rows(tt_bf16 *dst, const tt_bf16 *src, int from, int to,
                                               int zero_to)
 {
-    constexpr int CH = TT_KS * 2; // 16-byte chunks a row, to the k-steps' end
-    for (int e = threadIdx.x; e < (zero_to - from) * CH; e += TT_THREADS) {
-        const int row = from + e / CH, c = e % CH;
-        uint4 x = make_uint4(0u, 0u, 0u, 0u);
-        if (row < to && c * 8 < TT_DP) x = *reinterpret_cast<const uint4 *>(src + (size_t)row * TT_DP + c * 8);
-        *reinterpret_cast<uint4 *>(dst + (size_t)(row - from) * TT_SP + c * 8) = x;
+    const int w = TT_KS * 16;
+    for (int e = threadIdx.x; e < (zero_to - from) * w; e += TT_THREADS) {
+        const int row = from + e / w, col = e % w;
+        tt_bf16 x;
+        x.bits = 0;
+        if (row < to && col < TT_DP) x = src[(size_t)row * TT_DP + col];
+        dst[(size_t)(row - from) * TT_SP + col] = x;
     }
 }
 
@@ -280,31 +279,18 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, TT_T *__restrict__ 
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) { // the lane's pair of keys j, j + 1 in row g + 8 h
-                const int i = iw + (lane >> 2) + 8 * h, j = kc + nt * 8 + 2 * (lane & 3);
+            for (int e = 0; e < 4; e++) {
+                const int r = tt_acc_row(lane, e), i = iw + r, j = kc + nt * 8 + tt_acc_col(lane, e);
+                const float pr = seen && s[nt][e] != TT_NEG_INF ? __expf(s[nt][e] - mx[e >> 1]) * inv[e >> 1] : 0.f;
                 const size_t row = (size_t)item * n + i;
                 const long long ref = tt_txl_ref_row((long long)row, n, batch, heads) * klen;
-                float pr[2], dr[2];
-#pragma unroll
-                for (int q = 0; q < 2; q++) {
-                    const float x = s[nt][2 * h + q];
-                    pr[q] = seen && x != TT_NEG_INF ? __expf(x - mx[h]) * inv[h] : 0.f;
-                    const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j + q), p);
-                    dr[q] = keep ? pr[q] * keep_scale : 0.f;
+                const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j), p);
+                const TT_T ps = tt_store_as<TT_T>(pr), pds = tt_store_as<TT_T>(keep ? pr * keep_scale : 0.f);
+                if (i < n && j < klen) {
+                    prob[row * klen + j] = ps;
+                    pdrop[row * klen + j] = pds;
                 }
-                const unsigned pp = tt_pack_bf16(pr[0], pr[1]), dd = tt_pack_bf16(dr[0], dr[1]);
-                if (i < n) {
-                    TT_T *pa = prob + row * klen + j, *da = pdrop + row * klen + j;
-                    if (klen % 2 == 0 && j + 1 < klen) { // the pair 4-byte aligned: one store each
-                        *reinterpret_cast<unsigned *>(pa) = pp;
-                        *reinterpret_cast<unsigned *>(da) = dd;
-                    } else {
-                        if (j < klen) pa[0] = tt_store_as<TT_T>(pr[0]), da[0] = tt_store_as<TT_T>(dr[0]);
-                        if (j + 1 < klen) pa[1] = tt_store_as<TT_T>(pr[1]), da[1] = tt_store_as<TT_T>(dr[1]);
-                    }
-                }
-                pd[nt][2 * h] = __uint_as_float(dd << 16);
-                pd[nt][2 * h + 1] = __uint_as_float(dd & 0xffff0000u);
+                pd[nt][e] = tt_float(pds);
             }
         if (!seen) continue;
         unsigned a[4];
