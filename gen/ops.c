@@ -29,7 +29,6 @@ const tt_op tt_ops[] = {
     {"core_bwd", {"core.cu"}, "tt_core_bwd", "cpu_core_bwd", GPU_TEST("test_core")},
     /* Transformer-XL's attention between its products */
     {"txl_softmax_fwd", {"txl_softmax.cu"}, "tt_txl_softmax_fwd", "cpu_txl_probs", "unit"},
-    {"txl_attn_fwd", {"txl_softmax.cu"}, "tt_txl_attn_fwd", "cpu_txl_probs and the products", "unit"},
     {"txl_softmax_bwd", {"txl_softmax.cu"}, "tt_txl_softmax_bwd", "cpu_txl_probs_bwd", "unit"},
     {"txl_pe", {"txl.cu"}, "tt_txl_pe", "cpu_txl_pos_emb, cpu_dropout_fwd", STEP_TEST("test_txl")},
     {"txl_heads_qkv", {"txl.cu"}, "tt_txl_heads_qkv", "cpu_txl_attn_fwd (its heads)", "unit"},

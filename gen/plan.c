@@ -1110,32 +1110,7 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
     const char *const flags[] = {NULL};
     static const char *const ops[2][2] = {{"txl_softmax_fwd", "OP_TXL_SOFTMAX_FWD"},
                                           {"txl_softmax_bwd", "OP_TXL_SOFTMAX_BWD"}};
-    /* bf16: training's forward fused from the biased queries to P'V (txl_attn_fwd) where K, V
-     * and the rows of r a block reaches fit shared memory (rows padded by 8 where that still
-     * fits); txl_softmax_fwd for the rest (and for an evaluation's longer memory) */
-    const long dp = tt_row_pitch(m->d_head), ks = (dp + 15) / 16, kf = (train_k + 31) / 32 * 32;
-    long sp = ks * 16 + 8, smem = 3 * kf * sp * 2 + 4 * 16 * 33 * 4;
-    if (smem > SMEM_DYN_LIMIT) sp = ks * 16, smem = 3 * kf * sp * 2 + 4 * 16 * 33 * 4;
-    const bool fused = !strcmp(dtype, "bf16") && smem <= SMEM_DYN_LIMIT;
-    if (fused) {
-        tt_kernel *k = add_kernel(plan, "txl_attn_fwd", 0, dtype);
-        set_const(k, "DP", dp);
-        set_const(k, "KMAX", kf);
-        set_const(k, "SP", sp);
-        name_kernel(k, flags);
-        set_const(k, "THREADS", 128);
-        set_const(k, "OP_TXL_ATTN_FWD", 1);
-        k->block[0] = 128;
-        k->dyn_smem = (unsigned)smem;
-        set_const(k, "SMEM", smem);
-        k->grid[0] = ceil_div(m->seq_len, 64);
-        k->grid[1] = (unsigned)(s->train.batch * m->n_head);
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(n / 64), y = heads * batch");
-        whyf(k, "64 queries of a head a block (a warp per 16), keys and r in shared memory (%ld "
-                "bytes): scores, shift, mask, softmax, dropatt and P'V on tensor cores, AC and BD "
-                "never written", smem);
-    }
-    for (int b = fused && kmax <= kf ? 1 : 0; b < 2; b++) {
+    for (int b = 0; b < 2; b++) {
         const long threads = block_threads(plan, ops[b][0], 128, err, errlen);
         if (threads < 0) return -1;
         tt_kernel *k = add_kernel(plan, ops[b][0], 0, dtype);

@@ -387,10 +387,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
             for (int k = 0; k < m->layers; k++) lm->mem[par][k] = take(b, bm * d * es);
         lm->pe_tab = take(b, kmax * (size_t)m->d_model * 4);
         lm->r = take(b, kmax * hd * es);
-        if (tt_txl_attn_unfused(&lm->prog)) { /* the unfused forward's scores */
-            lm->ac = take(b, probs * 4);
-            lm->bd = take(b, probs * 4);
-        }
+        lm->ac = take(b, probs * 4);
+        lm->bd = take(b, probs * 4);
         lm->dpd = take(b, probs * 4);
         lm->dac = take(b, probs * es);
         lm->dbd = take(b, probs * es);
@@ -1120,26 +1118,17 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads(p, st, a->rh, lm->r, klen, hl, 0);
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
                      lm->wv.v, B, n, ml, qkv_rows(lm));
-    const float scale = (float)(1.0 / sqrt((double)m->d_head));
-    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
-    if (tt_txl_attn_fused(p, klen)) { /* the probabilities and P' V in one kernel */
-        tt_txl_attn_fwd(p, st, a->prob, a->pdrop, lm->oh, a->qu, a->qv, a->tk, a->tv, a->rh, B, H,
-                        n, ml, dp, scale, dropatt);
-    } else {
-        /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
-        tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp,
-                        (long long)n * dp, a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B,
-                        0.f);
-        tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
-                        (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp,
-                        H, 0.f);
-        tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml, scale, dropatt);
-        /* P' V [H*B][n, dp] */
-        tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
-                        (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen,
-                        H * B, 0.f);
-    }
-    /* heads merged into rows, o_net */
+    /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
+    tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
+                    a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
+    tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
+                    (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp, H, 0.f);
+    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml,
+                       (float)(1.0 / sqrt((double)m->d_head)),
+                       drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
+    /* P' V [H*B][n, dp], heads merged into rows, o_net */
+    tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
+                    (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
     tt_txl_unheads(p, st, a->om, lm->oh, rows, hl, 0);
     mark(lm, TT_PROF_ATTENTION);
     tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);

@@ -357,35 +357,6 @@ void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, voi
     txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, batch, heads, n, m, scale, drop);
 }
 
-const tt_gpu_kernel *tt_txl_attn_fused(const tt_gpu_program *p, int klen)
-{
-    for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "txl_attn_fwd"))
-            return klen <= need(&p->kernels[i], "KMAX") ? &p->kernels[i] : NULL;
-    return NULL;
-}
-
-bool tt_txl_attn_unfused(const tt_gpu_program *p)
-{
-    for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "txl_softmax_fwd")) return true;
-    return false;
-}
-
-void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop, void *oh,
-                     const void *qu, const void *qv, const void *k, const void *v, const void *r,
-                     int batch, int heads, int n, int m, int dp, float scale, tt_dropout drop)
-{
-    const tt_gpu_kernel *kk = tt_txl_attn_fused(p, m + n);
-    TT_ASSERT(kk != NULL && m >= 0);
-    expect(kk, "DP", dp);
-    TT_ASSERT((uintptr_t)qu % 16 == 0 && (uintptr_t)qv % 16 == 0); /* read in pairs of dims */
-    if (batch * heads * n == 0) return;
-    void *args[] = {&prob, &pdrop, &oh, &qu, &qv, &k, &v, &r, &n, &m, &batch, &heads, &scale,
-                    &drop.p, &drop.seed, &drop.step, &drop.site};
-    tt_gpu_launch(kk, (dim3){ceil_div(n, 64), (unsigned)(batch * heads), 1}, args, st);
-}
-
 /* Blocks for a grid-stride kernel over total elements: enough to fill the card, no more. */
 static unsigned stride_blocks(const tt_gpu_kernel *k, long long total)
 {

@@ -225,17 +225,4 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
 /* out [n] (storage type) = in [n] (fp32), rounded to nearest even (bf16 plans only). */
 void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n);
 
-/* Transformer-XL's attention forward fused (templates/txl_softmax.cu's txl_attn_fwd: the plan's
- * choice for training at bf16 where its keys fit shared memory), for klen keys; NULL where the
- * plan has none or its keys are fewer (an evaluation's longer memory): then tt_txl_softmax_fwd
- * between the products, which the plan has then (tt_txl_attn_unfused). From the tiles qu,
- * qv [H B][n][dp], k, v [H B][m + n][dp] and r [H][m + n][dp], the probabilities prob and
- * pdrop as tt_txl_softmax_fwd writes them and oh [H B][n][dp] = pdrop v, as the product would
- * write it. */
-const tt_gpu_kernel *tt_txl_attn_fused(const tt_gpu_program *p, int klen);
-bool tt_txl_attn_unfused(const tt_gpu_program *p);
-void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *prob, void *pdrop, void *oh,
-                     const void *qu, const void *qv, const void *k, const void *v, const void *r,
-                     int batch, int heads, int n, int m, int dp, float scale, tt_dropout drop);
-
 #endif

@@ -887,110 +887,6 @@ static void txl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu 
                        check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
 }
 
-/* --- Transformer-XL's attention forward fused (templates/txl_softmax.cu's txl_attn_fwd) ------- */
-
-/* Inputs as the trainer hands them over, made in the reference's order ((b, c) items) and
- * uploaded head-major; the twin: the products in fp32 from the stored inputs, cpu_txl_probs,
- * dropatt, then pdrop V, each output rounded as stored. */
-typedef struct {
-    int heads, n, m, k, dp;
-    float scale;
-    float *qu, *qv, *tk, *tv, *r; /* host: [check H][n or k][dp] and [H][k][dp] */
-    void *d_qu, *d_qv, *d_k, *d_v, *d_r, *d_prob, *d_pdrop, *d_oh;
-} txl_att;
-
-/* x [check H][rows][w] of the reference's order, head-major on the device, over the batch */
-static void *att_upload(tt_unit *u, const txl_att *a, const float *x, int rows, int w)
-{
-    const size_t ne = (size_t)u->check * a->heads * rows * w;
-    float *hm = tt_xmalloc(ne * 4 + 1);
-    head_major(hm, x, u->check, a->heads, rows, w, false);
-    void *d = dev_repeated(u, hm, ne, (size_t)u->batch * a->heads * rows * w, u->bf16);
-    free(hm);
-    return d;
-}
-
-static void att_init(tt_unit *u, const tt_unit_opts *o)
-{
-    (void)o;
-    const tt_model_spec *m = &u->s->model;
-    txl_att *a = u->h = tt_xcalloc(1, sizeof *a);
-    a->heads = m->n_head, a->n = m->seq_len, a->m = m->mem_len, a->k = a->m + a->n;
-    a->dp = (int)tt_row_pitch(m->d_head);
-    a->scale = (float)(1.0 / sqrt((double)m->d_head));
-    const size_t items = (size_t)u->check * a->heads, dp = (size_t)a->dp;
-    /* d_head's values, zeros in the padding (as txl_heads_qkv leaves it) */
-    float **ins[5] = {&a->qu, &a->qv, &a->tk, &a->tv, &a->r};
-    const size_t rows[5] = {items * a->n, items * a->n, items * a->k, items * a->k,
-                            (size_t)a->heads * a->k};
-    for (int i = 0; i < 5; i++) {
-        *ins[i] = host_randn(u, rows[i] * dp, 1.f, 61 + (uint64_t)i, u->bf16);
-        for (size_t e = 0; e < rows[i] * dp; e++)
-            if ((int)(e % dp) >= m->d_head) (*ins[i])[e] = 0.f;
-    }
-    a->d_qu = att_upload(u, a, a->qu, a->n, a->dp);
-    a->d_qv = att_upload(u, a, a->qv, a->n, a->dp);
-    a->d_k = att_upload(u, a, a->tk, a->k, a->dp);
-    a->d_v = att_upload(u, a, a->tv, a->k, a->dp);
-    a->d_r = dev_repeated(u, a->r, rows[4] * dp, rows[4] * dp, u->bf16);
-    unit_dropout(u, m->dropatt, 9);
-    const long all = (long)u->batch * a->heads * a->n, checked = (long)items * a->n;
-    about(u, checked, all, " on %ld rows of %d keys", all, a->k);
-    const size_t probs = (size_t)u->batch * a->heads * a->n * a->k * storage_size(u->bf16);
-    a->d_prob = dev_buffer(u, probs);
-    a->d_pdrop = dev_buffer(u, probs);
-    a->d_oh = dev_buffer(u, (size_t)u->batch * a->heads * a->n * dp * storage_size(u->bf16));
-    add_output(u, "prob", a->d_prob, u->bf16, checked, a->k, a->k, a->n, TOL_STORED);
-    add_output(u, "pdrop", a->d_pdrop, u->bf16, checked, a->k, a->k, a->n, TOL_STORED);
-    add_output(u, "oh", a->d_oh, u->bf16, checked, a->dp, a->dp, a->n, TOL_STORED);
-}
-
-static void att_twin(const tt_unit *u, float *const *want)
-{
-    const txl_att *a = u->h;
-    const int n = a->n, k = a->k, dp = a->dp, H = a->heads;
-    const long rows = (long)u->check * H * n;
-    const size_t ne = (size_t)rows * k;
-    float *ac = tt_xmalloc(ne * 4), *bd = tt_xmalloc(ne * 4), *prob = tt_xmalloc(ne * 4);
-    float *pdrop = tt_xmalloc(ne * 4), *oh = tt_xcalloc((size_t)rows * dp, 4);
-    for (long row = 0; row < rows; row++) { /* (b, c, i) */
-        const long item = row / n, c = item % H;
-        const float *q = a->qu + row * dp, *qv = a->qv + row * dp;
-        for (int j = 0; j < k; j++) {
-            const float *kj = a->tk + ((size_t)item * k + j) * dp, *rt = a->r + ((size_t)c * k + j) * dp;
-            float x = 0.f, y = 0.f;
-            for (int d = 0; d < dp; d++) x += q[d] * kj[d], y += qv[d] * rt[d];
-            ac[row * k + j] = x;
-            bd[row * k + j] = y;
-        }
-    }
-    cpu_txl_probs(prob, ac, bd, (int)rows, n, a->m, a->scale);
-    tt_round_storage(prob, ne, u->bf16);
-    tt_cpu_dropout(pdrop, NULL, prob, (long)ne, u->drop);
-    tt_round_storage(pdrop, ne, u->bf16);
-    for (long row = 0; row < rows; row++) {
-        const long item = row / n;
-        for (int j = 0; j < k; j++) {
-            const float pj = pdrop[row * k + j];
-            const float *vj = a->tv + ((size_t)item * k + j) * dp;
-            for (int d = 0; d < dp; d++) oh[row * dp + d] += pj * vj[d];
-        }
-    }
-    tt_round_storage(oh, (size_t)rows * dp, u->bf16);
-    head_major(want[0], prob, u->check, H, n, k, false);
-    head_major(want[1], pdrop, u->check, H, n, k, false);
-    head_major(want[2], oh, u->check, H, n, dp, false);
-    free(ac), free(bd), free(prob), free(pdrop), free(oh);
-}
-
-static void att_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
-{
-    const txl_att *a = u->h;
-    tt_txl_attn_fwd(p, gpu->stream, a->d_prob, a->d_pdrop, a->d_oh, a->d_qu, a->d_qv, a->d_k,
-                    a->d_v, a->d_r, check ? u->check : u->batch, a->heads, a->n, a->m, a->dp,
-                    a->scale, u->drop);
-}
-
 /* --- Transformer-XL's heads split out of the projections (templates/txl.cu) ------------------- */
 
 /* The projections' rows as the trainer keeps them: q, k, v blocks of H d_head values, hl (H
@@ -1369,9 +1265,6 @@ const tt_unit_desc tt_units[] = {
     {"txl_softmax_fwd", OPS("txl_softmax_fwd", NULL), "tt_txl_softmax_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
      IMPL(txl_fwd_init, txl_fwd_twin, txl_fwd_run, NULL, NULL)},
-    {"txl_attn_fwd", OPS("txl_attn_fwd", NULL), "tt_txl_attn_fwd", "rel. error",
-     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
-     IMPL(att_init, att_twin, att_run, NULL, NULL)},
     {"txl_softmax_bwd", OPS("txl_softmax_bwd", NULL), "tt_txl_softmax_bwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
      IMPL(txl_bwd_init, txl_bwd_twin, txl_bwd_run, NULL, NULL)},
