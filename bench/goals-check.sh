@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 17's goal figures in one call on the GPU machine (after build-gpu/ is built): our steady
+# training tokens/s and MFU at the wt103 shapes (bench/zipf_corpus.py's corpus), ptb.yaml at
+# batch 120 and as shipped, txl-wt103-base (the same corpus) and lm1b.yaml's body (D 1024, 8
+# layers, PTB's vocabulary and full softmax), and the launches of a wt103 step; no peers (their
+# figures are bench/wt103-bench.sh's, txl-bench.sh's and grid-bench.sh's). With BASE=DIR (a
+# build folder of another commit, e.g. ../old/build-gpu), every run alternates with that build's,
+# REPS times (default 1; 2 with BASE), and the table has both.
+#   bench/goals-check.sh OUTDIR
+# The rate: the median of the last five progress windows of `tt-train --log-every` (the first
+# windows hold the products' timing and graph captures, and a capture of new cluster sizes can
+# land in any window: the median leaves it out). MFU: that rate x tt-train's training FLOPs per
+# token over the card's dense bf16 peak, both from tt-train's MFU line.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${1:?usage: bench/goals-check.sh OUTDIR}
+mkdir -p "$out"
+. bench/gpu-env.sh
+base=${BASE:-} reps=${REPS:-$([ -n "${BASE:-}" ] && echo 2 || echo 1)}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+[ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > "$out/corpus.txt"
+
+specs=(wt103 ptb-b120 ptb txl-wt103-base lm1b-body)
+tt_wt103_spec specs/goal-wt103.yaml 600
+tt_local_spec specs/ptb.yaml specs/goal-ptb-b120.yaml -e "s/batch: 32/batch: 120/" \
+    -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/steps: 40000/steps: 600/"
+tt_local_spec specs/ptb.yaml specs/goal-ptb.yaml -e "s/eval_interval: 1000/eval_interval: 0/" \
+    -e "s/steps: 40000/steps: 1200/"
+sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s/steps: 200000/steps: 160/" \
+    -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" \
+    -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" specs/txl-wt103-base.yaml > specs/goal-txl-wt103-base.yaml
+data=../shared/data
+[ -d .data ] && data=.data
+cat > specs/goal-lm1b-body.yaml <<EOS
+model:
+  kind: tensorized
+  vocab: data
+  d_model: 1024
+  layers: 8
+  rank: 40
+  cores: 2
+  seq_len: 80
+  d_inner: 2100
+  dropout: 0.1
+train:
+  batch: 32
+  steps: 200
+  precision: bf16
+  eval_interval: 0
+data:
+  train: ../$data/ptb/ptb.train.txt.gz
+  valid: ../$data/ptb/ptb.valid.txt
+EOS
+
+late() { # the median of the last five windows' tokens/s
+    grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") print $(i - 1) }' |
+        tail -5 | sort -n | awk '{ r[NR] = $1 } END { if (NR) print r[int((NR + 1) / 2)] }'
+}
+mfu() { # rate, log: the rate's MFU from tt-train's "MFU ... of CARD's P TFLOP/s ... (train FLOPs F MFLOP/token)"
+    awk -v r="$1" '$1 == "MFU" { for (i = 2; i <= NF; i++) { if ($i == "TFLOP/s") p = $(i - 1)
+        if ($i ~ /FLOP\/token/) f = $(i - 1) * ($i ~ /^G/ ? 1e9 : 1e6) } }
+        END { if (p && f) printf "%.1f%%", 100 * r * f / (p * 1e12); else print "-" }' "$2"
+}
+run() { # build name rep: one tt-train run, its log in OUTDIR
+    local build=$1 name=$2 rep=$3 log="$out/$2-$4-$3.log"
+    rm -rf /tmp/ck-goal
+    timeout 300 "$build/tt-train" "specs/goal-$name.yaml" --checkpoint-dir /tmp/ck-goal --log-every 20 > "$log" 2>&1
+    echo "$name $4 rep $rep: rc $? late $(late "$log") tok/s, MFU $(mfu "$(late "$log")" "$log"); $(grep 'valid ppl' "$log" | tail -1)"
+}
+for rep in $(seq "$reps"); do
+    for name in "${specs[@]}"; do
+        [ -n "$base" ] && run "$base" "$name" "$rep" base
+        run build-gpu "$name" "$rep" ours
+    done
+done | tee "$out/runs.txt"
+build-gpu/tt-bench specs/goal-wt103.yaml --profile > "$out/profile-wt103.txt" 2>&1
+grep '^launches' "$out/profile-wt103.txt" | tee -a "$out/runs.txt"
+rm -f specs/goal-*.yaml
