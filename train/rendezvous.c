@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,16 +165,27 @@ static void send_reply(int fd, uint32_t magic, uint32_t why, double deadline)
 static int serve(const tt_dist_env *e, const void *blob, size_t n, double deadline, char *err,
                  size_t errlen)
 {
-    const int ls = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* every interface, IPv6 and IPv4 peers alike; IPv4 alone where the host has no IPv6 */
+    int ls = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool v6 = ls >= 0;
+    if (!v6) ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (ls < 0) return tt_errf(err, errlen, "rendezvous: socket: %s", strerror(errno));
     const int one = 1, zero = 0;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero); /* IPv4 peers too */
-    struct sockaddr_in6 a = {0};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;
-    a.sin6_port = htons((uint16_t)e->port);
-    if (bind(ls, (struct sockaddr *)&a, sizeof a) != 0 || listen(ls, e->world) != 0) {
+    struct sockaddr_in6 a6 = {0};
+    struct sockaddr_in a4 = {0};
+    if (v6) {
+        setsockopt(ls, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        a6.sin6_family = AF_INET6;
+        a6.sin6_addr = in6addr_any;
+        a6.sin6_port = htons((uint16_t)e->port);
+    } else {
+        a4.sin_family = AF_INET;
+        a4.sin_addr.s_addr = htonl(INADDR_ANY);
+        a4.sin_port = htons((uint16_t)e->port);
+    }
+    const struct sockaddr *a = v6 ? (const struct sockaddr *)&a6 : (const struct sockaddr *)&a4;
+    if (bind(ls, a, v6 ? sizeof a6 : sizeof a4) != 0 || listen(ls, e->world) != 0) {
         const int code = errno;
         close(ls);
         return tt_errf(err, errlen, "rendezvous: rank 0 cannot listen on port %d: %s", e->port,
