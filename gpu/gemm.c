@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bf16.h"
-#include "rng.h"
 #include "sha256.h"
 #include "tune.h"
 #include "util.h"
@@ -77,8 +75,9 @@ struct tt_lt_cache {
     cudaEvent_t ev[2];    /* created on the first timing */
 };
 
-static void plan_destroy(lt_plan *p)
+static void plan_destroy(tt_lt_cache *c, lt_plan *p)
 {
+    (void)c;
     if (!p->op) return;
     cublasLtMatrixLayoutDestroy(p->la);
     cublasLtMatrixLayoutDestroy(p->lb);
@@ -110,7 +109,7 @@ void tt_gemm_init(tt_gemm *g, const tt_gpu *gpu, tt_precision precision)
 static void forget_plans(tt_gemm *g)
 {
     if (!g->lt_cache) return;
-    for (int i = 0; i < TT_LT_PLANS; i++) plan_destroy(&g->lt_cache->plan[i]);
+    for (int i = 0; i < TT_LT_PLANS; i++) plan_destroy(g->lt_cache, &g->lt_cache->plan[i]);
 }
 
 void tt_gemm_free(tt_gemm *g)
@@ -265,15 +264,15 @@ typedef struct {
     size_t d_bytes;
 } lt_operands;
 
-/* bytes of random bf16 values of either sign and magnitude in [1/4, 1] (read as fp32, pairs of
- * them are finite values of the same range): the products' timing never runs on zeros. */
 static void fill_random(void *dev, size_t bytes, cudaStream_t s)
 {
     const size_t chunk = bytes < (1u << 20) ? bytes : (1u << 20);
     uint16_t *h = tt_xmalloc(chunk + 2);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < (chunk + 1) / 2; i++) {
-        const float u = tt_uniform(0x5eed, 1, i), sign = tt_uniform(0x5eed, 2, i) < 0.5f ? -1.f : 1.f;
-        h[i] = tt_bf16_from_float(sign * (0.25f + 0.75f * u));
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* sign, exponent 125 or 126 (1/4 .. 1), 7 random mantissa bits */
+        h[i] = (uint16_t)(((x >> 8) & 0x8000u) | ((125u + ((x >> 20) & 1u)) << 7) | (x & 0x7fu));
     }
     TT_CUDA(cudaMemcpyAsync(dev, h, chunk, cudaMemcpyHostToDevice, s));
     TT_CUDA(cudaStreamSynchronize(s));
@@ -524,7 +523,7 @@ static const lt_plan *plan_for(const tt_gemm *g, const lt_key *key, const void *
         }
         if (!slot || (slot->op && (!p->op || p->used < slot->used))) slot = p;
     }
-    plan_destroy(slot);
+    plan_destroy(c, slot);
     lt_plan *p = slot;
     p->key = *key;
     const cublasOperation_t ta = (cublasOperation_t)key->ta, tb = (cublasOperation_t)key->tb;

@@ -140,18 +140,11 @@ void tt_gpu_program_free(tt_gpu_program *p)
     memset(p, 0, sizeof *p);
 }
 
-const tt_gpu_kernel *tt_gpu_kernel_find(const tt_gpu_program *p, const char *op)
+const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op)
 {
     for (int i = 0; i < p->plan.n; i++)
         if (strcmp(p->kernels[i].k->op, op) == 0) return &p->kernels[i];
-    return NULL;
-}
-
-const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_find(p, op);
-    if (!k) tt_panic(__FILE__, __LINE__, "the plan has no %s kernel", op);
-    return k;
+    tt_panic(__FILE__, __LINE__, "the plan has no %s kernel", op);
 }
 
 void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
@@ -168,12 +161,6 @@ void *tt_gpu_upload(const float *x, size_t n, int bf16)
 {
     void *d;
     TT_CUDA(cudaMalloc(&d, n * (bf16 ? 2 : 4) + (n == 0)));
-    tt_gpu_upload_to(d, x, n, bf16);
-    return d;
-}
-
-void tt_gpu_upload_to(void *d, const float *x, size_t n, int bf16)
-{
     if (bf16) {
         uint16_t *h = tt_xmalloc(n * 2 + 1);
         for (size_t i = 0; i < n; i++) h[i] = tt_bf16_from_float(x[i]);
@@ -182,6 +169,7 @@ void tt_gpu_upload_to(void *d, const float *x, size_t n, int bf16)
     } else {
         TT_CUDA(cudaMemcpy(d, x, n * 4, cudaMemcpyHostToDevice));
     }
+    return d;
 }
 
 float *tt_gpu_download(const void *d, size_t n, int bf16)

@@ -66,16 +66,11 @@ int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gp
 int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu,
                              const tt_cache *cache, char *err, size_t errlen);
 void tt_gpu_program_free(tt_gpu_program *p);
-/* The kernel of op ("layernorm_fwd"), or NULL when the plan has none (an op some plans leave
- * out: the strategy's, the causal mask's). */
-const tt_gpu_kernel *tt_gpu_kernel_find(const tt_gpu_program *p, const char *op);
-/* The same where every plan has it: aborts when this one has none (a runtime bug). */
+/* The kernel of op ("layernorm_fwd"); aborts when the plan has none (a runtime bug). */
 const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op);
 
 /* n fp32 values into new device memory as the storage type (bf16: rounded); cudaFree it. */
 void *tt_gpu_upload(const float *x, size_t n, int bf16);
-/* The same into device memory d of n values of the storage type; synchronous. */
-void tt_gpu_upload_to(void *d, const float *x, size_t n, int bf16);
 /* n values of the storage type from device memory, as fp32 (malloc'd); synchronous. */
 float *tt_gpu_download(const void *d, size_t n, int bf16);
 /* The median of iters runs of run(arg) on stream s, each between its own pair of CUDA events, all

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "cpu_ops.h"
 #include "cpu_txl.h"
 #include "mla_mat.h"
@@ -423,6 +424,19 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->dp_c = es == 4 || txl ? NULL : take(b, n * r * es);
 }
 
+/* n floats from the host into dst of the storage type. */
+static void upload_storage(tt_gpu_lm *lm, void *dst, const float *src, size_t n)
+{
+    if (lm->es == 4) {
+        TT_CUDA(cudaMemcpy(dst, src, n * 4, cudaMemcpyHostToDevice));
+        return;
+    }
+    uint16_t *h = tt_xmalloc(n * 2);
+    for (size_t i = 0; i < n; i++) h[i] = tt_bf16_from_float(src[i]);
+    TT_CUDA(cudaMemcpy(dst, h, n * 2, cudaMemcpyHostToDevice));
+    free(h);
+}
+
 int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_layout *layout,
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
@@ -503,7 +517,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     const int n = m->seq_len, d = m->d_model;
     float *h = tt_xmalloc((size_t)(lm->pad > n * d ? lm->pad : n * d) * sizeof *h);
     for (int i = 0; i < lm->pad; i++) h[i] = 1.f;
-    tt_gpu_upload_to(lm->ones, h, (size_t)lm->pad, lm->es == 2);
+    upload_storage(lm, lm->ones, h, (size_t)lm->pad);
     if (lm->txl) { /* the sinusoids of distances kmax-1 .. 0, clamped: each run reads a suffix */
         float *t = tt_xmalloc((size_t)lm->kmax * d * sizeof *t);
         cpu_txl_pos_emb(t, lm->kmax, d, m->clamp_len);
@@ -513,7 +527,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         float *pos = tt_xmalloc((size_t)n * sizeof *pos);
         for (int j = 0; j < n; j++) pos[j] = (float)(n - 1 - j);
         cpu_sinusoid(h, pos, n, d);
-        tt_gpu_upload_to(lm->pe, h, (size_t)n * d, lm->es == 2);
+        upload_storage(lm, lm->pe, h, (size_t)n * d);
         free(pos);
     }
     free(h);
@@ -1296,12 +1310,17 @@ int tt_gpu_lm_memory_get(tt_gpu_lm *lm, float *out)
     if (!lm->txl || !lm->mlen || !out) return lm->txl ? lm->mlen : 0;
     const tt_model_spec *m = &lm->l->m;
     const size_t d = (size_t)m->d_model, dl = (size_t)lm->dl, n = (size_t)lm->batch * lm->mlen;
+    void *buf = tt_xmalloc(n * dl * lm->es);
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
-    for (int k = 0; k < m->layers; k++) { /* rows dl apart on the device, d here */
-        float *rows = tt_gpu_download(lm->mem[lm->par][k], n * dl, lm->es == 2);
-        for (size_t r = 0; r < n; r++) memcpy(out + ((size_t)k * n + r) * d, rows + r * dl, d * 4);
-        free(rows);
+    for (int k = 0; k < m->layers; k++) {
+        TT_CUDA(cudaMemcpy(buf, lm->mem[lm->par][k], n * dl * lm->es, cudaMemcpyDeviceToHost));
+        float *o = out + (size_t)k * n * d;
+        for (size_t r = 0; r < n; r++)
+            for (size_t c = 0; c < d; c++)
+                o[r * d + c] = lm->es == 4 ? ((const float *)buf)[r * dl + c]
+                                           : tt_bf16_to_float(((const uint16_t *)buf)[r * dl + c]);
     }
+    free(buf);
     return lm->mlen;
 }
 
@@ -1312,12 +1331,17 @@ void tt_gpu_lm_memory_set(tt_gpu_lm *lm, const float *mems, int mlen)
     lm->mlen = mlen;
     if (!mlen) return;
     const size_t d = (size_t)m->d_model, dl = (size_t)lm->dl, n = (size_t)lm->batch * mlen;
-    float *rows = tt_xcalloc(n * dl, 4); /* the padding columns zero, as the runs leave them */
+    void *buf = tt_xcalloc(n * dl, lm->es); /* the padding columns zero, as the runs leave them */
     for (int k = 0; k < m->layers; k++) {
-        for (size_t r = 0; r < n; r++) memcpy(rows + r * dl, mems + ((size_t)k * n + r) * d, d * 4);
-        tt_gpu_upload_to(lm->mem[lm->par][k], rows, n * dl, lm->es == 2);
+        const float *x = mems + (size_t)k * n * d;
+        for (size_t r = 0; r < n; r++)
+            for (size_t c = 0; c < d; c++) {
+                if (lm->es == 4) ((float *)buf)[r * dl + c] = x[r * d + c];
+                else ((uint16_t *)buf)[r * dl + c] = tt_bf16_from_float(x[r * d + c]);
+            }
+        TT_CUDA(cudaMemcpy(lm->mem[lm->par][k], buf, n * dl * lm->es, cudaMemcpyHostToDevice));
     }
-    free(rows);
+    free(buf);
 }
 
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,

@@ -520,7 +520,9 @@ size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
 
 bool tt_mla_materialized(const tt_gpu_program *p)
 {
-    return tt_gpu_kernel_find(p, "mla_mat_prep") != NULL;
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_prep")) return true;
+    return false;
 }
 
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
@@ -534,10 +536,12 @@ void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv,
 
 void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch)
 {
-    const tt_gpu_kernel *k = tt_gpu_kernel_find(p, "mla_mat_mask"); /* only under the causal mask */
-    if (!k) return;
-    void *args[] = {&t};
-    tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
+    for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_mask")) {
+            const tt_gpu_kernel *k = &p->kernels[i];
+            void *args[] = {&t};
+            tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
+        }
 }
 
 void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,

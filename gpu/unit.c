@@ -124,8 +124,7 @@ typedef struct {
     int seq;             /* rows of a sequence where rows are positions (held to the per-row
                           * bound; ZERO_ROWS zeroes two of each); 0: not positions */
     tol_kind tol;
-    const char *mma;     /* TOL_MMA: the op whose constant MMA says how it is computed; NULL:
-                          * cuBLAS's products, as the storage */
+    const char *mma;     /* TOL_MMA: the op whose constant MMA says how it is computed */
     const float *start;  /* [rows, cols] it holds before the kernels run (added into, or an input
                           * written over in place); NULL: poisoned */
 } output;
@@ -417,8 +416,6 @@ static void mla_mat_bwd_init(tt_unit *u, const tt_unit_opts *o)
 {
     mla_bwd_init(u, o);
     u->rounded = u->s->train.precision == TT_PREC_TF32;
-    for (int i = 0; i < u->n_out; i++) /* cuBLAS's products, not a fused kernel's: the storage's bounds */
-        u->out[i].mma = NULL;
 }
 
 static tt_mla_mat_bufs mat_bufs(const tt_unit *u, bool check)
@@ -1384,10 +1381,11 @@ static void compare_output(const tt_unit *u, const output *o, const float *want,
     } else {
         tol_kind k = o->tol;
         int prec = u->bf16 || u->rounded;
-        if (k == TOL_MMA) { /* a bf16 product's bounds, or fp32's: as o->mma's kernel computes
-                             * it, else (cuBLAS's products) as the storage's */
-            const bool mma = o->mma ? tt_kernel_const(tt_gpu_kernel_of(p, o->mma)->k, "MMA", 0) != 0
-                                    : prec;
+        if (k == TOL_MMA) { /* a bf16 product's bounds, or fp32's; the materialized strategy's
+                             * from cuBLAS's products (no o->mma kernel): as the storage's */
+            const bool mma = tt_mla_materialized(p)
+                                 ? prec
+                                 : tt_kernel_const(tt_gpu_kernel_of(p, o->mma)->k, "MMA", 0) != 0;
             k = mma ? TOL_STORED : TOL_FP32;
             prec = mma;
         }
