@@ -7,7 +7,7 @@
 # build folder of another commit, e.g. ../old/build-gpu), every run alternates with that build's,
 # REPS times (default 1; 2 with BASE), and the table has both.
 #   bench/goals-check.sh OUTDIR
-# The rate: the median of the last five progress windows of `tt-train --log-every` (the first
+# The rate: gpu-env.sh's tt_late_rate, the median of the last five progress windows (the first
 # windows hold the products' timing and graph captures, and a capture of new cluster sizes can
 # land in any window: the median leaves it out). MFU: that rate x tt-train's training FLOPs per
 # token over the card's dense bf16 peak, both from tt-train's MFU line.
@@ -52,20 +52,13 @@ data:
   valid: ../$data/ptb/ptb.valid.txt
 EOS
 
-late() { # the median of the last five windows' tokens/s
-    grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") print $(i - 1) }' |
-        tail -5 | sort -n | awk '{ r[NR] = $1 } END { if (NR) print r[int((NR + 1) / 2)] }'
-}
-mfu() { # rate, log: the rate's MFU from tt-train's "MFU ... of CARD's P TFLOP/s ... (train FLOPs F MFLOP/token)"
-    awk -v r="$1" '$1 == "MFU" { for (i = 2; i <= NF; i++) { if ($i == "TFLOP/s") p = $(i - 1)
-        if ($i ~ /FLOP\/token/) f = $(i - 1) * ($i ~ /^G/ ? 1e9 : 1e6) } }
-        END { if (p && f) printf "%.1f%%", 100 * r * f / (p * 1e12); else print "-" }' "$2"
-}
-run() { # build name rep: one tt-train run, its log in OUTDIR
+run() { # build name rep label: one tt-train run of that build, its log in OUTDIR
     local build=$1 name=$2 rep=$3 log="$out/$2-$4-$3.log"
     rm -rf /tmp/ck-goal
     timeout 300 "$build/tt-train" "specs/goal-$name.yaml" --checkpoint-dir /tmp/ck-goal --log-every 20 > "$log" 2>&1
-    echo "$name $4 rep $rep: rc $? late $(late "$log") tok/s, MFU $(mfu "$(late "$log")" "$log"); $(grep 'valid ppl' "$log" | tail -1)"
+    local rc=$? rate
+    rate=$(tt_late_rate "$log")
+    echo "$name $4 rep $rep: rc $rc late $rate tok/s, MFU $(tt_mfu "$rate" "$log"); $(grep 'valid ppl' "$log" | tail -1)"
 }
 for rep in $(seq "$reps"); do
     for name in "${specs[@]}"; do

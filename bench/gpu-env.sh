@@ -46,6 +46,21 @@ tt_steady_rate() {
         END { for (i = 2; i <= n; i++) s += 1 / r[i]; if (n > 1) printf "%.0f", (n - 1) / s }'
 }
 
+# tt_late_rate LOG: the median of the last five progress windows' tokens/s (the first windows
+# hold the products' timing and graph captures, and a capture of new cluster sizes can land in
+# any window: the median leaves it out)
+tt_late_rate() {
+    grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") print $(i - 1) }' |
+        tail -5 | sort -n | awk '{ r[NR] = $1 } END { if (NR) print r[int((NR + 1) / 2)] }'
+}
+# tt_mfu RATE LOG: RATE tokens/s as MFU, from tt-train's line "MFU ... of CARD's P TFLOP/s ...
+# (train FLOPs F MFLOP/token)"
+tt_mfu() {
+    awk -v r="$1" '$1 == "MFU" { for (i = 2; i <= NF; i++) { if ($i == "TFLOP/s") p = $(i - 1)
+        if ($i ~ /FLOP\/token/) f = $(i - 1) * ($i ~ /^G/ ? 1e9 : 1e6) } }
+        END { if (p && f) printf "%.1f%%", 100 * r * f / (p * 1e12); else print "-" }' "$2"
+}
+
 # step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log, adds a line (ok or the
 # exit status, and the seconds) to the array summary, prints the log's end; returns the status.
 step() {

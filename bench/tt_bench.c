@@ -137,10 +137,11 @@ static int32_t zipf_id(uint64_t stream, uint64_t i, long vocab)
 static void shuffle(int32_t *ids, int rows, uint64_t stream)
 {
     for (int i = rows - 1; i > 0; i--) {
-        const int j = (int)(tt_uniform(9, stream, (uint64_t)i) * (float)(i + 1));
+        int j = (int)(tt_uniform(9, stream, (uint64_t)i) * (float)(i + 1));
+        if (j > i) j = i; /* the float product rounded up */
         const int32_t t = ids[i];
-        ids[i] = ids[j < i ? j : i];
-        ids[j < i ? j : i] = t;
+        ids[i] = ids[j];
+        ids[j] = t;
     }
 }
 
@@ -907,23 +908,6 @@ static double role_fwd_flops(const tt_spec *s, const tt_costs *c, tt_prof_role r
     }
 }
 
-/* Useful bytes of device memory one training step of one role moves, forward and backward (the
- * cost model's, gen/report.h: report.c's step_bytes says what counts). */
-static double role_bytes(const tt_costs *c, tt_prof_role r)
-{
-    switch (r) {
-    case TT_PROF_EMBEDDING: return c->step_bytes[TT_B_EMBEDDING];
-    case TT_PROF_QKV: return c->step_bytes[TT_B_ATTN_QKV];
-    case TT_PROF_ATTENTION: return c->step_bytes[TT_B_ATTN];
-    case TT_PROF_O: return c->step_bytes[TT_B_ATTN_O];
-    case TT_PROF_LAYERNORM: return c->step_bytes[TT_B_LAYERNORM];
-    case TT_PROF_FFN: return c->step_bytes[TT_B_FFN];
-    case TT_PROF_SOFTMAX: return c->step_bytes[TT_B_SOFTMAX];
-    case TT_PROF_OPTIMIZER: return c->step_bytes[TT_B_OPTIMIZER];
-    default: return 0;
-    }
-}
-
 /* A fraction for the table: "-" when there is none (an unknown card, a role without time). */
 static void print_percent(double v, int width)
 {
@@ -1003,7 +987,7 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
         const double f = p.ms[r][0], b = p.ms[r][1], t = f + b;
         const double flop = 3 * role_fwd_flops(s, &costs, (tt_prof_role)r) * tokens;
         const double tf = flop > 0 && t > 0 ? flop / (t * 1e-3) / 1e12 : NAN;
-        const double bytes = role_bytes(&costs, (tt_prof_role)r);
+        const double bytes = costs.step_bytes[r]; /* the cost model's, gen/report.c */
         const double gbps = bytes > 0 && t > 0 ? bytes / (t * 1e-3) / 1e9 : NAN;
         /* the time the role would take at the card's roofline (its FLOPs at the peak or its
          * bytes at the bandwidth, whichever is longer) over the time it took; NaN for an

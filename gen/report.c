@@ -99,8 +99,8 @@ static void adaptive_costs(const tt_model_spec *m, long vocab, double rows, doub
     c->fwd[TT_F_EMBEDDING] = emb_flops;
     c->fwd[TT_F_SOFTMAX] = out_flops;
     c->tail_fraction = tail;
-    c->step_bytes[TT_B_EMBEDDING] = emb_bytes;
-    c->step_bytes[TT_B_SOFTMAX] = out_bytes;
+    c->step_bytes[TT_PROF_EMBEDDING] = emb_bytes;
+    c->step_bytes[TT_PROF_SOFTMAX] = out_bytes;
 }
 
 /* The rest of the step's traffic (conventions above linear_bytes), for rows = B N; per layer:
@@ -124,27 +124,27 @@ static void step_bytes(const tt_spec *spec, double rows, double e, tt_costs *c)
     const tt_model_spec *m = &spec->model;
     const double d = m->d_model, l = m->layers, n = m->seq_len, f = m->d_inner;
     double *b = c->step_bytes;
-    b[TT_B_LAYERNORM] = l * 2 * (8 * e * rows * d + 16 * rows + 20 * d);
-    b[TT_B_FFN] = l * (linear_bytes(e, rows, d, f, 1) + linear_bytes(e, rows, f, d, 1) +
+    b[TT_PROF_LAYERNORM] = l * 2 * (8 * e * rows * d + 16 * rows + 20 * d);
+    b[TT_PROF_FFN] = l * (linear_bytes(e, rows, d, f, 1) + linear_bytes(e, rows, f, d, 1) +
                        bias_bytes(e, rows, d) + 5 * e * rows * f + 8 * f);
     if (m->kind == TT_KIND_TENSORIZED) {
         const double r = m->rank, h = m->cores;
         const int key = m->position == TT_POS_KEY;
-        b[TT_B_ATTN_QKV] =
+        b[TT_PROF_QKV] =
             l * (linear_bytes(e, rows, d, 3 * r, 1) + (key ? linear_bytes(e, n, d, r, 0) : 0));
-        b[TT_B_ATTN] = l * (e * (9 * rows * r + 2 * rows * d + 2 * n * n * d) + 4 * n * n * d +
+        b[TT_PROF_ATTENTION] = l * (e * (9 * rows * r + 2 * rows * d + 2 * n * n * d) + 4 * n * n * d +
                             12 * h * r + (key ? 3 * e * n * r + 24 * r : 0));
     } else {
         const double a = (double)m->n_head * m->d_head, mem = m->mem_len, keys = mem + n;
         const double batch = spec->train.batch, scores = batch * m->n_head * n * keys;
-        b[TT_B_ATTN_QKV] = l * (linear_bytes(e, rows, d, 3 * a, 1) +
+        b[TT_PROF_QKV] = l * (linear_bytes(e, rows, d, 3 * a, 1) +
                                 (mem > 0 ? linear_bytes(e, batch * mem, d, 2 * a, 0) : 0) +
                                 linear_bytes(e, keys, d, a, 0));
-        b[TT_B_ATTN] = l * (e * (9 * rows * a + 6 * batch * keys * a + 3 * keys * a) +
+        b[TT_PROF_ATTENTION] = l * (e * (9 * rows * a + 6 * batch * keys * a + 3 * keys * a) +
                             scores * (24 + 11 * e));
-        b[TT_B_ATTN_O] = l * linear_bytes(e, rows, a, d, 1);
+        b[TT_PROF_O] = l * linear_bytes(e, rows, a, d, 1);
     }
-    b[TT_B_OPTIMIZER] = c->params_total * (4 * 4 + 3 * 4 + 4 + (e == 2 ? 2 : 0));
+    b[TT_PROF_OPTIMIZER] = c->params_total * (4 * 4 + 3 * 4 + 4 + (e == 2 ? 2 : 0));
 }
 
 void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
@@ -218,6 +218,13 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
     /* fp32 weights, gradients, two Adam moments; bf16 adds a working copy of the weights */
     c->state_bytes = c->params_total * (4 * 4 + (bytes == 2 ? 2 : 0));
     step_bytes(spec, rows, bytes, c);
+}
+
+const char *tt_prof_role_name(tt_prof_role r)
+{
+    static const char *const names[TT_PROF_ROLES] = {
+        "embedding", "qkv", "attention", "o", "layernorm", "ffn", "softmax", "optimizer"};
+    return r < TT_PROF_ROLES ? names[r] : "?";
 }
 
 void tt_report_number(double v, char *out, size_t n)

@@ -29,19 +29,22 @@ typedef enum {
     TT_F_COUNT
 } tt_flop_part;
 
-/* The parts of a training step's device-memory traffic: the roles of tt-bench --profile
- * (gpu_model.h's tt_prof_role, in its order). */
+/* The roles of a training step's parts: where tt-bench --profile puts each part's time
+ * (gpu_model.c's marks) and the cost model its useful bytes (tt_costs.step_bytes). */
 typedef enum {
-    TT_B_EMBEDDING, /* the gathered rows and the output (adaptive: each cluster's projection) */
-    TT_B_ATTN_QKV,  /* Q, K, V (and P = Wr pe; Transformer-XL: r_net and the memory's k, v) */
-    TT_B_ATTN,      /* the rest of the attention but Transformer-XL's o_net */
-    TT_B_ATTN_O,    /* Transformer-XL's o_net */
-    TT_B_LAYERNORM, /* the residual sums and their LayerNorms */
-    TT_B_FFN,
-    TT_B_SOFTMAX,   /* the output layer and the loss */
-    TT_B_OPTIMIZER, /* the gradient norm and Adam */
-    TT_B_COUNT
-} tt_byte_part;
+    TT_PROF_EMBEDDING, /* the word embedding (adaptive: its clusters and projections) */
+    TT_PROF_QKV,       /* the projections to q, k, v (and P = Wr pe; Transformer-XL: r_net and
+                        * the memory's k, v) */
+    TT_PROF_ATTENTION, /* the rest of the attention: the core and T (tensorized; with Wo), the
+                        * scores, softmax and P V (Transformer-XL) */
+    TT_PROF_O,         /* Transformer-XL's o_net */
+    TT_PROF_LAYERNORM, /* the residual sums with dropout and their LayerNorms */
+    TT_PROF_FFN,       /* W1, the activation with dropout, W2 */
+    TT_PROF_SOFTMAX,   /* the output layer and the loss, forward and backward */
+    TT_PROF_OPTIMIZER, /* the gradient norm, clipping and Adam, and the weights' copies */
+    TT_PROF_ROLES
+} tt_prof_role;
+const char *tt_prof_role_name(tt_prof_role r);
 
 typedef struct {
     long vocab;
@@ -61,8 +64,8 @@ typedef struct {
     double state_bytes;       /* weights, gradients, Adam moments (and bf16 copies) */
     double materialized_t_bytes; /* what one layer's dense T would take (the fused kernel: 0) */
     /* useful bytes of device memory one training step of the spec's batch moves (forward,
-     * backward, optimizer), by part; report.c's step_bytes says what counts */
-    double step_bytes[TT_B_COUNT];
+     * backward, optimizer), by role; report.c's step_bytes says what counts */
+    double step_bytes[TT_PROF_ROLES];
 } tt_costs;
 
 /* Counts for spec with the given vocabulary size (spec->model.vocab, or from the data). */

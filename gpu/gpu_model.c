@@ -1471,13 +1471,6 @@ void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded)
 
 void tt_gpu_lm_retime_products(tt_gpu_lm *lm) { tt_gemm_retime(&lm->gemm); }
 
-const char *tt_prof_role_name(tt_prof_role r)
-{
-    static const char *const names[TT_PROF_ROLES] = {
-        "embedding", "qkv", "attention", "o", "layernorm", "ffn", "softmax", "optimizer"};
-    return r < TT_PROF_ROLES ? names[r] : "?";
-}
-
 /* One step with the profile's marks (enqueue_run's and enqueue_adam's work between them). */
 static void profiled_step(tt_gpu_lm *lm, struct prof_marks *pm, const tt_lm_opts *o, double weights)
 {

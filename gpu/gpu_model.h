@@ -14,6 +14,7 @@
 #include "gpu.h"
 #include "launch.h"
 #include "model.h"
+#include "report.h" /* tt_prof_role */
 
 typedef struct tt_gpu_lm tt_gpu_lm;
 
@@ -74,21 +75,7 @@ void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded);
 /* ttgen --tune: the products met from now on are timed again, and their records replaced. */
 void tt_gpu_lm_retime_products(tt_gpu_lm *lm);
 
-/* Where a training step's time goes (tt-bench --profile): the roles of its parts. */
-typedef enum {
-    TT_PROF_EMBEDDING, /* the word embedding (adaptive: its clusters and projections) */
-    TT_PROF_QKV,       /* the projections to q, k, v (Transformer-XL: and r, and the memory's) */
-    TT_PROF_ATTENTION, /* the rest of the attention: the core and T (tensorized; with Wo), the
-                        * scores, softmax and P V (Transformer-XL) */
-    TT_PROF_O,         /* Transformer-XL's o_net */
-    TT_PROF_LAYERNORM, /* the residual sums with dropout and their LayerNorms */
-    TT_PROF_FFN,       /* W1, the activation with dropout, W2 */
-    TT_PROF_SOFTMAX,   /* the output layer and the loss, forward and backward */
-    TT_PROF_OPTIMIZER, /* the gradient norm, clipping and Adam, and the weights' copies */
-    TT_PROF_ROLES
-} tt_prof_role;
-const char *tt_prof_role_name(tt_prof_role r);
-
+/* Where a training step's time goes (tt-bench --profile), by role (report.h's tt_prof_role). */
 typedef struct {
     double ms[TT_PROF_ROLES][2]; /* [role][forward, backward]: mean ms a step */
     double sum_ms;               /* all of them */

@@ -115,11 +115,10 @@ static int free_port(void)
 
 #define BLOB 128 /* the size of NCCL's unique id */
 
-/* The child of rank `rank` in a world of `world` (it claims `says_world`), starting after
- * delay_ms: exit 0 with rank 0's blob, 1 with another, 2 when the rendezvous fails (its message
- * in the pipe fd). */
-static pid_t spawn(int rank, int world, int says_world, int port, int delay_ms, int timeout_ms,
-                   int fd)
+/* The child of rank `rank`, which claims a world of `says_world`, starting after delay_ms: exit
+ * 0 with rank 0's blob, 1 with another, 2 when the rendezvous fails (its message in the pipe
+ * fd). */
+static pid_t spawn(int rank, int says_world, int port, int delay_ms, int timeout_ms, int fd)
 {
     const pid_t pid = fork();
     assert_true(pid >= 0);
@@ -137,7 +136,6 @@ static pid_t spawn(int rank, int world, int says_world, int port, int delay_ms, 
         if (write(fd, line, (size_t)k) < 0) _exit(3);
         _exit(2);
     }
-    (void)world;
     for (int i = 0; i < BLOB; i++)
         if (blob[i] != (unsigned char)(i * 7 + 3)) _exit(1);
     _exit(0);
@@ -161,7 +159,7 @@ static outcome run_world(int world, const int *says, const int *delay, int timeo
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int r = 0; r < world; r++)
-        pid[r] = delay[r] < 0 ? -1 : spawn(r, world, says[r], port, delay[r], timeout_ms, p[1]);
+        pid[r] = delay[r] < 0 ? -1 : spawn(r, says[r], port, delay[r], timeout_ms, p[1]);
     close(p[1]);
     for (int r = 0; r < world; r++) {
         o.status[r] = -1;

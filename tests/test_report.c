@@ -36,20 +36,20 @@ static void assert_close(double got, double want, const char *what)
 static void expect_ptb_bytes(const tt_costs *c)
 {
     /* embedding: fp32 rows gathered and x0 written, back the same: 2*1024*256*(4+2) */
-    assert_close(c->step_bytes[TT_B_EMBEDDING], 3145728, "bytes embedding");
+    assert_close(c->step_bytes[TT_PROF_EMBEDDING], 3145728, "bytes embedding");
     /* LayerNorm, twice a layer: 4 D-wide tensors forward (x, y read; out, sum written) and 4
      * back: 8*2*1024*256 = 4194304; mean and rstd written and read 4*4*1024 = 16384; gain and
      * bias read, gain read back, both gradients written 5*4*256 = 5120. 2*4215808*3 */
-    assert_close(c->step_bytes[TT_B_LAYERNORM], 25294848, "bytes layernorm");
+    assert_close(c->step_bytes[TT_PROF_LAYERNORM], 25294848, "bytes layernorm");
     /* FFN per layer: W1 and W2, each 2*(786432 + 6451200 + 1075200) + 4*537600 = 18776064; b2
      * 2*1024*256 + 8*256 = 526336; activation, z read and its output written, back d out and
      * the output read and d z written 5*2*1024*2100, b1 read and d b1 written 8*2100: 21520800.
      * 59599264 a layer. */
-    assert_close(c->step_bytes[TT_B_FFN], 3 * 59599264.0, "bytes ffn");
+    assert_close(c->step_bytes[TT_PROF_FFN], 3 * 59599264.0, "bytes ffn");
     /* softmax (tied, full): 256 -> 10000 as a linear layer 2*(786432 + 30720000 + 5120000) +
      * 4*2560000 = 83492864; bias 2*1024*10000 + 8*10000 = 20560000; the loss reads the logits
      * and writes their gradient 2*2*1024*10000 = 40960000 */
-    assert_close(c->step_bytes[TT_B_SOFTMAX], 145012864, "bytes softmax");
+    assert_close(c->step_bytes[TT_PROF_SOFTMAX], 145012864, "bytes softmax");
 }
 
 static void test_ptb(void **state)
@@ -95,14 +95,14 @@ static void test_ptb(void **state)
     /* A training step's bytes (those it shares with txl-ptb in expect_ptb_bytes) */
     expect_ptb_bytes(&c);
     /* qkv, 256 -> 120: 2*(786432 + 368640 + 61440) + 122880 = 2555904, times 3 */
-    assert_close(c.step_bytes[TT_B_ATTN_QKV], 7667712, "bytes qkv");
+    assert_close(c.step_bytes[TT_PROF_QKV], 7667712, "bytes qkv");
     /* attention: Q|K|V 1024*120 read, cores 2*40 fp32, Wo 32^2*256 = 262144 read, Y 1024*256
      * written; back dY, Q|K|V, cores, Wo read, dQ|dK|dV, d cores and dWo (fp32) written:
      * 2*(3*122880 + 2*262144 + 2*262144) + 4*262144 + 3*4*80 = 3883968, times 3. No T. */
-    assert_close(c.step_bytes[TT_B_ATTN], 11651904, "bytes attention");
-    assert_close(c.step_bytes[TT_B_ATTN_O], 0, "bytes o");
+    assert_close(c.step_bytes[TT_PROF_ATTENTION], 11651904, "bytes attention");
+    assert_close(c.step_bytes[TT_PROF_O], 0, "bytes o");
     /* Adam: w, g, m, v read, w, m, v written, g read by the norm, bf16 copy: 34 per parameter */
-    assert_close(c.step_bytes[TT_B_OPTIMIZER], 6684572.0 * 34, "bytes optimizer");
+    assert_close(c.step_bytes[TT_PROF_OPTIMIZER], 6684572.0 * 34, "bytes optimizer");
     tt_spec_free(&s);
 }
 
@@ -118,15 +118,15 @@ static void test_bytes_fp32_key(void **state)
     tt_costs c;
     tt_costs_compute(&s, s.model.vocab, &c);
     /* 2*1024*256*(4+4) */
-    assert_close(c.step_bytes[TT_B_EMBEDDING], 4194304, "embedding");
+    assert_close(c.step_bytes[TT_PROF_EMBEDDING], 4194304, "embedding");
     /* qkv 4*1216512 + 122880 = 4988928; P, no d x (pe is a constant): 4*(8192 + 10240 + 1280)
      * + 4*(1280 + 8192) + 4*10240 = 157696; per layer 5146624 */
-    assert_close(c.step_bytes[TT_B_ATTN_QKV], 3 * 5146624.0, "qkv");
+    assert_close(c.step_bytes[TT_PROF_QKV], 3 * 5146624.0, "qkv");
     /* 4*1417216 + 1048576 + 960; P read twice and its gradient written 3*4*32*40 = 15360; u, v
      * read twice and written 6*4*40 = 960: 6734720 a layer */
-    assert_close(c.step_bytes[TT_B_ATTN], 3 * 6734720.0, "attention");
+    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * 6734720.0, "attention");
     /* parameters with key: 6684572 + 3*40*256 + 2*40 = 6715372; fp32: no copy, 32 each */
-    assert_close(c.step_bytes[TT_B_OPTIMIZER], 6715372.0 * 32, "optimizer");
+    assert_close(c.step_bytes[TT_PROF_OPTIMIZER], 6715372.0 * 32, "optimizer");
     tt_spec_free(&s);
 }
 
@@ -166,17 +166,17 @@ static void test_txl_ptb(void **state)
      * memory's 32*32 rows, no d x: 2*(262144 + 131072 + 524288) + 2*(524288 + 262144) +
      * 4*131072 = 3932160; r_net over 64 positions: 2*(16384 + 65536 + 16384) + 2*(16384 +
      * 16384) + 4*65536 = 524288. */
-    assert_close(c.step_bytes[TT_B_ATTN_QKV], 3 * 12320768.0, "bytes qkv");
+    assert_close(c.step_bytes[TT_PROF_QKV], 3 * 12320768.0, "bytes qkv");
     /* Scores S = B H N K = 32*8*32*64 = 524288 elements per tensor: AC, BD written fp32 and read
      * (16 S), P, P' written and P' read (3 e S); back dP' written and read fp32 (8 S), P' and P
      * read, dAC, dBD written and each read twice (8 e S): 46 S = 24117248. The rest: q+u, q+v
      * (1024*256 each), k, v (32*64*256 each), r (64*256) read and o written: 2*(9*262144 +
      * 6*524288 + 3*16384) = 11108352 */
-    assert_close(c.step_bytes[TT_B_ATTN], 3 * 35225600.0, "bytes attention");
+    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * 35225600.0, "bytes attention");
     /* o_net 256 -> 256: 2*(3*262144 + 3*262144 + 2*65536) + 4*65536 */
-    assert_close(c.step_bytes[TT_B_ATTN_O], 3 * 3670016.0, "bytes o");
+    assert_close(c.step_bytes[TT_PROF_O], 3 * 3670016.0, "bytes o");
     expect_ptb_bytes(&c);
-    assert_close(c.step_bytes[TT_B_OPTIMIZER], 6789292.0 * 34, "bytes optimizer");
+    assert_close(c.step_bytes[TT_PROF_OPTIMIZER], 6789292.0 * 34, "bytes optimizer");
     tt_spec_free(&s);
 }
 
@@ -217,13 +217,13 @@ static void test_bytes_adaptive(void **state)
     /* the embedding's clusters, each a linear layer from its width to D for its tokens' rows:
      * 72 rows 8 -> 8: 2*(3*72*8 + 3*72*8 + 2*64) + 4*64 = 7424; 28 rows 4 -> 8: 2*(3*28*4 +
      * 3*28*8 + 2*32) + 4*32 = 2272 */
-    assert_close(c.step_bytes[TT_B_EMBEDDING], 9696, "embedding");
+    assert_close(c.step_bytes[TT_PROF_EMBEDDING], 9696, "embedding");
     /* the head on all 100 rows: its projection 8 -> 8 2*(2400 + 2400 + 128) + 256 = 10112, its
      * logits 8 -> 2 words + 1 cluster 2*(2400 + 900 + 48) + 96 = 6792, their bias 2*300 + 24 =
      * 624, the loss 2*2*300 = 1200: 18728. The tail on its 28 rows: projection 8 -> 4 2*(672 +
      * 336 + 64) + 128 = 2272, logits 4 -> 2 2*(336 + 168 + 16) + 32 = 1072, bias 2*56 + 16 =
      * 128, loss 2*2*56 = 224: 3696. */
-    assert_close(c.step_bytes[TT_B_SOFTMAX], 18728 + 3696, "softmax");
+    assert_close(c.step_bytes[TT_PROF_SOFTMAX], 18728 + 3696, "softmax");
     tt_spec_free(&s);
 }
 
