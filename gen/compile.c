@@ -62,8 +62,9 @@ int tt_builds_prepare(const tt_plan *plan, const tt_build_opts *o, tt_build **bu
             tt_builds_free(b, plan->n);
             return -1;
         }
-        b[i].n_options = tt_emit_options(o->arch, o->extra_options, o->n_extra, b[i].options);
-        compute_key(&b[i], o->arch);
+        const char *arch = b[i].kernel->arch[0] ? b[i].kernel->arch : o->arch;
+        b[i].n_options = tt_emit_options(arch, o->extra_options, o->n_extra, b[i].options);
+        compute_key(&b[i], arch);
     }
     *builds = b;
     return 0;

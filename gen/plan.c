@@ -594,6 +594,7 @@ static long mla_row_tile(int n, long per_tile, long floor)
 }
 
 static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
+static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, size_t errlen);
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q (templates/mla_geom.cuh). */
 static long mla_tc_tasks(const tt_model_spec *m, long js)
@@ -605,14 +606,84 @@ static long mla_tc_tasks(const tt_model_spec *m, long js)
  * 99 KiB, bounds what the plan asks for). */
 #define SMEM_DYN_LIMIT (99 * 1024)
 
+/* Shared memory a block may opt into on sm_90 (227 KiB): for kernels built for sm_90a alone. */
+#define SMEM_DYN_LIMIT_SM90 (227 * 1024)
+
+static bool is_sm90(const tt_plan *plan)
+{
+    return !strcmp(plan->arch, "sm_90") || !strcmp(plan->arch, "sm_90a");
+}
+
+/* The forward's second stage on wgmma (mla_tc.cu, TT_WG): warpgroups of four sequences, td
+ * output features a block in whole n64 products (up to 256), Wo's slabs of a j whole. The
+ * feature tiles as even as whole n64s allow; then three slabs, two, narrower tiles and one
+ * warpgroup a block instead of two until the shared memory fits. 0 with the constants, -1 when
+ * no shape fits (the mma.sync kernel then runs). */
+static int plan_mla_wg_fwd(const tt_plan *plan, const tt_model_spec *m, long *g, long *td, long *ns)
+{
+    const int n = m->seq_len, r = m->rank, d = m->d_model;
+    const long tiles = ceil_div(d, 256);
+    *g = pick(plan, "mla_fwd", "G", 8);
+    *td = pick(plan, "mla_fwd", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
+    *ns = pick(plan, "mla_fwd", "NS", 3);
+    if (!tuned(plan, "mla_fwd"))
+        while (tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90) {
+            if (*ns == 3) *ns = 2;
+            else if (*td > 64) *td -= 64, *ns = 3;
+            else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64, *ns = 3;
+            else return -1;
+        }
+    if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || (*ns != 2 && *ns != 3) ||
+        tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90)
+        return -1;
+    return 0;
+}
+
 /* The bf16 forward on tensor cores: a warp per sequence (g of them per block) and 16 rows, td
  * output features per block. Fewer sequences per block, then narrower feature tiles, until
- * there are MLA_MIN_BLOCKS blocks. */
+ * there are MLA_MIN_BLOCKS blocks. On sm_90 with N a multiple of 8, the second stage on wgmma
+ * (plan_mla_wg_fwd) unless a tuning says WG=0. */
 static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
     const long tasks = mla_tc_tasks(m, 16);
+    /* wgmma where it can run and the tuning's values (if any) fit it: a tuning from before WG
+     * existed, made for the mma.sync kernel, keeps that kernel */
+    long wg_g, wg_td, wg_ns;
+    const bool wg_fits = is_sm90(plan) && n % 8 == 0 && !plan_mla_wg_fwd(plan, m, &wg_g, &wg_td, &wg_ns);
+    const long wg_want = pick(plan, "mla_fwd", "WG", wg_fits);
+    if (wg_want && !wg_fits)
+        return tt_errf(err, errlen, "mla_fwd: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8, "
+                       "TD a multiple of 64 up to 256, NS 2 or 3 within 227 KiB of shared memory");
+    if (wg_want) {
+        tt_kernel *k = add_kernel(plan, "mla_fwd", 1, "bf16");
+        const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
+        mla_shape_consts(k, m);
+        set_const(k, "MMA", 1);
+        set_const(k, "WG", 1);
+        set_const(k, "G", wg_g);
+        set_const(k, "TD", wg_td);
+        set_const(k, "JP", ceil_div(n, 16));
+        name_kernel(k, flags);
+        set_const(k, "THREADS", 32 * wg_g);
+        set_const(k, "MINB", pick(plan, "mla_fwd", "MINB", 0)); /* 0: one block an SM */
+        set_const(k, "NS", wg_ns);
+        set_const(k, "OP_MLA_FWD", 1);
+        snprintf(k->arch, sizeof k->arch, "sm_90a");
+        k->block[0] = (unsigned)(32 * wg_g);
+        k->grid[0] = (unsigned)tasks;
+        k->grid[1] = ceil_div(batch, wg_g);
+        k->grid[2] = ceil_div(d, wg_td);
+        snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
+                 (int)tasks, (int)wg_g, d, (int)wg_td);
+        k->dyn_smem = (unsigned)tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns);
+        set_const(k, "SMEM", k->dyn_smem);
+        set_const(k, "TASKS", tasks);
+        whyf(k, "T = A_j V^T by mma.sync a warp, Y += T Wo_j^T by wgmma a warpgroup (4 seqs, A in "
+                "registers, Wo_j's slab read once for 64 rows)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
+        return plan_mla_fwd_sum(plan, m, err, errlen);
+    }
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */
     long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16, ns = 2;
     while (tasks * ceil_div(batch, g) * ceil_div(d, td) < MLA_MIN_BLOCKS) {
@@ -643,9 +714,10 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
                        "shared memory; lower model.seq_len or model.rank", n, r,
                        SMEM_DYN_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_fwd", 1, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
+    set_const(k, "WG", 0);
     set_const(k, "G", g);
     set_const(k, "TD", td);
     set_const(k, "JP", ceil_div(n, 16));
@@ -665,6 +737,15 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     set_const(k, "TASKS", tasks);
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
+    return plan_mla_fwd_sum(plan, m, err, errlen);
+}
+
+/* The sum of the forward's parts of j (mla_tc.cu's mla_fwd_sum), where there are several. */
+static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    const int n = m->seq_len;
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     if (ceil_div(n, 16) == 1) return 0;
     tt_kernel *c = add_kernel(plan, "mla_fwd_sum", 1, "bf16");
     mla_shape_consts(c, m);
@@ -1302,6 +1383,7 @@ void tt_plan_write(const tt_plan *plan, FILE *f)
                 k->block[0], k->block[1], k->block[2], k->grid[0], k->grid[1], k->grid[2],
                 k->grid_rule, k->smem_bytes);
         if (k->dyn_smem) fprintf(f, "  dynamic smem: %u bytes\n", k->dyn_smem);
+        if (k->arch[0]) fprintf(f, "  arch: %s\n", k->arch);
         fprintf(f, "  why: %s\n", k->why);
     }
 }

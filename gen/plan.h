@@ -38,6 +38,8 @@ typedef struct {
     char variant[256];             /* a tunable kernel's: default or tuned, and why (tune.h) */
     char strategy[192];            /* the tensorized attention's kernels: fused or materialized,
                                     * and why (the plan's cost model, or the spec) */
+    char arch[16];                 /* compiled for this instead of the plan's arch ("" = the
+                                    * plan's): sm_90a for kernels on Hopper's own instructions */
 } tt_kernel;
 
 struct tt_tuning;

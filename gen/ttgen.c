@@ -244,6 +244,7 @@ static void print_kernels_text(const tt_build *b, int n, const char *arch, const
         const tt_kernel *p = k->kernel;
         printf("  %s\n    block %u, grid %ux%ux%u for the spec's batch", p->name, p->block[0],
                p->grid[0], p->grid[1], p->grid[2]);
+        if (p->arch[0]) printf("; built for %s", p->arch);
         if (compiled && !k->error) {
             printf("; %d registers, %d B spilled, %d B smem", k->registers, k->spill_bytes,
                    k->smem_bytes);
@@ -281,6 +282,7 @@ static void print_json(const tt_spec *spec, const tt_costs *costs, const tt_buil
                "\"grid\":[%u,%u,%u]",
                i ? "," : "", p->name, p->op, b[i].key_hex, p->block[0], p->block[1], p->block[2],
                p->grid[0], p->grid[1], p->grid[2]);
+        printf(",\"arch\":\"%s\"", p->arch[0] ? p->arch : arch);
         printf(",\"dynamic_smem_bytes\":%u", p->dyn_smem);
         if (p->variant[0]) {
             printf(",\"variant\":");

@@ -150,6 +150,17 @@ TT_GEOM long tt_mla_tc_fwd_smem(long n, long r, long g, long td, long ns)
     const long npad = tt_geom_cdiv(n, 16) * 16;
     return 2 * (g * (npad + 16) * tt_mla_tc_sr(r) + ns * td * (npad + 8));
 }
+// mla_tc.cu's mla_fwd on wgmma (WG): the same V and K rows, then, from the next 128-byte
+// boundary, ns slabs of Wo [td][npad] in wgmma's core-matrix order (no padding).
+TT_GEOM long tt_mla_wg_fwd_rows_bytes(long n, long r, long g)
+{
+    const long npad = tt_geom_cdiv(n, 16) * 16;
+    return tt_geom_cdiv(2 * g * (npad + 16) * tt_mla_tc_sr(r), 128) * 128;
+}
+TT_GEOM long tt_mla_wg_fwd_smem(long n, long r, long g, long td, long ns)
+{
+    return tt_mla_wg_fwd_rows_bytes(n, r, g) + 2 * ns * td * (tt_geom_cdiv(n, 16) * 16);
+}
 // mla_tc.cu's mla_bwd_wo (static): three buffers of the tile's 32 Q rows [sr], 32 dY rows
 // [td + 8], 16 V rows and the block's w K rows [sr].
 TT_GEOM long tt_mla_tc_bwd_wo_smem(long r, long w, long td)

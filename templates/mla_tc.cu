@@ -16,7 +16,8 @@
 // features per block and slabs of Wo of the forward; j (warps) per block, features per block and
 // splits of the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q.
 // ttgen: tunable mla_fwd G 1 2 4 8
-// ttgen: tunable mla_fwd TD 32 64 128
+// ttgen: tunable mla_fwd TD 32 64 128 192 256
+// ttgen: tunable mla_fwd WG 0 1
 // ttgen: tunable mla_fwd NS 2 3
 // ttgen: tunable mla_bwd_wo W 2 4 8 16
 // ttgen: tunable mla_bwd_wo TD 32 64 128
@@ -297,7 +298,7 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
 static_assert(TT_JP == (TT_N + 15) / 16, "parts of 16 key positions");
 #endif
 
-#ifdef TT_OP_MLA_FWD
+#if defined(TT_OP_MLA_FWD) && !TT_WG
 static_assert(TT_TD % 16 == 0, "feature tiles are whole pairs of n8 tiles");
 static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, 16), "the plan's grid: a block a task");
 static_assert(2 * (TT_G * (TT_NPAD + 16) * TT_SR + TT_NS * TT_TD * TT_SW) == TT_SMEM,
@@ -393,6 +394,167 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             ypart[tt_mla_fwd_part(batch, TT_N, TT_D, jp, b, i) + d] = acc[nt][e];
 #endif
         }
+}
+#endif
+
+#if defined(TT_OP_MLA_FWD) && TT_WG
+// ---- the forward's second stage on wgmma (sm_90a) ----------------------------------------------
+// The same tasks and the same first stage as above, but Y += T_j Wo_j^T is one warpgroup-wide
+// product: the four warps of a warpgroup hold 16 rows each of four sequences (the same row tile,
+// the same j), T_j's chunk of 16 keys goes from their stage-1 accumulators to wgmma's A operand
+// in registers (the m16n8 accumulator layout is its per-warp layout), and Wo_j's slab is its B
+// operand, read by the tensor cores from shared memory once for the 64 rows instead of once a
+// warp. Each k16 step is TD / 64 products m64n64k16 into the fp32 accumulators [TD / 64][32];
+// the step's stage 1 for the next 16 keys runs while they are in flight. The slab is kept in
+// wgmma's no-swizzle core-matrix order: 8 features x 8 keys (128 contiguous bytes) per core
+// matrix, cores along the keys 128 bytes apart (the descriptor's leading offset) and along the
+// features NPAD / 8 * 128 bytes apart (its stride offset).
+static_assert(TT_TD % 64 == 0 && TT_TD <= 256, "feature tiles of whole n64 products");
+static_assert(TT_G % 4 == 0 && TT_THREADS == 32 * TT_G, "whole warpgroups, a warp a sequence");
+static_assert(TT_N % 8 == 0, "rows of Wo 16-byte aligned (cp.async)");
+static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, 16), "the plan's grid: a block a task");
+static_assert(tt_mla_wg_fwd_smem(TT_N, TT_R, TT_G, TT_TD, TT_NS) == TT_SMEM,
+              "the shared memory the plan gives is what the blocks carve up below");
+#define TT_WSLAB (TT_TD * TT_NPAD) // bf16 elements of one slab
+
+__device__ __forceinline__ void tt_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void tt_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int n> __device__ __forceinline__ void tt_wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
+}
+// Keeps the compiler from moving accesses of the accumulators across the asynchronous products.
+__device__ __forceinline__ void tt_wg_pin(float (&d)[32])
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+// A shared-memory matrix descriptor without swizzling: address, leading and stride byte offsets
+// (each in 16-byte units).
+__device__ __forceinline__ unsigned long long tt_wg_desc(const tt_bf16 *p, unsigned lbo, unsigned sbo)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32;
+}
+// d += A (this warp's 16 rows x k16, registers) B (k16 x n64 from the descriptor), fp32.
+__device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[4], unsigned long long desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+                   "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+                   "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+                   "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+                   "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
+                 : "memory");
+}
+
+// Columns col .. col + kn - 1 (whole chunks of 8, all of j's) of Wo's rows d0 .. d0 + TD - 1
+// into slab sw in core-matrix order, zero past D. By the whole block, asynchronously: eight
+// consecutive threads fill one core matrix's 128 bytes.
+__device__ __forceinline__ void tt_wg_load_slab(tt_bf16 *sw, const tt_bf16 *wo, int d0, size_t col, int kn)
+{
+    constexpr int KC = TT_NPAD / 8; // chunks of 8 keys a feature row holds
+    for (int c = threadIdx.x; c < TT_TD * KC; c += TT_THREADS) {
+        const int r8 = c % 8, kc = c / 8 % KC, n8 = c / 8 / KC, n = n8 * 8 + r8;
+        if (kc * 8 >= kn) continue;
+        const bool in = d0 + n < TT_D;
+        tt_cp16(sw + ((size_t)n8 * KC + kc) * 64 + r8 * 8,
+                in ? wo + (size_t)(d0 + n) * TT_N * TT_N + col + kc * 8 : wo, in);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB > 0 ? TT_MINB : 1)
+TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
+          const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
+          const float *__restrict__ v, int batch, float *__restrict__ ypart)
+{
+    extern __shared__ __align__(128) tt_bf16 smem[];
+    tt_bf16 *sv_all = smem, *sk_all = smem + (size_t)TT_G * TT_NPAD * TT_SR;
+    tt_bf16 *sw = smem + tt_mla_wg_fwd_rows_bytes(TT_N, TT_R, TT_G) / 2;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int it, jp;
+    tt_mla_tc_task(blockIdx.x, TT_N, TT_CAUSAL, 16, &it, &jp);
+    const int i0 = it * 16, d0 = blockIdx.z * TT_TD, b = blockIdx.y * TT_G + warp;
+    const bool live = b < batch; // a warp past the batch still takes part in the products
+    const tt_bf16 *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
+    tt_bf16 *sv = sv_all + (size_t)warp * TT_NPAD * TT_SR, *sk = sk_all + (size_t)warp * 16 * TT_SR;
+
+    float gq[TT_RK][8], gqv[TT_RK][8];
+#if TT_POS_KEY
+    tt_load_gq(gq, seq, i0, live, g, u);
+    tt_load_gq(gqv, seq, i0, live, g, v);
+#else
+    (void)p, (void)u, (void)v;
+    tt_load_gq(gq, seq, i0, live, g, nullptr);
+#endif
+    const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
+    const int kn = (jend + 15) / 16 * 16;
+    tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, live);
+    tt_load_rows<16>(sk, seq, jp * 16, 16, TT_R, live);
+
+    float acc[TT_TD / 64][32];
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++)
+#pragma unroll
+        for (int e = 0; e < 32; e++) acc[q][e] = 0.f;
+
+    const int j0 = jp * 16, j1 = min(j0 + 16, jend);
+    tt_wg_load_slab(sw, wo, d0, (size_t)j0 * TT_N, kn);
+    tt_cp_commit();
+    static_assert(TT_NS == 2 || TT_NS == 3, "two or three slabs");
+    for (int j = j0; j < j1; j++) {
+        const tt_bf16 *cur = sw + (size_t)((j - j0) % TT_NS) * TT_WSLAB;
+        if (j + 1 < j1)
+            tt_wg_load_slab(sw + (size_t)((j + 1 - j0) % TT_NS) * TT_WSLAB, wo, d0, (size_t)(j + 1) * TT_N, kn);
+        tt_cp_commit();
+        unsigned a[TT_RK][4];
+        tt_cp_wait<1>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // for the tensor cores' reads
+        __syncthreads(); // j's slab (and at the first j the V and K tiles) are in shared memory
+        tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
+#pragma unroll
+        for (int kc = 0; kc < TT_NPAD; kc += 16) {
+            if (kc >= kn) break; // the same for the whole block (one row tile)
+            float t[2][4];
+            tt_t_chunk(t, a, sv, kc, i0, j);
+            unsigned ta[4];
+            tt_acc_to_a(ta, t);
+            tt_wg_fence();
+#pragma unroll
+            for (int q = 0; q < TT_TD / 64; q++)
+                tt_wg_mma64(acc[q], ta, tt_wg_desc(cur + (size_t)q * 8 * (TT_NPAD / 8) * 64 + kc / 8 * 64, 128,
+                                                   TT_NPAD / 8 * 128));
+            tt_wg_commit();
+            tt_wg_wait<1>(); // the products of the 16 keys before are done with their operands
+        }
+        tt_wg_wait<0>();
+#pragma unroll
+        for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
+        if (TT_NS == 2) __syncthreads(); // j's slab is no longer read: j + 2's may land there
+    }
+    if (!live) return;
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++)
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + tt_acc_row(lane, e), d = d0 + q * 64 + nt * 8 + tt_acc_col(lane, e);
+                if (i >= TT_N || d >= TT_D) continue;
+#if TT_JP == 1
+                (void)ypart;
+                y[((size_t)b * TT_N + i) * TT_D + d] = tt_store_as<TT_T>(acc[q][nt * 4 + e]);
+#else
+                ypart[tt_mla_fwd_part(batch, TT_N, TT_D, jp, b, i) + d] = acc[q][nt * 4 + e];
+#endif
+            }
 }
 #endif
 

@@ -140,7 +140,8 @@ static void use_warm_cache(fixture *f)
 typedef struct {
     char name[128];
     char key[65];
-    int cached; /* 1, 0, or -1 when absent */
+    char arch[16]; /* what it was built for */
+    int cached;    /* 1, 0, or -1 when absent */
 } jkernel;
 
 /* The kernels array of ttgen --json: each object's name, key and cached flag. */
@@ -162,6 +163,13 @@ static int parse_kernels(const char *json, jkernel *k, int max)
         if (!key || (next && key > next)) fail_msg("kernel %s has no key", k[n].name);
         memcpy(k[n].key, key + 7, 64);
         k[n].key[64] = '\0';
+        const char *a = strstr(q, "\"arch\":\"");
+        if (!a || (next && a > next)) fail_msg("kernel %s has no arch", k[n].name);
+        a += 8;
+        const size_t al = strcspn(a, "\"");
+        assert_true(al < sizeof k[n].arch);
+        memcpy(k[n].arch, a, al);
+        k[n].arch[al] = '\0';
         const char *c = strstr(q, "\"cached\":");
         k[n].cached = !c || (next && c > next) ? -1 : strncmp(c + 9, "true", 4) == 0 ? 1 : 0;
         n++;
@@ -445,7 +453,12 @@ static void check_dump(const char *dir, const run *r)
         free(cubin);
         snprintf(name, sizeof name, "%.127s.options", k[i].name);
         char *opts = read_in(dir, name);
-        assert_non_null(strstr(opts, "--gpu-architecture=sm_90\n"));
+        char want[48];
+        snprintf(want, sizeof want, "--gpu-architecture=%s\n", k[i].arch);
+        if (!strstr(opts, want)) fail_msg("%s.options lacks %s", k[i].name, want);
+        /* sm_90's own instructions (wgmma) only where the plan asks for them */
+        if (strcmp(k[i].arch, "sm_90") != 0 && !(strcmp(k[i].arch, "sm_90a") == 0 && strstr(k[i].name, "_wg_")))
+            fail_msg("%s is built for %s", k[i].name, k[i].arch);
         free(opts);
     }
     free(plan);
