@@ -615,9 +615,9 @@ static bool is_sm90(const tt_plan *plan)
 }
 
 /* The forward's second stage on wgmma (mla_tc.cu, TT_WG): warpgroups of four sequences, td
- * output features a block in whole n64 products (up to 256), Wo's slabs of a j whole. The
- * feature tiles as even as whole n64s allow; then three slabs, two, narrower tiles and one
- * warpgroup a block instead of two until the shared memory fits. 0 with the constants, -1 when
+ * output features a block in whole n64 products (up to 256), Wo's slabs of a j whole, two of
+ * them. The feature tiles as even as whole n64s allow; then narrower tiles and one warpgroup a
+ * block instead of two until the shared memory fits. 0 with the constants, -1 when
  * no shape fits (the mma.sync kernel then runs). */
 static int plan_mla_wg_fwd(const tt_plan *plan, const tt_model_spec *m, long *g, long *td, long *ns)
 {
@@ -625,12 +625,11 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_model_spec *m, long *g,
     const long tiles = ceil_div(d, 256);
     *g = pick(plan, "mla_fwd", "G", 8);
     *td = pick(plan, "mla_fwd", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
-    *ns = pick(plan, "mla_fwd", "NS", 3);
+    *ns = pick(plan, "mla_fwd", "NS", 2); /* a barrier a j in any case: a third slab buys nothing */
     if (!tuned(plan, "mla_fwd"))
         while (tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90) {
-            if (*ns == 3) *ns = 2;
-            else if (*td > 64) *td -= 64, *ns = 3;
-            else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64, *ns = 3;
+            if (*td > 64) *td -= 64;
+            else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64;
             else return -1;
         }
     if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || (*ns != 2 && *ns != 3) ||

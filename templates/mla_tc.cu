@@ -511,13 +511,16 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     static_assert(TT_NS == 2 || TT_NS == 3, "two or three slabs");
     for (int j = j0; j < j1; j++) {
         const tt_bf16 *cur = sw + (size_t)((j - j0) % TT_NS) * TT_WSLAB;
+        tt_cp_wait<0>(); // j's slab (and at the first j the V and K tiles): this thread's part
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // for the tensor cores' reads
+        __syncthreads(); // everyone's part; and every product of j - 1 is done (each waited)
+        // j + 1's slab lands while j's products run: the slab it overwrites was j - 1's (or
+        // j - 2's), done with at the barrier above. Issued after the fence, which would wait
+        // for it.
         if (j + 1 < j1)
             tt_wg_load_slab(sw + (size_t)((j + 1 - j0) % TT_NS) * TT_WSLAB, wo, d0, (size_t)(j + 1) * TT_N, kn);
         tt_cp_commit();
         unsigned a[TT_RK][4];
-        tt_cp_wait<1>();
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // for the tensor cores' reads
-        __syncthreads(); // j's slab (and at the first j the V and K tiles) are in shared memory
         tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
 #pragma unroll
         for (int kc = 0; kc < TT_NPAD; kc += 16) {
@@ -537,7 +540,6 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
         tt_wg_wait<0>();
 #pragma unroll
         for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
-        if (TT_NS == 2) __syncthreads(); // j's slab is no longer read: j + 2's may land there
     }
     if (!live) return;
 #pragma unroll
