@@ -625,14 +625,14 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_model_spec *m, long *g,
     const long tiles = ceil_div(d, 256);
     *g = pick(plan, "mla_fwd", "G", 8);
     *td = pick(plan, "mla_fwd", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
-    *ns = pick(plan, "mla_fwd", "NS", 2); /* a barrier a j in any case: a third slab buys nothing */
+    *ns = pick(plan, "mla_fwd", "NS", 2); /* j + 1's lands while j's products run */
     if (!tuned(plan, "mla_fwd"))
         while (tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90) {
             if (*td > 64) *td -= 64;
             else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64;
             else return -1;
         }
-    if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || (*ns != 2 && *ns != 3) ||
+    if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || *ns != 2 ||
         tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90)
         return -1;
     return 0;
@@ -654,7 +654,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     const long wg_want = pick(plan, "mla_fwd", "WG", wg_fits);
     if (wg_want && !wg_fits)
         return tt_errf(err, errlen, "mla_fwd: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8, "
-                       "TD a multiple of 64 up to 256, NS 2 or 3 within 227 KiB of shared memory");
+                       "TD a multiple of 64 up to 256, NS 2 within 227 KiB of shared memory");
     if (wg_want) {
         tt_kernel *k = add_kernel(plan, "mla_fwd", 1, "bf16");
         const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
@@ -680,7 +680,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         set_const(k, "SMEM", k->dyn_smem);
         set_const(k, "TASKS", tasks);
         whyf(k, "T = A_j V^T by mma.sync a warp, Y += T Wo_j^T by wgmma a warpgroup (4 seqs, A in "
-                "registers, Wo_j's slab read once for 64 rows)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
+                "registers, Wo_j's slab by TMA, read once for 64 rows)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
         return plan_mla_fwd_sum(plan, m, err, errlen);
     }
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */

@@ -20,6 +20,11 @@ static struct {
     CUresult (*get_attr)(int *, CUdevice_attribute, CUdevice);
     CUresult (*total_mem)(size_t *, CUdevice);
     CUresult (*error_string)(CUresult, const char **);
+    /* optional: the kernels on the tensor memory accelerator need it (sm_90 drivers have it) */
+    CUresult (*encode_tiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                             const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                             CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                             CUtensorMapFloatOOBfill);
 } cu;
 
 static const char *cu_error(CUresult r)
@@ -51,6 +56,7 @@ static int load_driver(void)
     SYM(total_mem, "cuDeviceTotalMem_v2")
     SYM(error_string, "cuGetErrorString")
 #undef SYM
+    *(void **)&cu.encode_tiled = dlsym(h, "cuTensorMapEncodeTiled");
     CUresult r = cu.init(0);
     if (r != CUDA_SUCCESS) {
         snprintf(cu.why, sizeof cu.why, "no CUDA device: cuInit failed: %s", cu_error(r));
@@ -78,5 +84,26 @@ int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen)
         (r = cu.get_attr(&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)) != CUDA_SUCCESS ||
         (r = cu.total_mem(&info->total_mem, dev)) != CUDA_SUCCESS)
         return tt_errf(why, whylen, "CUDA device %d: %s", ordinal, cu_error(r));
+    return 0;
+}
+
+int tt_device_tensor_map_2d(void *map, const void *base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
+                            uint32_t box_cols, uint32_t box_rows, int swizzle_bytes, char *why, size_t whylen)
+{
+    _Static_assert(sizeof(CUtensorMap) == TT_TENSOR_MAP_BYTES, "a tensor map is 128 bytes");
+    if (load_driver() < 0) return tt_errf(why, whylen, "%s", cu.why);
+    if (!cu.encode_tiled) return tt_errf(why, whylen, "the CUDA driver lacks cuTensorMapEncodeTiled (too old?)");
+    const CUtensorMapSwizzle sw = swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                  : swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                  : swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                                         : CU_TENSOR_MAP_SWIZZLE_NONE;
+    const cuuint64_t dim[2] = {cols, rows}, stride[1] = {row_bytes};
+    const cuuint32_t box[2] = {box_cols, box_rows}, step[2] = {1, 1};
+    const CUresult r = cu.encode_tiled((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dim,
+                                       stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return tt_errf(why, whylen, "cuTensorMapEncodeTiled (%llu x %llu, box %u x %u): %s",
+                       (unsigned long long)cols, (unsigned long long)rows, box_cols, box_rows, cu_error(r));
     return 0;
 }

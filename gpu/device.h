@@ -4,6 +4,7 @@
 #define TT_DEVICE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int ordinal;
@@ -16,5 +17,14 @@ typedef struct {
 /* Fills info for device `ordinal`. Returns 0, or -1 with why (e.g. "no CUDA device: libcuda.so.1
  * not found (no NVIDIA driver on this machine)"). */
 int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen);
+
+/* A CUtensorMap's bytes (the driver's type, 64-byte aligned where a kernel takes it). */
+#define TT_TENSOR_MAP_BYTES 128
+
+/* Encodes into map (TT_TENSOR_MAP_BYTES) a 2-D bf16 tensor of rows x cols at base, rows
+ * row_bytes apart, read in boxes of box_rows x box_cols with the given swizzle (0, 32, 64 or
+ * 128 bytes); out-of-range elements read as zeros. Returns 0, or -1 with why. */
+int tt_device_tensor_map_2d(void *map, const void *base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
+                            uint32_t box_cols, uint32_t box_rows, int swizzle_bytes, char *why, size_t whylen);
 
 #endif

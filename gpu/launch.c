@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "device.h"
 #include "mla_geom.cuh"
 #include "optim.h"
 #include "util.h"
@@ -572,7 +573,15 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     expect(k, "D", d);
     TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
     if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
-        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch};
+        /* the wgmma kernel reads Wo [D][N*N] through a tensor map, by boxes of TD x 16 */
+        _Alignas(64) unsigned char map[TT_TENSOR_MAP_BYTES] = {0};
+        if (tt_kernel_const(k->k, "WG", 0)) {
+            char why[256];
+            if (tt_device_tensor_map_2d(map, wo, (uint64_t)n * n, (uint64_t)d, (uint64_t)n * n * 2,
+                                        16, (uint32_t)need(k, "TD"), 32, why, sizeof why) != 0)
+                tt_panic(__FILE__, __LINE__, "%s: %s", k->k->name, why);
+        }
+        void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch, map};
         const dim3 grid = {(unsigned)need(k, "TASKS"), ceil_div(batch, need(k, "G")),
                            ceil_div(d, need(k, "TD"))};
         tt_gpu_launch(k, grid, args, s);

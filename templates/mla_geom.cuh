@@ -150,16 +150,17 @@ TT_GEOM long tt_mla_tc_fwd_smem(long n, long r, long g, long td, long ns)
     const long npad = tt_geom_cdiv(n, 16) * 16;
     return 2 * (g * (npad + 16) * tt_mla_tc_sr(r) + ns * td * (npad + 8));
 }
-// mla_tc.cu's mla_fwd on wgmma (WG): the same V and K rows, then, from the next 128-byte
-// boundary, ns slabs of Wo [td][npad] in wgmma's core-matrix order (no padding).
+// mla_tc.cu's mla_fwd on wgmma (WG): the same V and K rows, then, from the next 1024-byte
+// boundary, ns slabs of Wo [npad / 16][td][16] (the tensor memory accelerator's boxes) and an
+// mbarrier a slab; and 1024 bytes to move the start to such a boundary.
 TT_GEOM long tt_mla_wg_fwd_rows_bytes(long n, long r, long g)
 {
     const long npad = tt_geom_cdiv(n, 16) * 16;
-    return tt_geom_cdiv(2 * g * (npad + 16) * tt_mla_tc_sr(r), 128) * 128;
+    return tt_geom_cdiv(2 * g * (npad + 16) * tt_mla_tc_sr(r), 1024) * 1024;
 }
 TT_GEOM long tt_mla_wg_fwd_smem(long n, long r, long g, long td, long ns)
 {
-    return tt_mla_wg_fwd_rows_bytes(n, r, g) + 2 * ns * td * (tt_geom_cdiv(n, 16) * 16);
+    return tt_mla_wg_fwd_rows_bytes(n, r, g) + 2 * ns * td * (tt_geom_cdiv(n, 16) * 16) + 8 * ns + 1024;
 }
 // mla_tc.cu's mla_bwd_wo (static): three buffers of the tile's 32 Q rows [sr], 32 dY rows
 // [td + 8], 16 V rows and the block's w K rows [sr].

@@ -405,17 +405,26 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 // in registers (the m16n8 accumulator layout is its per-warp layout), and Wo_j's slab is its B
 // operand, read by the tensor cores from shared memory once for the 64 rows instead of once a
 // warp. Each k16 step is TD / 64 products m64n64k16 into the fp32 accumulators [TD / 64][32];
-// the step's stage 1 for the next 16 keys runs while they are in flight. The slab is kept in
-// wgmma's no-swizzle core-matrix order: 8 features x 8 keys (128 contiguous bytes) per core
-// matrix, cores along the keys 128 bytes apart (the descriptor's leading offset) and along the
-// features NPAD / 8 * 128 bytes apart (its stride offset).
+// the step's stage 1 for the next 16 keys runs while they are in flight.
+// Wo_j's slab comes by the tensor memory accelerator: one thread asks for kn / 16 boxes of TD
+// features x 16 keys (Wo as a 2-D tensor [D][N*N], its map built by the launcher; features past
+// D arrive as zeros), each box 32 bytes a feature with the 32-byte swizzle, which is wgmma's
+// K-major layout for a k16 step (8-feature atoms 256 bytes apart); an mbarrier a slab says when
+// its bytes have landed. Two slabs: j + 1's lands while j's products run.
 static_assert(TT_TD % 64 == 0 && TT_TD <= 256, "feature tiles of whole n64 products");
 static_assert(TT_G % 4 == 0 && TT_THREADS == 32 * TT_G, "whole warpgroups, a warp a sequence");
-static_assert(TT_N % 8 == 0, "rows of Wo 16-byte aligned (cp.async)");
+static_assert(TT_N % 8 == 0, "rows of Wo 16-byte aligned (the tensor map's stride)");
+static_assert(TT_NS == 2, "two slabs");
 static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, 16), "the plan's grid: a block a task");
 static_assert(tt_mla_wg_fwd_smem(TT_N, TT_R, TT_G, TT_TD, TT_NS) == TT_SMEM,
               "the shared memory the plan gives is what the blocks carve up below");
 #define TT_WSLAB (TT_TD * TT_NPAD) // bf16 elements of one slab
+#define TT_WBOX (TT_TD * 16)       // of one box (16 keys)
+
+// A tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned), passed by value.
+struct __align__(64) tt_tmap {
+    unsigned long long v[16];
+};
 
 __device__ __forceinline__ void tt_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tt_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -429,13 +438,12 @@ __device__ __forceinline__ void tt_wg_pin(float (&d)[32])
 #pragma unroll
     for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
-// A shared-memory matrix descriptor without swizzling: address, leading and stride byte offsets
-// (each in 16-byte units).
-__device__ __forceinline__ unsigned long long tt_wg_desc(const tt_bf16 *p, unsigned lbo, unsigned sbo)
+// The descriptor of a K-major operand with the 32-byte swizzle at shared address a: atoms of 8
+// rows 256 bytes apart (stride offset), one atom across k16 (leading offset unused: 1).
+__device__ __forceinline__ unsigned long long tt_wg_desc_sw32(unsigned a)
 {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32;
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | 1ull << 16 | (unsigned long long)(256 >> 4) << 32 |
+           3ull << 62;
 }
 // d += A (this warp's 16 rows x k16, registers) B (k16 x n64 from the descriptor), fp32.
 __device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[4], unsigned long long desc)
@@ -455,29 +463,40 @@ __device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[
                  : "memory");
 }
 
-// Columns col .. col + kn - 1 (whole chunks of 8, all of j's) of Wo's rows d0 .. d0 + TD - 1
-// into slab sw in core-matrix order, zero past D. By the whole block, asynchronously: eight
-// consecutive threads fill one core matrix's 128 bytes.
-__device__ __forceinline__ void tt_wg_load_slab(tt_bf16 *sw, const tt_bf16 *wo, int d0, size_t col, int kn)
+// Wo_j's kn keys (kn / 16 boxes from column col, rows d0..) into the slab at shared address sw,
+// announced to the mbarrier at bar. By one thread.
+__device__ __forceinline__ void tt_wg_load_slab(unsigned sw, unsigned bar, const tt_tmap *map, int col, int d0, int kn)
 {
-    constexpr int KC = TT_NPAD / 8; // chunks of 8 keys a feature row holds
-    for (int c = threadIdx.x; c < TT_TD * KC; c += TT_THREADS) {
-        const int r8 = c % 8, kc = c / 8 % KC, n8 = c / 8 / KC, n = n8 * 8 + r8;
-        if (kc * 8 >= kn) continue;
-        const bool in = d0 + n < TT_D;
-        tt_cp16(sw + ((size_t)n8 * KC + kc) * 64 + r8 * 8,
-                in ? wo + (size_t)(d0 + n) * TT_N * TT_N + col + kc * 8 : wo, in);
-    }
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kn * TT_TD * 2) : "memory");
+    for (int kc = 0; kc < kn; kc += 16)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(sw + kc * TT_TD * 2),
+                     "l"((unsigned long long)map), "r"(col + kc), "r"(d0), "r"(bar)
+                     : "memory");
+}
+// Waits until the mbarrier at bar has completed the phase of the given parity.
+__device__ __forceinline__ void tt_wg_bar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
 
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB > 0 ? TT_MINB : 1)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
-          const float *__restrict__ v, int batch, float *__restrict__ ypart)
+          const float *__restrict__ v, int batch, float *__restrict__ ypart, const __grid_constant__ tt_tmap wo_map)
 {
-    extern __shared__ __align__(128) tt_bf16 smem[];
+    extern __shared__ __align__(16) tt_bf16 smem_raw[];
+    // the slabs at a 1024-byte boundary (the swizzle's pattern repeats within it); the plan's
+    // size has room for the shift
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+    tt_bf16 *smem = smem_raw + ((raw + 1023u) / 1024u * 1024u - raw) / 2;
     tt_bf16 *sv_all = smem, *sk_all = smem + (size_t)TT_G * TT_NPAD * TT_SR;
     tt_bf16 *sw = smem + tt_mla_wg_fwd_rows_bytes(TT_N, TT_R, TT_G) / 2;
+    unsigned long long *bars = (unsigned long long *)(sw + TT_NS * TT_WSLAB);
+    const unsigned sw_a = (unsigned)__cvta_generic_to_shared(sw);
+    const unsigned bar_a = (unsigned)__cvta_generic_to_shared(bars);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int it, jp;
     tt_mla_tc_task(blockIdx.x, TT_N, TT_CAUSAL, 16, &it, &jp);
@@ -485,6 +504,21 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     const bool live = b < batch; // a warp past the batch still takes part in the products
     const tt_bf16 *seq = qkv + (size_t)(live ? b : 0) * TT_N * 3 * TT_R;
     tt_bf16 *sv = sv_all + (size_t)warp * TT_NPAD * TT_SR, *sk = sk_all + (size_t)warp * 16 * TT_SR;
+    (void)wo;
+
+    const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
+    const int kn = (jend + 15) / 16 * 16;
+    const int j0 = jp * 16, j1 = min(j0 + 16, jend);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TT_NS; s++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_a + 8 * s) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        tt_wg_load_slab(sw_a, bar_a, &wo_map, j0 * TT_N, d0, kn);
+    }
+    tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, live);
+    tt_load_rows<16>(sk, seq, jp * 16, 16, TT_R, live);
+    tt_cp_commit();
 
     float gq[TT_RK][8], gqv[TT_RK][8];
 #if TT_POS_KEY
@@ -494,34 +528,22 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     (void)p, (void)u, (void)v;
     tt_load_gq(gq, seq, i0, live, g, nullptr);
 #endif
-    const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
-    const int kn = (jend + 15) / 16 * 16;
-    tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, live);
-    tt_load_rows<16>(sk, seq, jp * 16, 16, TT_R, live);
-
     float acc[TT_TD / 64][32];
 #pragma unroll
     for (int q = 0; q < TT_TD / 64; q++)
 #pragma unroll
         for (int e = 0; e < 32; e++) acc[q][e] = 0.f;
+    tt_cp_wait<0>();
 
-    const int j0 = jp * 16, j1 = min(j0 + 16, jend);
-    tt_wg_load_slab(sw, wo, d0, (size_t)j0 * TT_N, kn);
-    tt_cp_commit();
-    static_assert(TT_NS == 2 || TT_NS == 3, "two or three slabs");
     for (int j = j0; j < j1; j++) {
-        const tt_bf16 *cur = sw + (size_t)((j - j0) % TT_NS) * TT_WSLAB;
-        tt_cp_wait<0>(); // j's slab (and at the first j the V and K tiles): this thread's part
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); // for the tensor cores' reads
-        __syncthreads(); // everyone's part; and every product of j - 1 is done (each waited)
-        // j + 1's slab lands while j's products run: the slab it overwrites was j - 1's (or
-        // j - 2's), done with at the barrier above. Issued after the fence, which would wait
-        // for it.
-        if (j + 1 < j1)
-            tt_wg_load_slab(sw + (size_t)((j + 1 - j0) % TT_NS) * TT_WSLAB, wo, d0, (size_t)(j + 1) * TT_N, kn);
-        tt_cp_commit();
+        const int s = (j - j0) % TT_NS;
+        __syncthreads(); // the V and K tiles, the barriers' init; every product of j - 1 is done
+        if (threadIdx.x == 0 && j + 1 < j1) // into the slab j - 1's products were reading
+            tt_wg_load_slab(sw_a + (1 - s) * TT_WSLAB * 2, bar_a + 8 * (1 - s), &wo_map, (j + 1) * TT_N, d0, kn);
         unsigned a[TT_RK][4];
         tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
+        tt_wg_bar_wait(bar_a + 8 * s, ((j - j0) / TT_NS) & 1); // j's slab has landed
+        const unsigned long long desc0 = tt_wg_desc_sw32(sw_a + s * TT_WSLAB * 2);
 #pragma unroll
         for (int kc = 0; kc < TT_NPAD; kc += 16) {
             if (kc >= kn) break; // the same for the whole block (one row tile)
@@ -530,10 +552,10 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             unsigned ta[4];
             tt_acc_to_a(ta, t);
             tt_wg_fence();
+            // box kc / 16, its features q * 64..: 32 bytes a feature (16-byte address units)
 #pragma unroll
             for (int q = 0; q < TT_TD / 64; q++)
-                tt_wg_mma64(acc[q], ta, tt_wg_desc(cur + (size_t)q * 8 * (TT_NPAD / 8) * 64 + kc / 8 * 64, 128,
-                                                   TT_NPAD / 8 * 128));
+                tt_wg_mma64(acc[q], ta, desc0 + (unsigned long long)((kc * TT_TD * 2 + q * 64 * 32) >> 4));
             tt_wg_commit();
             tt_wg_wait<1>(); // the products of the 16 keys before are done with their operands
         }
