@@ -595,6 +595,7 @@ static long mla_row_tile(int n, long per_tile, long floor)
 
 static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, size_t errlen);
+static int plan_mla_bwd_wo_sum(tt_plan *plan, const tt_model_spec *m, long splits);
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q (templates/mla_geom.cuh). */
 static long mla_tc_tasks(const tt_model_spec *m, long js)
@@ -922,12 +923,78 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     return tq;
 }
 
+/* Splits of the batch for mla_bwd_wo with base blocks a split, each summed into its own copy of
+ * dWo: so that no block walks more than about 32 tiles of 32 rows (the walk is the kernel's
+ * critical path), and so that there are MLA_MIN_BLOCKS blocks without narrowing the tiles; at
+ * most 8, and each split at least 4 tiles (the sums cost a pass over dWo per split). */
+static long mla_bwd_wo_splits(const tt_spec *s, long base)
+{
+    const long batch = s->train.batch, per_seq = ceil_div(s->model.seq_len, 32);
+    long splits = (long)ceil_div(batch * per_seq, 32);
+    if ((long)ceil_div(2 * MLA_MIN_BLOCKS, base) > splits) splits = ceil_div(2 * MLA_MIN_BLOCKS, base);
+    if (splits > 8) splits = 8;
+    while (splits > 1 && (long)ceil_div(batch, splits) * per_seq < 4) splits--;
+    if (splits > batch) splits = batch;
+    return splits;
+}
+
+/* mla_bwd_wo on wgmma (mla_tc.cu, TT_WG): W = 4 or 8 warps (j) a block, td features in whole
+ * n64 products (up to 256, as even as they allow), the splits of mla_bwd_wo_splits. 0 with the
+ * constants, -1 when they do not fit (the mma.sync kernel then runs). */
+static int plan_mla_wg_bwd_wo(const tt_plan *plan, const tt_spec *s, long *w, long *td, long *splits)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, d = m->d_model;
+    const long tiles = ceil_div(d, 256);
+    *w = pick(plan, "mla_bwd_wo", "W", 8);
+    *td = pick(plan, "mla_bwd_wo", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
+    *splits = pick(plan, "mla_bwd_wo", "S",
+                   mla_bwd_wo_splits(s, (long)ceil_div(n, *w > 0 ? *w : 1) * ceil_div(n, 16) * ceil_div(d, *td > 0 ? *td : 1)));
+    if ((*w != 4 && *w != 8) || *td % 64 || *td < 64 || *td > 256 || *splits < 1 || *splits > s->train.batch ||
+        d % 8 != 0 || tt_mla_wg_bwd_wo_smem(m->rank, *w, *td) > SMEM_DYN_LIMIT_SM90)
+        return -1;
+    return 0;
+}
+
 /* mla_bwd_wo of templates/mla_tc.cu: a warp per j, W of them per block, 16 keys and td
- * features per block, a split of the batch. */
+ * features per block, a split of the batch. On sm_90 with D a multiple of 8, the second stage on
+ * wgmma (plan_mla_wg_bwd_wo) unless a tuning says WG=0. */
 static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, d = m->d_model;
+    long wg_w, wg_td, wg_s;
+    const bool wg_fits = is_sm90(plan) && !plan_mla_wg_bwd_wo(plan, s, &wg_w, &wg_td, &wg_s);
+    const long wg_want = pick(plan, "mla_bwd_wo", "WG", wg_fits);
+    if (wg_want && !wg_fits)
+        return tt_errf(err, errlen, "mla_bwd_wo: WG=1 needs sm_90, d_model a multiple of 8, W 4 or 8, TD a "
+                       "multiple of 64 up to 256, S from 1 to the batch, within 227 KiB of shared memory");
+    if (wg_want) {
+        tt_kernel *k = add_kernel(plan, "mla_bwd_wo", 1, "bf16");
+        const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
+        mla_shape_consts(k, m);
+        set_const(k, "MMA", 1);
+        set_const(k, "WG", 1);
+        set_const(k, "W", wg_w);
+        set_const(k, "TD", wg_td);
+        set_const(k, "S", wg_s);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", 32 * wg_w);
+        set_const(k, "MINB", pick(plan, "mla_bwd_wo", "MINB", 1));
+        set_const(k, "OP_MLA_BWD_WO", 1);
+        snprintf(k->arch, sizeof k->arch, "sm_90a");
+        k->block[0] = (unsigned)(32 * wg_w);
+        k->grid[0] = ceil_div(n, wg_w);
+        k->grid[1] = ceil_div(n, 16);
+        k->grid[2] = ceil_div(d, wg_td) * (unsigned)wg_s;
+        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
+                 "z = ceil(%d / %ld) x %ld splits", n, wg_w, n, d, wg_td, wg_s);
+        k->dyn_smem = (unsigned)tt_mla_wg_bwd_wo_smem(m->rank, wg_w, wg_td);
+        set_const(k, "SMEM", k->dyn_smem);
+        whyf(k, "T_j^T by mma.sync a warp, dWo_j^T += T_j^T dY by wgmma a warpgroup (4 j, dY by TMA, "
+                "read once for 64 rows)%s", m->causal ? "; rows above max(j, k) skipped" : "");
+        return plan_mla_bwd_wo_sum(plan, m, wg_s);
+    }
     /* eight j per block share its tiles (fewer when N is short: blocks); the batch splits
      * below make the blocks */
     const long w = pick(plan, "mla_bwd_wo", "W", n >= 64 ? 8 : n >= 32 ? 4 : 2);
@@ -936,18 +1003,9 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     while (td_h > 16 && tt_mla_tc_bwd_wo_smem(m->rank, w, td_h) > SMEM_STATIC_LIMIT)
         td_h = ceil_div(td_h / 2, 16) * 16;
     const long td = pick(plan, "mla_bwd_wo", "TD", td_h);
-    /* Splits of the batch, each summed into its own copy of dWo: so that no block walks more
-     * than about 32 tiles of 32 rows (the walk is the kernel's critical path), and so that there
-     * are MLA_MIN_BLOCKS blocks without narrowing the tiles; at most 8, and each split at least
-     * 4 tiles (the sums cost a pass over dWo per split). */
-    const long batch = s->train.batch, per_seq = ceil_div(n, 32);
+    const long batch = s->train.batch;
     const long base = (long)ceil_div(n, w) * ceil_div(n, 16) * ceil_div(d, td);
-    long splits = (long)ceil_div(batch * per_seq, 32);
-    if ((long)ceil_div(2 * MLA_MIN_BLOCKS, base) > splits) splits = ceil_div(2 * MLA_MIN_BLOCKS, base);
-    if (splits > 8) splits = 8;
-    while (splits > 1 && (long)ceil_div(batch, splits) * per_seq < 4) splits--;
-    if (splits > batch) splits = batch;
-    splits = pick(plan, "mla_bwd_wo", "S", splits);
+    const long splits = pick(plan, "mla_bwd_wo", "S", mla_bwd_wo_splits(s, base));
     if (w < 1 || w > 16 || td % 16 || td < 16 || td > (long)ceil_div(d, 16) * 16 || splits < 1 ||
         splits > batch)
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld S=%ld: W from 1 to 16, TD a multiple "
@@ -957,9 +1015,10 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld: rank %d needs more than %d KiB of "
                        "shared memory; lower W or TD", w, td, m->rank, SMEM_STATIC_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", 1, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
+    set_const(k, "WG", 0);
     set_const(k, "W", w);
     set_const(k, "TD", td);
     set_const(k, "S", splits);
@@ -977,6 +1036,13 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     set_const(k, "SMEM", k->smem_bytes);
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "
             "step, one writer per element%s", m->causal ? "; rows above max(j, k) skipped" : "");
+    return plan_mla_bwd_wo_sum(plan, m, splits);
+}
+
+/* The sum of mla_bwd_wo's splits (mla_tc.cu's mla_bwd_wo_sum), where there are several. */
+static int plan_mla_bwd_wo_sum(tt_plan *plan, const tt_model_spec *m, long splits)
+{
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     if (splits == 1) return 0;
     tt_kernel *c = add_kernel(plan, "mla_bwd_wo_sum", 1, "f32");
     mla_shape_consts(c, m);

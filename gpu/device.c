@@ -87,23 +87,29 @@ int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen)
     return 0;
 }
 
-int tt_device_tensor_map_2d(void *map, const void *base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
-                            uint32_t box_cols, uint32_t box_rows, int swizzle_bytes, char *why, size_t whylen)
+int tt_device_tensor_map(void *map, const void *base, int rank, const uint64_t *dims, const uint64_t *strides,
+                         const uint32_t *box, int swizzle_bytes, char *why, size_t whylen)
 {
     _Static_assert(sizeof(CUtensorMap) == TT_TENSOR_MAP_BYTES, "a tensor map is 128 bytes");
     if (load_driver() < 0) return tt_errf(why, whylen, "%s", cu.why);
     if (!cu.encode_tiled) return tt_errf(why, whylen, "the CUDA driver lacks cuTensorMapEncodeTiled (too old?)");
+    if (rank < 1 || rank > 5) return tt_errf(why, whylen, "a tensor map of rank %d", rank);
     const CUtensorMapSwizzle sw = swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                   : swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                   : swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
                                                          : CU_TENSOR_MAP_SWIZZLE_NONE;
-    const cuuint64_t dim[2] = {cols, rows}, stride[1] = {row_bytes};
-    const cuuint32_t box[2] = {box_cols, box_rows}, step[2] = {1, 1};
-    const CUresult r = cu.encode_tiled((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dim,
-                                       stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+    cuuint64_t dim[5], stride[4];
+    cuuint32_t bx[5], step[5];
+    for (int i = 0; i < rank; i++) {
+        dim[i] = dims[i], bx[i] = box[i], step[i] = 1;
+        if (i + 1 < rank) stride[i] = strides[i];
+    }
+    const CUresult r = cu.encode_tiled((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank,
+                                       (void *)base, dim, stride, bx, step, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
                                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        return tt_errf(why, whylen, "cuTensorMapEncodeTiled (%llu x %llu, box %u x %u): %s",
-                       (unsigned long long)cols, (unsigned long long)rows, box_cols, box_rows, cu_error(r));
+        return tt_errf(why, whylen, "cuTensorMapEncodeTiled (rank %d, %llu x %llu..., box %u x %u...): %s", rank,
+                       (unsigned long long)dims[0], (unsigned long long)(rank > 1 ? dims[1] : 1), box[0],
+                       rank > 1 ? box[1] : 1, cu_error(r));
     return 0;
 }

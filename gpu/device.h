@@ -21,10 +21,11 @@ int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen)
 /* A CUtensorMap's bytes (the driver's type, 64-byte aligned where a kernel takes it). */
 #define TT_TENSOR_MAP_BYTES 128
 
-/* Encodes into map (TT_TENSOR_MAP_BYTES) a 2-D bf16 tensor of rows x cols at base, rows
- * row_bytes apart, read in boxes of box_rows x box_cols with the given swizzle (0, 32, 64 or
- * 128 bytes); out-of-range elements read as zeros. Returns 0, or -1 with why. */
-int tt_device_tensor_map_2d(void *map, const void *base, uint64_t cols, uint64_t rows, uint64_t row_bytes,
-                            uint32_t box_cols, uint32_t box_rows, int swizzle_bytes, char *why, size_t whylen);
+/* Encodes into map (TT_TENSOR_MAP_BYTES) a bf16 tensor of rank 1..5 at base: dims from the
+ * innermost, strides[i] the bytes between steps of dimension i + 1, read in boxes of box[] with
+ * the given swizzle (0, 32, 64 or 128 bytes); out-of-range elements read as zeros. Returns 0, or
+ * -1 with why (no driver, or a shape the driver refuses). */
+int tt_device_tensor_map(void *map, const void *base, int rank, const uint64_t *dims, const uint64_t *strides,
+                         const uint32_t *box, int swizzle_bytes, char *why, size_t whylen);
 
 #endif

@@ -563,6 +563,16 @@ void tt_mla_mat_params(const tt_gpu_program *p, cudaStream_t s, float *dp, float
     tt_gpu_launch(k, plan_grid(k), args, s);
 }
 
+/* A tensor map for kernel k's operand at base (tt_device_tensor_map); a failure is a runtime bug
+ * (the plan chose the kernel for this card and these shapes). */
+static void tensor_map(const tt_gpu_kernel *k, void *map, const void *base, int rank, const uint64_t *dims,
+                       const uint64_t *strides, const uint32_t *box, int swizzle)
+{
+    char why[256];
+    if (tt_device_tensor_map(map, base, rank, dims, strides, box, swizzle, why, sizeof why) != 0)
+        tt_panic(__FILE__, __LINE__, "%s: %s", k->k->name, why);
+}
+
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
                 const void *wo, const void *pos, const float *u, const float *v, float *scratch,
                 int batch, int n, int r, int d)
@@ -576,10 +586,9 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
         /* the wgmma kernel reads Wo [D][N*N] through a tensor map, by boxes of TD x 16 */
         _Alignas(64) unsigned char map[TT_TENSOR_MAP_BYTES] = {0};
         if (tt_kernel_const(k->k, "WG", 0)) {
-            char why[256];
-            if (tt_device_tensor_map_2d(map, wo, (uint64_t)n * n, (uint64_t)d, (uint64_t)n * n * 2,
-                                        16, (uint32_t)need(k, "TD"), 32, why, sizeof why) != 0)
-                tt_panic(__FILE__, __LINE__, "%s: %s", k->k->name, why);
+            const uint64_t dims[] = {(uint64_t)n * n, (uint64_t)d}, strides[] = {(uint64_t)n * n * 2};
+            const uint32_t box[] = {16, (uint32_t)need(k, "TD")};
+            tensor_map(k, map, wo, 2, dims, strides, box, 32);
         }
         void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch, map};
         const dim3 grid = {(unsigned)need(k, "TASKS"), ceil_div(batch, need(k, "G")),
@@ -639,7 +648,15 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
         /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
         const long splits = need(w, "S");
         float *wpart = part + mla_bwd_q_floats(p, batch);
-        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart};
+        /* the wgmma kernel reads dY [B][N][D] through a tensor map, by boxes of 32 rows x 64 */
+        _Alignas(64) unsigned char map[TT_TENSOR_MAP_BYTES] = {0};
+        if (tt_kernel_const(w->k, "WG", 0)) {
+            const uint64_t dims[] = {(uint64_t)d, (uint64_t)n, (uint64_t)batch},
+                           strides[] = {(uint64_t)d * 2, (uint64_t)n * d * 2};
+            const uint32_t box[] = {64, 32, 1};
+            tensor_map(w, map, dy, 3, dims, strides, box, 128);
+        }
+        void *targs[] = {&dwo, &dy, &qkv, &g, &pos, &u, &v, &batch, &wpart, map};
         tt_gpu_launch(w, (dim3){ceil_div(n, need(w, "W")), ceil_div(n, 16),
                                 ceil_div(d, need(w, "TD")) * (unsigned)splits},
                       targs, ws);

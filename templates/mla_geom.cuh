@@ -162,6 +162,13 @@ TT_GEOM long tt_mla_wg_fwd_smem(long n, long r, long g, long td, long ns)
 {
     return tt_mla_wg_fwd_rows_bytes(n, r, g) + 2 * ns * td * (tt_geom_cdiv(n, 16) * 16) + 8 * ns + 1024;
 }
+// mla_tc.cu's mla_bwd_wo on wgmma (WG, dynamic): three buffers of the tile's dY boxes [td / 64]
+// [32][64], then three of its Q [32][sr], V [16][sr] and K [w][sr] rows, three mbarriers, and
+// 1024 bytes to move the start to the swizzle's boundary.
+TT_GEOM long tt_mla_wg_bwd_wo_smem(long r, long w, long td)
+{
+    return 1024 + 3 * 2 * (td / 64 * 32 * 64 + (32 + 16 + w) * tt_mla_tc_sr(r)) + 3 * 8;
+}
 // mla_tc.cu's mla_bwd_wo (static): three buffers of the tile's 32 Q rows [sr], 32 dY rows
 // [td + 8], 16 V rows and the block's w K rows [sr].
 TT_GEOM long tt_mla_tc_bwd_wo_smem(long r, long w, long td)

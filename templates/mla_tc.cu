@@ -20,7 +20,8 @@
 // ttgen: tunable mla_fwd WG 0 1
 // ttgen: tunable mla_fwd NS 2 3
 // ttgen: tunable mla_bwd_wo W 2 4 8 16
-// ttgen: tunable mla_bwd_wo TD 32 64 128
+// ttgen: tunable mla_bwd_wo TD 32 64 128 192 256
+// ttgen: tunable mla_bwd_wo WG 0 1
 // ttgen: tunable mla_bwd_wo S 1 2 4 6 8 12 16
 // ttgen: tunable mla_bwd_q G 1 2 4 8
 // ttgen: tunable mla_bwd_q JS 8 16
@@ -291,6 +292,70 @@ __device__ __forceinline__ void tt_load_wo_slab(tt_bf16 *sw, int pitch, const tt
 #endif
 }
 
+#if TT_WG
+// ---- wgmma (sm_90a), the tensor memory accelerator and mbarriers: for the kernels with WG ------
+// A tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned), passed by value.
+struct __align__(64) tt_tmap {
+    unsigned long long v[16];
+};
+
+__device__ __forceinline__ void tt_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void tt_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int n> __device__ __forceinline__ void tt_wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
+}
+// Keeps the compiler from moving accesses of the accumulators across the asynchronous products.
+__device__ __forceinline__ void tt_wg_pin(float (&d)[32])
+{
+#pragma unroll
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+// The descriptor of a K-major operand with the 32-byte swizzle at shared address a: atoms of 8
+// rows 256 bytes apart (stride offset), one atom across k16 (leading offset unused: 1).
+__device__ __forceinline__ unsigned long long tt_wg_desc_sw32(unsigned a)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | 1ull << 16 | (unsigned long long)(256 >> 4) << 32 |
+           3ull << 62;
+}
+// The descriptor of an N-major operand of 64 columns with the 128-byte swizzle at shared address
+// a: rows of 64 (128 bytes), atoms of 8 rows 1024 bytes apart along k. The offset between atoms
+// along n is never used by an n64 product; both offsets hold the k one.
+__device__ __forceinline__ unsigned long long tt_wg_desc_n64_sw128(unsigned a)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(1024 >> 4) << 16 |
+           (unsigned long long)(1024 >> 4) << 32 | 1ull << 62;
+}
+// d += A (this warp's 16 rows x k16, registers) B (k16 x n64 from the descriptor), fp32; B
+// K-major (TB 0) or N-major (TB 1).
+template <int TB = 0>
+__device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[4], unsigned long long desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, %37;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+                   "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+                   "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+                   "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+                   "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(TB)
+                 : "memory");
+}
+
+// Waits until the mbarrier at bar has completed the phase of the given parity.
+__device__ __forceinline__ void tt_wg_bar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+
+#endif
+
 #if defined(TT_OP_MLA_FWD) || defined(TT_OP_MLA_FWD_SUM)
 // The parts of the key positions j (16 each) that row tile it sees: under the mask j stops at
 // the tile's last row (templates/mla_geom.cuh).
@@ -421,48 +486,6 @@ static_assert(tt_mla_wg_fwd_smem(TT_N, TT_R, TT_G, TT_TD, TT_NS) == TT_SMEM,
 #define TT_WSLAB (TT_TD * TT_NPAD) // bf16 elements of one slab
 #define TT_WBOX (TT_TD * 16)       // of one box (16 keys)
 
-// A tensor map (CUtensorMap: 128 opaque bytes, 64-byte aligned), passed by value.
-struct __align__(64) tt_tmap {
-    unsigned long long v[16];
-};
-
-__device__ __forceinline__ void tt_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void tt_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int n> __device__ __forceinline__ void tt_wg_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
-}
-// Keeps the compiler from moving accesses of the accumulators across the asynchronous products.
-__device__ __forceinline__ void tt_wg_pin(float (&d)[32])
-{
-#pragma unroll
-    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
-// The descriptor of a K-major operand with the 32-byte swizzle at shared address a: atoms of 8
-// rows 256 bytes apart (stride offset), one atom across k16 (leading offset unused: 1).
-__device__ __forceinline__ unsigned long long tt_wg_desc_sw32(unsigned a)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | 1ull << 16 | (unsigned long long)(256 >> 4) << 32 |
-           3ull << 62;
-}
-// d += A (this warp's 16 rows x k16, registers) B (k16 x n64 from the descriptor), fp32.
-__device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[4], unsigned long long desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
-                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                 "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-                   "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-                   "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-                   "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-                   "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
-                 : "memory");
-}
-
 // Wo_j's kn keys (kn / 16 boxes from column col, rows d0..) into the slab at shared address sw,
 // announced to the mbarrier at bar. By one thread.
 __device__ __forceinline__ void tt_wg_load_slab(unsigned sw, unsigned bar, const tt_tmap *map, int col, int d0, int kn)
@@ -474,14 +497,6 @@ __device__ __forceinline__ void tt_wg_load_slab(unsigned sw, unsigned bar, const
                      "l"((unsigned long long)map), "r"(col + kc), "r"(d0), "r"(bar)
                      : "memory");
 }
-// Waits until the mbarrier at bar has completed the phase of the given parity.
-__device__ __forceinline__ void tt_wg_bar_wait(unsigned bar, unsigned parity)
-{
-    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra wait_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-}
-
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB > 0 ? TT_MINB : 1)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
@@ -623,14 +638,11 @@ TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 #define TT_NDT ((TT_D + TT_TD - 1) / TT_TD)
 #define TT_WO_ASYNC (TT_R % 8 == 0 && TT_D % 8 == 0) // rows of Q and dY 16-byte aligned
 
-// Rows i0 .. i0+31 of sequence b: Q into sq [32][SR] (ranks from R on stay as they are: zero),
-// dY's features d0.. into sdy [32][TD+8]; and the sequence's V rows kc .. kc+15 into sv [16][SR]
-// and K rows j0 .. j0+W-1 into sk [W][SR] (for stage 1's operands); zero past N and D. By the
-// whole block.
-__device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*sdy)[TT_TD + 8],
-                                                tt_bf16 (*sv)[TT_SR], tt_bf16 (*sk)[TT_SR],
-                                                const tt_bf16 *qkv, const tt_bf16 *dy, int b,
-                                                int i0, int d0, int kc, int j0)
+// Rows i0 .. i0+31 of sequence b's Q into sq [32][SR] (ranks from R on stay as they are: zero),
+// its V rows kc .. kc+15 into sv [16][SR] and K rows j0 .. j0+W-1 into sk [W][SR] (for stage
+// 1's operands); zero past N. By the whole block.
+__device__ __forceinline__ void tt_wo_load_qvk(tt_bf16 (*sq)[TT_SR], tt_bf16 (*sv)[TT_SR], tt_bf16 (*sk)[TT_SR],
+                                               const tt_bf16 *qkv, int b, int i0, int kc, int j0)
 {
 #if TT_WO_ASYNC
     constexpr int QVK = (32 + 16 + TT_W) * (TT_R / 8); // 16-byte chunks (a compile-time walk)
@@ -646,6 +658,30 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
         const bool in = pos < TT_N;
         tt_cp16(dst + c, in ? qkv + ((size_t)b * TT_N + pos) * 3 * TT_R + off + c : qkv, in);
     }
+#else
+    for (int e = threadIdx.x; e < (32 + 16 + TT_W) * TT_R; e += TT_THREADS) {
+        const int row = e / TT_R, r = e % TT_R;
+        const int pos = row < 32 ? i0 + row : row < 48 ? kc + row - 32 : j0 + row - 48;
+        const int off = row < 32 ? 0 : row < 48 ? 2 * TT_R : TT_R;
+        tt_bf16 *dst = row < 32 ? sq[row] : row < 48 ? sv[row - 32] : sk[row - 48];
+        tt_bf16 x;
+        x.bits = 0;
+        if (pos < TT_N) x = qkv[((size_t)b * TT_N + pos) * 3 * TT_R + off + r];
+        dst[r] = x;
+    }
+#endif
+}
+
+#if !TT_WG
+// The same tile's Q, V and K rows (tt_wo_load_qvk), and dY's rows i0 .. i0+31, features d0..,
+// into sdy [32][TD+8]; zero past N and D. By the whole block.
+__device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*sdy)[TT_TD + 8],
+                                                tt_bf16 (*sv)[TT_SR], tt_bf16 (*sk)[TT_SR],
+                                                const tt_bf16 *qkv, const tt_bf16 *dy, int b,
+                                                int i0, int d0, int kc, int j0)
+{
+    tt_wo_load_qvk(sq, sv, sk, qkv, b, i0, kc, j0);
+#if TT_WO_ASYNC
     constexpr int CPR = TT_TD / 8, RSTEP = TT_THREADS / CPR;
     if constexpr (TT_THREADS % CPR == 0 && RSTEP <= 32 && 32 % RSTEP == 0) {
         // dY: a thread at one chunk of features and rows RSTEP apart: a base and constants
@@ -666,16 +702,6 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
         }
     }
 #else
-    for (int e = threadIdx.x; e < (32 + 16 + TT_W) * TT_R; e += TT_THREADS) {
-        const int row = e / TT_R, r = e % TT_R;
-        const int pos = row < 32 ? i0 + row : row < 48 ? kc + row - 32 : j0 + row - 48;
-        const int off = row < 32 ? 0 : row < 48 ? 2 * TT_R : TT_R;
-        tt_bf16 *dst = row < 32 ? sq[row] : row < 48 ? sv[row - 32] : sk[row - 48];
-        tt_bf16 x;
-        x.bits = 0;
-        if (pos < TT_N) x = qkv[((size_t)b * TT_N + pos) * 3 * TT_R + off + r];
-        dst[r] = x;
-    }
     for (int e = threadIdx.x; e < 32 * TT_TD; e += TT_THREADS) {
         const int i = e / TT_TD, dd = e % TT_TD;
         tt_bf16 x;
@@ -685,7 +711,113 @@ __device__ __forceinline__ void tt_wo_load_tile(tt_bf16 (*sq)[TT_SR], tt_bf16 (*
     }
 #endif
 }
+#endif
 
+// Stage 1's A operand for a sequence (keys kc.. of j = jj): its V rows kc.. (svr) scaled by
+// c1 = g K_j (+ g P_j) (K_j: krow), and for position: key the per-key constant vc0 = V c0 of
+// c0 = g (u K_j + v P_j); then T_j^T = (V c1) Q^T + vc0 1^T.
+__device__ __forceinline__ void tt_wo_stage1_a(unsigned (&av)[TT_RK][4], float (&vc0)[2], const tt_bf16 *krow,
+                                               const tt_bf16 (*svr)[TT_SR], const float *__restrict__ g,
+                                               const TT_T *__restrict__ p, const float *__restrict__ u,
+                                               const float *__restrict__ v, int jj)
+{
+    const int lane = threadIdx.x % 32, gi = lane >> 2, tq = lane & 3;
+    (void)gi, (void)tq, (void)p, (void)u, (void)v, (void)jj, (void)vc0;
+#if !TT_POS_KEY && TT_R % 2 == 0
+    // by pairs of ranks (2t, 2t+1; and + 8): one 32-bit load of K's pair, of g's, and of
+    // each row's V pair; register h * 2 + rh of k-step ks holds rows g + 8 rh, ranks
+    // ks * 16 + 2t + 8h and the next
+#pragma unroll
+    for (int ks = 0; ks < TT_RK; ks++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = ks * 16 + tq * 2 + h * 8;
+            float c1x = 0.f, c1y = 0.f;
+            if (r < TT_R) {
+                const unsigned kp = tt_lds32(&krow[r]); // K row j (zero past N)
+                const float2 gg = *reinterpret_cast<const float2 *>(g + r);
+                c1x = gg.x * __uint_as_float(kp << 16);
+                c1y = gg.y * __uint_as_float(kp & 0xffff0000u);
+            }
+#pragma unroll
+            for (int rh = 0; rh < 2; rh++) {
+                const unsigned vp = r < TT_R ? tt_lds32(&svr[gi + rh * 8][r]) : 0u;
+                av[ks][h * 2 + rh] = tt_pack_bf16(__uint_as_float(vp << 16) * c1x,
+                                                  __uint_as_float(vp & 0xffff0000u) * c1y);
+            }
+        }
+#else
+#if TT_POS_KEY
+    float s0 = 0.f, s8 = 0.f;
+#endif
+#pragma unroll
+    for (int ks = 0; ks < TT_RK; ks++) {
+        float x[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int r = tt_frag_r(lane, ks, e);
+            float c1 = 0.f, vr = 0.f;
+            if (r < TT_R) {
+                const float kr = tt_float(krow[r]); // K row j (zero past N)
+                vr = tt_float(svr[gi + ((e >> 1) & 1) * 8][r]);
+#if TT_POS_KEY
+                const float pr = tt_float(p[(size_t)jj * TT_R + r]);
+                c1 = g[r] * (kr + pr);
+                const float c0 = g[r] * (u[r] * kr + v[r] * pr);
+                if ((e >> 1) & 1) s8 += vr * c0;
+                else s0 += vr * c0;
+#else
+                c1 = g[r] * kr;
+#endif
+            }
+            x[e] = vr * c1;
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
+    }
+#if TT_POS_KEY
+    // the lane holds ranks 2t, 2t+1, 2t+8, 2t+9 of each k-step: add over the quad
+    s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
+    s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
+    s8 += __shfl_xor_sync(0xffffffffu, s8, 1);
+    s8 += __shfl_xor_sync(0xffffffffu, s8, 2);
+    vc0[0] = s0, vc0[1] = s8;
+#endif
+#endif
+}
+
+// Stage 1 for the 16 rows ih.. of the tile (qrow: this lane's ldmatrix row of them in Q's tile):
+// tt = T_j^T, keys kc.. x the rows (two n8 tiles), masked where the rows see a masked (row, j,
+// key) at all. Rows past N keep vc0, but meet dY's zero rows there in stage 2.
+__device__ __forceinline__ void tt_wo_t_half(float (&tt)[2][4], const unsigned (&av)[TT_RK][4], const float (&vc0)[2],
+                                             const tt_bf16 *qrow, int ih, int j, int kc)
+{
+    const int lane = threadIdx.x % 32;
+    (void)lane, (void)ih, (void)j, (void)kc;
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) tt[nt][e] = vc0[e >> 1];
+#pragma unroll
+    for (int ks = 0; ks < TT_RK; ks++) {
+        unsigned bq[4];
+        tt_ldsm(bq, qrow + ks * 16);
+        tt_mma(tt[0], av[ks], bq[0], bq[1]);
+        tt_mma(tt[1], av[ks], bq[2], bq[3]);
+    }
+#if TT_CAUSAL
+    if (j > ih || kc + 15 > ih)
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int k = kc + tt_acc_row(lane, e), i = ih + nt * 8 + tt_acc_col(lane, e);
+                if (j > i || k > i) tt[nt][e] = 0.f;
+            }
+#endif
+}
+
+#if !TT_WG
 // (at most 128 registers: 512 threads of these blocks per SM)
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
@@ -725,9 +857,8 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     const int j0 = blockIdx.x * TT_W;
     if (ntiles) tt_wo_load_tile(s_q[0], s_dy[0], s_v[0], s_k[0], qkv, dy, b0, istart, d0, kc, j0);
     tt_cp_commit();
-    // Stage 1's A operand for a sequence: its V rows kc.. scaled by c1 = g K_j (+ g P_j), and the
-    // constant c0 = g (u K_j + v P_j) of position: key as a per-key term vc0 = V c0: then
-    // T_j^T = (V c1) Q^T + vc0 1^T, with Q's fragments straight from shared memory.
+    // stage 1's A operand for the tile's sequence (tt_wo_stage1_a), with Q's fragments straight
+    // from shared memory
     unsigned av[TT_RK][4];
     float vc0[2] = {0.f, 0.f}; // keys kc + g, kc + g + 8
     for (int t = 0, ts = 0, sb = 0, buf = 0; t < ntiles; t++) { // tile t is sequence b0 + sb's ts-th
@@ -741,69 +872,8 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
         tt_cp_commit();
         tt_cp_wait<1>();
         __syncthreads(); // this tile is in shared memory
-        if (ts == 0) { // a new sequence
-#if !TT_POS_KEY && TT_R % 2 == 0
-            // by pairs of ranks (2t, 2t+1; and + 8): one 32-bit load of K's pair, of g's, and of
-            // each row's V pair; register h * 2 + rh of k-step ks holds rows g + 8 rh, ranks
-            // ks * 16 + 2t + 8h and the next
-#pragma unroll
-            for (int ks = 0; ks < TT_RK; ks++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int r = ks * 16 + tq * 2 + h * 8;
-                    float c1x = 0.f, c1y = 0.f;
-                    if (r < TT_R) {
-                        const unsigned kp = tt_lds32(&s_k[buf][warp][r]); // K row j (zero past N)
-                        const float2 gg = *reinterpret_cast<const float2 *>(g + r);
-                        c1x = gg.x * __uint_as_float(kp << 16);
-                        c1y = gg.y * __uint_as_float(kp & 0xffff0000u);
-                    }
-#pragma unroll
-                    for (int rh = 0; rh < 2; rh++) {
-                        const unsigned vp = r < TT_R ? tt_lds32(&s_v[buf][gi + rh * 8][r]) : 0u;
-                        av[ks][h * 2 + rh] = tt_pack_bf16(__uint_as_float(vp << 16) * c1x,
-                                                          __uint_as_float(vp & 0xffff0000u) * c1y);
-                    }
-                }
-#else
-#if TT_POS_KEY
-            float s0 = 0.f, s8 = 0.f;
-#endif
-#pragma unroll
-            for (int ks = 0; ks < TT_RK; ks++) {
-                float x[8];
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const int r = tt_frag_r(lane, ks, e);
-                    float c1 = 0.f, vr = 0.f;
-                    if (r < TT_R) {
-                        const float kr = tt_float(s_k[buf][warp][r]); // K row j (zero past N)
-                        vr = tt_float(s_v[buf][gi + ((e >> 1) & 1) * 8][r]);
-#if TT_POS_KEY
-                        const float pr = tt_float(p[(size_t)jj * TT_R + r]);
-                        c1 = g[r] * (kr + pr);
-                        const float c0 = g[r] * (u[r] * kr + v[r] * pr);
-                        if ((e >> 1) & 1) s8 += vr * c0;
-                        else s0 += vr * c0;
-#else
-                        c1 = g[r] * kr;
-#endif
-                    }
-                    x[e] = vr * c1;
-                }
-#pragma unroll
-                for (int q = 0; q < 4; q++) av[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
-            }
-#if TT_POS_KEY
-            // the lane holds ranks 2t, 2t+1, 2t+8, 2t+9 of each k-step: add over the quad
-            s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
-            s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
-            s8 += __shfl_xor_sync(0xffffffffu, s8, 1);
-            s8 += __shfl_xor_sync(0xffffffffu, s8, 2);
-            vc0[0] = s0, vc0[1] = s8;
-#endif
-#endif
-        }
+        if (ts == 0) // a new sequence
+            tt_wo_stage1_a(av, vc0, s_k[buf][warp], s_v[buf], g, p, u, v, jj);
         if (jlive) {
             // By halves of 16 rows: a half past N, or whose rows all lie above max(j, kc) under
             // the mask, is skipped. stage 1: T_j^T, keys kc.. x the half's rows (two n8 tiles),
@@ -817,28 +887,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
                 const int ih = i0 + 16 * h;
                 if (ih >= TT_N || ih + 15 < ilo) continue;
                 float tt[2][4];
-#pragma unroll
-                for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) tt[nt][e] = vc0[e >> 1];
-#pragma unroll
-                for (int ks = 0; ks < TT_RK; ks++) {
-                    unsigned bq[4];
-                    tt_ldsm(bq, qrow + (size_t)h * 16 * TT_SR + ks * 16);
-                    tt_mma(tt[0], av[ks], bq[0], bq[1]);
-                    tt_mma(tt[1], av[ks], bq[2], bq[3]);
-                }
-#if TT_CAUSAL
-                if (j > ih || kc + 15 > ih)
-#pragma unroll
-                    for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int k = kc + tt_acc_row(lane, e), i = ih + nt * 8 + tt_acc_col(lane, e);
-                            if (j > i || k > i) tt[nt][e] = 0.f;
-                        }
-#endif
-                // (rows past N keep vc0, but meet dY's zero rows there in stage 2)
+                tt_wo_t_half(tt, av, vc0, qrow + (size_t)h * 16 * TT_SR, ih, j, kc);
                 // stage 2: acc (keys x features) += T_j^T (keys x the half's rows) dY (its rows x features)
                 unsigned ta[4];
                 tt_acc_to_a(ta, tt);
@@ -872,6 +921,154 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             }
         }
 }
+#else
+// ---- the same on wgmma (sm_90a) -----------------------------------------------------------------
+// The W warps of a block hold W consecutive j (a warpgroup four of them), the same 16 keys: each
+// warp's stage 1 (T_j^T, keys x 16 rows, mma.sync) goes from its accumulators to wgmma's A
+// operand in registers, and the rows' dY is B, N-major, read by the tensor cores once for the
+// warpgroup's 64 (j, key) rows: dWo_j^T (64 x TD) += T^T dY, TD / 64 products m64n64k16 a half
+// tile. dY's tiles (32 rows x TD features) come by the tensor memory accelerator (dY as the 3-D
+// tensor [B][N][D], boxes of 32 rows x 64 features with the 128-byte swizzle; rows past N and
+// features past D arrive as zeros), Q, V and K rows by cp.async, three buffers of each; an
+// mbarrier a buffer says when its dY has landed. A half tile that every j of the warpgroup
+// skips under the mask is skipped; a warp whose j lies past N takes part with zeros.
+static_assert(TT_TD % 64 == 0 && TT_TD <= 256, "feature tiles of whole n64 products");
+static_assert(TT_W % 4 == 0 && TT_THREADS == 32 * TT_W, "whole warpgroups, a warp a j");
+static_assert(TT_D % 8 == 0, "rows of dY 16-byte aligned (the tensor map's stride)");
+static_assert(tt_mla_wg_bwd_wo_smem(TT_R, TT_W, TT_TD) == TT_SMEM,
+              "the shared memory the plan gives is what the blocks carve up below");
+#define TT_DYBOX (32 * 64) // bf16 elements of one box of dY
+
+// Tile (b, rows i0..)'s dY boxes into buffer sdy (shared address), announced to bar. By one thread.
+__device__ __forceinline__ void tt_wo_load_dy(unsigned sdy, unsigned bar, const tt_tmap *map, int b, int i0, int d0)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(TT_TD / 64 * TT_DYBOX * 2)
+                 : "memory");
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++)
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(sdy + q * TT_DYBOX * 2),
+                     "l"((unsigned long long)map), "r"(d0 + q * 64), "r"(i0), "r"(b), "r"(bar)
+                     : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB > 0 ? TT_MINB : 1)
+TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__restrict__ qkv,
+          const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
+          const float *__restrict__ v, int batch, float *__restrict__ wpart, const __grid_constant__ tt_tmap dy_map)
+{
+    extern __shared__ __align__(16) tt_bf16 smem_raw[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+    tt_bf16 *smem = smem_raw + ((raw + 1023u) / 1024u * 1024u - raw) / 2; // the swizzle's boundary
+    // [3][TD / 64] boxes of dY, then [3] Q [32][SR], V [16][SR], K [W][SR], then 3 mbarriers
+    tt_bf16 *s_rows = smem + 3 * (TT_TD / 64) * TT_DYBOX;
+    constexpr int QVK = (32 + 16 + TT_W) * TT_SR;
+    unsigned long long *bars = (unsigned long long *)(s_rows + 3 * QVK);
+    const unsigned dy_a = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned bar_a = (unsigned)__cvta_generic_to_shared(bars);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int j = blockIdx.x * TT_W + warp, kc = blockIdx.y * 16, d0 = blockIdx.z % TT_NDT * TT_TD;
+    const int split = blockIdx.z / TT_NDT, per_split = (batch + TT_S - 1) / TT_S;
+    const int b0 = min(split * per_split, batch), nb = min(per_split, batch - b0);
+    const bool jlive = j < TT_N;
+    const int jj = jlive ? j : TT_N - 1;
+    (void)dy;
+#if !TT_POS_KEY
+    (void)p, (void)u, (void)v;
+#endif
+#define TT_SQ(buf) reinterpret_cast<tt_bf16(*)[TT_SR]>(s_rows + (buf) * QVK)
+#define TT_SV(buf) reinterpret_cast<tt_bf16(*)[TT_SR]>(s_rows + (buf) * QVK + 32 * TT_SR)
+#define TT_SK(buf) reinterpret_cast<tt_bf16(*)[TT_SR]>(s_rows + (buf) * QVK + 48 * TT_SR)
+    float acc[TT_TD / 64][32];
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++)
+#pragma unroll
+        for (int e = 0; e < 32; e++) acc[q][e] = 0.f;
+    // ranks from R to the k-steps' end are zero in every buffer's Q, once
+    for (int e = threadIdx.x; e < 3 * 32 * (TT_RK * 16 - TT_R); e += TT_THREADS) {
+        const int bi = e / (32 * (TT_RK * 16 - TT_R)), rest = e % (32 * (TT_RK * 16 - TT_R));
+        TT_SQ(bi)[rest / (TT_RK * 16 - TT_R)][TT_R + rest % (TT_RK * 16 - TT_R)].bits = 0;
+    }
+    // the tiles, in order: sequences b, and in each the rows from the first the mask lets through
+    const int istart = TT_CAUSAL ? max((int)blockIdx.x * TT_W, kc) / 32 * 32 : 0;
+    const int per_seq = (TT_N - istart + 31) / 32, ntiles = nb * per_seq;
+    const int j0 = blockIdx.x * TT_W;
+    if (threadIdx.x == 0) {
+        for (int bi = 0; bi < 3; bi++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_a + 8 * bi) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        if (ntiles) tt_wo_load_dy(dy_a, bar_a, &dy_map, b0, istart, d0);
+    }
+    if (ntiles) tt_wo_load_qvk(TT_SQ(0), TT_SV(0), TT_SK(0), qkv, b0, istart, kc, j0);
+    tt_cp_commit();
+    // the smallest j of this warp's warpgroup: a half tile above max(it, kc) is skipped by all four
+    const int ilo = TT_CAUSAL ? max(j0 + warp / 4 * 4, kc) : 0;
+    unsigned av[TT_RK][4];
+    float vc0[2] = {0.f, 0.f}; // keys kc + g, kc + g + 8
+    const tt_bf16 *qlane = &TT_SQ(0)[(lane >> 4) * 8 + (lane & 7)][((lane >> 3) & 1) * 8]; // buffer 0's
+    for (int t = 0, ts = 0, sb = 0, buf = 0; t < ntiles; t++) { // tile t is sequence b0 + sb's ts-th
+        const int i0 = istart + ts * 32, nbuf = buf == 2 ? 0 : buf + 1;
+        const int ts1 = ts + 1 == per_seq ? 0 : ts + 1, sb1 = ts + 1 == per_seq ? sb + 1 : sb; // the next's
+        // (buffer nbuf was last read by tile t - 2, whose products every warp waited for before
+        // the barrier of tile t - 1)
+        if (t + 1 < ntiles) {
+            if (threadIdx.x == 0)
+                tt_wo_load_dy(dy_a + nbuf * (TT_TD / 64) * TT_DYBOX * 2, bar_a + 8 * nbuf, &dy_map, b0 + sb1,
+                              istart + ts1 * 32, d0);
+            tt_wo_load_qvk(TT_SQ(nbuf), TT_SV(nbuf), TT_SK(nbuf), qkv, b0 + sb1, istart + ts1 * 32, kc, j0);
+        }
+        tt_cp_commit();
+        tt_cp_wait<1>();
+        __syncthreads(); // this tile's Q, V and K rows are in shared memory (and the barriers' init)
+        if (ts == 0) // a new sequence
+            tt_wo_stage1_a(av, vc0, TT_SK(buf)[warp], TT_SV(buf), g, p, u, v, jj);
+        tt_wg_bar_wait(bar_a + 8 * buf, (t / 3) & 1); // and its dY
+        const unsigned dyb = dy_a + buf * (TT_TD / 64) * TT_DYBOX * 2;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int ih = i0 + 16 * h;
+            if (ih >= TT_N || ih + 15 < ilo) continue; // the same for the whole warpgroup
+            float tt[2][4];
+            tt_wo_t_half(tt, av, vc0, qlane + (size_t)buf * QVK + (size_t)h * 16 * TT_SR, ih, j, kc);
+            unsigned ta[4];
+            tt_acc_to_a(ta, tt);
+            tt_wg_fence();
+            // box q's rows 16 h.. (two atoms of 8 rows)
+#pragma unroll
+            for (int q = 0; q < TT_TD / 64; q++)
+                tt_wg_mma64<1>(acc[q], ta, tt_wg_desc_n64_sw128(dyb + q * TT_DYBOX * 2 + h * 2048));
+            tt_wg_commit();
+            tt_wg_wait<1>(); // the half before is done with its operands
+        }
+        tt_wg_wait<0>();
+#pragma unroll
+        for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
+        ts = ts1, sb = sb1, buf = nbuf;
+    }
+#undef TT_SQ
+#undef TT_SV
+#undef TT_SK
+    if (!jlive) return;
+#if TT_S == 1
+    (void)wpart;
+#else
+    dwo = wpart + tt_mla_wo_split(TT_N, TT_D, split); // this split's sums, written
+#endif
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++)
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int k = kc + tt_acc_row(lane, e), d = d0 + q * 64 + nt * 8 + tt_acc_col(lane, e);
+                if (k < TT_N && d < TT_D) {
+                    float *at = dwo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
+                    *at = TT_S == 1 ? *at + acc[q][nt * 4 + e] : acc[q][nt * 4 + e];
+                }
+            }
+}
+#endif
 #endif
 
 #ifdef TT_OP_MLA_BWD_WO_SUM

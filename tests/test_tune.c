@@ -474,9 +474,9 @@ static void test_plan_for_card(void **state)
     tt_spec_free(&s);
 }
 
-/* mla_bwd_wo's three buffers of tiles in 48 KiB of static shared memory: at rank 64 the
- * heuristic's feature tile narrows to fit, and a tuned W and TD that do not fit are refused
- * with the reason. */
+/* mla_bwd_wo's three buffers of tiles: on wgmma (sm_90's heuristic) in dynamic shared memory;
+ * on mma.sync in 48 KiB of static shared memory, where at rank 64 the heuristic's feature tile
+ * narrows to fit, and a tuned W and TD that do not fit are refused with the reason. */
 static void test_wo_tiles_fit(void **state)
 {
     (void)state;
@@ -485,11 +485,18 @@ static void test_wo_tiles_fit(void **state)
     s.model.rank = 64;
     tuning_case c;
     const tt_kernel *k = tuning_open(&c, "tune-wo", &s, "mla_bwd_wo");
-    print_message("  rank 64: %s, %u bytes of static shared memory\n", k->name, k->smem_bytes);
-    assert_true(k->smem_bytes <= 48 * 1024);
-    assert_int_equal(tt_kernel_const(k, "TD", 0), 64); /* 128 would need 50,304 bytes */
+    print_message("  rank 64: %s, %u bytes of dynamic shared memory\n", k->name, k->dyn_smem);
+    assert_int_equal(tt_kernel_const(k, "WG", 0), 1);
+    assert_true(k->dyn_smem <= 227 * 1024 && k->smem_bytes == 0);
     tt_plan p;
-    plan_tuned_as(&c, &s, "NVIDIA H100 80GB HBM3", "W=8 TD=128 S=6", &p);
+    plan_tuned_as(&c, &s, "NVIDIA H100 80GB HBM3", "WG=0", &p);
+    const tt_kernel *mk = kernel_of(&p, "mla_bwd_wo");
+    print_message("  rank 64, mma.sync: %s, %u bytes of static shared memory\n", mk->name, mk->smem_bytes);
+    assert_int_equal(tt_kernel_const(mk, "WG", 1), 0);
+    assert_true(mk->smem_bytes <= 48 * 1024);
+    assert_int_equal(tt_kernel_const(mk, "TD", 0), 64); /* 128 would need 50,304 bytes */
+    tt_plan_free(&p);
+    plan_tuned_as(&c, &s, "NVIDIA H100 80GB HBM3", "WG=0 W=8 TD=128 S=6", &p);
     const tt_kernel *pk = kernel_of(&p, "mla_bwd_wo");
     print_message("  %s\n", pk->variant);
     assert_non_null(strstr(pk->variant, "no longer fits"));
