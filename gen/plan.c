@@ -620,11 +620,16 @@ static bool is_sm90(const tt_plan *plan)
  * them. The feature tiles as even as whole n64s allow; then narrower tiles and one warpgroup a
  * block instead of two until the shared memory fits. 0 with the constants, -1 when
  * no shape fits (the mma.sync kernel then runs). */
-static int plan_mla_wg_fwd(const tt_plan *plan, const tt_model_spec *m, long *g, long *td, long *ns)
+static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long *td, long *ns)
 {
+    const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model;
     const long tiles = ceil_div(d, 256);
-    *g = pick(plan, "mla_fwd", "G", 8);
+    /* two warpgroups a block where that still gives a block to most SMs (a block an SM: their
+     * shared memory), else one (wt103 on an H200: 120 blocks of 8 sequences 0.047 ms, 225 of 4
+     * 0.058) */
+    const long blocks8 = mla_tc_tasks(m, 16) * (long)ceil_div(s->train.batch, 8) * tiles;
+    *g = pick(plan, "mla_fwd", "G", blocks8 >= MLA_MIN_BLOCKS / 3 ? 8 : 4);
     *td = pick(plan, "mla_fwd", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
     *ns = pick(plan, "mla_fwd", "NS", 2); /* j + 1's lands while j's products run */
     if (!tuned(plan, "mla_fwd"))
@@ -651,7 +656,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     /* wgmma where it can run and the tuning's values (if any) fit it: a tuning from before WG
      * existed, made for the mma.sync kernel, keeps that kernel */
     long wg_g, wg_td, wg_ns;
-    const bool wg_fits = is_sm90(plan) && n % 8 == 0 && !plan_mla_wg_fwd(plan, m, &wg_g, &wg_td, &wg_ns);
+    const bool wg_fits = is_sm90(plan) && n % 8 == 0 && !plan_mla_wg_fwd(plan, s, &wg_g, &wg_td, &wg_ns);
     const long wg_want = pick(plan, "mla_fwd", "WG", wg_fits);
     if (wg_want && !wg_fits)
         return tt_errf(err, errlen, "mla_fwd: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8, "
@@ -946,7 +951,7 @@ static int plan_mla_wg_bwd_wo(const tt_plan *plan, const tt_spec *s, long *w, lo
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, d = m->d_model;
     const long tiles = ceil_div(d, 256);
-    *w = pick(plan, "mla_bwd_wo", "W", 8);
+    *w = pick(plan, "mla_bwd_wo", "W", 4); /* wt103 on an H200: 4 j a block 1.06x 8 */
     *td = pick(plan, "mla_bwd_wo", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
     *splits = pick(plan, "mla_bwd_wo", "S",
                    mla_bwd_wo_splits(s, (long)ceil_div(n, *w > 0 ? *w : 1) * ceil_div(n, 16) * ceil_div(d, *td > 0 ? *td : 1)));
