@@ -1075,18 +1075,29 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     if (js != 8 && js != 16)
         return tt_errf(err, errlen, "mla_bwd_q: JS=%ld: parts of 8 or 16 key positions", js), -1;
     const long tasks = mla_tc_tasks(m, js);
+    /* dT's product on wgmma (mla_tc.cu, TT_WG) on sm_90 with N a multiple of 8: a warpgroup
+     * of four sequences a block (or two); a tuning from before WG keeps mma.sync where its G
+     * does not fit it */
+    const long wg_g = pick(plan, "mla_bwd_q", "G", 4);
+    const bool wg_fits = is_sm90(plan) && n % 8 == 0 && (wg_g == 4 || wg_g == 8) &&
+                         tt_mla_wg_bwd_q_smem(r, d, js, wg_g) <= SMEM_DYN_LIMIT_SM90;
+    const long wg = pick(plan, "mla_bwd_q", "WG", wg_fits);
+    if (wg && !wg_fits)
+        return tt_errf(err, errlen, "mla_bwd_q: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8 "
+                       "within 227 KiB of shared memory"), -1;
     long g = 4;
-    while (g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
-                     tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
+    while (!wg && g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
+                            tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
         g /= 2;
-    g = pick(plan, "mla_bwd_q", "G", g);
-    if (g < 1 || g > 8 || tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT)
+    g = wg ? wg_g : pick(plan, "mla_bwd_q", "G", g);
+    if (!wg && (g < 1 || g > 8 || tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
         return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
                        g, SMEM_DYN_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", 1, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
     mla_shape_consts(q, m);
     set_const(q, "MMA", 1);
+    set_const(q, "WG", wg);
     set_const(q, "G", g);
     set_const(q, "TI", 16);
     set_const(q, "JS", js);
@@ -1100,11 +1111,16 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     q->grid[1] = ceil_div(batch, g);
     snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
-    q->dyn_smem = (unsigned)tt_mla_tc_bwd_q_smem(r, d, js, g);
+    q->dyn_smem = (unsigned)(wg ? tt_mla_wg_bwd_q_smem(r, d, js, g) : tt_mla_tc_bwd_q_smem(r, d, js, g));
     set_const(q, "SMEM", q->dyn_smem);
     set_const(q, "TASKS", tasks);
-    whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, E^T = V^T dT^T, F^T = Q^T dT; dQ, dV, dK~ in registers; "
-            "a warp per 16 rows x %ld j; partials summed in a fixed order", js);
+    if (wg) {
+        snprintf(q->arch, sizeof q->arch, "sm_90a");
+        whyf(q, "dT = dY Wo_j^T by wgmma a warpgroup (4 seqs, dY in registers, Wo_j by TMA), E^T, F^T, "
+                "dQ, dV, dK~ by mma.sync; a warp per 16 rows x %ld j; partials in a fixed order", js);
+    } else
+        whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, E^T = V^T dT^T, F^T = Q^T dT; dQ, dV, dK~ in registers; "
+                "a warp per 16 rows x %ld j; partials summed in a fixed order", js);
     return 16;
 }
 

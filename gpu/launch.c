@@ -633,7 +633,14 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
     if (side) tt_gpu_fork(side, s);
     /* the tensor-core variants (templates/mla_tc.cu) take the same arguments on other grids; the
      * plan may pair mla_tc.cu's mla_bwd_wo with mla.cu's mla_bwd_q (position: key) */
-    void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch};
+    /* the wgmma variant reads Wo [D][N*N] through a tensor map, by boxes of the padded D x 16 */
+    _Alignas(64) unsigned char qmap[TT_TENSOR_MAP_BYTES] = {0};
+    if (tt_kernel_const(q->k, "WG", 0)) {
+        const uint64_t dims[] = {(uint64_t)n * n, (uint64_t)d}, strides[] = {(uint64_t)n * n * 2};
+        const uint32_t box[] = {16, (uint32_t)ceil_div(d, 16) * 16};
+        tensor_map(q, qmap, wo, 2, dims, strides, box, 32);
+    }
+    void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch, qmap};
     if (tt_kernel_const(q->k, "MMA", 0))
         tt_gpu_launch(q, (dim3){(unsigned)need(q, "TASKS"), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else

@@ -186,6 +186,14 @@ TT_GEOM long tt_mla_tc_bwd_q_smem(long r, long d, long js, long g)
 {
     return tt_mla_tc_bwd_q_slabs(d) + g * tt_mla_tc_bwd_q_warp(r, js);
 }
+// Its wgmma variant (WG): three slabs [dpad][16] (the tensor memory accelerator's boxes, no
+// padding) from a 1024-byte boundary, the same per warp, three mbarriers, and 1024 bytes to move
+// the start to the boundary.
+TT_GEOM long tt_mla_wg_bwd_q_slabs(long d) { return 3 * 2 * tt_geom_cdiv(d, 16) * 16 * 16; }
+TT_GEOM long tt_mla_wg_bwd_q_smem(long r, long d, long js, long g)
+{
+    return 1024 + tt_mla_wg_bwd_q_slabs(d) + g * tt_mla_tc_bwd_q_warp(r, js) + 3 * 8;
+}
 
 // --- in the kernels: the partials of this instance -----------------------------------------------
 // A row tile is TT_TI rows (TT_IT tiles a sequence). mla_tc.cu's mla_bwd_q also splits the key

@@ -25,6 +25,7 @@
 // ttgen: tunable mla_bwd_wo S 1 2 4 6 8 12 16
 // ttgen: tunable mla_bwd_q G 1 2 4 8
 // ttgen: tunable mla_bwd_q JS 8 16
+// ttgen: tunable mla_bwd_q WG 0 1
 // and of both, the blocks an SM should hold at once (MINB: fewer registers a thread as it grows,
 // and spills past the register file's share; 0, the heuristic's, leaves it to the compiler):
 // ttgen: tunable mla_fwd MINB 0 2 3 4
@@ -305,6 +306,25 @@ template <int n> __device__ __forceinline__ void tt_wg_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
 }
+// d += A (this warp's 16 rows x k16, registers) B (k16 x n16, N-major, from the descriptor).
+__device__ __forceinline__ void tt_wg_mma16_tb(float (&d)[8], const unsigned (&a)[4], unsigned long long desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
+                 : "memory");
+}
+// The descriptor of an N-major operand of 16 columns with the 32-byte swizzle at shared address
+// a: rows of 16 (32 bytes), atoms of 8 rows 256 bytes apart along k (both offsets: the one along
+// n is never used by an n16 product).
+__device__ __forceinline__ unsigned long long tt_wg_desc_n16_sw32(unsigned a)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(256 >> 4) << 16 |
+           (unsigned long long)(256 >> 4) << 32 | 3ull << 62;
+}
 // Keeps the compiler from moving accesses of the accumulators across the asynchronous products.
 __device__ __forceinline__ void tt_wg_pin(float (&d)[32])
 {
@@ -346,6 +366,15 @@ __device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[
                  : "memory");
 }
 
+// One 2-D box of map at (x, y) into shared address dst, tx bytes announced to the mbarrier at
+// bar. By one thread.
+__device__ __forceinline__ void tt_wg_load_box(unsigned dst, unsigned bar, const tt_tmap *map, int x, int y, unsigned tx)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(tx) : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst), "l"((unsigned long long)map), "r"(x), "r"(y), "r"(bar)
+                 : "memory");
+}
 // Waits until the mbarrier at bar has completed the phase of the given parity.
 __device__ __forceinline__ void tt_wg_bar_wait(unsigned bar, unsigned parity)
 {
@@ -1139,18 +1168,41 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restrict__ dy,
           const TT_T *__restrict__ qkv, const float *__restrict__ g, const TT_T *__restrict__ wo,
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
-          int batch)
+          int batch
+#if TT_WG
+          , const __grid_constant__ tt_tmap wo_map
+#endif
+)
 {
-    // dynamic shared memory: three slabs [DK*16][SD]; per warp g K_j and dK~ [JS][RK*16] fp32 and
-    // two tiles of V rows [16][SR] (the chunk's, and the next one's on its way)
+    // dynamic shared memory: three slabs [DK*16][SD] ([DK*16][16] by TMA on wgmma); per warp
+    // g K_j and dK~ [JS][RK*16] fp32 and two tiles of V rows [16][SR] (the chunk's, and the next
+    // one's on its way); on wgmma, three mbarriers
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, gi = lane >> 2, tq = lane & 3;
-    constexpr size_t slab_bytes = (size_t)3 * TT_DK * 16 * TT_SD * 2;
     constexpr size_t warp_bytes = (size_t)2 * TT_JS * TT_RK * 16 * 4 + 2 * 16 * TT_SR * 2;
+#if TT_WG
+    // dT's product on wgmma: the warpgroup's four sequences (the same rows, the same pair) are
+    // its 64 rows, dY's rows its A operand in registers (ady below), Wo_j's 16 keys its B, N-major
+    // with the 32-byte swizzle, by the tensor memory accelerator (a box of DK*16 features x 16
+    // keys; features past D arrive as zeros), an mbarrier a slab
+    static_assert(TT_G % 4 == 0, "whole warpgroups, a warp a sequence");
+    static_assert(TT_N % 8 == 0, "rows of Wo 16-byte aligned (the tensor map's stride)");
+    constexpr size_t slab_bytes = (size_t)3 * TT_DK * 16 * 16 * 2;
+    static_assert(1024 + slab_bytes + TT_G * warp_bytes + 3 * 8 == TT_SMEM,
+                  "the shared memory the plan gives is what the block carves up");
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+    unsigned char *base = smem_raw + ((raw + 1023u) / 1024u * 1024u - raw); // the swizzle's boundary
+    const unsigned sw_a = (unsigned)__cvta_generic_to_shared(base);
+    const unsigned bar_a = sw_a + (unsigned)(slab_bytes + TT_G * warp_bytes);
+    (void)wo;
+#else
+    unsigned char *base = smem_raw;
+    tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
+    constexpr size_t slab_bytes = (size_t)3 * TT_DK * 16 * TT_SD * 2;
     static_assert(slab_bytes + TT_G * warp_bytes == TT_SMEM,
                   "the shared memory the plan gives is what the block carves up");
-    unsigned char *mine = smem_raw + slab_bytes + warp * warp_bytes;
+#endif
+    unsigned char *mine = base + slab_bytes + warp * warp_bytes;
     float *s_gk = reinterpret_cast<float *>(mine); // g K_j of the part's j, zero past R
     float *s_dk = s_gk + TT_JS * TT_RK * 16;
     tt_bf16 *s_vc = reinterpret_cast<tt_bf16 *>(s_dk + TT_JS * TT_RK * 16);
@@ -1214,9 +1266,21 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     // be read by a slower warp (the next pair's slab was last read two pairs before: one barrier
     // a pair). The next chunk's V rows travel with the slab after a chunk's first.
     const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
+#if TT_WG
+    constexpr int SLAB = TT_DK * 16 * 16;
+    constexpr unsigned SLAB_TX = TT_DK * 16 * 16 * 2;
+    if (threadIdx.x == 0) {
+        for (int bi = 0; bi < 3; bi++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_a + 8 * bi) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        if (npairs) tt_wg_load_box(sw_a, bar_a, &wo_map, j0 * TT_N, 0, SLAB_TX);
+    }
+#else
     constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
-    tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
     tt_load_wo_slab<TT_DK * 16, 16>(s_w, TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
+#endif
+    tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
     tt_cp_commit();
     unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
     float dv[TT_RK][2][4];
@@ -1227,12 +1291,22 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, kc + 16, 16, 2 * TT_R, live);
         if (pi + 1 < npairs) {
             const int kn1 = c1 * 16;
+#if TT_WG
+            // (slab nsl's last readers were pair pi - 2's products, which every warp waited for
+            // before the barrier of pair pi - 1)
+            if (threadIdx.x == 0)
+                tt_wg_load_box(sw_a + nsl * SLAB * 2, bar_a + 8 * nsl, &wo_map, (j0 + jl1) * TT_N + kn1, 0, SLAB_TX);
+#else
             tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
                                             16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
+#endif
         }
         tt_cp_commit();
         tt_cp_wait<1>();
         __syncthreads(); // this pair's slab (and the chunk's V rows) are in shared memory
+#if TT_WG
+        tt_wg_bar_wait(bar_a + 8 * sl, (pi / 3) & 1); // (the slab: when its bytes have landed)
+#endif
         if (jl == 0) { // a new chunk: V's operands, dV from zero
             const tt_bf16 *vc = s_vc + (size_t)(c & 1) * 16 * TT_SR;
             // matrix q = lane / 8: keys (q / 2) * 8 + lane % 8, ranks mt*16 + (q % 2) * 8
@@ -1244,10 +1318,37 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
                 for (int e = 0; e < 4; e++) dv[mt][0][e] = dv[mt][1][e] = 0.f;
         }
+        float dt[2][4];
+#if TT_WG
+        // dT = dY Wo_j[:, kc..] (the warpgroup's 64 rows), masked; k-step ks reads the slab's
+        // features ks*16.. (two atoms of 8 rows, 512 bytes)
+        {
+            float d8[8] = {};
+            tt_wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < TT_DK; ks++)
+                tt_wg_mma16_tb(d8, ady[ks], tt_wg_desc_n16_sw32(sw_a + sl * SLAB * 2 + ks * 512));
+            tt_wg_commit();
+            tt_wg_wait<0>();
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                asm volatile("" : "+f"(d8[e])::"memory");
+                dt[e / 4][e % 4] = d8[e];
+            }
+        }
+#if TT_N % 16 != 0
+        // keys past N: the box holds the next j's columns there (or zeros past N*N)
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (kc + nt * 8 + tt_acc_col(lane, e) >= TT_N) dt[nt][e] = 0.f;
+#endif
+#else
         const tt_bf16 *cur = s_w + sl * SLAB;
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
         // four chains of products are in flight instead of two
-        float dt[2][4], dt2[2][4];
+        float dt2[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
@@ -1264,6 +1365,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) dt[nt][e] += dt2[nt][e];
+#endif
 #if TT_CAUSAL
         if (j > i0 || kc + 15 > i0) // some (row, j, key) of the tile is masked
 #pragma unroll

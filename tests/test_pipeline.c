@@ -289,8 +289,8 @@ static void test_names_carry_constants(void **state)
                 fail_msg("%s: %s is %sthe tensor-core variant", s.path, kn->name, want_mma ? "not " : "");
             if (want_mma) {
                 assert_string_equal(kn->template_file, "mla_tc.cu");
-                const long td = tt_kernel_const(kn, "TD", 8);
                 const int wg = (int)tt_kernel_const(kn, "WG", 0);
+                const long td = tt_kernel_const(kn, "TD", wg ? 64 : 8); /* (mla_bwd_q has none) */
                 if (td % (wg ? 64 : 8) != 0)
                     fail_msg("%s: %s: TD %ld is not whole %s tiles", s.path, kn->name, td, wg ? "n64" : "n8");
                 /* the wgmma kernels run on sm_90 alone (227 KiB); the others on sm_86 too (99) */

@@ -584,7 +584,7 @@ static void test_cli(void **state)
     assert_non_null(strstr(p.err, "tuning.tsv:1: not a tuning entry"));
     assert_non_null(strstr(p.err, "the plan's heuristics instead"));
     assert_int_equal(count_lines(p.err), 1);
-    assert_non_null(strstr(p.out, "mla_bwd_q_N80_R40_D256_causal_mma_G4_TI16_JS8_JP10_bf16"));
+    assert_non_null(strstr(p.out, "mla_bwd_q_N80_R40_D256_causal_mma_wg_G4_TI16_JS8_JP10_bf16"));
     tu_proc_free(&p);
     free(path);
     tt_cache_close(&cache);
