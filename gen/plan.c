@@ -655,7 +655,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     const long tasks = mla_tc_tasks(m, 16);
     /* wgmma where it can run and the tuning's values (if any) fit it: a tuning from before WG
      * existed, made for the mma.sync kernel, keeps that kernel */
-    long wg_g, wg_td, wg_ns;
+    long wg_g = 0, wg_td = 0, wg_ns = 0;
     const bool wg_fits = is_sm90(plan) && n % 8 == 0 && !plan_mla_wg_fwd(plan, s, &wg_g, &wg_td, &wg_ns);
     const long wg_want = pick(plan, "mla_fwd", "WG", wg_fits);
     if (wg_want && !wg_fits)
@@ -968,7 +968,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, d = m->d_model;
-    long wg_w, wg_td, wg_s;
+    long wg_w = 0, wg_td = 0, wg_s = 0;
     const bool wg_fits = is_sm90(plan) && !plan_mla_wg_bwd_wo(plan, s, &wg_w, &wg_td, &wg_s);
     const long wg_want = pick(plan, "mla_bwd_wo", "WG", wg_fits);
     if (wg_want && !wg_fits)
