@@ -685,8 +685,8 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         k->dyn_smem = (unsigned)tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns);
         set_const(k, "SMEM", k->dyn_smem);
         set_const(k, "TASKS", tasks);
-        whyf(k, "T = A_j V^T by mma.sync a warp, Y += T Wo_j^T by wgmma a warpgroup (4 seqs, A in "
-                "registers, Wo_j's slab by TMA, read once for 64 rows)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
+        whyf(k, "T = A_j V^T by mma.sync, Y += T Wo_j^T by wgmma (a warpgroup: 4 seqs' rows, T as A in "
+                "registers, Wo_j by TMA)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
         return plan_mla_fwd_sum(plan, m, err, errlen);
     }
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */
@@ -1116,8 +1116,8 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     set_const(q, "TASKS", tasks);
     if (wg) {
         snprintf(q->arch, sizeof q->arch, "sm_90a");
-        whyf(q, "dT = dY Wo_j^T by wgmma a warpgroup (4 seqs, dY in registers, Wo_j by TMA), E^T, F^T, "
-                "dQ, dV, dK~ by mma.sync; a warp per 16 rows x %ld j; partials in a fixed order", js);
+        whyf(q, "dT = dY Wo_j^T by wgmma (a warpgroup: 4 seqs, dY in registers, Wo_j by TMA); E, F, dQ, "
+                "dV, dK~ by mma.sync, a warp per 16 rows x %ld j; fixed-order partials", js);
     } else
         whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, E^T = V^T dT^T, F^T = Q^T dT; dQ, dV, dK~ in registers; "
                 "a warp per 16 rows x %ld j; partials summed in a fixed order", js);
