@@ -3,6 +3,7 @@
 # apt-get is there), checks for the CUDA toolkit, and configures the build in build/.
 #   scripts/setup.sh [extra cmake arguments]
 # TT_WERROR=ON in the environment makes warnings errors (-DTT_WERROR=ON), as CI does; unset: OFF.
+# TT_REQUIRE_NCCL=ON makes a missing nccl.h an error (CI: the multi-GPU code must compile).
 # A machine without a package registry can point CMAKE_PREFIX_PATH at unpacked .debs instead.
 set -eu
 cd "$(dirname "$0")/.."
@@ -37,5 +38,5 @@ if [ -n "$missing" ]; then
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda" \
-    -DTT_WERROR="${TT_WERROR:-OFF}" "$@" >/dev/null
+    -DTT_WERROR="${TT_WERROR:-OFF}" -DTT_REQUIRE_NCCL="${TT_REQUIRE_NCCL:-OFF}" "$@" >/dev/null
 echo "setup: configured build/ (CUDA toolkit $cuda)"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "rendezvous.h"
+#include "testutil.h"
 
 static const char *const vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
@@ -99,20 +100,6 @@ static void test_env(void **state)
     clear_env();
 }
 
-/* A loopback port nobody listens on now (the kernel's pick, released). */
-static int free_port(void)
-{
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t len = sizeof a;
-    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    close(s);
-    return ntohs(a.sin_port);
-}
-
 #define BLOB 128 /* the size of NCCL's unique id */
 
 /* The child of rank `rank`, which claims a world of `says_world`, starting after delay_ms: exit
@@ -154,7 +141,7 @@ static outcome run_world(int world, const int *says, const int *delay, int timeo
     outcome o = {{0}, "", 0};
     int p[2];
     assert_int_equal(pipe(p), 0);
-    const int port = free_port();
+    const int port = tu_free_port();
     pid_t pid[8];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -233,4 +235,17 @@ int tu_count_lines(const char *s)
     int n = 0;
     for (; *s; s++) n += *s == '\n';
     return n;
+}
+
+int tu_free_port(void)
+{
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t len = sizeof a;
+    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    close(s);
+    return ntohs(a.sin_port);
 }

@@ -61,4 +61,7 @@ void tu_expect_exit(const tu_proc *p, int code, const char *what);
 /* The number of newlines in s. */
 int tu_count_lines(const char *s);
 
+/* A loopback TCP port nobody listens on now (the kernel's pick, released). */
+int tu_free_port(void);
+
 #endif

@@ -1,0 +1,118 @@
+/* NCCL opened lazily (see nccl_lib.h). */
+#include "nccl_lib.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int loaded;      /* 1 ok, -1 failed (after once) */
+static char failed[1024]; /* why, when it failed */
+
+#if TT_HAVE_NCCL
+static tt_nccl lib;
+
+const tt_nccl *tt_nccl_get(void) { return loaded == 1 ? &lib : NULL; }
+
+/* Where nvidia-nccl-cu13 puts the library, under the Python installations a machine usually has
+ * (the system's, /usr/local's, a user's, virtual environments under /opt or $VIRTUAL_ENV). */
+static void *open_beside_python(char *path, size_t n)
+{
+    static const char *const patterns[] = {
+        "%s/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2", /* $VIRTUAL_ENV */
+        "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+        "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+        "/usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+        "/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+        "%s/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2", /* $HOME */
+    };
+    for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++) {
+        const char *env = i == 0 ? getenv("VIRTUAL_ENV") : i == 5 ? getenv("HOME") : "";
+        if (!env || (strstr(patterns[i], "%s") && !*env)) continue;
+        char pat[640];
+        snprintf(pat, sizeof pat, patterns[i], env);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) != 0) continue;
+        void *h = NULL;
+        for (size_t k = 0; k < g.gl_pathc && !h; k++)
+            if ((h = dlopen(g.gl_pathv[k], RTLD_NOW | RTLD_LOCAL)) != NULL)
+                snprintf(path, n, "%s", g.gl_pathv[k]);
+        globfree(&g);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+static void load(void)
+{
+    loaded = -1;
+    /* before the library can read it: NVLink multicast off in this process and its children */
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    const char *want = getenv("TT_NCCL_LIB");
+    void *h = NULL;
+    if (want && *want) {
+        if (!(h = dlopen(want, RTLD_NOW | RTLD_LOCAL))) {
+            snprintf(failed, sizeof failed, "no NCCL: TT_NCCL_LIB=%s cannot be opened: %s", want, dlerror());
+            return;
+        }
+        snprintf(lib.path, sizeof lib.path, "%s", want);
+    } else if ((h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL)) != NULL) {
+        snprintf(lib.path, sizeof lib.path, "libnccl.so.2");
+    } else if (!(h = open_beside_python(lib.path, sizeof lib.path))) {
+        snprintf(failed, sizeof failed, "no NCCL: libnccl.so.2 is neither on the dynamic loader's "
+                 "path nor in an nvidia-nccl-cu13 beside Python (pip install nvidia-nccl-cu13, or "
+                 "set TT_NCCL_LIB to the library's path)");
+        return;
+    }
+#define SYM(field, name)                                                                           \
+    if (!(*(void **)&lib.field = dlsym(h, name))) {                                                \
+        snprintf(failed, sizeof failed, "no NCCL: %s lacks %s (too old?)", lib.path, name);        \
+        return;                                                                                    \
+    }
+    SYM(get_version, "ncclGetVersion")
+    SYM(get_unique_id, "ncclGetUniqueId")
+    SYM(comm_init_rank, "ncclCommInitRank")
+    SYM(comm_destroy, "ncclCommDestroy")
+    SYM(comm_abort, "ncclCommAbort")
+    SYM(comm_get_async_error, "ncclCommGetAsyncError")
+    SYM(all_reduce, "ncclAllReduce")
+    SYM(reduce_scatter, "ncclReduceScatter")
+    SYM(all_gather, "ncclAllGather")
+    SYM(broadcast, "ncclBroadcast")
+    SYM(group_start, "ncclGroupStart")
+    SYM(group_end, "ncclGroupEnd")
+    SYM(get_error_string, "ncclGetErrorString")
+#undef SYM
+    ncclResult_t r = lib.get_version(&lib.version);
+    if (r != ncclSuccess) {
+        snprintf(failed, sizeof failed, "no NCCL: %s: ncclGetVersion: %s", lib.path, lib.get_error_string(r));
+        return;
+    }
+    if (lib.version / 10000 != NCCL_MAJOR || lib.version < TT_NCCL_MIN_VERSION) {
+        snprintf(failed, sizeof failed, "no NCCL: %s is version %d.%d.%d; this build needs %d.x from "
+                 "%d.%d on", lib.path, lib.version / 10000, lib.version / 100 % 100, lib.version % 100,
+                 NCCL_MAJOR, TT_NCCL_MIN_VERSION / 10000, TT_NCCL_MIN_VERSION / 100 % 100);
+        return;
+    }
+    loaded = 1;
+}
+#else
+static void load(void)
+{
+    loaded = -1;
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    snprintf(failed, sizeof failed, "no NCCL: this build has none (nccl.h was not found when it "
+             "was built: give CMake -DTT_NCCL_ROOT=DIR, DIR/include/nccl.h)");
+}
+#endif
+
+int tt_nccl_load(char *why, size_t whylen)
+{
+    pthread_once(&once, load);
+    return loaded == 1 ? 0 : tt_errf(why, whylen, "%s", failed);
+}

@@ -1,0 +1,30 @@
+/* One run as several processes on this host: `tt-train --gpus N` starts N copies of itself as the
+ * ranks of one run and reports as one run. Each rank finds its place with tt_dist_from_env
+ * (rendezvous.h) from the variables set here, as it would under torchrun. Nothing here needs a
+ * GPU or NCCL. */
+#ifndef TT_RANKS_H
+#define TT_RANKS_H
+
+#include <stddef.h>
+
+typedef struct {
+    int n;                /* ranks, 1 or more */
+    char *const *argv;    /* what every rank runs: a program (searched on PATH) and its arguments */
+    const char *addr;     /* MASTER_ADDR handed to them (NULL: 127.0.0.1) */
+    int port;             /* MASTER_PORT (0: one nobody listens on now, the kernel's pick) */
+    const char *log_dir;  /* ranks 1.. write their output to log_dir/rank-K.log (NULL: ours) */
+    int grace_ms;         /* after a failure, between SIGTERM and SIGKILL to the others (0: 5000) */
+} tt_ranks_opts;
+
+/* Runs o->n copies of o->argv as ranks 0 .. n-1: each in a process group of its own, with RANK,
+ * WORLD_SIZE, LOCAL_RANK (the rank: one host), MASTER_ADDR, MASTER_PORT and NCCL_NVLS_ENABLE=0
+ * added to this process's environment; rank 0's output is this process's. Waits for all. When a
+ * rank fails (a status other than 0, or a signal), the others get SIGTERM, then SIGKILL after
+ * grace_ms, and are reaped: no process is left behind. SIGINT and SIGTERM sent to this process
+ * meanwhile go to every rank still running (a rank's own handler writes its checkpoint), once
+ * each. Returns the run's status: 0 when every rank exited 0, else the first failure's (its
+ * exit status, or 128 + the signal), with why naming the rank and the cause in one line; -1 with
+ * why when the ranks cannot be started. */
+int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen);
+
+#endif
