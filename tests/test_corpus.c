@@ -56,7 +56,7 @@ static void gz_put(const char *path, const char *mode, const char *text)
 static void build_ok(const char *path, tt_vocab *v)
 {
     char err[512] = "";
-    if (tt_vocab_build(path, v, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_vocab_build(path, NULL, v, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
 static void load_ok(const char *path, const tt_vocab *v, const char *cache_dir, tt_tokens *t)
@@ -77,7 +77,7 @@ static void expect_fail(const char *path, const tt_vocab *v, const char *suffix)
 {
     char err[512] = "";
     tt_vocab bad;
-    assert_int_equal(tt_vocab_build(path, &bad, err, sizeof err), -1);
+    assert_int_equal(tt_vocab_build(path, NULL, &bad, err, sizeof err), -1);
     assert_err(err, path, suffix);
     tt_vocab_free(&bad); /* harmless after a failure */
     long n = -7;
@@ -86,7 +86,7 @@ static void expect_fail(const char *path, const tt_vocab *v, const char *suffix)
     assert_int_equal(n, -7);
     char *cache = tmp_path("cache-errors");
     for (int c = 0; c < 2; c++) {
-        tt_tokens t = {(int32_t *)1, 7};
+        tt_tokens t = {.ids = (int32_t *)1, .n = 7};
         strcpy(err, "");
         assert_int_equal(tt_corpus_load(path, v, c ? cache : NULL, &t, err, sizeof err), -1);
         assert_err(err, path, suffix);
@@ -525,6 +525,99 @@ static void test_cache(void **state)
     free(train);
 }
 
+/* The one *.vocab file in dir. */
+static char *only_vocab_file(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *one = NULL;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 6, ".vocab") != 0) continue;
+        if (n++ == 0) one = tt_xasprintf("%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    assert_int_equal(n, 1);
+    return one;
+}
+
+static void same_vocab(const tt_vocab *a, const tt_vocab *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_memory_equal(a->hash, b->hash, sizeof a->hash);
+    for (long i = 0; i < a->n; i++) {
+        assert_string_equal(a->words[i], b->words[i]);
+        assert_int_equal(a->counts[i], b->counts[i]);
+    }
+    assert_int_equal(a->eos, b->eos);
+    assert_int_equal(a->unk, b->unk);
+    assert_int_equal(tt_vocab_id(b, a->words[a->n / 2], strlen(a->words[a->n / 2])), a->n / 2);
+}
+
+/* The vocabulary through its cache: the same words, counts and hash as counted from the text; a
+ * hit leaves the entry alone; a damaged entry is rebuilt; an edited corpus is another entry. */
+static void test_vocab_cache(void **state)
+{
+    (void)state;
+    char *train = tu_data_path(ptb.train);
+    char *dir = tmp_path("vcache");
+    tt_vocab ref, v;
+    build_ok(train, &ref);
+    char err[512] = "";
+    double t0 = tt_now_seconds();
+    if (tt_vocab_build(train, dir, &v, err, sizeof err) != 0) fail_msg("%s", err);
+    const double cold = tt_now_seconds() - t0;
+    same_vocab(&ref, &v);
+    tt_vocab_free(&v);
+    char *file = only_vocab_file(dir);
+    struct stat st;
+    assert_int_equal(stat(file, &st), 0);
+    const ino_t ino = st.st_ino;
+    t0 = tt_now_seconds();
+    if (tt_vocab_build(train, dir, &v, err, sizeof err) != 0) fail_msg("%s", err);
+    const double warm = tt_now_seconds() - t0;
+    print_message("PTB vocabulary: %.1f ms counted, %.1f ms from the cache\n", 1e3 * cold, 1e3 * warm);
+    same_vocab(&ref, &v);
+    tt_vocab_free(&v);
+    assert_int_equal(stat(file, &st), 0);
+    assert_true(st.st_ino == ino); /* a hit does not rewrite it */
+
+    /* damaged: a count, a word, the header, truncated, empty: rebuilt, and right */
+    size_t good_len;
+    char *good = tu_read_file(file, &good_len);
+    const long offsets[] = {2, 20, (long)good_len / 2, (long)good_len - 2};
+    for (size_t i = 0; i < sizeof offsets / sizeof *offsets; i++) {
+        flip_byte(file, offsets[i]);
+        if (tt_vocab_build(train, dir, &v, err, sizeof err) != 0) fail_msg("%s", err);
+        same_vocab(&ref, &v);
+        tt_vocab_free(&v);
+        size_t len;
+        char *now = tu_read_file(file, &len);
+        assert_int_equal(len, good_len);
+        assert_memory_equal(now, good, len);
+        free(now);
+    }
+    assert_int_equal(truncate(file, (off_t)good_len - 5), 0);
+    if (tt_vocab_build(train, dir, &v, err, sizeof err) != 0) fail_msg("%s", err);
+    same_vocab(&ref, &v);
+    tt_vocab_free(&v);
+    free(good);
+
+    /* an edited corpus (another size and time): another entry, its own words */
+    char *copy = put_text("vc-train.txt", "a b c\nb c\nc\n");
+    tt_vocab a, b;
+    if (tt_vocab_build(copy, dir, &a, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(a.n, 5); /* c b a <eos> <unk> */
+    free(put_text("vc-train.txt", "a b c d\nb c\nc\n"));
+    if (tt_vocab_build(copy, dir, &b, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(b.n, 6);
+    tt_vocab_free(&a), tt_vocab_free(&b);
+    free(copy);
+    tt_vocab_free(&ref);
+    free(file), free(dir), free(train);
+}
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 static void test_file_errors(void **state)
@@ -780,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_vocab_save_load),
         cmocka_unit_test(test_vocab_load_errors),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_vocab_cache),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_utf8_len),

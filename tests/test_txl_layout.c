@@ -283,7 +283,7 @@ static void test_checkpoint_round_trip(void **state)
     if (tt_spec_parse(text, strlen(text), "txl-small.yaml", root, &s, err, sizeof err) != 0)
         fail_msg("%s", err);
     tt_vocab vocab;
-    if (tt_vocab_build(train, &vocab, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_vocab_build(train, NULL, &vocab, err, sizeof err) != 0) fail_msg("%s", err);
     if (tt_spec_check_vocab(&s, vocab.n, err, sizeof err) != 0) fail_msg("%s", err);
     tt_layout l;
     if (tt_layout_build(&s.model, vocab.n, &l, err, sizeof err) != 0) fail_msg("%s", err);
@@ -430,7 +430,7 @@ static void test_eval_memory(void **state)
     tt_layout l;
     tt_real *w;
     small_txl(&s, &l, &w);
-    tt_tokens t = {tt_xmalloc(31 * sizeof(int32_t)), 31};
+    tt_tokens t = {.ids = tt_xmalloc(31 * sizeof(int32_t)), .n = 31};
     for (long i = 0; i < t.n; i++) t.ids[i] = (int32_t)((i * 7 + i * i) % 23);
     long scored;
     const double whole = txl_eval(&l, 30, 0, 0, 1, w, &t, &scored);

@@ -6,10 +6,14 @@
 #include "corpus.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "sha256.h"
@@ -19,7 +23,7 @@
 
 /* ---- reading: raw bytes, then gzip or not by content ---------------------------------------- */
 
-/* Raw bytes of a file, which key the id cache; "PATH: empty file" for a file without any. */
+/* Raw bytes of a file; "PATH: empty file" for a file without any. */
 static int read_raw(const char *path, char **raw, size_t *len, char *err, size_t errlen)
 {
     if (tt_read_file(path, raw, len, err, errlen) != 0) return -1;
@@ -321,7 +325,140 @@ void tt_vocab_free(tt_vocab *v)
     memset(v, 0, sizeof *v);
 }
 
-int tt_vocab_build(const char *train_path, tt_vocab *v, char *err, size_t errlen)
+/* ---- what keys the caches: a corpus file's identity ------------------------------------------ */
+
+/* The key of a cache entry of the file at path: SHA-256 of tag, the file's real path, size,
+ * modification time (to the nanosecond), device and inode, and the vocabulary's hash when v is
+ * given, as 64 hex digits. Neither the corpus nor its ids are read to find an entry (a hit must
+ * not cost a pass over a WikiText-103-sized text); a file edited in place is another size or
+ * time, hence a miss. */
+static int file_key(const char *path, const char *tag, const tt_vocab *v, char hex[65], char *err,
+                    size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    char *real = realpath(path, NULL);
+    if (!real) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    const uint64_t id[5] = {(uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
+                            (uint64_t)st.st_mtim.tv_nsec, (uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    uint8_t le[sizeof id], key[32];
+    for (size_t i = 0; i < 5; i++)
+        for (int b = 0; b < 8; b++) le[8 * i + b] = (uint8_t)(id[i] >> (8 * b));
+    tt_sha256_ctx c;
+    tt_sha256_init(&c);
+    tt_sha256_update(&c, tag, strlen(tag) + 1);
+    tt_sha256_update(&c, real, strlen(real) + 1);
+    tt_sha256_update(&c, le, sizeof le);
+    if (v) tt_sha256_update(&c, v->hash, sizeof v->hash);
+    tt_sha256_final(&c, key);
+    tt_hex(key, sizeof key, hex);
+    free(real);
+    return 0;
+}
+
+/* zlib's CRC-32 of n bytes (in pieces: its lengths are 32-bit). */
+static uint32_t crc32_of(const void *p, size_t n)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    for (size_t at = 0; at < n;) {
+        const size_t k = n - at < ((size_t)1 << 30) ? n - at : (size_t)1 << 30;
+        c = crc32(c, (const Bytef *)p + at, (uInt)k);
+        at += k;
+    }
+    return (uint32_t)c;
+}
+
+/* ---- the vocabulary and its cache --------------------------------------------------------------- */
+
+/* A cached vocabulary: the line "TTVOCAB 1 N CRC\n", then N lines "COUNT WORD\n" in id order,
+ * CRC the CRC-32 of those lines. Fills v (words, counts, the index); 0 when the file is missing
+ * or not whole (the caller builds the vocabulary again). */
+#define VOCAB_CACHE_TAG "tt-vocab/1"
+static int vocab_cache_read(const char *path, tt_vocab *v)
+{
+    memset(v, 0, sizeof *v);
+    char *data;
+    size_t len;
+    char err[64];
+    if (access(path, F_OK) != 0 || tt_read_file(path, &data, &len, err, sizeof err) != 0) return 0;
+    long n = -1;
+    unsigned long crc = 0;
+    int head = 0;
+    if (sscanf(data, "TTVOCAB 1 %ld %lu\n%n", &n, &crc, &head) != 2 || head <= 0 || n <= 0 ||
+        (size_t)n > len || crc32_of(data + head, len - (size_t)head) != (uint32_t)crc) {
+        free(data);
+        return 0;
+    }
+    v->words = tt_xmalloc((size_t)n * sizeof *v->words);
+    v->counts = tt_xmalloc((size_t)n * sizeof *v->counts);
+    char *p = data + head, *end = data + len;
+    long k = 0;
+    for (; k < n && p < end; k++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p)), *sp = memchr(p, ' ', (size_t)(end - p));
+        if (!nl || !sp || sp > nl || sp + 1 == nl) break;
+        char *stop;
+        v->counts[k] = strtol(p, &stop, 10);
+        if (stop != sp || v->counts[k] < 0) break;
+        /* the words keep their place in the file's buffer: words[0] must be its start for
+         * tt_vocab_free, so each word moves to the front of its own line */
+        memmove(p, sp + 1, (size_t)(nl - sp - 1));
+        p[nl - sp - 1] = '\0';
+        v->words[k] = p;
+        p = nl + 1;
+    }
+    long dup[2];
+    if (k != n || p != end || v->words[0] != data + head) goto bad;
+    /* words[0] is the block tt_vocab_free frees: make it the buffer's start */
+    memmove(data, data + head, len - (size_t)head);
+    for (long i = 0; i < n; i++) v->words[i] -= head;
+    v->n = n;
+    if (vocab_index(v, dup) != 0 || v->eos < 0 || v->unk < 0) goto bad;
+    return 1;
+bad:
+    free(data);
+    free(v->words);
+    free(v->counts);
+    free(v->table);
+    memset(v, 0, sizeof *v);
+    return 0;
+}
+
+static int vocab_cache_write(const char *path, const tt_vocab *v, char *err, size_t errlen)
+{
+    tt_buf body = {0};
+    for (long i = 0; i < v->n; i++) tt_buf_printf(&body, "%ld %s\n", v->counts[i], v->words[i]);
+    char head[64];
+    const int hl = snprintf(head, sizeof head, "TTVOCAB 1 %ld %lu\n", v->n,
+                            (unsigned long)crc32_of(body.data, body.len));
+    const void *parts[] = {head, body.data};
+    size_t lens[] = {(size_t)hl, body.len};
+    const int rc = tt_write_file_atomic(path, parts, lens, 2, err, errlen);
+    tt_buf_free(&body);
+    return rc;
+}
+
+static int vocab_build_text(const char *train_path, tt_vocab *v, char *err, size_t errlen);
+
+int tt_vocab_build(const char *train_path, const char *cache_dir, tt_vocab *v, char *err, size_t errlen)
+{
+    if (!cache_dir) return vocab_build_text(train_path, v, err, errlen);
+    char key[65];
+    if (file_key(train_path, VOCAB_CACHE_TAG, NULL, key, err, errlen) != 0) return -1;
+    char *path = tt_xasprintf("%s/%s.vocab", cache_dir, key);
+    int rc = 0;
+    if (!vocab_cache_read(path, v)) {
+        rc = vocab_build_text(train_path, v, err, errlen);
+        if (rc == 0 && (tt_mkdir_p(cache_dir, err, errlen) != 0 || vocab_cache_write(path, v, err, errlen) != 0)) {
+            tt_vocab_free(v);
+            rc = -1;
+        }
+    }
+    free(path);
+    return rc;
+}
+
+/* The vocabulary counted from the text itself. */
+static int vocab_build_text(const char *train_path, tt_vocab *v, char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
     char *raw, *text;
@@ -384,7 +521,7 @@ done:
 int tt_corpus_count_vocab(const char *path, long *vocab, char *err, size_t errlen)
 {
     tt_vocab v;
-    if (tt_vocab_build(path, &v, err, errlen) != 0) return -1;
+    if (tt_vocab_build(path, NULL, &v, err, errlen) != 0) return -1;
     *vocab = v.n;
     tt_vocab_free(&v);
     return 0;
@@ -455,11 +592,14 @@ fail:
 /* ---- token ids and their cache --------------------------------------------------------------- */
 
 /* The cache file: a header, then the ids as int32 little-endian. The key (the file name) covers
- * the format tag, the raw corpus bytes and the vocabulary; the checksum covers the ids, so a
- * truncated or damaged file is noticed and rebuilt. Bump the tag when tokenization changes. */
-#define CACHE_TAG "tt-corpus-ids/1\n"
-#define CACHE_FORMAT 1u
+ * the format tag, the corpus file's identity (file_key) and the vocabulary; the header's CRC-32
+ * covers the ids, so a truncated or damaged file is noticed and rebuilt. A hit maps the file
+ * (the ids are used where they lie: a One-Billion-Word-sized corpus is 3.2 GB of them) after one
+ * pass that checks the CRC and every id's range. Bump the tag when tokenization changes. */
+#define CACHE_TAG "tt-corpus-ids/2"
+#define CACHE_FORMAT 2u
 static const char cache_magic[8] = {'T', 'T', 'I', 'D', 'S', '\r', '\n', 0x1a};
+/* magic, format (4 bytes), 4 zero, count (8), CRC-32 of the ids (4), 28 zero */
 enum { HDR_MAGIC = 0, HDR_FORMAT = 8, HDR_COUNT = 16, HDR_SUM = 24, HDR_SIZE = 56 };
 
 static void put_le(uint8_t *p, uint64_t x, int n)
@@ -474,52 +614,57 @@ static uint64_t get_le(const uint8_t *p, int n)
     return x;
 }
 
-static char *cache_path(const char *cache_dir, const char *raw, size_t rawlen, const tt_vocab *v)
+static int little_endian(void)
 {
-    tt_sha256_ctx s;
-    uint8_t key[32];
-    char hex[65];
-    tt_sha256_init(&s);
-    tt_sha256_update(&s, CACHE_TAG, strlen(CACHE_TAG));
-    tt_sha256_update(&s, raw, rawlen);
-    tt_sha256_update(&s, v->hash, sizeof v->hash);
-    tt_sha256_final(&s, key);
-    tt_hex(key, sizeof key, hex);
-    return tt_xasprintf("%s/%s.ids", cache_dir, hex);
+    const uint32_t one = 1;
+    return *(const uint8_t *)&one == 1;
 }
 
-/* The ids of a cache file if it is whole and well-formed; 0 otherwise (missing or bad). */
+/* The ids of a cache file if it is whole and well-formed, mapped (or, on a big-endian host,
+ * read and swapped); 0 otherwise (missing or bad). */
 static int cache_read(const char *path, const tt_vocab *v, tt_tokens *out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    uint8_t hdr[HDR_SIZE], sum[32];
-    int32_t *ids = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    rewind(f);
-    if (size < HDR_SIZE || fread(hdr, 1, HDR_SIZE, f) != HDR_SIZE) goto bad;
-    uint64_t count = get_le(hdr + HDR_COUNT, 8);
-    if (memcmp(hdr + HDR_MAGIC, cache_magic, 8) != 0 ||
-        get_le(hdr + HDR_FORMAT, 4) != CACHE_FORMAT || count > (uint64_t)LONG_MAX / 4 ||
-        (uint64_t)size - HDR_SIZE != 4 * count)
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    uint8_t *map = MAP_FAILED;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < HDR_SIZE) goto bad;
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) goto bad;
+    const uint64_t count = get_le(map + HDR_COUNT, 8);
+    int zero = 1;
+    for (int i = HDR_FORMAT + 4; i < HDR_COUNT; i++) zero &= map[i] == 0;
+    for (int i = HDR_SUM + 4; i < HDR_SIZE; i++) zero &= map[i] == 0;
+    if (memcmp(map + HDR_MAGIC, cache_magic, 8) != 0 || get_le(map + HDR_FORMAT, 4) != CACHE_FORMAT ||
+        !zero || count > (uint64_t)LONG_MAX / 4 || (uint64_t)st.st_size - HDR_SIZE != 4 * count ||
+        crc32_of(map + HDR_SIZE, 4 * count) != (uint32_t)get_le(map + HDR_SUM, 4))
         goto bad;
-    ids = tt_xmalloc(4 * count);
-    if (fread(ids, 4, count, f) != count) goto bad;
-    tt_sha256(ids, 4 * count, sum);
-    if (memcmp(sum, hdr + HDR_SUM, 32) != 0) goto bad;
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t id = get_le((const uint8_t *)&ids[i], 4); /* in place: same 4 bytes */
-        if (id >= (uint64_t)v->n) goto bad;
-        ids[i] = (int32_t)id;
+    int32_t *ids;
+    if (little_endian()) {
+        ids = (int32_t *)(void *)(map + HDR_SIZE); /* 56 bytes into a page: 8-byte aligned */
+    } else {
+        ids = tt_xmalloc(4 * count);
+        for (uint64_t i = 0; i < count; i++) ids[i] = (int32_t)get_le(map + HDR_SIZE + 4 * i, 4);
     }
-    fclose(f);
+    uint32_t over = 0; /* any id out of range, without a branch a token */
+    for (uint64_t i = 0; i < count; i++) over |= (uint32_t)ids[i] >= (uint32_t)v->n;
+    if (over) {
+        if (!little_endian()) free(ids);
+        goto bad;
+    }
+    close(fd);
     out->ids = ids;
     out->n = (long)count;
+    if (little_endian()) {
+        out->map = map;
+        out->map_len = (size_t)st.st_size;
+    } else {
+        munmap(map, (size_t)st.st_size);
+    }
     return 1;
 bad:
-    fclose(f);
-    free(ids);
+    if (map != MAP_FAILED) munmap(map, (size_t)st.st_size);
+    close(fd);
     return 0;
 }
 
@@ -533,7 +678,7 @@ static int cache_write(const char *cache_dir, const char *path, const tt_tokens 
     memcpy(hdr + HDR_MAGIC, cache_magic, 8);
     put_le(hdr + HDR_FORMAT, CACHE_FORMAT, 4);
     put_le(hdr + HDR_COUNT, (uint64_t)t->n, 8);
-    tt_sha256(body, 4 * (size_t)t->n, hdr + HDR_SUM);
+    put_le(hdr + HDR_SUM, crc32_of(body, 4 * (size_t)t->n), 4);
     const void *parts[] = {hdr, body};
     size_t lens[] = {sizeof hdr, 4 * (size_t)t->n};
     int rc = tt_write_file_atomic(path, parts, lens, 2, err, errlen);
@@ -571,31 +716,39 @@ int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, t
 {
     TT_ASSERT(v->n > 0 && v->table && v->eos >= 0 && v->unk >= 0);
     memset(out, 0, sizeof *out);
-    char *raw, *text;
-    size_t rawlen, len;
-    if (read_raw(path, &raw, &rawlen, err, errlen) != 0) return -1;
-    char *cpath = cache_dir ? cache_path(cache_dir, raw, rawlen, v) : NULL;
-    int rc = -1;
-    if (cpath && cache_read(cpath, v, out)) {
-        rc = 0;
-    } else if (decode(path, raw, rawlen, &text, &len, err, errlen) == 0) {
-        rc = tokenize(path, text, len, v, out, err, errlen);
-        if (text != raw) free(text);
-        if (rc == 0 && cpath && cache_write(cache_dir, cpath, out, err, errlen) != 0) {
-            tt_tokens_free(out);
-            rc = -1;
+    char *cpath = NULL;
+    if (cache_dir) {
+        char key[65];
+        if (file_key(path, CACHE_TAG, v, key, err, errlen) != 0) return -1;
+        cpath = tt_xasprintf("%s/%s.ids", cache_dir, key);
+        if (cache_read(cpath, v, out)) {
+            free(cpath);
+            return 0;
         }
     }
+    char *raw, *text;
+    size_t rawlen, len;
+    int rc = -1;
+    if (read_raw(path, &raw, &rawlen, err, errlen) == 0) {
+        if (decode(path, raw, rawlen, &text, &len, err, errlen) == 0) {
+            rc = tokenize(path, text, len, v, out, err, errlen);
+            if (text != raw) free(text);
+            if (rc == 0 && cpath && cache_write(cache_dir, cpath, out, err, errlen) != 0) {
+                tt_tokens_free(out);
+                rc = -1;
+            }
+        }
+        free(raw);
+    }
     free(cpath);
-    free(raw);
     return rc;
 }
 
 void tt_tokens_free(tt_tokens *t)
 {
-    free(t->ids);
-    t->ids = NULL;
-    t->n = 0;
+    if (t->map) munmap(t->map, t->map_len);
+    else free(t->ids);
+    memset(t, 0, sizeof *t);
 }
 
 bool tt_tokens_batch(const tt_tokens *t, int batch, int n, long step, int32_t *in, int32_t *tg)

@@ -25,8 +25,11 @@ typedef struct {
     size_t table_cap;
 } tt_vocab;
 
-/* Builds the vocabulary of a training split. */
-int tt_vocab_build(const char *train_path, tt_vocab *v, char *err, size_t errlen);
+/* Builds the vocabulary of a training split: through the cache in cache_dir (NULL: none), an
+ * entry keyed by the file's identity (its real path, size, modification time, device and inode)
+ * that holds the words and their counts, so that a WikiText-103-sized text is not counted again
+ * on every start. */
+int tt_vocab_build(const char *train_path, const char *cache_dir, tt_vocab *v, char *err, size_t errlen);
 /* Reads / writes the vocabulary as text: one word per line in id order (vocab.txt beside a
  * checkpoint). Counts are not stored: a loaded vocabulary has counts NULL. */
 int tt_vocab_save(const tt_vocab *v, const char *path, char *err, size_t errlen);
@@ -35,12 +38,15 @@ long tt_vocab_id(const tt_vocab *v, const char *word, size_t len); /* -1 if abse
 void tt_vocab_free(tt_vocab *v);
 
 typedef struct {
-    int32_t *ids;
+    int32_t *ids; /* read-only where they come mapped from the cache */
     long n;
+    void *map;      /* the cache file's mapping ids lie in (NULL: ids is allocated) */
+    size_t map_len;
 } tt_tokens;
 
 /* Token ids of a split (any of train/valid/test) under vocabulary v, through the id cache in
- * cache_dir (NULL: no cache). */
+ * cache_dir (NULL: no cache): an entry keyed by the file's identity and the vocabulary, mapped
+ * on a hit (after checking its CRC-32 and every id's range), written on a miss. */
 int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, tt_tokens *out,
                    char *err, size_t errlen);
 void tt_tokens_free(tt_tokens *t);

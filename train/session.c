@@ -16,7 +16,12 @@ int tt_session_open(tt_session *s, const char *spec_path, char *err, size_t errl
                 spec_path);
         goto fail;
     }
-    if (tt_vocab_build(s->spec.data.train, &s->vocab, err, errlen) != 0) goto fail;
+    char *root = tt_cache_root(NULL);
+    if (root) {
+        s->token_cache = tt_xasprintf("%s/tokens", root);
+        free(root);
+    }
+    if (tt_vocab_build(s->spec.data.train, s->token_cache, &s->vocab, err, errlen) != 0) goto fail;
     const long model_vocab = s->spec.model.vocab;
     if (model_vocab && model_vocab != s->vocab.n) {
         tt_errf(err, errlen, "%s: model.vocab is %ld but %s has %ld words (with <eos> and <unk>); "
@@ -26,11 +31,6 @@ int tt_session_open(tt_session *s, const char *spec_path, char *err, size_t errl
     }
     if (tt_spec_check_vocab(&s->spec, s->vocab.n, err, errlen) != 0) goto fail;
     if (tt_layout_build(&s->spec.model, s->vocab.n, &s->layout, err, errlen) != 0) goto fail;
-    char *root = tt_cache_root(NULL);
-    if (root) {
-        s->token_cache = tt_xasprintf("%s/tokens", root);
-        free(root);
-    }
     return 0;
 fail:
     tt_session_close(s);
