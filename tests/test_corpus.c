@@ -569,9 +569,23 @@ static void test_vocab_cache(void **state)
     if (tt_vocab_build(train, dir, &v, err, sizeof err) != 0) fail_msg("%s", err);
     const double cold = tt_now_seconds() - t0;
     same_vocab(&ref, &v);
+    /* the pass that counted the words gave the split's ids too: their entry is there, and a
+     * load hits it (no rewrite) with the ids tokenizing gives */
+    char *ids_file = only_cache_file(dir);
+    struct stat st;
+    assert_int_equal(stat(ids_file, &st), 0);
+    const ino_t ids_ino = st.st_ino;
+    tt_tokens from_text, cached;
+    load_ok(train, &v, NULL, &from_text);
+    load_ok(train, &v, dir, &cached);
+    same_tokens(&from_text, &cached);
+    assert_non_null(cached.map); /* mapped, not read */
+    assert_int_equal(stat(ids_file, &st), 0);
+    assert_true(st.st_ino == ids_ino);
+    tt_tokens_free(&from_text), tt_tokens_free(&cached);
+    free(ids_file);
     tt_vocab_free(&v);
     char *file = only_vocab_file(dir);
-    struct stat st;
     assert_int_equal(stat(file, &st), 0);
     const ino_t ino = st.st_ino;
     t0 = tt_now_seconds();

@@ -210,6 +210,7 @@ typedef struct {
     size_t len;
     uint64_t hash;
     long count;
+    long order; /* when it was first met: 0, 1, ... (a slot moves when the table grows) */
 } counted;
 
 typedef struct {
@@ -245,7 +246,7 @@ static counted *counter_get(counter *c, const char *w, size_t len)
         counter_grow(c, 2 * c->cap);
         return counter_get(c, w, len);
     }
-    c->slot[i] = (counted){w, len, h, 0};
+    c->slot[i] = (counted){w, len, h, 0, (long)c->n};
     c->n++;
     return &c->slot[i];
 }
@@ -437,28 +438,40 @@ static int vocab_cache_write(const char *path, const tt_vocab *v, char *err, siz
     return rc;
 }
 
-static int vocab_build_text(const char *train_path, tt_vocab *v, char *err, size_t errlen);
+static int vocab_build_text(const char *train_path, tt_vocab *v, tt_tokens *ids, char *err, size_t errlen);
+static int cache_write(const char *cache_dir, const char *path, const tt_tokens *t, char *err,
+                       size_t errlen);
+#define CACHE_TAG "tt-corpus-ids/2"
 
 int tt_vocab_build(const char *train_path, const char *cache_dir, tt_vocab *v, char *err, size_t errlen)
 {
-    if (!cache_dir) return vocab_build_text(train_path, v, err, errlen);
+    if (!cache_dir) return vocab_build_text(train_path, v, NULL, err, errlen);
     char key[65];
     if (file_key(train_path, VOCAB_CACHE_TAG, NULL, key, err, errlen) != 0) return -1;
-    char *path = tt_xasprintf("%s/%s.vocab", cache_dir, key);
+    char *path = tt_xasprintf("%s/%s.vocab", cache_dir, key), *ids_path = NULL;
     int rc = 0;
     if (!vocab_cache_read(path, v)) {
-        rc = vocab_build_text(train_path, v, err, errlen);
-        if (rc == 0 && (tt_mkdir_p(cache_dir, err, errlen) != 0 || vocab_cache_write(path, v, err, errlen) != 0)) {
+        /* counted from the text, which gives the split's ids in the same pass: their cache
+         * entry too, so that the first run does not read the text again */
+        tt_tokens ids = {0};
+        rc = vocab_build_text(train_path, v, &ids, err, errlen);
+        if (rc == 0 && (tt_mkdir_p(cache_dir, err, errlen) != 0 || vocab_cache_write(path, v, err, errlen) != 0 ||
+                        file_key(train_path, CACHE_TAG, v, key, err, errlen) != 0 ||
+                        cache_write(cache_dir, ids_path = tt_xasprintf("%s/%s.ids", cache_dir, key), &ids,
+                                    err, errlen) != 0)) {
             tt_vocab_free(v);
             rc = -1;
         }
+        tt_tokens_free(&ids);
     }
     free(path);
+    free(ids_path);
     return rc;
 }
 
-/* The vocabulary counted from the text itself. */
-static int vocab_build_text(const char *train_path, tt_vocab *v, char *err, size_t errlen)
+/* The vocabulary counted from the text itself; with ids, the text's token ids too (those
+ * tt_corpus_load would give under it), from the same pass. */
+static int vocab_build_text(const char *train_path, tt_vocab *v, tt_tokens *ids, char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
     char *raw, *text;
@@ -474,8 +487,17 @@ static int vocab_build_text(const char *train_path, tt_vocab *v, char *err, size
     const char *w = NULL;
     size_t n = 0;
     int r;
-    while ((r = scan_next(&s, &w, &n, err, errlen)) >= 0)
-        if (r == SCAN_WORD) counter_get(&c, w, n)->count++;
+    /* with ids: each token's word by the order it was first met (-1: a line's end, <eos>) */
+    long cap = ids ? 1 << 16 : 0, nt = 0;
+    int32_t *order = ids ? tt_xmalloc((size_t)cap * sizeof *order) : NULL;
+    while ((r = scan_next(&s, &w, &n, err, errlen)) >= 0) {
+        counted *e = r == SCAN_WORD ? counter_get(&c, w, n) : NULL;
+        if (e) e->count++;
+        if (ids) {
+            if (nt == cap) order = tt_xrealloc(order, (size_t)(cap *= 2) * sizeof *order);
+            order[nt++] = e ? (int32_t)e->order : -1;
+        }
+    }
     int rc = -1;
     if (r == SCAN_ERROR) goto done;
     if (s.words == 0) {
@@ -510,8 +532,18 @@ static int vocab_build_text(const char *train_path, tt_vocab *v, char *err, size
     long dup[2];
     int distinct = vocab_index(v, dup) == 0; /* the counter merged equal words already */
     TT_ASSERT(distinct);
+    if (ids) { /* first-met order -> id, then each token's id in place */
+        int32_t *id_of = tt_xmalloc(ne * sizeof *id_of);
+        for (size_t i = 0; i < ne; i++) id_of[e[i].order] = (int32_t)i;
+        for (long k = 0; k < nt; k++) order[k] = order[k] < 0 ? (int32_t)v->eos : id_of[order[k]];
+        free(id_of);
+        ids->ids = tt_xrealloc(order, (size_t)nt * sizeof *order);
+        ids->n = nt;
+        order = NULL;
+    }
     rc = 0;
 done:
+    free(order);
     free(c.slot);
     if (text != raw) free(text);
     free(raw);
@@ -596,7 +628,6 @@ fail:
  * covers the ids, so a truncated or damaged file is noticed and rebuilt. A hit maps the file
  * (the ids are used where they lie: a One-Billion-Word-sized corpus is 3.2 GB of them) after one
  * pass that checks the CRC and every id's range. Bump the tag when tokenization changes. */
-#define CACHE_TAG "tt-corpus-ids/2"
 #define CACHE_FORMAT 2u
 static const char cache_magic[8] = {'T', 'T', 'I', 'D', 'S', '\r', '\n', 0x1a};
 /* magic, format (4 bytes), 4 zero, count (8), CRC-32 of the ids (4), 28 zero */
