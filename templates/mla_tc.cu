@@ -10,11 +10,17 @@
 // stage 1, masks them, and feeds them as the A operand of stage 2 without leaving registers (the
 // accumulator layout of m16n8 is the operand layout of m16k16). Under the causal mask a tile of
 // rows stops j and k at its last row: masked (j, k) tiles are never visited.
-// Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_G (warps per block), TT_TD, TT_THREADS.
+// On Hopper (TT_WG, built for sm_90a) the large products of the three kernels run on wgmma: a
+// warpgroup's four warps feed their stage-1 accumulators (or dY's rows) as its A operand in
+// registers, and the operand they share comes into shared memory by the tensor memory
+// accelerator and is read by the tensor cores once for the warpgroup (each kernel says how).
+// Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_G (warps per block), TT_TD, TT_THREADS,
+// TT_WG.
 // bf16 only: qkv, wo, p, y are tt_bf16; g, u, v fp32.
 // Tunable (ttgen --tune times them; the plan's heuristic otherwise): sequences (warps) per block,
 // features per block and slabs of Wo of the forward; j (warps) per block, features per block and
-// splits of the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q.
+// splits of the batch of mla_bwd_wo; sequences per block and key positions per part of mla_bwd_q;
+// and for each, wgmma or mma.sync (WG, on sm_90).
 // ttgen: tunable mla_fwd G 1 2 4 8
 // ttgen: tunable mla_fwd TD 32 64 128 192 256
 // ttgen: tunable mla_fwd WG 0 1
