@@ -615,6 +615,18 @@ static bool is_sm90(const tt_plan *plan)
     return !strcmp(plan->arch, "sm_90") || !strcmp(plan->arch, "sm_90a");
 }
 
+/* An attention kernel of mla_tc.cu on wgmma (WG): built for sm_90a, its shape, MMA and WG set;
+ * the caller adds the rest of its name's constants and names it. */
+static tt_kernel *add_wg_kernel(tt_plan *plan, const char *op, const tt_model_spec *m)
+{
+    tt_kernel *k = add_kernel(plan, op, 1, "bf16");
+    mla_shape_consts(k, m);
+    set_const(k, "MMA", 1);
+    set_const(k, "WG", 1);
+    snprintf(k->arch, sizeof k->arch, "sm_90a");
+    return k;
+}
+
 /* The forward's second stage on wgmma (mla_tc.cu, TT_WG): warpgroups of four sequences, td
  * output features a block in whole n64 products (up to 256), Wo's slabs of a j whole, two of
  * them. The feature tiles as even as whole n64s allow; then narrower tiles and one warpgroup a
@@ -662,11 +674,8 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         return tt_errf(err, errlen, "mla_fwd: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8, "
                        "TD a multiple of 64 up to 256, NS 2 within 227 KiB of shared memory");
     if (wg_want) {
-        tt_kernel *k = add_kernel(plan, "mla_fwd", 1, "bf16");
+        tt_kernel *k = add_wg_kernel(plan, "mla_fwd", m);
         const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
-        mla_shape_consts(k, m);
-        set_const(k, "MMA", 1);
-        set_const(k, "WG", 1);
         set_const(k, "G", wg_g);
         set_const(k, "TD", wg_td);
         set_const(k, "JP", ceil_div(n, 16));
@@ -675,7 +684,6 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         set_const(k, "MINB", pick(plan, "mla_fwd", "MINB", 0)); /* 0: one block an SM */
         set_const(k, "NS", wg_ns);
         set_const(k, "OP_MLA_FWD", 1);
-        snprintf(k->arch, sizeof k->arch, "sm_90a");
         k->block[0] = (unsigned)(32 * wg_g);
         k->grid[0] = (unsigned)tasks;
         k->grid[1] = ceil_div(batch, wg_g);
@@ -975,11 +983,8 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
         return tt_errf(err, errlen, "mla_bwd_wo: WG=1 needs sm_90, d_model a multiple of 8, W 4 or 8, TD a "
                        "multiple of 64 up to 256, S from 1 to the batch, within 227 KiB of shared memory");
     if (wg_want) {
-        tt_kernel *k = add_kernel(plan, "mla_bwd_wo", 1, "bf16");
+        tt_kernel *k = add_wg_kernel(plan, "mla_bwd_wo", m);
         const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
-        mla_shape_consts(k, m);
-        set_const(k, "MMA", 1);
-        set_const(k, "WG", 1);
         set_const(k, "W", wg_w);
         set_const(k, "TD", wg_td);
         set_const(k, "S", wg_s);
@@ -987,7 +992,6 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
         set_const(k, "THREADS", 32 * wg_w);
         set_const(k, "MINB", pick(plan, "mla_bwd_wo", "MINB", 1));
         set_const(k, "OP_MLA_BWD_WO", 1);
-        snprintf(k->arch, sizeof k->arch, "sm_90a");
         k->block[0] = (unsigned)(32 * wg_w);
         k->grid[0] = ceil_div(n, wg_w);
         k->grid[1] = ceil_div(n, 16);

@@ -573,6 +573,14 @@ static void tensor_map(const tt_gpu_kernel *k, void *map, const void *base, int 
         tt_panic(__FILE__, __LINE__, "%s: %s", k->k->name, why);
 }
 
+/* Wo [D][N*N] as the wgmma kernels read it: boxes of `rows` features x 16 keys, 32-byte swizzle. */
+static void wo_map(const tt_gpu_kernel *k, void *map, const void *wo, int n, int d, long rows)
+{
+    const uint64_t dims[] = {(uint64_t)n * n, (uint64_t)d}, strides[] = {(uint64_t)n * n * 2};
+    const uint32_t box[] = {16, (uint32_t)rows};
+    tensor_map(k, map, wo, 2, dims, strides, box, 32);
+}
+
 void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
                 const void *wo, const void *pos, const float *u, const float *v, float *scratch,
                 int batch, int n, int r, int d)
@@ -585,11 +593,7 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
     if (tt_kernel_const(k->k, "MMA", 0)) { /* templates/mla_tc.cu */
         /* the wgmma kernel reads Wo [D][N*N] through a tensor map, by boxes of TD x 16 */
         _Alignas(64) unsigned char map[TT_TENSOR_MAP_BYTES] = {0};
-        if (tt_kernel_const(k->k, "WG", 0)) {
-            const uint64_t dims[] = {(uint64_t)n * n, (uint64_t)d}, strides[] = {(uint64_t)n * n * 2};
-            const uint32_t box[] = {16, (uint32_t)need(k, "TD")};
-            tensor_map(k, map, wo, 2, dims, strides, box, 32);
-        }
+        if (tt_kernel_const(k->k, "WG", 0)) wo_map(k, map, wo, n, d, need(k, "TD"));
         void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v, &batch, &scratch, map};
         const dim3 grid = {(unsigned)need(k, "TASKS"), ceil_div(batch, need(k, "G")),
                            ceil_div(d, need(k, "TD"))};
@@ -635,11 +639,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
      * plan may pair mla_tc.cu's mla_bwd_wo with mla.cu's mla_bwd_q (position: key) */
     /* the wgmma variant reads Wo [D][N*N] through a tensor map, by boxes of the padded D x 16 */
     _Alignas(64) unsigned char qmap[TT_TENSOR_MAP_BYTES] = {0};
-    if (tt_kernel_const(q->k, "WG", 0)) {
-        const uint64_t dims[] = {(uint64_t)n * n, (uint64_t)d}, strides[] = {(uint64_t)n * n * 2};
-        const uint32_t box[] = {16, (uint32_t)ceil_div(d, 16) * 16};
-        tensor_map(q, qmap, wo, 2, dims, strides, box, 32);
-    }
+    if (tt_kernel_const(q->k, "WG", 0)) wo_map(q, qmap, wo, n, d, ceil_div(d, 16) * 16);
     void *qargs[] = {&dqkv, &part, &dy, &qkv, &g, &wo, &pos, &u, &v, &batch, qmap};
     if (tt_kernel_const(q->k, "MMA", 0))
         tt_gpu_launch(q, (dim3){(unsigned)need(q, "TASKS"), ceil_div(batch, need(q, "G")), 1}, qargs, s);

@@ -372,13 +372,33 @@ __device__ __forceinline__ void tt_wg_mma64(float (&d)[32], const unsigned (&a)[
                  : "memory");
 }
 
-// One 2-D box of map at (x, y) into shared address dst, tx bytes announced to the mbarrier at
-// bar. By one thread.
-__device__ __forceinline__ void tt_wg_load_box(unsigned dst, unsigned bar, const tt_tmap *map, int x, int y, unsigned tx)
+// n mbarriers from shared address bar (8 bytes apart), one arrival each, made visible to the
+// copy engine. By one thread, before the block's first barrier.
+__device__ __forceinline__ void tt_wg_bars_init(unsigned bar, int n)
+{
+    for (int i = 0; i < n; i++)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar + 8 * i) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// This thread's arrival at the mbarrier at bar, announcing tx bytes that boxes will bring.
+__device__ __forceinline__ void tt_wg_expect(unsigned bar, unsigned tx)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(tx) : "memory");
+}
+// One box of map at (x, y) (a 2-D map) or (x, y, z) (3-D) into shared address dst; its bytes
+// count towards the mbarrier at bar.
+__device__ __forceinline__ void tt_wg_box2d(unsigned dst, unsigned bar, const tt_tmap *map, int x, int y)
+{
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst), "l"((unsigned long long)map), "r"(x), "r"(y), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void tt_wg_box3d(unsigned dst, unsigned bar, const tt_tmap *map, int x, int y, int z)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst), "l"((unsigned long long)map), "r"(x), "r"(y),
+                 "r"(z), "r"(bar)
                  : "memory");
 }
 // Waits until the mbarrier at bar has completed the phase of the given parity.
@@ -519,18 +539,13 @@ static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, 16), "the plan's grid
 static_assert(tt_mla_wg_fwd_smem(TT_N, TT_R, TT_G, TT_TD, TT_NS) == TT_SMEM,
               "the shared memory the plan gives is what the blocks carve up below");
 #define TT_WSLAB (TT_TD * TT_NPAD) // bf16 elements of one slab
-#define TT_WBOX (TT_TD * 16)       // of one box (16 keys)
 
 // Wo_j's kn keys (kn / 16 boxes from column col, rows d0..) into the slab at shared address sw,
 // announced to the mbarrier at bar. By one thread.
 __device__ __forceinline__ void tt_wg_load_slab(unsigned sw, unsigned bar, const tt_tmap *map, int col, int d0, int kn)
 {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(kn * TT_TD * 2) : "memory");
-    for (int kc = 0; kc < kn; kc += 16)
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                     " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(sw + kc * TT_TD * 2),
-                     "l"((unsigned long long)map), "r"(col + kc), "r"(d0), "r"(bar)
-                     : "memory");
+    tt_wg_expect(bar, kn * TT_TD * 2);
+    for (int kc = 0; kc < kn; kc += 16) tt_wg_box2d(sw + kc * TT_TD * 2, bar, map, col + kc, d0);
 }
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB > 0 ? TT_MINB : 1)
 TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__restrict__ g,
@@ -560,10 +575,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
     const int kn = (jend + 15) / 16 * 16;
     const int j0 = jp * 16, j1 = min(j0 + 16, jend);
     if (threadIdx.x == 0) {
-        for (int s = 0; s < TT_NS; s++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_a + 8 * s) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        tt_wg_bars_init(bar_a, TT_NS);
         tt_wg_load_slab(sw_a, bar_a, &wo_map, j0 * TT_N, d0, kn);
     }
     tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, live);
@@ -977,14 +989,9 @@ static_assert(tt_mla_wg_bwd_wo_smem(TT_R, TT_W, TT_TD) == TT_SMEM,
 // Tile (b, rows i0..)'s dY boxes into buffer sdy (shared address), announced to bar. By one thread.
 __device__ __forceinline__ void tt_wo_load_dy(unsigned sdy, unsigned bar, const tt_tmap *map, int b, int i0, int d0)
 {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(TT_TD / 64 * TT_DYBOX * 2)
-                 : "memory");
+    tt_wg_expect(bar, TT_TD / 64 * TT_DYBOX * 2);
 #pragma unroll
-    for (int q = 0; q < TT_TD / 64; q++)
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                     " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(sdy + q * TT_DYBOX * 2),
-                     "l"((unsigned long long)map), "r"(d0 + q * 64), "r"(i0), "r"(b), "r"(bar)
-                     : "memory");
+    for (int q = 0; q < TT_TD / 64; q++) tt_wg_box3d(sdy + q * TT_DYBOX * 2, bar, map, d0 + q * 64, i0, b);
 }
 
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB > 0 ? TT_MINB : 1)
@@ -1029,10 +1036,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
     const int per_seq = (TT_N - istart + 31) / 32, ntiles = nb * per_seq;
     const int j0 = blockIdx.x * TT_W;
     if (threadIdx.x == 0) {
-        for (int bi = 0; bi < 3; bi++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_a + 8 * bi) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        tt_wg_bars_init(bar_a, 3);
         if (ntiles) tt_wo_load_dy(dy_a, bar_a, &dy_map, b0, istart, d0);
     }
     if (ntiles) tt_wo_load_qvk(TT_SQ(0), TT_SV(0), TT_SK(0), qkv, b0, istart, kc, j0);
@@ -1276,11 +1280,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     constexpr int SLAB = TT_DK * 16 * 16;
     constexpr unsigned SLAB_TX = TT_DK * 16 * 16 * 2;
     if (threadIdx.x == 0) {
-        for (int bi = 0; bi < 3; bi++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_a + 8 * bi) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        if (npairs) tt_wg_load_box(sw_a, bar_a, &wo_map, j0 * TT_N, 0, SLAB_TX);
+        tt_wg_bars_init(bar_a, 3);
+        if (npairs) {
+            tt_wg_expect(bar_a, SLAB_TX);
+            tt_wg_box2d(sw_a, bar_a, &wo_map, j0 * TT_N, 0);
+        }
     }
 #else
     constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
@@ -1300,8 +1304,10 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #if TT_WG
             // (slab nsl's last readers were pair pi - 2's products, which every warp waited for
             // before the barrier of pair pi - 1)
-            if (threadIdx.x == 0)
-                tt_wg_load_box(sw_a + nsl * SLAB * 2, bar_a + 8 * nsl, &wo_map, (j0 + jl1) * TT_N + kn1, 0, SLAB_TX);
+            if (threadIdx.x == 0) {
+                tt_wg_expect(bar_a + 8 * nsl, SLAB_TX);
+                tt_wg_box2d(sw_a + nsl * SLAB * 2, bar_a + 8 * nsl, &wo_map, (j0 + jl1) * TT_N + kn1, 0);
+            }
 #else
             tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
                                             16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)

@@ -328,18 +328,21 @@ void tt_vocab_free(tt_vocab *v)
 
 /* ---- what keys the caches: a corpus file's identity ------------------------------------------ */
 
-/* The key of a cache entry of the file at path: SHA-256 of tag, the file's real path, size,
- * modification time (to the nanosecond), device and inode, and the vocabulary's hash when v is
- * given, as 64 hex digits. Neither the corpus nor its ids are read to find an entry (a hit must
- * not cost a pass over a WikiText-103-sized text); a file edited in place is another size or
- * time, hence a miss. */
-static int file_key(const char *path, const char *tag, const tt_vocab *v, char hex[65], char *err,
-                    size_t errlen)
+/* The cache entry of the file at path, "cache_dir/KEY.ext" (to free; NULL with err when the
+ * file is not there): KEY the SHA-256 of tag, the file's real path, size, modification time (to
+ * the nanosecond), device and inode, and the vocabulary's hash when v is given, as 64 hex
+ * digits. Neither the corpus nor its ids are read to find an entry (a hit must not cost a pass
+ * over a WikiText-103-sized text); a file edited in place is another size or time, hence a
+ * miss. */
+static char *cache_entry(const char *cache_dir, const char *path, const char *tag, const tt_vocab *v,
+                         const char *ext, char *err, size_t errlen)
 {
     struct stat st;
-    if (stat(path, &st) != 0) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    char *real = realpath(path, NULL);
-    if (!real) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    char *real = NULL;
+    if (stat(path, &st) != 0 || !(real = realpath(path, NULL))) {
+        tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
     const uint64_t id[5] = {(uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
                             (uint64_t)st.st_mtim.tv_nsec, (uint64_t)st.st_dev, (uint64_t)st.st_ino};
     uint8_t le[sizeof id], key[32];
@@ -352,9 +355,10 @@ static int file_key(const char *path, const char *tag, const tt_vocab *v, char h
     tt_sha256_update(&c, le, sizeof le);
     if (v) tt_sha256_update(&c, v->hash, sizeof v->hash);
     tt_sha256_final(&c, key);
+    char hex[65];
     tt_hex(key, sizeof key, hex);
     free(real);
-    return 0;
+    return tt_xasprintf("%s/%s.%s", cache_dir, hex, ext);
 }
 
 /* zlib's CRC-32 of n bytes (in pieces: its lengths are 32-bit). */
@@ -390,38 +394,37 @@ static int vocab_cache_read(const char *path, tt_vocab *v)
         free(data);
         return 0;
     }
+    /* the words into a block of their own, each NUL-ended, in id order (words[0] its start,
+     * which tt_vocab_free frees): no longer than the lines they come from */
+    char *pool = tt_xmalloc(len - (size_t)head + 1), *at = pool;
     v->words = tt_xmalloc((size_t)n * sizeof *v->words);
     v->counts = tt_xmalloc((size_t)n * sizeof *v->counts);
-    char *p = data + head, *end = data + len;
+    const char *p = data + head, *end = data + len;
     long k = 0;
     for (; k < n && p < end; k++) {
-        char *nl = memchr(p, '\n', (size_t)(end - p)), *sp = memchr(p, ' ', (size_t)(end - p));
-        if (!nl || !sp || sp > nl || sp + 1 == nl) break;
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *sp = nl ? memchr(p, ' ', (size_t)(nl - p)) : NULL;
+        if (!sp || sp + 1 == nl) break;
         char *stop;
         v->counts[k] = strtol(p, &stop, 10);
         if (stop != sp || v->counts[k] < 0) break;
-        /* the words keep their place in the file's buffer: words[0] must be its start for
-         * tt_vocab_free, so each word moves to the front of its own line */
-        memmove(p, sp + 1, (size_t)(nl - sp - 1));
-        p[nl - sp - 1] = '\0';
-        v->words[k] = p;
+        v->words[k] = at;
+        memcpy(at, sp + 1, (size_t)(nl - sp - 1));
+        at += nl - sp - 1;
+        *at++ = '\0';
         p = nl + 1;
     }
-    long dup[2];
-    if (k != n || p != end || v->words[0] != data + head) goto bad;
-    /* words[0] is the block tt_vocab_free frees: make it the buffer's start */
-    memmove(data, data + head, len - (size_t)head);
-    for (long i = 0; i < n; i++) v->words[i] -= head;
-    v->n = n;
-    if (vocab_index(v, dup) != 0 || v->eos < 0 || v->unk < 0) goto bad;
-    return 1;
-bad:
     free(data);
-    free(v->words);
-    free(v->counts);
-    free(v->table);
-    memset(v, 0, sizeof *v);
-    return 0;
+    long dup[2];
+    v->n = k;
+    if (k != n || p != end || vocab_index(v, dup) != 0 || v->eos < 0 || v->unk < 0) {
+        free(pool);
+        free(v->words);
+        free(v->counts);
+        free(v->table);
+        memset(v, 0, sizeof *v);
+        return 0;
+    }
+    return 1;
 }
 
 static int vocab_cache_write(const char *path, const tt_vocab *v, char *err, size_t errlen)
@@ -446,26 +449,25 @@ static int cache_write(const char *cache_dir, const char *path, const tt_tokens 
 int tt_vocab_build(const char *train_path, const char *cache_dir, tt_vocab *v, char *err, size_t errlen)
 {
     if (!cache_dir) return vocab_build_text(train_path, v, NULL, err, errlen);
-    char key[65];
-    if (file_key(train_path, VOCAB_CACHE_TAG, NULL, key, err, errlen) != 0) return -1;
-    char *path = tt_xasprintf("%s/%s.vocab", cache_dir, key), *ids_path = NULL;
+    char *path = cache_entry(cache_dir, train_path, VOCAB_CACHE_TAG, NULL, "vocab", err, errlen);
+    if (!path) return -1;
     int rc = 0;
     if (!vocab_cache_read(path, v)) {
         /* counted from the text, which gives the split's ids in the same pass: their cache
          * entry too, so that the first run does not read the text again */
         tt_tokens ids = {0};
         rc = vocab_build_text(train_path, v, &ids, err, errlen);
+        char *ids_path = NULL;
         if (rc == 0 && (tt_mkdir_p(cache_dir, err, errlen) != 0 || vocab_cache_write(path, v, err, errlen) != 0 ||
-                        file_key(train_path, CACHE_TAG, v, key, err, errlen) != 0 ||
-                        cache_write(cache_dir, ids_path = tt_xasprintf("%s/%s.ids", cache_dir, key), &ids,
-                                    err, errlen) != 0)) {
+                        !(ids_path = cache_entry(cache_dir, train_path, CACHE_TAG, v, "ids", err, errlen)) ||
+                        cache_write(cache_dir, ids_path, &ids, err, errlen) != 0)) {
             tt_vocab_free(v);
             rc = -1;
         }
+        free(ids_path);
         tt_tokens_free(&ids);
     }
     free(path);
-    free(ids_path);
     return rc;
 }
 
@@ -749,9 +751,7 @@ int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, t
     memset(out, 0, sizeof *out);
     char *cpath = NULL;
     if (cache_dir) {
-        char key[65];
-        if (file_key(path, CACHE_TAG, v, key, err, errlen) != 0) return -1;
-        cpath = tt_xasprintf("%s/%s.ids", cache_dir, key);
+        if (!(cpath = cache_entry(cache_dir, path, CACHE_TAG, v, "ids", err, errlen))) return -1;
         if (cache_read(cpath, v, out)) {
             free(cpath);
             return 0;

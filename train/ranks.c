@@ -44,7 +44,7 @@ static double now_ms(void)
 
 /* The child's side: its variables, its output, its own process group, then the program. Only
  * async-signal-safe calls and exec after the fork (the environment was built before it). */
-static void start_rank(int rank, const tt_ranks_opts *o, char *const *env, const char *log)
+static void start_rank(const tt_ranks_opts *o, char *const *env, const char *log)
 {
     setpgid(0, 0); /* a terminal's Ctrl-C reaches the launcher alone, which passes it on once */
     signal(SIGINT, SIG_DFL);
@@ -53,7 +53,6 @@ static void start_rank(int rank, const tt_ranks_opts *o, char *const *env, const
         const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
     }
-    (void)rank;
     execvpe(o->argv[0], o->argv, env);
     _exit(127);
 }
@@ -128,7 +127,7 @@ int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen)
         char **env = rank_env(r, o, addr, port);
         char *log = r > 0 && o->log_dir ? tt_xasprintf("%s/rank-%d.log", o->log_dir, r) : NULL;
         const pid_t p = fork();
-        if (p == 0) start_rank(r, o, env, log);
+        if (p == 0) start_rank(o, env, log);
         free_env(env);
         free(log);
         if (p < 0) {
