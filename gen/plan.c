@@ -283,21 +283,37 @@ static void plan_embedding_sort(tt_plan *plan, long rows)
 }
 
 /* The scatter-add into a table of w features (key: the width's constant) along the sorted keys:
- * a block per sorted key, a thread per VEC features. */
-static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *op_flag,
-                                    const char *dtype, const char *key, long w, long rows)
+ * op's kernel sums each token's rows within a span of EMB_SPAN sorted keys (a block a span, a
+ * thread per VEC features), and embedding_bwd_sum (one per width) adds a token's span sums into
+ * its row of the table (a block per sorted key: the first of each token's run works). */
+#define EMB_SPAN 16
+static tt_kernel *span_kernel(tt_plan *plan, const char *op, const char *op_flag,
+                              const char *dtype, const char *key, long w)
 {
     const long vec = row_vec(w), nv = w / vec, threads = nv >= 256 ? 256 : (nv + 31) / 32 * 32;
     const char *const flags[] = {NULL};
-    tt_kernel *b = add_kernel(plan, op, 0, dtype);
-    set_const(b, key, w);
-    set_const(b, "VEC", vec);
-    name_kernel(b, flags);
-    set_const(b, "THREADS", threads);
-    set_const(b, op_flag, 1);
-    b->block[0] = (unsigned)threads;
-    b->grid[0] = (unsigned)rows;
-    snprintf(b->grid_rule, sizeof b->grid_rule, "x = rows (a block per sorted key)");
+    tt_kernel *k = add_kernel(plan, op, 0, dtype);
+    set_const(k, key, w);
+    set_const(k, "VEC", vec);
+    set_const(k, "SPAN", EMB_SPAN);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", threads);
+    set_const(k, op_flag, 1);
+    k->block[0] = (unsigned)threads;
+    return k;
+}
+static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *op_flag,
+                                    const char *dtype, const char *key, long w, long rows)
+{
+    tt_kernel *b = span_kernel(plan, op, op_flag, dtype, key, w);
+    b->grid[0] = ceil_div(rows, EMB_SPAN);
+    snprintf(b->grid_rule, sizeof b->grid_rule, "x = ceil(rows / %d) (a block per span of sorted keys)",
+             EMB_SPAN);
+    tt_kernel *sum = span_kernel(plan, "embedding_bwd_sum", "OP_EMBEDDING_BWD_SUM", "f32", "W", w);
+    sum->grid[0] = (unsigned)rows;
+    snprintf(sum->grid_rule, sizeof sum->grid_rule, "x = rows (a block per sorted key)");
+    whyf(sum, "a block per run of equal tokens adds its spans' sums into the table's row in order: "
+              "no atomics, the same bits every run");
     return b;
 }
 
@@ -315,8 +331,8 @@ static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
             "mask stored", vec, vec * 4);
     plan_embedding_sort(plan, rows);
     tt_kernel *b = sorted_add_kernel(plan, "embedding_bwd", "OP_EMBEDDING_BWD", dtype, "D", d, rows);
-    whyf(b, "a block per run of equal tokens in the sorted keys adds its rows into dE[token] in "
-            "row order: no atomics, the CPU's sums exactly");
+    whyf(b, "a block per %d sorted keys adds each token's rows in row order, all %d rows' loads in "
+            "flight: a frequent word's run spread over many blocks", EMB_SPAN, EMB_SPAN);
 }
 
 /* The adaptive softmax's tails and the adaptive embedding (div_val > 1) work on one cluster's rows
@@ -354,8 +370,8 @@ static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
         whyf(k, "cluster %d's table rows of its tokens (fp32 master weights), packed for the "
                 "projection", c);
         k = sorted_add_kernel(plan, "adaptive_emb_bwd", "OP_ADAPTIVE_EMB_BWD", dtype, "DE", w, rows);
-        whyf(k, "cluster %d: a block per run of equal tokens adds its rows' d e into dE_c in row "
-                "order: no atomics, the CPU's order", c);
+        whyf(k, "cluster %d: a block per %d sorted keys adds each token's rows' d e in row order, "
+                "their loads in flight together", c, EMB_SPAN);
     }
     plan_embedding_sort(plan, rows);
 }
@@ -378,26 +394,30 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
 {
     const int f = s->model.d_inner;
     const long rows = (long)s->train.batch * s->model.seq_len, ld = tt_row_pitch(f);
-    const int bf16 = strcmp(dtype, "bf16") == 0;
-    long vec = 1;
-    /* up to 16-byte accesses; a power of two up to 8 that divides F also divides ld */
-    while (vec < (bf16 ? 8 : 4) && f % (vec * 2) == 0) vec *= 2;
-    const long nv = f / vec, threads = block_threads(plan, "ffn_act_fwd", 256, err, errlen);
+    /* 16-byte vectors over the pitch (a multiple of 8 elements), padding included */
+    const long vec = strcmp(dtype, "bf16") == 0 ? 8 : 4, nv = ld / vec;
+    const long threads = block_threads(plan, "ffn_act_fwd", 256, err, errlen);
     if (threads < 0) return -1;
+    /* two vectors a thread in flight: 64 KiB a full SM, what the H100 and H200 need to stream */
+    const long unroll = pick(plan, "ffn_act_fwd", "UNROLL", 2);
+    if (unroll < 1 || unroll > 8)
+        return tt_errf(err, errlen, "ffn_act_fwd: UNROLL=%ld: from 1 to 8", unroll);
     const char *const flags[] = {NULL};
 
     tt_kernel *k = add_kernel(plan, "ffn_act_fwd", 0, dtype);
     set_const(k, "F", f);
     set_const(k, "LD", ld);
     set_const(k, "VEC", vec);
+    set_const(k, "UNROLL", unroll);
     name_kernel(k, flags);
     set_const(k, "THREADS", threads);
     set_const(k, "OP_FFN_ACT_FWD", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = ceil_div(rows * nv, threads);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads);
-    whyf(k, "thread per %ld features: bias, ReLU and dropout in one pass over z, h and hd written; "
-            "rows %ld apart, whole 16-byte groups for cuBLAS", vec, ld);
+    k->grid[0] = ceil_div(rows * nv, threads * unroll);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads * unroll);
+    whyf(k, "thread per %ld vectors of %ld features, their loads in flight together: bias, ReLU "
+            "and dropout in one pass over z; rows %ld apart, whole 16-byte groups for cuBLAS",
+         unroll, vec, ld);
 
     long tx = (nv + 31) / 32 * 32;
     const long tx_max = 256 / vec > 32 ? 256 / vec : 32;
@@ -412,6 +432,9 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
         return tt_errf(err, errlen, "ffn_act_bwd: PARTS=%ld: from 1 to the %u groups of %ld rows",
                        tuned_parts, ceil_div(rows, ty), ty);
     parts = tuned_parts;
+    const long bunroll = pick(plan, "ffn_act_bwd", "UNROLL", 2);
+    if (bunroll < 1 || bunroll > 8)
+        return tt_errf(err, errlen, "ffn_act_bwd: UNROLL=%ld: from 1 to 8", bunroll);
     tt_kernel *b = add_kernel(plan, "ffn_act_bwd", 0, dtype);
     set_const(b, "F", f);
     set_const(b, "LD", ld);
@@ -419,6 +442,7 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     set_const(b, "TX", tx);
     set_const(b, "TY", ty);
     set_const(b, "PARTS", parts);
+    set_const(b, "UNROLL", bunroll);
     name_kernel(b, flags);
     set_const(b, "OP_FFN_ACT_BWD", 1);
     b->block[0] = (unsigned)(tx * ty);
@@ -427,7 +451,8 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     snprintf(b->grid_rule, sizeof b->grid_rule, "x = ceil(%ld / %ld), y = %ld row groups", nv, tx,
              parts);
     b->smem_bytes = (unsigned)(ty * tx * vec * 4);
-    whyf(b, "dz = dropout_bwd(dhd) * (h > 0); db1 partials of %ld row groups, no atomics", parts);
+    whyf(b, "dz = dropout_bwd(dhd) * (h > 0), %ld rows a thread in flight; db1 partials of %ld "
+            "row groups, no atomics", bunroll, parts);
 
     tt_kernel *c = add_kernel(plan, "bias_colsum", 0, "f32");
     const long ct = pick(plan, "bias_colsum", "THREADS", COLSUM_THREADS);

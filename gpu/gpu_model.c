@@ -153,6 +153,7 @@ struct tt_gpu_lm {
     tt_mla_mat_bufs mat;   /* its buffers */
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
+    float *emb_part; /* the embedding backward's span sums */
     double *norm_part;
     tt_adam_scalars *sc;
     unsigned long long *step; /* the dropout step the kernels read (device) */
@@ -416,6 +417,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
                          m->position == TT_POS_KEY, es);
     }
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
+    lm->emb_part = take(b, tt_embedding_part_floats(&lm->prog) * 4);
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
@@ -757,8 +759,8 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     const int rows = lm->rows, d = l->m.d_model, dl = lm->dl;
     if (!l->proj) {
         if (bwd)
-            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->dx, rows, d, dl, (int)l->vocab,
-                             drop);
+            tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->emb_part, lm->dx, rows, d, dl,
+                             (int)l->vocab, drop);
         else
             tt_embedding_fwd(p, st, lm->x0, lm->wv.emb[0], lm->tokens, rows, d, dl, (int)l->vocab,
                              drop);
@@ -780,8 +782,8 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
         tt_adaptive_emb_grad(p, st, lm->emb_dy, lm->dx, listed, m, d, dl, drop);
         tt_gemm_bwd_w(&lm->gemm, lm->gv.emb_proj[c], lm->emb_dy, lm->emb_e[c], m, dim, d);
         tt_gemm_bwd_x(&lm->gemm, lm->emb_de, lm->emb_dy, proj, m, dim, d, 0.f);
-        tt_adaptive_emb_bwd(p, st, lm->gv.emb[c], lm->keys, lm->emb_de, lm->dev_route.emb_pos,
-                            rows, lo, vc, dim);
+        tt_adaptive_emb_bwd(p, st, lm->gv.emb[c], lm->keys, lm->emb_part, lm->emb_de,
+                            lm->dev_route.emb_pos, rows, lo, vc, dim);
     }
 }
 

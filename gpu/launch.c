@@ -165,9 +165,30 @@ void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
     tt_gpu_launch(o, (dim3){1, 1, 1}, oargs, st);
 }
 
+size_t tt_embedding_part_floats(const tt_gpu_program *p)
+{
+    long w = 0;
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->kernels[i].k->op, "embedding_bwd_sum") && need(&p->kernels[i], "W") > w)
+            w = need(&p->kernels[i], "W");
+    return tt_embedding_keys(p) * (size_t)w;
+}
+
+/* A table's sum of the span sums sorted_part wrote (templates/embedding.cu). */
+static void sorted_sum(const tt_gpu_program *p, cudaStream_t st, const tt_gpu_kernel *part_k,
+                       float *table, const float *part, const uint64_t *keys, int rows, long long lo,
+                       long long vc, int w)
+{
+    const tt_gpu_kernel *k = kernel_with(p, "embedding_bwd_sum", "W", w);
+    expect(k, "SPAN", need(part_k, "SPAN"));
+    expect_aligned(k, table, 4);
+    void *args[] = {&table, &part, &keys, &rows, &lo, &vc};
+    tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+}
+
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
-                      const uint64_t *keys, const void *dx0, int rows, int d, int ld, int vocab,
-                      tt_dropout drop)
+                      const uint64_t *keys, float *part, const void *dx0, int rows, int d, int ld,
+                      int vocab, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
     expect(k, "D", d);
@@ -177,9 +198,10 @@ void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
     if (rows > need(tt_gpu_kernel_of(p, "embedding_sort"), "P"))
         tt_panic(__FILE__, __LINE__, "%s: %d rows, more than the sorted keys", k->k->name, rows);
     if (rows == 0) return;
-    void *args[] = {&demb, &dx0, &keys, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
+    void *args[] = {&part, &dx0, &keys, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
                     &drop.site};
-    tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+    tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "SPAN")), 1, 1}, args, st);
+    sorted_sum(p, st, k, demb, part, keys, rows, 0, vocab, d);
 }
 
 void tt_adaptive_emb_gather(const tt_gpu_program *p, cudaStream_t st, void *e, const float *emb,
@@ -219,8 +241,8 @@ void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, co
 }
 
 void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
-                         const uint64_t *keys, const void *de, const int32_t *pos, int rows,
-                         long lo, long vc, int dim)
+                         const uint64_t *keys, float *part, const void *de, const int32_t *pos,
+                         int rows, long lo, long vc, int dim)
 {
     const tt_gpu_kernel *k = kernel_with(p, "adaptive_emb_bwd", "DE", dim);
     expect_aligned(k, demb, 4);
@@ -229,8 +251,9 @@ void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
         tt_panic(__FILE__, __LINE__, "%s: %d rows, more than the sorted keys", k->k->name, rows);
     if (rows == 0) return;
     long long lo_ = lo, vc_ = vc;
-    void *args[] = {&demb, &de, &keys, &pos, &rows, &lo_, &vc_};
-    tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
+    void *args[] = {&part, &de, &keys, &pos, &rows, &lo_, &vc_};
+    tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "SPAN")), 1, 1}, args, st);
+    sorted_sum(p, st, k, demb, part, keys, rows, lo_, vc_, dim);
 }
 
 void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, const void *x,
@@ -266,7 +289,10 @@ void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const vo
     expect_aligned(k, hd, 0);
     expect_aligned(k, z, 0);
     void *args[] = {&hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
-    launch_rows(k, rows, f, args, st);
+    if (rows == 0) return;
+    const long vectors = (long)rows * (ld / need(k, "VEC")); /* the padding's included */
+    tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS") * need(k, "UNROLL")), 1, 1}, args,
+                  st);
 }
 
 size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)
@@ -288,7 +314,7 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     expect_aligned(k, dhd, 0);
     expect_aligned(k, hd, 0);
     void *args[] = {&dz, &part, &dhd, &hd, &rows, &drop};
-    const long vectors = f / need(k, "VEC");
+    const long vectors = ld / need(k, "VEC");
     int parts = (int)need(k, "PARTS");
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
     float *none = NULL;

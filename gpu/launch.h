@@ -53,12 +53,16 @@ void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const 
                       const int32_t *tokens, int rows, int d, int ld, int vocab, tt_dropout drop);
 /* The uint64 keys of scratch tt_embedding_bwd needs; rows may not exceed it. */
 size_t tt_embedding_keys(const tt_gpu_program *p);
+/* The floats of scratch (part) tt_embedding_bwd and tt_adaptive_emb_bwd need: a sum of a
+ * table's width for each sorted key. */
+size_t tt_embedding_part_floats(const tt_gpu_program *p);
 /* dE [vocab, d] += dropout_bwd(dx0[r]) * sqrt(d) for each row r, into the row of its token, each
- * token's rows added in increasing order (as the CPU: deterministic, no atomics); keys:
- * tt_embedding_sort's of the rows' tokens (queued before, on this stream or one it waits for). */
+ * token's rows added in increasing order, in sums of a span of sorted keys at a time, and those
+ * in order (deterministic, no atomics); keys: tt_embedding_sort's of the rows' tokens (queued
+ * before, on this stream or one it waits for); part: tt_embedding_part_floats of scratch. */
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
-                      const uint64_t *keys, const void *dx0, int rows, int d, int ld, int vocab,
-                      tt_dropout drop);
+                      const uint64_t *keys, float *part, const void *dx0, int rows, int d, int ld,
+                      int vocab, tt_dropout drop);
 /* keys [tt_embedding_keys] = the pairs (token, row) of tokens [rows] in ascending order, then
  * all-ones: the order tt_embedding_bwd and tt_adaptive_emb_bwd add rows in. */
 void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
@@ -79,11 +83,12 @@ void tt_adaptive_emb_scatter(const tt_gpu_program *p, cudaStream_t st, void *x0,
 void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, const void *dx0,
                           const int32_t *idx, int count, int d, int ld, tt_dropout drop);
 /* dE_c [vc, dim] += de[pos[r]] (storage type) for each of the rows r whose token t is in
- * [lo, lo + vc), into row t - lo, each token's rows in increasing order; keys:
- * tt_embedding_sort's of all rows' tokens; pos [rows]: row r's place in its cluster's list. */
+ * [lo, lo + vc), into row t - lo, each token's rows in increasing order (as tt_embedding_bwd);
+ * keys: tt_embedding_sort's of all rows' tokens; pos [rows]: row r's place in its cluster's
+ * list; part: tt_embedding_part_floats of scratch. */
 void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
-                         const uint64_t *keys, const void *de, const int32_t *pos, int rows,
-                         long lo, long vc, int dim);
+                         const uint64_t *keys, float *part, const void *de, const int32_t *pos,
+                         int rows, long lo, long vc, int dim);
 
 /* The adaptive softmax's tail clusters (templates/adaptive.cu): idx [count] lists the rows whose
  * target is in the cluster, ascending, then -1 (padding). xc [count, d] = x[idx[i]], zero rows for

@@ -8,15 +8,18 @@
 // rows of x0 (and dx0) ld elements apart (ld a multiple of TT_VEC: Transformer-XL's padded
 // rows), while a dropout draw is numbered row * D + col whatever the pitch;
 // embedding_sort: TT_P (a power of two >= the rows it sorts), TT_CHUNK (keys sorted in shared
-// memory at a time, a power of two <= TT_P), TT_THREADS.
+// memory at a time, a power of two <= TT_P), TT_THREADS; embedding_bwd, adaptive_emb_bwd and
+// embedding_bwd_sum: TT_SPAN (sorted positions a block of the first two adds up), and the sum's
+// TT_W (the table's width).
 // Tunable (ttgen --tune; the plan's heuristic otherwise): the forward's threads per block.
 // ttgen: tunable embedding_fwd THREADS 64 128 256 512 1024
 //
 // The backward is a scatter-add: dE[t] += sum over the rows r with tokens[r] = t of
 // dropout_bwd(dx0[r]) * sqrt(D). It is deterministic without float atomics: embedding_sort puts the
 // keys (token, row) in ascending order (one block, a bitonic network: its result does not depend on
-// scheduling), and embedding_bwd gives each run of equal tokens to one block, which adds that
-// token's rows to dE[t] in increasing row order, exactly as the CPU reference does.
+// scheduling); embedding_bwd adds the rows of each token within a span of TT_SPAN sorted positions
+// in increasing row order, and embedding_bwd_sum adds a token's span sums to dE[t] in the same
+// order: the CPU reference's order of the rows, with one rounding more at each span boundary.
 //
 // The adaptive embedding runs on the rows of one cluster at a time, gathered by the host's index
 // list idx [count] (the rows whose token the cluster holds, ascending, then -1 up to a multiple of
@@ -28,6 +31,7 @@
 //   adaptive_emb_grad     dy[i] = dropout_bwd(dx0[idx[i]]) * sqrt(D)
 //   (cuBLAS)              dP_c += dy^T e,  de = dy P_c
 //   adaptive_emb_bwd      dE_c[t - lo] += de[pos[r]] for the rows r of token t, in row order
+//   (and embedding_bwd_sum)
 // where pos[r] is row r's place in its cluster's list; the keys are embedding_sort's of every row.
 
 #ifdef TT_D
@@ -202,22 +206,68 @@ TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 #endif
 
 #if defined(TT_OP_EMBEDDING_BWD) || defined(TT_OP_ADAPTIVE_EMB_BWD)
-// Block b looks at sorted position b; only the first position of each token's run works, and
-// only for a token that `slot` maps to a row of the table (slot(t) < 0: not this table's). It
-// finds the run's end, then walks the run in order: its rows ascend, as on the CPU. Rows are
-// fetched TT_INFLIGHT at a time (load(row, col, v)), so that many loads are in flight (a frequent
-// word's run is hundreds of rows long, and its block's time is their latency), and added one by
-// one, in order (term(row, element, value) is what an element adds).
-#define TT_INFLIGHT 8
+// The sorted keys in spans of TT_SPAN positions, a block each: the block cuts its span into
+// segments of equal tokens and writes each segment's sum, its rows added in order, to
+// part[its first position] (W floats; a token that `slot` maps to no row of the table, slot(t) <
+// 0, is skipped). A thread has a VEC-wide column of all TT_SPAN rows in flight at once (load(row,
+// col, v)) before it adds them (term(row, element, value) is what an element adds). A frequent
+// word's run of hundreds of rows so spreads over many blocks, where one block walking it had
+// taken most of the backward's time (120 us of wt103's step on an H200 for a Zipf corpus).
 template <int W, int VEC, typename Slot, typename Load, typename Term>
-__device__ __forceinline__ void tt_sorted_add(float *__restrict__ table,
-                                              const unsigned long long *__restrict__ keys,
-                                              int rows, Slot slot, Load load, Term term)
+__device__ __forceinline__ void tt_sorted_part(float *__restrict__ part,
+                                               const unsigned long long *__restrict__ keys,
+                                               int rows, Slot slot, Load load, Term term)
+{
+    const int first = blockIdx.x * TT_SPAN, n = min(TT_SPAN, rows - first);
+    for (int col = threadIdx.x * VEC; col < W; col += TT_THREADS * VEC) {
+        int row[TT_SPAN];
+        unsigned tok[TT_SPAN];
+        float d[TT_SPAN][VEC];
+#pragma unroll
+        for (int i = 0; i < TT_SPAN; i++) {
+            row[i] = -1;
+            if (i >= n) continue;
+            const unsigned long long key = keys[first + i];
+            tok[i] = (unsigned)(key >> 32);
+            if (slot(tok[i]) < 0) continue;
+            row[i] = (int)(unsigned)key;
+            load(row[i], col, d[i]);
+        }
+        float acc[VEC];
+        int start = 0; // the open segment's first position in the span
+#pragma unroll
+        for (int i = 0; i < TT_SPAN; i++) {
+            if (i >= n) break;
+            if (row[i] >= 0)
+#pragma unroll
+                for (int j = 0; j < VEC; j++) {
+                    const float t = term(row[i], col + j, d[i][j]);
+                    acc[j] = i == start ? t : __fadd_rn(acc[j], t);
+                }
+            if (i + 1 < n && tok[i + 1] == tok[i]) continue;
+            if (row[i] >= 0) tt_store<VEC>(part + (size_t)(first + start) * W + col, acc);
+            start = i + 1;
+        }
+    }
+}
+#endif
+
+#ifdef TT_OP_EMBEDDING_BWD_SUM
+// Block b looks at sorted position b; only the first position of each run of a token in [lo,
+// lo + vc) works: it finds the run's end, then adds to table[token - lo] the sums of the run's
+// segments, which start at the run's first position and at each span's start inside the run, in
+// that order (TT_INFLIGHT segments' loads in flight at once). The order is fixed by the keys
+// alone: the same bits run after run.
+#define TT_INFLIGHT 8
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ table, const float *__restrict__ part,
+          const unsigned long long *__restrict__ keys, int rows, long long lo, long long vc)
 {
     const int first = blockIdx.x;
     const unsigned t = (unsigned)(keys[first] >> 32);
-    const long long s = slot(t);
-    if ((first > 0 && (unsigned)(keys[first - 1] >> 32) == t) || s < 0) return;
+    if ((first > 0 && (unsigned)(keys[first - 1] >> 32) == t) || (long long)t - lo < 0 ||
+        (long long)t - lo >= vc)
+        return;
     // The run [first, end): equal tokens are contiguous, so "same token" is a prefix of the
     // positions after first; the block counts it TT_THREADS positions at a time.
     int end = first;
@@ -227,54 +277,58 @@ __device__ __forceinline__ void tt_sorted_add(float *__restrict__ table,
         end += same;
         if (same < TT_THREADS) break;
     }
-    float *dst = table + (size_t)s * W;
-    for (int col = threadIdx.x * VEC; col < W; col += TT_THREADS * VEC) {
-        float acc[VEC];
-        tt_load<VEC>(acc, dst + col);
-        for (int k = first; k < end; k += TT_INFLIGHT) {
-            int row[TT_INFLIGHT];
-            float d[TT_INFLIGHT][VEC];
+    float *dst = table + (size_t)((long long)t - lo) * TT_W;
+    for (int col = threadIdx.x * TT_VEC; col < TT_W; col += TT_THREADS * TT_VEC) {
+        float acc[TT_VEC];
+        tt_load<TT_VEC>(acc, dst + col);
+        // segment starts: first, then (first / TT_SPAN + 1) * TT_SPAN, ... below end
+        for (int seg = first; seg < end;) {
+            float v[TT_INFLIGHT][TT_VEC];
+            int at[TT_INFLIGHT];
 #pragma unroll
             for (int u = 0; u < TT_INFLIGHT; u++) {
-                row[u] = k + u < end ? (int)(unsigned)keys[k + u] : -1;
-                if (row[u] >= 0) load(row[u], col, d[u]);
+                at[u] = seg < end ? seg : -1;
+                if (seg < end) {
+                    tt_load<TT_VEC>(v[u], part + (size_t)seg * TT_W + col);
+                    seg = (seg / TT_SPAN + 1) * TT_SPAN;
+                }
             }
 #pragma unroll
             for (int u = 0; u < TT_INFLIGHT; u++) {
-                if (row[u] < 0) break;
+                if (at[u] < 0) break;
 #pragma unroll
-                for (int j = 0; j < VEC; j++) acc[j] = __fadd_rn(acc[j], term(row[u], col + j, d[u][j]));
+                for (int j = 0; j < TT_VEC; j++) acc[j] = __fadd_rn(acc[j], v[u][j]);
             }
         }
-        tt_store<VEC>(dst + col, acc);
+        tt_store<TT_VEC>(dst + col, acc);
     }
 }
 #endif
 
 #ifdef TT_OP_EMBEDDING_BWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ dx0,
+TT_KERNEL(float *__restrict__ part, const TT_T *__restrict__ dx0,
           const unsigned long long *__restrict__ keys, int rows, int ld, int vocab, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     const uint64_t stream = tt_dropout_stream(*step, site);
-    tt_sorted_add<TT_D, TT_VEC>(
-        demb, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
+    tt_sorted_part<TT_D, TT_VEC>(
+        part, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
         [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, dx0 + (size_t)row * ld + col); },
         [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)row * TT_D + e, p, seed, stream); });
 }
 #endif
 
 #ifdef TT_OP_ADAPTIVE_EMB_BWD
-// dE_c [vc, DE] += de[pos[r]] for the rows r whose token t is in [lo, lo + vc), into row t - lo;
-// keys: embedding_sort's of every row's token.
+// The segment sums of de[pos[r]] for the rows r whose token t is in [lo, lo + vc) (keys:
+// embedding_sort's of every row's token); embedding_bwd_sum adds them into dE_c [vc, DE].
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ demb, const TT_T *__restrict__ de,
+TT_KERNEL(float *__restrict__ part, const TT_T *__restrict__ de,
           const unsigned long long *__restrict__ keys, const int *__restrict__ pos, int rows,
           long long lo, long long vc)
 {
-    tt_sorted_add<TT_DE, TT_VEC>(
-        demb, keys, rows,
+    tt_sorted_part<TT_DE, TT_VEC>(
+        part, keys, rows,
         [&](unsigned t) { return (long long)t - lo >= 0 && (long long)t - lo < vc ? (long long)t - lo : -1ll; },
         [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, de + (size_t)pos[row] * TT_DE + col); },
         [&](int, int, float d) { return d; });

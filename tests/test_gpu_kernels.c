@@ -595,9 +595,10 @@ static void test_embedding(void **state)
         void *d_dx0 = upload_pitched(dx0, rows, d, ld, c->bf16);
         void *d_x0 = poisoned((size_t)rows * ld, c->bf16 ? 2 : 4);
         uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
+        float *part = poisoned(tt_embedding_part_floats(&p), 4);
         tt_embedding_fwd(&p, gpu.stream, d_x0, d_emb, d_tok, rows, d, ld, vocab, dr);
         tt_embedding_sort(&p, gpu.stream, keys, d_tok, rows);
-        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, rows, d, ld, vocab, dr);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, part, d_dx0, rows, d, ld, vocab, dr);
         float *g_x0 = download_pitched(d_x0, rows, d, ld, c->bf16, "embedding_fwd x0");
         float *g_demb = download(d_demb, ne, 0);
         compare("embedding_fwd", c, g_x0, x0, nd, c->bf16 ? 1e-2 : 1e-5);
@@ -616,12 +617,12 @@ static void test_embedding(void **state)
         free(want_keys), free(got_keys);
         /* the same again: bit for bit */
         TT_CUDA(cudaMemcpy(d_demb, demb0, ne * 4, cudaMemcpyHostToDevice));
-        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, d_dx0, rows, d, ld, vocab, dr);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, part, d_dx0, rows, d, ld, vocab, dr);
         float *g_demb2 = download(d_demb, ne, 0);
         if (memcmp(g_demb, g_demb2, ne * 4) != 0)
             fail_msg("embedding_bwd %s: two runs differ", c->name);
         cudaFree(d_emb), cudaFree(d_demb), cudaFree(d_tok), cudaFree(d_dx0), cudaFree(d_x0);
-        cudaFree(keys);
+        cudaFree(keys), cudaFree(part);
         free(tok), free(emb), free(demb0), free(dx0), free(x0), free(dd), free(demb), free(mask);
         free(g_x0), free(g_demb), free(g_demb2);
         tt_gpu_program_free(&p);
@@ -727,6 +728,7 @@ static void test_adaptive(void **state)
         cpu_dropout_bwd(dd, dx0, mask, (long)nd, dr.p);
         void *d_dx0 = upload_pitched(dx0, rows, d, ld, bf);
         uint64_t *keys = poisoned(tt_embedding_keys(&p), 8);
+        float *part = poisoned(tt_embedding_part_floats(&p), 4);
         tt_embedding_sort(&p, gpu.stream, keys, d_tok, rows);
         for (int k = 0, dim = d; k < ADAPTIVE_CLUSTERS; k++, dim /= 2) {
             const int vc = adaptive_hi[k] - adaptive_lo[k];
@@ -747,7 +749,8 @@ static void test_adaptive(void **state)
             void *d_dy = poisoned((size_t)m[k] * d, es), *d_de = upload(de, (size_t)m[k] * dim, bf);
             float *d_demb = upload(demb0, (size_t)vc * dim, 0);
             tt_adaptive_emb_grad(&p, gpu.stream, d_dy, d_dx0, d_idx[k], m[k], d, ld, dr);
-            tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, d_de, d_pos, rows, adaptive_lo[k], vc, dim);
+            tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, part, d_de, d_pos, rows,
+                                adaptive_lo[k], vc, dim);
             float *g_dy = download(d_dy, (size_t)m[k] * d, bf), *g_demb = download(d_demb, (size_t)vc * dim, 0);
             char name[32];
             snprintf(name, sizeof name, "adaptive_emb_grad %d", k);
@@ -756,7 +759,8 @@ static void test_adaptive(void **state)
             compare(name, c, g_demb, demb, (size_t)vc * dim, 1e-6);
             /* the same again: bit for bit */
             TT_CUDA(cudaMemcpy(d_demb, demb0, (size_t)vc * dim * 4, cudaMemcpyHostToDevice));
-            tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, d_de, d_pos, rows, adaptive_lo[k], vc, dim);
+            tt_adaptive_emb_bwd(&p, gpu.stream, d_demb, keys, part, d_de, d_pos, rows,
+                                adaptive_lo[k], vc, dim);
             float *g_demb2 = download(d_demb, (size_t)vc * dim, 0);
             if (memcmp(g_demb, g_demb2, (size_t)vc * dim * 4) != 0)
                 fail_msg("adaptive_emb_bwd %s: two runs differ", c->name);
@@ -808,6 +812,7 @@ static void test_adaptive(void **state)
         }
         free(tidx[0]);
         cudaFree(d_tok), cudaFree(d_pos), cudaFree(d_x0), cudaFree(d_dx0), cudaFree(keys);
+        cudaFree(part);
         cudaFree(d_x), cudaFree(d_dx);
         free(tok), free(pos), free(z), free(x0), free(mask), free(g_x0), free(dx0), free(dd);
         free(tgt), free(x), free(dx), free(g_dx);

@@ -169,11 +169,12 @@ static void test_names_carry_constants(void **state)
             "core_fwd", "core_bwd", "xent", "xent_sum", "adam", "grad_norm_part",
             "grad_norm_final", "embedding_sort", "embedding_fwd", "embedding_bwd",
             "adaptive_gather", "adaptive_scatter_add", "adaptive_emb_scatter", "adaptive_emb_grad",
-            "adaptive_emb_gather", "adaptive_emb_bwd"};
+            "adaptive_emb_gather", "adaptive_emb_bwd", "embedding_bwd_sum"};
         const int one_table = m->div_val <= 1, adaptive = m->n_cutoffs > 0;
         const int lm_want[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, one_table, one_table,
                                adaptive, adaptive, !one_table, !one_table,
-                               one_table ? 0 : m->n_cutoffs + 1, one_table ? 0 : m->n_cutoffs + 1};
+                               one_table ? 0 : m->n_cutoffs + 1, one_table ? 0 : m->n_cutoffs + 1,
+                               one_table ? 1 : m->n_cutoffs + 1};
         _Static_assert(sizeof lm_want / sizeof *lm_want == sizeof lm_ops / sizeof *lm_ops,
                        "a count for each op");
         int lm_count[sizeof lm_ops / sizeof *lm_ops] = {0};
@@ -193,6 +194,15 @@ static void test_names_carry_constants(void **state)
              * the width of an adaptive embedding's cluster (d_model / div_val^c) */
             const long dk = tt_kernel_const(kn, "D", -1), fk = tt_kernel_const(kn, "F", -1);
             const long dek = tt_kernel_const(kn, "DE", -1);
+            const long wk = strcmp(kn->op, "embedding_bwd_sum") ? -1 : tt_kernel_const(kn, "W", -1);
+            if (wk >= 0) { /* embedding_bwd_sum's table: the one table's, or a cluster's */
+                snprintf(part, sizeof part, "_W%ld_", wk);
+                expect_in_name(kn, part, 1, s.path);
+                long w = m->d_model;
+                int c = 0;
+                while (!one_table && c < m->n_cutoffs && w != wk) w /= m->div_val, c++;
+                if (w != wk) fail_msg("%s: %s: W %ld is no table's width", s.path, kn->name, wk);
+            }
             if (dek >= 0) {
                 snprintf(part, sizeof part, "_DE%ld_", dek);
                 expect_in_name(kn, part, 1, s.path);
