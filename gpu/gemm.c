@@ -683,9 +683,19 @@ void tt_gemm_fwd_ld(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *
 void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int ldy, const void *w,
                       int ldw, int rows, int in, int out, float beta)
 {
-    /* dx^T [in, rows] = w [in, out] dy^T [out, rows] + beta dx^T */
-    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, w, in, out, ldw, dy, out, rows, ldy, dx, g->act, in, rows,
-              ldx, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    /* dx^T [in, rows] = w [in, out] dy^T [out, rows] + beta dx^T. The sum over out is dy's
+     * contiguous dimension: an out that is not whole groups of 8 (wt103's last tail, 67,735
+     * words) leaves cuBLAS only kernels of 2-byte alignment (121 us for its 128 rows on an H200),
+     * as tt_gemm_fwd_bias's: the first out / 8 * 8 terms in one product, the rest added by a
+     * second. */
+    const int bulk = out > 8 && out % 8 ? out / 8 * 8 : out;
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, w, in, bulk, ldw, dy, bulk, rows, ldy, dx, g->act, in,
+              rows, ldx, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    if (bulk == out) return;
+    const size_t es = type_bytes(g->act);
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, (const char *)w + (size_t)bulk * ldw * es, in,
+              out - bulk, ldw, (const char *)dy + (size_t)bulk * es, out - bulk, rows, ldy, dx,
+              g->act, in, rows, ldx, 1.f, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
 void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
