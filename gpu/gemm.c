@@ -648,12 +648,20 @@ void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void
               ldy, 0.f, CUBLASLT_EPILOGUE_BIAS, (char *)b + (size_t)bulk * ds);
 }
 
-/* dw^T [in, out] = x^T [in, rows] (dy^T [out, rows], transposed) + beta dw^T */
+/* dw^T [in, out] = x^T [in, rows] (dy^T [out, rows], transposed) + beta dw^T. An in that is not
+ * whole groups of 8 (W2's d_inner of 2100, whose gradient is written in place) is x's contiguous
+ * dimension and dw's: split as tt_gemm_fwd_bias's out (dW2 at the wt103 shapes ran on an sm_80
+ * kernel of 4-byte alignment, about 100 us a layer in Nsight Compute). */
 static void bwd_w(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
                   int rows, int in, int out, float beta)
 {
-    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, in, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F, in,
-              out, in, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    const int bulk = in > 8 && in % 8 ? in / 8 * 8 : in;
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, bulk, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F,
+              bulk, out, in, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    if (bulk == in) return;
+    lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, (const char *)x + (size_t)bulk * type_bytes(g->act),
+              in - bulk, rows, ldx, dy, out, rows, ldy, dw + bulk, CUDA_R_32F, in - bulk, out, in,
+              beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
 void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float beta, float *db, const void *dy,
