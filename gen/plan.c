@@ -181,19 +181,20 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
                     (rpb_b > 1 ? (unsigned)(2 * rpb_b * d * 4) : 0);
     whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");
 
-    /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta). */
+    /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta), or three
+     * (the residual backward's sum of dy beside: a bias gradient). */
     tt_kernel *c = add_kernel(plan, "colsum", 0, "f32");
     const long ct = pick(plan, "colsum", "THREADS", COLSUM_THREADS);
     set_const(c, "D", d);
-    set_const(c, "SETS", 2);
+    set_const(c, "SETS", 3);
     set_const(c, "ACCUMULATE", 0);
     set_const(c, "THREADS", ct);
     name_kernel(c, flags);
     c->block[0] = (unsigned)ct;
     c->grid[0] = ceil_div(d, 32);
-    c->grid[1] = 2;
+    c->grid[1] = 3;
     c->smem_bytes = (unsigned)(ct * 4); /* a float a thread: the warps' sums of 32 columns */
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = sets", d);
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = the sets summed (2 or 3)", d);
     whyf(c, "32 columns a block, %ld warps over %u partials, fixed order: deterministic", ct / 32,
          blocks);
     return 0;
@@ -231,9 +232,10 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
     snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb,
              TT_LN_BWD_MAX_BLOCKS);
     b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
-                    (rpb > 1 ? (unsigned)(2 * rpb * d * 4) : 0);
+                    (rpb > 1 ? (unsigned)(3 * rpb * d * 4) : 0);
     whyf(b, "LayerNorm backward, then dx = ds and dy = dropout_bwd(ds) from the same registers "
-            "(mask redrawn); dgamma/dbeta partials for colsum");
+            "(mask redrawn); dgamma/dbeta partials for colsum, and dy's (the FFN's second bias "
+            "gradient: no product of its own)");
     return 0;
 }
 

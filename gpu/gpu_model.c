@@ -407,7 +407,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->dg = take(b, r * 4);
         lm->dp = take(b, n * r * 4);
     }
-    lm->ln_part = take(b, 2 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
+    lm->ln_part = take(b, 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
     lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
@@ -991,15 +991,14 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
-    /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f */
-    tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lg->ln2_w, lg->ln2_b, lm->ln_part, lm->dx, a->s2,
-                       a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
+    /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f, and db2 = dyf's sum */
+    tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lg->ln2_w, lg->ln2_b, lg->ff2_b, lm->ln_part,
+                       lm->dx, a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
                        drop_at(lm, o, drop, tail_site(lm, k, 2)));
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
     pad_commit(gw, &lp->w2);
-    tt_gemm_bias_grad(gw, lg->ff2_b, lm->dyf, dl, lm->ones, rows, d);
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
     tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->hd, rows, f, fp,
@@ -1011,8 +1010,8 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
                      lp->w1.pcol, fp, 1.f); /* d x1 in full */
     mark(lm, TT_PROF_FFN);
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
-    tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lg->ln1_w, lg->ln1_b, lm->ln_part, lm->dres, a->s1,
-                       a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
+    tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lg->ln1_w, lg->ln1_b, NULL, lm->ln_part, lm->dres,
+                       a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
                        drop_at(lm, o, drop, tail_site(lm, k, 0)));
     mark(lm, TT_PROF_LAYERNORM);
 }

@@ -68,6 +68,17 @@ int tt_layernorm_bwd_parts(const tt_gpu_program *p, int rows)
     return (int)(blocks < TT_LN_BWD_MAX_BLOCKS ? blocks : TT_LN_BWD_MAX_BLOCKS);
 }
 
+/* colsum over the sets of LayerNorm's partials: dgamma, dbeta, and dbias unless NULL. */
+static void colsum_sets(const tt_gpu_program *p, cudaStream_t st, float *dgamma, float *dbeta,
+                        float *dbias, float *part, int parts, int d)
+{
+    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
+    expect(c, "D", d);
+    expect(c, "SETS", 3);
+    void *cargs[] = {&dgamma, &dbeta, &dbias, &part, &parts};
+    tt_gpu_launch(c, (dim3){ceil_div(d, 32), dbias ? 3u : 2u, 1}, cargs, st);
+}
+
 void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *dgamma,
                       float *dbeta, float *part, const void *dy, const void *x, const float *mean,
                       const float *rstd, const float *gamma, int rows, int d)
@@ -77,11 +88,7 @@ void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *
     int parts = tt_layernorm_bwd_parts(p, rows);
     void *args[] = {&dx, &part, &dy, &x, &mean, &rstd, &gamma, &rows};
     tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, s);
-    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
-    expect(c, "D", d);
-    expect(c, "SETS", 2);
-    void *cargs[] = {&dgamma, &dbeta, &part, &parts};
-    tt_gpu_launch(c, plan_grid(c), cargs, s);
+    colsum_sets(p, s, dgamma, dbeta, NULL, part, parts, d);
 }
 
 void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
@@ -97,7 +104,7 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
 }
 
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
-                        float *dbeta, float *part, const void *dout, const void *sum,
+                        float *dbeta, float *dbias, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
                         int ld, tt_dropout drop)
 {
@@ -110,11 +117,7 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     void *args[] = {&dx, &dy, &part, &dout, &sum, &mean, &rstd, &gamma, &rows, &ld,
                     &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, st);
-    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
-    expect(c, "D", d);
-    expect(c, "SETS", 2);
-    void *cargs[] = {&dgamma, &dbeta, &part, &parts};
-    tt_gpu_launch(c, plan_grid(c), cargs, st);
+    colsum_sets(p, st, dgamma, dbeta, dbias, part, parts, d);
 }
 
 /* A kernel over `count` rows of `width` features, a thread per VEC of them (plan.c's row_kernel). */
@@ -318,7 +321,7 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     int parts = (int)need(k, "PARTS");
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
     float *none = NULL;
-    void *cargs[] = {&db1, &none, &part, &parts};
+    void *cargs[] = {&db1, &none, &none, &part, &parts};
     tt_gpu_launch(c, plan_grid(c), cargs, st);
 }
 

@@ -561,34 +561,43 @@ static void ln_bwd_init(tt_unit *u, const tt_unit_opts *o)
     l->d_rstd = dev_repeated(u, l->rstd, rows, all, 0);
     l->d_dx = dev_buffer(u, (size_t)all * ld * storage_size(bf));
     l->d_dy = dev_buffer(u, (size_t)all * ld * storage_size(bf));
-    l->d_dgb = dev_buffer(u, 2 * (size_t)d * 4);
+    l->d_dgb = dev_buffer(u, 3 * (size_t)d * 4);
     const int n = u->s->model.seq_len;
     add_output(u, "dx", l->d_dx, bf, rows, d, ld, n, TOL_STORED);
     add_output(u, "dy", l->d_dy, bf, rows, d, ld, n, TOL_STORED);
     add_output(u, "dgamma", l->d_dgb, 0, 1, d, d, 0, TOL_FP32);
     add_output(u, "dbeta", l->d_dgb + d, 0, 1, d, d, 0, TOL_FP32);
+    add_output(u, "dbias", l->d_dgb + 2 * d, 0, 1, d, d, 0, TOL_FP32);
 }
 
+/* dbias: the sum of dy's rows as the device stores dy (the bias gradient of the product whose
+ * output y is: cpu_linear_bwd's db of the rounded dy) */
 static void ln_bwd_twin(const tt_unit *u, float *const *want)
 {
     const ln *l = u->h;
+    const size_t nd = (size_t)l->rows * l->d;
     cpu_layernorm_bwd(want[0], want[2], want[3], l->dout, l->sum, l->mean, l->rstd, l->gamma,
                       (int)l->rows, l->d);
-    cpu_dropout_bwd(want[1], want[0], l->mask, l->rows * l->d, u->drop.p);
+    cpu_dropout_bwd(want[1], want[0], l->mask, (long)nd, u->drop.p);
+    float *dy = tt_xmalloc(nd * 4);
+    memcpy(dy, want[1], nd * 4);
+    tt_round_storage(dy, nd, u->bf16);
+    cpu_linear_bwd(NULL, NULL, want[4], dy, NULL, NULL, (int)l->rows, 1, l->d);
+    free(dy);
 }
 
 static void ln_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
 {
     const ln *l = u->h;
-    tt_residual_ln_bwd(p, gpu->stream, l->d_dx, l->d_dy, l->d_dgb, l->d_dgb + l->d, u->scratch,
-                       l->d_dout, l->d_s, l->d_mean, l->d_rstd, l->d_gamma,
+    tt_residual_ln_bwd(p, gpu->stream, l->d_dx, l->d_dy, l->d_dgb, l->d_dgb + l->d,
+                       l->d_dgb + 2 * l->d, u->scratch, l->d_dout, l->d_s, l->d_mean, l->d_rstd, l->d_gamma,
                        (int)(check ? l->rows : u->rows), l->d, (int)l->ld, u->drop);
 }
 
 static size_t ln_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
 {
     const ln *l = u->h;
-    return 2 * (size_t)tt_layernorm_bwd_parts(p, (int)max_rows(u->rows, l->rows)) * l->d;
+    return 3 * (size_t)tt_layernorm_bwd_parts(p, (int)max_rows(u->rows, l->rows)) * l->d;
 }
 
 /* --- the FFN's activation (templates/ffn_act.cu, colsum.cu) ----------------------------------- */

@@ -1,10 +1,11 @@
 // Column sums of a [parts x TT_D] fp32 matrix in a fixed order: the second stage of every
-// deterministic reduction over rows (LayerNorm's dgamma/dbeta, biases). Each of TT_SETS
+// deterministic reduction over rows (LayerNorm's dgamma/dbeta, biases). Each of up to TT_SETS
 // consecutive [parts x TT_D] blocks of `in` is summed into its own output: the first into `out`,
-// the second (TT_SETS 2: LayerNorm's dbeta beside its dgamma) into `out1`, each TT_D wide, so
-// that both land in the gradients' own places. out = sum (ACCUMULATE 0) or out += sum
-// (ACCUMULATE 1). Constants: TT_D, TT_SETS, TT_THREADS
-// (a multiple of 32). The grid: ceil(TT_D / 32) x TT_SETS.
+// the second (LayerNorm's dbeta beside its dgamma) into `out1`, the third (the bias of the FFN's
+// second product, whose gradient the residual LayerNorm's backward sums beside) into `out2`,
+// each TT_D wide, so that each lands in its gradient's own place. out = sum (ACCUMULATE 0) or
+// out += sum (ACCUMULATE 1). Constants: TT_D, TT_SETS, TT_THREADS (a multiple of 32). The grid:
+// ceil(TT_D / 32) x the sets a launch sums (at most TT_SETS).
 
 // A block: 32 columns, and TT_THREADS / 32 warps over the parts (warp w adds parts w, w + W, ...,
 // in four chains), then the warps' sums in warp order: a fixed order, and enough blocks and loads
@@ -16,8 +17,8 @@
 // ttgen: tunable bias_colsum THREADS 64 128 256 512 1024
 #define TT_PW (TT_THREADS / 32)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ out, float *__restrict__ out1, const float *__restrict__ in,
-          int parts)
+TT_KERNEL(float *__restrict__ out, float *__restrict__ out1, float *__restrict__ out2,
+          const float *__restrict__ in, int parts)
 {
     __shared__ float red[TT_PW][32];
     static_assert(sizeof red == TT_SMEM, "the shared memory the plan counted is what the block declares");
@@ -41,8 +42,8 @@ TT_KERNEL(float *__restrict__ out, float *__restrict__ out1, const float *__rest
     float s = red[0][lane];
 #pragma unroll
     for (int k = 1; k < TT_PW; k++) s += red[k][lane];
-    static_assert(TT_SETS == 1 || TT_SETS == 2, "an output pointer per set");
-    float *o = (set ? out1 : out) + col;
+    static_assert(TT_SETS >= 1 && TT_SETS <= 3, "an output pointer per set");
+    float *o = (set == 0 ? out : set == 1 ? out1 : out2) + col;
 #if TT_ACCUMULATE
     *o += s;
 #else

@@ -13,6 +13,12 @@
 // ttgen: tunable residual_ln_bwd ROWS 1 2 4 8 16
 
 #define TT_THREADS (TT_TPR * TT_ROWS)
+// The backward's sets of partial sums: dgamma and dbeta, and the residual kernel's sum of dy.
+#ifdef TT_OP_RESIDUAL_LN_BWD
+#define TT_NSETS 3
+#else
+#define TT_NSETS 2
+#endif
 #define TT_EPS 1e-5f // nn.LayerNorm's default, which the CPU reference and PyTorch use
 
 // Sum over the TT_TPR threads of one row; every one of them gets the result.
@@ -97,46 +103,40 @@ __device__ __forceinline__ void tt_ln_row_bwd(float (&dx)[TT_VPT], float (&dg)[T
     for (int c = 0; c < TT_VPT; c++) dx[c] = rstd * (dx[c] - m1 - xh[c] * m2);
 }
 
-// dgamma and dbeta are sums over all rows: each block writes its partial sums to
-// part[blockIdx.x][0..D) (dgamma) and part[gridDim.x + blockIdx.x][0..D) (dbeta), and the colsum
-// kernel adds the partials up in a fixed order, so the result does not depend on scheduling.
-// rowpart: the block's [2][TT_ROWS][TT_D] shared buffer when TT_ROWS > 1.
-__device__ __forceinline__ void tt_ln_write_partials(float *part, const float (&dg)[TT_VPT],
-                                                     const float (&db)[TT_VPT], int lane, int sub,
-                                                     float *rowpart)
+// dgamma and dbeta (and, in the residual backward, the sum of dy: the bias gradient of the
+// product whose output y is) are sums over all rows: each block writes its partial sums of set s
+// (of TT_NSETS) to part[s * gridDim.x + blockIdx.x][0..D), and the colsum kernel adds the
+// partials up in a fixed order, so the result does not depend on scheduling.
+// rowpart: the block's [TT_NSETS][TT_ROWS][TT_D] shared buffer when TT_ROWS > 1.
+__device__ __forceinline__ void tt_ln_write_partials(float *part, const float (*const sets[TT_NSETS])[TT_VPT],
+                                                     int lane, int sub, float *rowpart)
 {
-    float *pg = part + (size_t)blockIdx.x * TT_D;
-    float *pb = part + ((size_t)gridDim.x + blockIdx.x) * TT_D;
 #if TT_ROWS > 1
 #pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) {
-            rowpart[sub * TT_D + i] = dg[c];
-            rowpart[(TT_ROWS + sub) * TT_D + i] = db[c];
-        }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < TT_D; i += TT_THREADS) {
-        float g = 0.f, b = 0.f;
+    for (int s = 0; s < TT_NSETS; s++)
 #pragma unroll
-        for (int r = 0; r < TT_ROWS; r++) {
-            g += rowpart[r * TT_D + i];
-            b += rowpart[(TT_ROWS + r) * TT_D + i];
+        for (int c = 0; c < TT_VPT; c++) {
+            const int i = lane + c * TT_TPR;
+            if (i < TT_D) rowpart[(s * TT_ROWS + sub) * TT_D + i] = (*sets[s])[c];
         }
-        pg[i] = g;
-        pb[i] = b;
-    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < TT_D; i += TT_THREADS)
+#pragma unroll
+        for (int s = 0; s < TT_NSETS; s++) {
+            float v = 0.f;
+#pragma unroll
+            for (int r = 0; r < TT_ROWS; r++) v += rowpart[(s * TT_ROWS + r) * TT_D + i];
+            part[((size_t)s * gridDim.x + blockIdx.x) * TT_D + i] = v;
+        }
 #else
     (void)sub, (void)rowpart;
 #pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) {
-            pg[i] = dg[c];
-            pb[i] = db[c];
+    for (int s = 0; s < TT_NSETS; s++)
+#pragma unroll
+        for (int c = 0; c < TT_VPT; c++) {
+            const int i = lane + c * TT_TPR;
+            if (i < TT_D) part[((size_t)s * gridDim.x + blockIdx.x) * TT_D + i] = (*sets[s])[c];
         }
-    }
 #endif
 }
 
@@ -222,7 +222,9 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
 // Grid-stride over rows: the loop bound is the same for all threads of a row group, and with
 // TT_TPR > 32 (one row per block) for the whole block, so the barriers in tt_row_sum are safe.
 // Plain: dx = d LayerNorm(x). Residual (s = x + dropout(y)): dx = ds and dy = dropout_bwd(ds),
-// with the keep decisions drawn again from the forward's stream. dgamma/dbeta as partials.
+// with the keep decisions drawn again from the forward's stream. dgamma/dbeta as partials, and
+// in the residual kernel a third set: the sum of dy as stored (the FFN's second product's bias
+// gradient; the attention's output has no bias, and its launch leaves that set unsummed).
 // (A D that the threads of a row do not divide, such as 410, left ptxas' own register target
 // spilling 8 bytes; with one block an SM promised it takes what it needs.)
 #if TT_D % TT_TPR
@@ -244,7 +246,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
 {
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
 #if TT_ROWS > 1
-    __shared__ float rowpart[2 * TT_ROWS * TT_D];
+    __shared__ float rowpart[TT_NSETS * TT_ROWS * TT_D];
     static_assert(sizeof scratch + sizeof rowpart == TT_SMEM, "the shared memory the plan counted is what the block declares");
 #else
     float *const rowpart = nullptr;
@@ -259,6 +261,11 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
     float dg[TT_VPT], db[TT_VPT];
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) dg[c] = db[c] = 0.f;
+#ifdef TT_OP_RESIDUAL_LN_BWD
+    float dsum[TT_VPT]; // the sum of dy's stored values
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) dsum[c] = 0.f;
+#endif
 
 #ifdef TT_OP_LAYERNORM_BWD
     const int ld = TT_D;
@@ -284,11 +291,18 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
             if (i < TT_D) {
                 dx[base + i] = tt_store_as<TT_T>(g[c]);
 #ifdef TT_OP_RESIDUAL_LN_BWD
-                dy[base + i] = tt_store_as<TT_T>((kept >> c) & 1u ? g[c] * inv_keep : 0.f);
+                const TT_T stored = tt_store_as<TT_T>((kept >> c) & 1u ? g[c] * inv_keep : 0.f);
+                dy[base + i] = stored;
+                dsum[c] += tt_float(stored);
 #endif
             }
         }
     }
-    tt_ln_write_partials(part, dg, db, lane, sub, rowpart);
+#ifdef TT_OP_RESIDUAL_LN_BWD
+    const float(*const sets[TT_NSETS])[TT_VPT] = {&dg, &db, &dsum};
+#else
+    const float(*const sets[TT_NSETS])[TT_VPT] = {&dg, &db};
+#endif
+    tt_ln_write_partials(part, sets, lane, sub, rowpart);
 }
 #endif
