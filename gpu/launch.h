@@ -37,9 +37,9 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
                         float *rstd, const void *x, const void *y, const float *gamma,
                         const float *beta, int rows, int d, int ld, tt_dropout drop);
 /* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d]
- * ld apart; dgamma, dbeta [d] written, and dbias [d] = the sum of dy's rows as stored (the bias
- * gradient of the product whose output y is) unless NULL; part: 3 x tt_layernorm_bwd_parts x d
- * floats. */
+ * ld apart; dgamma, dbeta [d] written, and dbias [d] = the sum of dy's rows in fp32, before dy
+ * is rounded to the storage type (the bias gradient of the product whose output y is) unless
+ * NULL; part: 3 x tt_layernorm_bwd_parts x d floats. */
 void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
                         float *dbeta, float *dbias, float *part, const void *dout, const void *sum,
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,

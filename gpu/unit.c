@@ -570,20 +570,15 @@ static void ln_bwd_init(tt_unit *u, const tt_unit_opts *o)
     add_output(u, "dbias", l->d_dgb + 2 * d, 0, 1, d, d, 0, TOL_FP32);
 }
 
-/* dbias: the sum of dy's rows as the device stores dy (the bias gradient of the product whose
- * output y is: cpu_linear_bwd's db of the rounded dy) */
+/* dbias: the sum of dy's rows in fp32 (the bias gradient of the product whose output y is:
+ * cpu_linear_bwd's db), dy not rounded to the storage type first */
 static void ln_bwd_twin(const tt_unit *u, float *const *want)
 {
     const ln *l = u->h;
-    const size_t nd = (size_t)l->rows * l->d;
     cpu_layernorm_bwd(want[0], want[2], want[3], l->dout, l->sum, l->mean, l->rstd, l->gamma,
                       (int)l->rows, l->d);
-    cpu_dropout_bwd(want[1], want[0], l->mask, (long)nd, u->drop.p);
-    float *dy = tt_xmalloc(nd * 4);
-    memcpy(dy, want[1], nd * 4);
-    tt_round_storage(dy, nd, u->bf16);
-    cpu_linear_bwd(NULL, NULL, want[4], dy, NULL, NULL, (int)l->rows, 1, l->d);
-    free(dy);
+    cpu_dropout_bwd(want[1], want[0], l->mask, l->rows * l->d, u->drop.p);
+    cpu_linear_bwd(NULL, NULL, want[4], want[1], NULL, NULL, (int)l->rows, 1, l->d);
 }
 
 static void ln_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)

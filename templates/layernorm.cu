@@ -223,8 +223,9 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
 // TT_TPR > 32 (one row per block) for the whole block, so the barriers in tt_row_sum are safe.
 // Plain: dx = d LayerNorm(x). Residual (s = x + dropout(y)): dx = ds and dy = dropout_bwd(ds),
 // with the keep decisions drawn again from the forward's stream. dgamma/dbeta as partials, and
-// in the residual kernel a third set: the sum of dy as stored (the FFN's second product's bias
-// gradient; the attention's output has no bias, and its launch leaves that set unsummed).
+// in the residual kernel a third set: the sum of dy in fp32, before dy is rounded to the storage
+// type (the FFN's second product's bias gradient; the attention's output has no bias, and its
+// launch leaves that set unsummed).
 // (A D that the threads of a row do not divide, such as 410, left ptxas' own register target
 // spilling 8 bytes; with one block an SM promised it takes what it needs.)
 #if TT_D % TT_TPR
@@ -262,7 +263,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) dg[c] = db[c] = 0.f;
 #ifdef TT_OP_RESIDUAL_LN_BWD
-    float dsum[TT_VPT]; // the sum of dy's stored values
+    float dsum[TT_VPT]; // the sum of dy, before it is rounded to the storage type
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) dsum[c] = 0.f;
 #endif
@@ -291,9 +292,9 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
             if (i < TT_D) {
                 dx[base + i] = tt_store_as<TT_T>(g[c]);
 #ifdef TT_OP_RESIDUAL_LN_BWD
-                const TT_T stored = tt_store_as<TT_T>((kept >> c) & 1u ? g[c] * inv_keep : 0.f);
-                dy[base + i] = stored;
-                dsum[c] += tt_float(stored);
+                const float d = (kept >> c) & 1u ? g[c] * inv_keep : 0.f;
+                dy[base + i] = tt_store_as<TT_T>(d);
+                dsum[c] += d;
 #endif
             }
         }
