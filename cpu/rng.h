@@ -33,18 +33,12 @@ TT_HD uint64_t tt_mix64(uint64_t x)
     return x;
 }
 
-/* 24 random bits: the draw tt_uniform scales into [0, 1). */
-TT_HD uint32_t tt_uniform_bits(uint64_t seed, uint64_t stream, uint64_t index)
-{
-    uint64_t h = tt_mix64(seed + 0x9e3779b97f4a7c15ull * (stream + 1));
-    h = tt_mix64(h ^ (index * 0xd1b54a32d192ed03ull));
-    return (uint32_t)(h >> 40);
-}
-
 /* Uniform in [0, 1) with 24 random bits: exactly representable in float. */
 TT_HD float tt_uniform(uint64_t seed, uint64_t stream, uint64_t index)
 {
-    return (float)tt_uniform_bits(seed, stream, index) * (1.0f / 16777216.0f);
+    uint64_t h = tt_mix64(seed + 0x9e3779b97f4a7c15ull * (stream + 1));
+    h = tt_mix64(h ^ (index * 0xd1b54a32d192ed03ull));
+    return (float)(h >> 40) * (1.0f / 16777216.0f);
 }
 
 /* The stream of a dropout site in a training step: sites are numbered per model. */

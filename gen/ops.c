@@ -24,7 +24,6 @@ const tt_op tt_ops[] = {
     {"mla_mat_prep", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_mask", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_grads", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},
-    {"mla_mat_perm", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_params", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},
     {"core_fwd", {"core.cu"}, "tt_core_fwd", "cpu_core_fwd", GPU_TEST("test_core")},
     {"core_bwd", {"core.cu"}, "tt_core_bwd", "cpu_core_bwd", GPU_TEST("test_core")},

@@ -1220,12 +1220,9 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
  *     25 GFLOP in 0.242 ms), where the backward's mla_bwd_q is on tensor cores only for
  *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
  *     8 layers' 268 GFLOP in about 0.1 s);
- *   materialized: the products with Wo (3 of 2 B N^3 D FLOPs dense; under the mask a tile of
- *     positions at a time, each only over the columns of T it reaches: (tiles + 1) / (2 tiles)
- *     of that, tt_mla_mat_tiles) at cuBLAS's rate (bf16 500, tf32 250, fp32 40 TFLOP/s), T's
- *     and dT's traffic (about 10 passes of B N^3 elements, and E's B N^2 R2 fp32 twice) at
- *     3 TB/s, and its 9 + 3 tiles more launches at 4 us (the products with Wo a launch a
- *     tile, and Y's and dY's reordering);
+ *   materialized: the dense products (3 of 2 B N^3 D FLOPs) at cuBLAS's rate (bf16 500, tf32
+ *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 10 passes of B N^3 elements, and E's
+ *     B N^2 R2 fp32 twice) at 3 TB/s, and its 10 more launches at 4 us;
  * materialized only while T fits in 4 GiB. Returns 1 for materialized; why says the estimate. */
 static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n)
 {
@@ -1242,9 +1239,7 @@ static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n
     const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
                         : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
     const double t_bytes = B * N * N * N * es;
-    const double tiles = tt_mla_mat_tiles(m->seq_len, m->causal);
-    const double mat = 3 * dense * (tiles + 1) / (2 * tiles) / gemm +
-                       (10 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + (9 + 3 * tiles) * 4e-6;
+    const double mat = 3 * dense / gemm + (10 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + 10 * 4e-6;
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
         snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "
@@ -1267,22 +1262,20 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
     const tt_model_spec *m = &s->model;
     const long batch = s->train.batch, n = m->seq_len, r = m->rank;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
-    const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_perm",
-                         "mla_mat_params"};
+    const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_params"};
     const char *op_flags[] = {"OP_MLA_MAT_PREP", "OP_MLA_MAT_MASK", "OP_MLA_MAT_GRADS",
-                              "OP_MLA_MAT_PERM", "OP_MLA_MAT_PARAMS"};
-    for (int i = 0; i < 5; i++) {
+                              "OP_MLA_MAT_PARAMS"};
+    for (int i = 0; i < 4; i++) {
         if (i == 1 && !m->causal) continue; /* nothing to mask */
-        /* the mask, the row copies and the sums: 256 threads; the row kernels: about a thread
-         * per rank */
-        const long threads = i == 1 || i >= 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
+        /* the mask and the sums: 256 threads; the row kernels: about a thread per rank */
+        const long threads = i == 1 || i == 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
         tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
         mla_shape_consts(k, m);
         name_kernel(k, flags);
         set_const(k, "THREADS", threads);
         set_const(k, op_flags[i], 1);
         k->block[0] = (unsigned)threads;
-        if (i < 4) {
+        if (i < 3) {
             k->grid[0] = (unsigned)n;
             k->grid[1] = (unsigned)batch;
             snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld positions, y = batch", n);
@@ -1295,8 +1288,6 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             "A and KV (rows of T's factors) a block per (sequence, position)",
             "zeros where the causal mask hides (j, k) from row i, a block per row",
             "dQ, dK, dV from dT KV and dT^T A; parts of dP, dg, du, dv: fixed order",
-            "Y and dY between the sequences' order and the positions' of T, whose position "
-            "tiles' products with Wo stop at the columns the mask leaves them",
             "warp per output over the parts, a fixed butterfly: deterministic"};
         whyf(k, "%s", what[i]);
     }

@@ -412,8 +412,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
         const size_t bytes = tt_mla_mat_carve(&lm->mat, NULL, lm->batch, m->seq_len, m->rank,
-                                              m->d_model, m->position == TT_POS_KEY, es);
-        tt_mla_mat_carve(&lm->mat, take(b, bytes), lm->batch, m->seq_len, m->rank, m->d_model,
+                                              m->position == TT_POS_KEY, es);
+        tt_mla_mat_carve(&lm->mat, take(b, bytes), lm->batch, m->seq_len, m->rank,
                          m->position == TT_POS_KEY, es);
     }
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);

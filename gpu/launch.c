@@ -574,22 +574,6 @@ void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch
         }
 }
 
-bool tt_mla_mat_causal(const tt_gpu_program *p)
-{
-    for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "mla_mat_mask")) return true;
-    return false;
-}
-
-void tt_mla_mat_perm(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,
-                     int batch, bool to_pos)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_perm");
-    int dir = to_pos;
-    void *args[] = {&dst, &src, &dir};
-    tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
-}
-
 void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,
                       const float *gm, const float *em, const void *qkv, const float *g,
                       const void *pos, const float *u, const float *v, int batch)

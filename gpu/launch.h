@@ -200,15 +200,9 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
 /* templates/mla_mat.cu's kernels, which gpu/mla_mat.c runs between cuBLAS's products when the
  * plan's attention is materialized (tt_mla_materialized): A [batch, N, R2] and KV [batch, N^2,
  * R2] from qkv, g (and p, u, v with position: key: else NULL); T's (or dT's) hidden entries
- * zeroed (nothing without the causal mask: tt_mla_mat_causal is false), T [N][batch][N^2]
- * position-major; dqkv (written) and the parts of dP, dg, du, dv from G = dT KV and E = dT^T A
- * (fp32); dP (written), dg, du, dv (added into) from the parts; rows of D values between the
- * sequence-major [batch][N] order and the position-major [N][batch] one (to_pos: into the
- * latter). */
+ * zeroed (nothing without the causal mask); dqkv (written) and the parts of dP, dg, du, dv from
+ * G = dT KV and E = dT^T A (fp32); dP (written), dg, du, dv (added into) from the parts. */
 bool tt_mla_materialized(const tt_gpu_program *p);
-bool tt_mla_mat_causal(const tt_gpu_program *p);
-void tt_mla_mat_perm(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,
-                     int batch, bool to_pos);
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch);
 void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch);

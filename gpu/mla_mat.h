@@ -15,17 +15,16 @@
 typedef struct {
     void *a;     /* [batch, N, R2] g (Q+u) | g (Q+v), the storage type */
     void *kv;    /* [batch, N^2, R2] K_j V_k | P_j V_k */
-    void *t;     /* [N][batch][N^2] T, position-major (templates/mla_mat.cu says why) */
-    void *dt;    /* [N][batch][N^2] dT */
+    void *t;     /* [batch N, N^2] T */
+    void *dt;    /* [batch N, N^2] dT */
     float *gm;   /* [batch, N, R2] dT KV */
     float *em;   /* [batch, N^2, R2] dT^T A */
     float *part; /* [batch, N, 4R] the parts of dP, dg, du, dv */
-    void *yp;    /* [N][batch][D] Y, or dY, in T's position-major order */
 } tt_mla_mat_bufs;
 
 /* Bytes of those buffers for batch sequences (es: bytes of the storage type), and their places
  * in base (256-byte aligned each; base NULL: only the count). */
-size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
+size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
                         size_t es);
 
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,

@@ -77,15 +77,10 @@ template <int W, int VEC> __device__ __forceinline__ bool tt_row_slot(int count,
 // Inverted dropout as the CPU reference defines it (cpu_dropout_fwd): element `index` of a site's
 // stream is kept when its uniform draw is >= p, and a kept value is scaled by 1 / (1 - p). No mask
 // is stored anywhere: a backward pass draws the same numbers again.
-// The draw is compared as an integer: u / 2^24 >= p exactly when u >= ceil(p 2^24), as u < 2^24
-// and p 2^24 are exact in float (the same decisions as the CPU's float compare, without a
-// conversion per element: the dropout kernels are bound by this draw). p >= 1 (or NaN) keeps
-// nothing, as the float compare would.
 __device__ __forceinline__ bool tt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t index,
                                                 float p)
 {
-    const uint32_t threshold = !(p < 1.f) ? 0xffffffffu : (uint32_t)ceilf(p * 16777216.f);
-    return p <= 0.f || tt_uniform_bits(seed, stream, index) >= threshold;
+    return p <= 0.f || tt_uniform(seed, stream, index) >= p;
 }
 
 // Sum over a whole block (blockDim.x a multiple of 32); every thread gets the same value, in an

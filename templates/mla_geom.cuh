@@ -18,18 +18,6 @@
 
 TT_GEOM long tt_geom_cdiv(long a, long b) { return (a + b - 1) / b; }
 
-// --- the materialized strategy's position tiles ---------------------------------------------
-// gpu/mla_mat.c runs the products with Wo a tile of positions at a time, each over the columns
-// of T its last position reaches (causal: j < last); gen/plan.c's cost model counts them.
-// Eight tiles (fewer for short sequences: at least 8 positions each), or one without the mask.
-TT_GEOM int tt_mla_mat_tiles(int n, int causal)
-{
-    const int tiles = causal ? n / 8 : 1;
-    return tiles < 1 ? 1 : tiles > 8 ? 8 : tiles;
-}
-// Tile i's first position (i = tiles: n).
-TT_GEOM int tt_mla_mat_tile_first(int n, int tiles, int i) { return (int)((long)n * i / tiles); }
-
 // --- tasks ------------------------------------------------------------------------------------
 // Rows come in tiles of ti; the key positions j of a tile in parts of js. A tile sees all
 // ceil(n / js) parts, or under the causal mask those up to its last row.

@@ -5,19 +5,11 @@
 // without) and KV[(j,k)] = [K_j V_k | P_j V_k] (N^2 x R2, elementwise products):
 //   T = A KV^T (masked)    Y = T Wo^T
 //   dT = dY Wo (masked)    dWo += dY^T T    G = dT KV    E = dT^T A
-// T and dT are stored position-major, [N][batch][N^2] (row (i, b) at (i * batch + b) N^2), so
-// that the rows of a range of positions are one block of memory: under the causal mask row i
-// of T is zero from column (i + 1) N on (j > i), and gpu/mla_mat.c runs the products with Wo
-// over the position ranges of a few tiles, each only over the columns its last position can
-// reach (about half the work at eight tiles); Y and dY go through that order by mla_mat_perm.
 // and from G and E this file's mla_mat_grads and mla_mat_params give dQ, dK, dV, dP, dg, du, dv
 // (gpu/mla_mat.c runs the products). Kernels:
 //   mla_mat_prep   a block per (sequence, position t): KV's rows (t, k) for every k, and A's row t.
 //   mla_mat_mask   a block per (sequence, row i) of T (or dT): zero where the causal mask hides
-//                  (j, k) from i (j > i or k > i), whatever a product wrote there or left.
-//   mla_mat_perm   a block per (position, sequence): a row of D values between the sequence-
-//                  major order of Y and dY, [batch][N][D], and the position-major one of the
-//                  products, [N][batch][D].
+//                  (j, k) from i (j > i or k > i); T [batch N, N^2], N^2 apart.
 //   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
 //                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
 //                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
@@ -69,25 +61,12 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ t)
 {
     const int i = blockIdx.x, b = blockIdx.y;
-    TT_T *row = t + ((size_t)i * gridDim.y + b) * TT_NN; // position-major
+    TT_T *row = t + ((size_t)b * TT_N + i) * TT_NN;
     const TT_T zero = tt_store_as<TT_T>(0.f);
     for (int c = threadIdx.x; c < TT_NN; c += TT_THREADS) {
         const int j = c / TT_N, k = c % TT_N;
         if (j > i || k > i) row[c] = zero;
     }
-}
-#endif
-
-#if defined(TT_OP_MLA_MAT_PERM)
-// to_pos: dst [N][batch][D] from src [batch][N][D]; else the reverse.
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int to_pos)
-{
-    const size_t seq_row = (size_t)blockIdx.y * TT_N + blockIdx.x;
-    const size_t pos_row = (size_t)blockIdx.x * gridDim.y + blockIdx.y;
-    const TT_T *from = src + (to_pos ? seq_row : pos_row) * TT_D;
-    TT_T *to = dst + (to_pos ? pos_row : seq_row) * TT_D;
-    for (int c = threadIdx.x; c < TT_D; c += TT_THREADS) to[c] = from[c];
 }
 #endif
 
