@@ -624,6 +624,26 @@ static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
 static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, size_t errlen);
 static int plan_mla_bwd_wo_sum(tt_plan *plan, const tt_model_spec *m, long splits);
 
+/* mla_bwd_wo's tiles (w j a block, td features, splits of the batch), name, threads and grid,
+ * alike for its mma.sync and wgmma variants. */
+static void bwd_wo_shape(tt_kernel *k, int n, int d, long w, long td, long splits, long minb)
+{
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
+    set_const(k, "W", w);
+    set_const(k, "TD", td);
+    set_const(k, "S", splits);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", 32 * w);
+    set_const(k, "MINB", minb);
+    set_const(k, "OP_MLA_BWD_WO", 1);
+    k->block[0] = (unsigned)(32 * w);
+    k->grid[0] = ceil_div(n, w);
+    k->grid[1] = ceil_div(n, 16);
+    k->grid[2] = ceil_div(d, td) * (unsigned)splits;
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
+             "z = ceil(%d / %ld) x %ld splits", n, w, n, d, td, splits);
+}
+
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q (templates/mla_geom.cuh). */
 static long mla_tc_tasks(const tt_model_spec *m, long js)
 {
@@ -1011,20 +1031,7 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
                        "multiple of 64 up to 256, S from 1 to the batch, within 227 KiB of shared memory");
     if (wg_want) {
         tt_kernel *k = add_wg_kernel(plan, "mla_bwd_wo", m);
-        const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
-        set_const(k, "W", wg_w);
-        set_const(k, "TD", wg_td);
-        set_const(k, "S", wg_s);
-        name_kernel(k, flags);
-        set_const(k, "THREADS", 32 * wg_w);
-        set_const(k, "MINB", pick(plan, "mla_bwd_wo", "MINB", 1));
-        set_const(k, "OP_MLA_BWD_WO", 1);
-        k->block[0] = (unsigned)(32 * wg_w);
-        k->grid[0] = ceil_div(n, wg_w);
-        k->grid[1] = ceil_div(n, 16);
-        k->grid[2] = ceil_div(d, wg_td) * (unsigned)wg_s;
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
-                 "z = ceil(%d / %ld) x %ld splits", n, wg_w, n, d, wg_td, wg_s);
+        bwd_wo_shape(k, n, d, wg_w, wg_td, wg_s, pick(plan, "mla_bwd_wo", "MINB", 1));
         k->dyn_smem = (unsigned)tt_mla_wg_bwd_wo_smem(m->rank, wg_w, wg_td);
         set_const(k, "SMEM", k->dyn_smem);
         whyf(k, "T_j^T by mma.sync a warp, dWo_j^T += T_j^T dY by wgmma a warpgroup (4 j, dY by TMA, "
@@ -1051,23 +1058,11 @@ static int plan_mla_bwd_wo_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
         return tt_errf(err, errlen, "mla_bwd_wo: W=%ld TD=%ld: rank %d needs more than %d KiB of "
                        "shared memory; lower W or TD", w, td, m->rank, SMEM_STATIC_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_bwd_wo", 1, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
     set_const(k, "WG", 0);
-    set_const(k, "W", w);
-    set_const(k, "TD", td);
-    set_const(k, "S", splits);
-    name_kernel(k, flags);
-    set_const(k, "THREADS", 32 * w);
-    set_const(k, "MINB", pick(plan, "mla_bwd_wo", "MINB", 512 / (32 * w) > 0 ? 512 / (32 * w) : 1));
-    set_const(k, "OP_MLA_BWD_WO", 1);
-    k->block[0] = (unsigned)(32 * w);
-    k->grid[0] = ceil_div(n, w);
-    k->grid[1] = ceil_div(n, 16);
-    k->grid[2] = ceil_div(d, td) * (unsigned)splits;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
-             "z = ceil(%d / %ld) x %ld splits", n, w, n, d, td, splits);
+    bwd_wo_shape(k, n, d, w, td, splits,
+                 pick(plan, "mla_bwd_wo", "MINB", 512 / (32 * w) > 0 ? 512 / (32 * w) : 1));
     k->smem_bytes = (unsigned)tt_mla_tc_bwd_wo_smem(m->rank, w, td);
     set_const(k, "SMEM", k->smem_bytes);
     whyf(k, "bf16 mma.sync: T_j^T = V A_j^T then dWo_j^T += T_j^T dY in registers, 32 rows a "

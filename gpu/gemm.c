@@ -630,6 +630,11 @@ static void lt_matmul(const tt_gemm *g, cublasOperation_t ta, cublasOperation_t 
                              &p->algo, g->ws, g->ws_bytes, g->stream));
 }
 
+/* The part of a contiguous width n that is whole groups of 8 elements (n itself when it is, or
+ * when it is 8 or less): cuBLAS keeps its aligned kernels for that part of a product, and the
+ * callers run the rest as a second, small product (see tt_gemm_fwd_bias). */
+static int whole_eights(int n) { return n > 8 && n % 8 ? n / 8 * 8 : n; }
+
 void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void *x, int ldx,
                       const void *w, int ldw, const void *b, int rows, int in, int out)
 {
@@ -638,7 +643,7 @@ void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void
      * rows of 2-byte alignment, several times slower (121 us against about 25 for 192 rows on an
      * H200): the first out / 8 * 8 columns in one product, the rest in a second. */
     const cudaDataType_t dt = y_f32 ? CUDA_R_32F : g->act;
-    const int bulk = out > 8 && out % 8 ? out / 8 * 8 : out;
+    const int bulk = whole_eights(out);
     lt_matmul(g, CUBLAS_OP_T, CUBLAS_OP_N, w, in, bulk, ldw, x, in, rows, ldx, y, dt, bulk, rows,
               ldy, 0.f, CUBLASLT_EPILOGUE_BIAS, (void *)b);
     if (bulk == out) return;
@@ -655,7 +660,7 @@ void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void
 static void bwd_w(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
                   int rows, int in, int out, float beta)
 {
-    const int bulk = in > 8 && in % 8 ? in / 8 * 8 : in;
+    const int bulk = whole_eights(in);
     lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, bulk, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F,
               bulk, out, in, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
     if (bulk == in) return;
@@ -696,7 +701,7 @@ void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int l
      * words) leaves cuBLAS only kernels of 2-byte alignment (121 us for its 128 rows on an H200),
      * as tt_gemm_fwd_bias's: the first out / 8 * 8 terms in one product, the rest added by a
      * second. */
-    const int bulk = out > 8 && out % 8 ? out / 8 * 8 : out;
+    const int bulk = whole_eights(out);
     lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_N, w, in, bulk, ldw, dy, bulk, rows, ldy, dx, g->act, in,
               rows, ldx, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
     if (bulk == out) return;

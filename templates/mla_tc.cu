@@ -864,6 +864,31 @@ __device__ __forceinline__ void tt_wo_t_half(float (&tt)[2][4], const unsigned (
 #endif
 }
 
+// Stage 2's sums into dWo for key position j: one m16n8 fragment a (keys kc.., features d8..),
+// added into dwo with one split (TT_S 1), else written into this split's part of wpart.
+__device__ __forceinline__ float *tt_wo_out(float *dwo, float *wpart, int split)
+{
+#if TT_S == 1
+    (void)wpart, (void)split;
+    return dwo;
+#else
+    (void)dwo;
+    return wpart + tt_mla_wo_split(TT_N, TT_D, split); // this split's sums, written
+#endif
+}
+__device__ __forceinline__ void tt_wo_put(float *out, const float *a, int j, int kc, int d8)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int k = kc + tt_acc_row(lane, e), d = d8 + tt_acc_col(lane, e);
+        if (k < TT_N && d < TT_D) {
+            float *at = out + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
+            *at = TT_S == 1 ? *at + a[e] : a[e];
+        }
+    }
+}
+
 #if !TT_WG
 // (at most 128 registers: 512 threads of these blocks per SM)
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
@@ -952,21 +977,9 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
         ts = ts1, sb = sb1, buf = nbuf;
     }
     if (!jlive) return;
-#if TT_S == 1
-    (void)wpart;
-#else
-    dwo = wpart + tt_mla_wo_split(TT_N, TT_D, split); // this split's sums, written
-#endif
+    float *out = tt_wo_out(dwo, wpart, split);
 #pragma unroll
-    for (int nt = 0; nt < TT_TD / 8; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int k = kc + tt_acc_row(lane, e), d = d0 + nt * 8 + tt_acc_col(lane, e);
-            if (k < TT_N && d < TT_D) {
-                float *at = dwo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
-                *at = TT_S == 1 ? *at + acc[nt][e] : acc[nt][e];
-            }
-        }
+    for (int nt = 0; nt < TT_TD / 8; nt++) tt_wo_put(out, acc[nt], j, kc, d0 + nt * 8);
 }
 #else
 // ---- the same on wgmma (sm_90a) -----------------------------------------------------------------
@@ -1089,23 +1102,11 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 #undef TT_SV
 #undef TT_SK
     if (!jlive) return;
-#if TT_S == 1
-    (void)wpart;
-#else
-    dwo = wpart + tt_mla_wo_split(TT_N, TT_D, split); // this split's sums, written
-#endif
+    float *out = tt_wo_out(dwo, wpart, split);
 #pragma unroll
     for (int q = 0; q < TT_TD / 64; q++)
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int k = kc + tt_acc_row(lane, e), d = d0 + q * 64 + nt * 8 + tt_acc_col(lane, e);
-                if (k < TT_N && d < TT_D) {
-                    float *at = dwo + (size_t)d * TT_N * TT_N + (size_t)j * TT_N + k;
-                    *at = TT_S == 1 ? *at + acc[q][nt * 4 + e] : acc[q][nt * 4 + e];
-                }
-            }
+        for (int nt = 0; nt < 8; nt++) tt_wo_put(out, &acc[q][nt * 4], j, kc, d0 + q * 64 + nt * 8);
 }
 #endif
 #endif
