@@ -507,6 +507,29 @@ static void test_wo_tiles_fit(void **state)
     tt_spec_free(&s);
 }
 
+/* A tuning cache's value out of a tunable's range (edited by hand, or from another version) ends
+ * the plan with one line naming the op, the key and the range: the FFN activation's UNROLL. */
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    tt_spec s;
+    load("specs/wt103.yaml", &s);
+    static const struct { const char *op; long value; const char *want; } cases[] = {
+        {"ffn_act_fwd", 9, "ffn_act_fwd: UNROLL=9: from 1 to 8"},
+        {"ffn_act_bwd", 0, "ffn_act_bwd: UNROLL=0: from 1 to 8"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tt_tuning t = {0};
+        tt_tuning_set(&t, cases[i].op, "UNROLL", cases[i].value);
+        tt_plan p;
+        char err[512];
+        assert_int_not_equal(tt_plan_build_tuned(&s, ARCH, &t, &p, err, sizeof err), 0);
+        print_message("  %s\n", err);
+        assert_string_equal(err, cases[i].want);
+        tt_tuning_free(&t);
+    }
+    tt_spec_free(&s);
+}
+
 static int count_lines(const char *text)
 {
     int lines = 0;
@@ -601,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_plan_honors_values), cmocka_unit_test(test_cache_file),
         cmocka_unit_test(test_concurrent_store),
         cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_wo_tiles_fit),
+        cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_variants_compile),
     };
