@@ -1323,6 +1323,54 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
     return 0;
 }
 
+/* Transformer-XL's attention fused, flash-style (templates/txl_flash.cu): bf16 on tensor cores.
+ * The unfused strategy (plan_txl_softmax between cuBLAS's products) writes and reads the
+ * [heads, batch, n, klen] scores AC and BD in fp32, the probabilities twice in bf16 and their
+ * gradients again in the backward, and runs each product with an inner dimension of only d_head
+ * (txl-wt103-base: 41, padded to 48), where cuBLAS reaches a few percent of the card; the fused
+ * kernels keep every score in registers and shared memory and write only P'V, a row's
+ * log-sum-exp, the gradients and dBD (for the one large product dR = dBD^T (q + v)). Blocks of
+ * 64 queries (or keys) of one (sequence, head), 4 warps. */
+static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    const long dp = tt_row_pitch(m->d_head), dk = (dp + 15) / 16 * 16, sp = dk + 8;
+    const long b = s->train.batch, n = m->seq_len, klen = (long)m->mem_len + n;
+    /* shared memory (bytes), as the template lays it out: the bf16 tiles of pitch sp, then fp32 */
+    const long tiles_q = (2 * 64 + 128) * sp * 2, bd = 4 * 16 * (80 + 4) * 4, db = 4 * 16 * (80 + 8) * 2;
+    const long tiles_kv = (3 * 64 + 128) * sp * 2, x = 128 * (64 + 4) * 4 + 2 * 64 * 4;
+    static const struct {
+        const char *op, *define, *why;
+        long smem;
+        bool per_key;
+    } ops[] = {
+        {"txl_attn_fwd", "OP_TXL_ATTN_FWD", "scores (AC + BD skewed through shared memory), mask, "
+         "online softmax, dropatt and P'V in one pass; writes P'V and each row's log-sum-exp", 0, false},
+        {"txl_attn_bwd_q", "OP_TXL_ATTN_BWD_Q", "scores and P again from the log-sum-exp; dS; "
+         "d(q + u) = dS K and d(q + v) = dBD r in registers; dBD written for dR", 1, false},
+        {"txl_attn_bwd_kv", "OP_TXL_ATTN_BWD_KV", "a block per 64 keys over the queries that see "
+         "them: dV = P'^T dO, dK = dS^T (q + u); BD's terms from one shared 128 x 64 product", 2, true},
+    };
+    const char *const flags[] = {NULL};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        tt_kernel *k = add_kernel(plan, ops[i].op, 1, dtype);
+        set_const(k, "DP", dp);
+        set_const(k, "DK", dk);
+        name_kernel(k, flags);
+        set_const(k, ops[i].define, 1);
+        k->dyn_smem = (unsigned)(ops[i].smem == 0 ? tiles_q + bd : ops[i].smem == 1 ? tiles_q + bd + db
+                                                                                     : tiles_kv + x);
+        k->block[0] = 128;
+        k->grid[0] = ceil_div(ops[i].per_key ? klen : n, 64);
+        k->grid[1] = (unsigned)b;
+        k->grid[2] = (unsigned)m->n_head;
+        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%s / 64), y = batch, z = heads",
+                 ops[i].per_key ? "klen" : "n");
+        snprintf(k->strategy, sizeof k->strategy, "fused: bf16 on tensor cores, no score written");
+        whyf(k, "%s", ops[i].why);
+    }
+}
+
 /* The rest of Transformer-XL's attention between its products (templates/txl.cu): position
  * embeddings with dropout, the heads split out of the projections (d_head padded to a multiple
  * of 8 with zeros, so that the batched products' rows are 16-byte aligned) and merged back, and
@@ -1424,7 +1472,9 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         }
     }
     if (spec->model.kind == TT_KIND_TXL) {
-        if (plan_txl_softmax(plan, spec, dtype, err, errlen) != 0) {
+        if (!strcmp(dtype, "bf16")) {
+            plan_txl_flash(plan, spec, dtype);
+        } else if (plan_txl_softmax(plan, spec, dtype, err, errlen) != 0) {
             tt_plan_free(plan);
             return -1;
         }

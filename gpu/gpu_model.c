@@ -28,7 +28,9 @@ typedef struct {
     void *qu, *qv;      /* [H][rows][dp] q + u, q + v */
     void *tk, *tv;      /* [H][B*klen][dp] keys and values, memory rows first */
     void *rh;           /* [H][klen][dp] r = pe Wr^T */
-    void *prob, *pdrop; /* [H*rows, klen] P and P after dropatt */
+    void *prob, *pdrop; /* [H*rows, klen] P and P after dropatt (unfused: templates/txl_softmax.cu) */
+    void *oh;           /* [H][rows][dp] P' V (fused: templates/txl_flash.cu) */
+    float *lse;         /* [H*rows] each row's log-sum-exp of its scores (fused) */
     void *om;           /* [rows, HD] P' V, heads side by side: o_net's input */
 } layer_acts;
 
@@ -92,6 +94,7 @@ struct tt_gpu_lm {
     const tt_spec *spec;
     const tt_layout *l;
     bool txl;  /* kind: transformer-xl */
+    bool txl_fused; /* its attention by templates/txl_flash.cu (the plan's choice: bf16) */
     tt_gpu_program prog;
     tt_gemm gemm;
     const tt_gpu_side *side; /* for work beside the main stream's; NULL: all on one stream */
@@ -140,7 +143,8 @@ struct tt_gpu_lm {
     void **mem[2];     /* [2][L] -> [B, mlen, D] each layer's memory (inputs of the last segments) */
     float *pe_tab;     /* [kmax, D] sinusoids of distances kmax-1 .. 0, clamped */
     void *r;           /* [kmax, HD] pe Wr^T of one layer, before its heads are split */
-    float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' */
+    float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' (unfused) */
+    float *dsum;                   /* [H*rows] sum_e dO o, a row's (fused) */
     void *dac, *dbd;               /* [H*rows, kmax] */
     void *oh, *doh, *dquh, *dqvh;  /* [H][rows][dp] */
     void *dkh, *dvh;               /* [H][B*kmax][dp] */
@@ -342,8 +346,13 @@ static void carve(tt_gpu_lm *lm, bump *b)
             a->tk = take(b, k_tile);
             a->tv = take(b, k_tile);
             a->rh = take(b, r_tile);
-            a->prob = take(b, probs * es);
-            a->pdrop = take(b, probs * es);
+            if (lm->txl_fused) {
+                a->oh = take(b, q_tile);
+                a->lse = take(b, heads * rows * 4);
+            } else {
+                a->prob = take(b, probs * es);
+                a->pdrop = take(b, probs * es);
+            }
             a->om = take(b, rows * hd * es);
         } else {
             a->g = take(b, r * 4);
@@ -388,10 +397,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
             for (int k = 0; k < m->layers; k++) lm->mem[par][k] = take(b, bm * d * es);
         lm->pe_tab = take(b, kmax * (size_t)m->d_model * 4);
         lm->r = take(b, kmax * hd * es);
-        lm->ac = take(b, probs * 4);
-        lm->bd = take(b, probs * 4);
-        lm->dpd = take(b, probs * 4);
-        lm->dac = take(b, probs * es);
+        if (lm->txl_fused) {
+            lm->dsum = take(b, heads * rows * 4);
+        } else {
+            lm->ac = take(b, probs * 4);
+            lm->bd = take(b, probs * 4);
+            lm->dpd = take(b, probs * 4);
+            lm->dac = take(b, probs * es);
+        }
         lm->dbd = take(b, probs * es);
         lm->oh = take(b, q_tile);
         lm->doh = take(b, q_tile);
@@ -469,6 +482,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         return -1;
     }
     lm->mla_mat = !lm->txl && tt_mla_materialized(&lm->prog);
+    lm->txl_fused = lm->txl && tt_txl_fused(&lm->prog);
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
     char *tuning = cache ? tt_tuning_path(cache->dir) : NULL;
     tt_gemm_record(&lm->gemm, tuning);
@@ -1119,14 +1133,23 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads(p, st, a->rh, lm->r, klen, hl, 0);
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
                      lm->wv.v, B, n, ml, qkv_rows(lm));
+    const float scale = (float)(1.0 / sqrt((double)m->d_head));
+    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
+    if (lm->txl_fused) { /* scores, softmax, dropatt and P' V in one kernel */
+        tt_txl_attn_fwd(p, st, a->oh, a->lse, a->qu, a->qv, a->tk, a->tv, a->rh, B, H, n, ml, scale,
+                        dropatt);
+        tt_txl_unheads(p, st, a->om, a->oh, rows, hl, 0);
+        mark(lm, TT_PROF_ATTENTION);
+        tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
+        mark(lm, TT_PROF_O);
+        return;
+    }
     /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
     tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
                     a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
     tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
                     (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp, H, 0.f);
-    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml,
-                       (float)(1.0 / sqrt((double)m->d_head)),
-                       drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
+    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml, scale, dropatt);
     /* P' V [H*B][n, dp], heads merged into rows, o_net */
     tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
                     (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
@@ -1134,6 +1157,31 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     mark(lm, TT_PROF_ATTENTION);
     tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
     mark(lm, TT_PROF_O);
+}
+
+/* The unfused backward between d(P' V) (lm->doh) and the gradients of q + u, q + v, k, v and
+ * dBD: cuBLAS's products around templates/txl_softmax.cu's backward. */
+static void txl_attn_bwd_unfused(tt_gpu_lm *lm, const layer_acts *a, float scale, tt_dropout dropatt)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_gemm *gm = &lm->gemm;
+    const int rows = lm->rows, dp = lm->dpad, H = m->n_head;
+    const int B = lm->batch, n = m->seq_len, ml = lm->mlen, klen = ml + n;
+    /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
+    tt_gemm_batched(gm, lm->dpd, true, klen, (long long)n * klen, lm->doh, false, dp,
+                    (long long)n * dp, a->tv, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dvh, false, dp, (long long)klen * dp, a->pdrop, true, klen,
+                    (long long)n * klen, lm->doh, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
+    tt_txl_softmax_bwd(p, st, lm->dac, lm->dbd, lm->dpd, a->prob, B, H, n, ml, scale, dropatt);
+    /* dQu = dAC K, dK = dAC^T Qu [H*B]; dQv = dBD R [H] */
+    tt_gemm_batched(gm, lm->dquh, false, dp, (long long)n * dp, lm->dac, false, klen,
+                    (long long)n * klen, a->tk, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dkh, false, dp, (long long)klen * dp, lm->dac, true, klen,
+                    (long long)n * klen, a->qu, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
+    tt_gemm_batched(gm, lm->dqvh, false, dp, (long long)rows * dp, lm->dbd, false, klen,
+                    (long long)rows * klen, a->rh, false, dp, (long long)klen * dp, rows, dp, klen, H, 0.f);
 }
 
 /* Its backward from lm->dy: the parameters' gradients (u and v shared by every layer), and d x
@@ -1155,21 +1203,13 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_gemm_bwd_x_ld(gm, lm->dom, hl, lm->dy, dl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
     mark(lm, TT_PROF_O);
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
-    /* d P' [H*B][n, klen] = dO V^T (fp32); dV [H*B][klen, dp] = P'^T dO */
-    tt_gemm_batched(gm, lm->dpd, true, klen, (long long)n * klen, lm->doh, false, dp,
-                    (long long)n * dp, a->tv, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
-    tt_gemm_batched(gm, lm->dvh, false, dp, (long long)klen * dp, a->pdrop, true, klen,
-                    (long long)n * klen, lm->doh, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
-    tt_txl_softmax_bwd(p, st, lm->dac, lm->dbd, lm->dpd, a->prob, B, H, n, ml,
-                       (float)(1.0 / sqrt((double)m->d_head)),
-                       drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k)));
-    /* dQu = dAC K, dK = dAC^T Qu [H*B]; dQv = dBD R, dR = dBD^T Qv [H] */
-    tt_gemm_batched(gm, lm->dquh, false, dp, (long long)n * dp, lm->dac, false, klen,
-                    (long long)n * klen, a->tk, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
-    tt_gemm_batched(gm, lm->dkh, false, dp, (long long)klen * dp, lm->dac, true, klen,
-                    (long long)n * klen, a->qu, false, dp, (long long)n * dp, klen, dp, n, H * B, 0.f);
-    tt_gemm_batched(gm, lm->dqvh, false, dp, (long long)rows * dp, lm->dbd, false, klen,
-                    (long long)rows * klen, a->rh, false, dp, (long long)klen * dp, rows, dp, klen, H, 0.f);
+    const float scale = (float)(1.0 / sqrt((double)m->d_head));
+    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
+    if (lm->txl_fused) /* everything but dR = dBD^T Qv, whose dBD the kernels write */
+        tt_txl_attn_bwd(p, st, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, lm->dbd, lm->dsum, a->qu, a->qv,
+                        a->tk, a->tv, a->rh, a->oh, lm->doh, a->lse, B, H, n, ml, scale, dropatt);
+    else
+        txl_attn_bwd_unfused(lm, a, scale, dropatt);
     tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, klen,
                     (long long)rows * klen, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
     /* r_net, the biases, then qkv_net over the segment's rows and the memory's */

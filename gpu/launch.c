@@ -387,6 +387,43 @@ void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, voi
     txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, batch, heads, n, m, scale, drop);
 }
 
+bool tt_txl_fused(const tt_gpu_program *p)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, "txl_attn_fwd")) return true;
+    return false;
+}
+
+void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *lse, const void *qu,
+                     const void *qv, const void *k, const void *v, const void *r, int batch,
+                     int heads, int n, int m, float scale, tt_dropout drop)
+{
+    const tt_gpu_kernel *kk = tt_gpu_kernel_of(p, "txl_attn_fwd");
+    TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0);
+    if (batch == 0) return;
+    void *args[] = {&o,     &lse, &qu,    &qv,     &k,         &v,         &r,        &batch,
+                    &heads, &n,   &m,     &scale,  &drop.p,    &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(kk, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, args, st);
+}
+
+void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqu, void *dqv, void *dk,
+                     void *dv, void *dbd, float *dsum, const void *qu, const void *qv, const void *k,
+                     const void *v, const void *r, const void *o, const void *dout, const float *lse,
+                     int batch, int heads, int n, int m, float scale, tt_dropout drop)
+{
+    const tt_gpu_kernel *q = tt_gpu_kernel_of(p, "txl_attn_bwd_q"), *kv = tt_gpu_kernel_of(p, "txl_attn_bwd_kv");
+    TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0);
+    if (batch == 0) return;
+    void *qargs[] = {&dqu, &dqv,  &dbd,   &dsum,   &qu,     &qv,        &k,         &v,
+                     &r,   &o,    &dout,  &lse,    &batch,  &heads,     &n,         &m,
+                     &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(q, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, qargs, st);
+    void *kvargs[] = {&dk,    &dv,   &qu,    &qv,     &k,      &v,         &r,         &dout,
+                      &lse,   &dsum, &batch, &heads,  &n,      &m,         &scale,     &drop.p,
+                      &drop.seed, &drop.step, &drop.site};
+    tt_gpu_launch(kv, (dim3){ceil_div(m + n, 64), (unsigned)batch, (unsigned)heads}, kvargs, st);
+}
+
 /* Blocks for a grid-stride kernel over total elements: enough to fill the card, no more. */
 static unsigned stride_blocks(const tt_gpu_kernel *k, long long total)
 {

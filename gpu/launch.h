@@ -121,6 +121,23 @@ void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float
 void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
                  const float *theta, int h, int r);
 
+/* Transformer-XL's attention fused (templates/txl_flash.cu; in the plan for bf16, see
+ * tt_txl_fused), in templates/txl.cu's head-major padded layouts: from qu = q + u and qv = q + v
+ * [heads][batch][n][DP], k and v [heads][batch][m + n][DP] (memory rows first) and r
+ * [heads][m + n][DP], o = P' V [heads][batch][n][DP] and lse [heads batch n], each row's
+ * log-sum-exp of its scaled scores, which the backward reads. */
+bool tt_txl_fused(const tt_gpu_program *p);
+void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *lse, const void *qu,
+                     const void *qv, const void *k, const void *v, const void *r, int batch,
+                     int heads, int n, int m, float scale, tt_dropout drop);
+/* Its backward from dout = d(P' V), with o and lse as the forward wrote them: dqu, dqv, dk, dv
+ * (the layouts of qu, qv, k, v) and dbd [heads][batch n][m + n] (dS shifted into BD's columns, 0
+ * where no key lands: dR = dBD^T qv is the caller's product) written; dsum [heads batch n] is
+ * scratch (sum_e dout o, a row's). */
+void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqu, void *dqv, void *dk,
+                     void *dv, void *dbd, float *dsum, const void *qu, const void *qv, const void *k,
+                     const void *v, const void *r, const void *o, const void *dout, const float *lse,
+                     int batch, int heads, int n, int m, float scale, tt_dropout drop);
 /* Cross-entropy of logits [rows, v] of the storage type (bf16 on the bf16 path, as the products
  * write them; fp32 arithmetic), rows ld >= v apart, against targets with label smoothing eps
  * (templates/xent.cu): loss, nll [rows] (fp32), each times its row's weight (weight NULL: all

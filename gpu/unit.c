@@ -891,6 +891,228 @@ static void txl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu 
                        check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
 }
 
+/* --- Transformer-XL's attention fused (templates/txl_flash.cu) ---------------------------------- */
+
+/* Inputs in the kernels' head-major padded layouts for the checked sequences ([H][check][rows][dp],
+ * zero from d_head on), repeated over the batch; the twin works in the reference's order (b, c,
+ * i) from the same rounded values, in double. */
+typedef struct {
+    int heads, n, m, k, dh, dp;
+    float scale;
+    float *qu, *qv, *kk, *v, *r, *dout; /* host, head-major, the checked sequences' */
+    float *o, *lse;                      /* the twin's forward (o rounded as stored) */
+    void *d_qu, *d_qv, *d_k, *d_v, *d_r, *d_dout, *d_o;
+    float *d_lse, *d_dsum;
+    void *d_out[5];
+} txl_fl;
+
+/* [H][check][rows][dp] of rounded normals, zero past d_head */
+static float *fl_input(tt_unit *u, const txl_fl *a, int rows, float std, uint64_t stream)
+{
+    const size_t nr = (size_t)a->heads * u->check * rows;
+    float *x = host_randn(u, nr * a->dp, std, stream, u->bf16);
+    for (size_t i = 0; i < nr; i++)
+        for (int e = a->dh; e < a->dp; e++) x[i * a->dp + e] = 0.f;
+    return x;
+}
+
+static void *fl_upload(tt_unit *u, const float *x, int rows, int heads_only)
+{
+    const txl_fl *a = u->h;
+    const size_t n = (size_t)a->heads * (heads_only ? 1 : u->check) * rows * a->dp;
+    const size_t all = (size_t)a->heads * (heads_only ? 1 : u->batch) * rows * a->dp;
+    return dev_repeated(u, x, n, all, u->bf16);
+}
+
+/* Row i of sequence b, head c of a head-major [H][check][rows][dp] tensor */
+static const float *fl_row(const tt_unit *u, const txl_fl *a, const float *x, int c, int b, int rows, int i)
+{
+    return x + (((size_t)c * u->check + b) * rows + i) * a->dp;
+}
+
+static double fl_dot(const float *x, const float *y, int n)
+{
+    double s = 0;
+    for (int e = 0; e < n; e++) s += (double)x[e] * y[e];
+    return s;
+}
+
+/* The probabilities of (b, c) [n][k] as cpu_txl_probs computes them (visible j <= m + i), their
+ * dropped-out copy (the reference's flat order, as the kernels draw it), and each row's lse. */
+static void fl_probs(const tt_unit *u, const txl_fl *a, int b, int c, float *prob, float *pdrop,
+                     uint8_t *mask, float *lse)
+{
+    const int n = a->n, k = a->k;
+    float *ac = tt_xmalloc((size_t)n * k * 4), *bd = tt_xmalloc((size_t)n * k * 4);
+    for (int i = 0; i < n; i++) {
+        const float *qu = fl_row(u, a, a->qu, c, b, n, i), *qv = fl_row(u, a, a->qv, c, b, n, i);
+        for (int j = 0; j < k; j++) {
+            ac[(size_t)i * k + j] = (float)fl_dot(qu, fl_row(u, a, a->kk, c, b, k, j), a->dh);
+            bd[(size_t)i * k + j] = (float)fl_dot(qv, a->r + ((size_t)c * k + j) * a->dp, a->dh);
+        }
+        double mx = -INFINITY, z = 0;
+        for (int j = 0; j <= a->m + i; j++)
+            mx = fmax(mx, ((double)ac[(size_t)i * k + j] + bd[(size_t)i * k + n - 1 - i + j]) * a->scale);
+        for (int j = 0; j <= a->m + i; j++)
+            z += exp(((double)ac[(size_t)i * k + j] + bd[(size_t)i * k + n - 1 - i + j]) * a->scale - mx);
+        if (lse) lse[i] = (float)(mx + log(z));
+    }
+    cpu_txl_probs(prob, ac, bd, n, n, a->m, a->scale);
+    /* the dropout of rows (b, c, 0 .. n-1): elements from ((b H + c) n) k on of the site's stream */
+    const size_t first = ((size_t)b * a->heads + c) * n * k, ne = (size_t)n * k;
+    float *all = tt_xcalloc(first + ne, 4), *dall = tt_xmalloc((first + ne) * 4);
+    uint8_t *mall = tt_xmalloc(first + ne);
+    memcpy(all + first, prob, ne * 4);
+    tt_cpu_dropout(dall, mall, all, (long)(first + ne), u->drop);
+    memcpy(pdrop, dall + first, ne * 4);
+    if (mask) memcpy(mask, mall + first, ne);
+    free(all), free(dall), free(mall), free(ac), free(bd);
+}
+
+static txl_fl *fl_inputs(tt_unit *u)
+{
+    const tt_model_spec *m = &u->s->model;
+    txl_fl *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->heads = m->n_head, a->n = m->seq_len, a->m = m->mem_len, a->k = a->m + a->n;
+    a->dh = m->d_head, a->dp = (int)tt_row_pitch(m->d_head);
+    a->scale = (float)(1.0 / sqrt((double)m->d_head));
+    a->qu = fl_input(u, a, a->n, 1.f, 61);
+    a->qv = fl_input(u, a, a->n, 1.f, 62);
+    a->kk = fl_input(u, a, a->k, 1.f, 63);
+    a->v = fl_input(u, a, a->k, 1.f, 64);
+    a->r = host_randn(u, (size_t)a->heads * a->k * a->dp, 1.f, 65, u->bf16);
+    for (size_t i = 0; i < (size_t)a->heads * a->k; i++)
+        for (int e = a->dh; e < a->dp; e++) a->r[i * a->dp + e] = 0.f;
+    a->d_qu = fl_upload(u, a->qu, a->n, 0);
+    a->d_qv = fl_upload(u, a->qv, a->n, 0);
+    a->d_k = fl_upload(u, a->kk, a->k, 0);
+    a->d_v = fl_upload(u, a->v, a->k, 0);
+    a->d_r = fl_upload(u, a->r, a->k, 1);
+    unit_dropout(u, m->dropatt, 9);
+    about(u, u->check, u->batch, " on %d sequences x %d heads of %d queries and %d keys", u->batch,
+          a->heads, a->n, a->k);
+    return a;
+}
+
+/* The twin's o [H][check][n][dp] (P' V, rounded as stored) and lse [H][check][n] */
+static void fl_forward(const tt_unit *u, const txl_fl *a, float *o, float *lse)
+{
+    const int n = a->n, k = a->k;
+    float *prob = tt_xmalloc((size_t)n * k * 4), *pdrop = tt_xmalloc((size_t)n * k * 4);
+    for (int b = 0; b < u->check; b++)
+        for (int c = 0; c < a->heads; c++) {
+            const size_t row0 = ((size_t)c * u->check + b) * n;
+            fl_probs(u, a, b, c, prob, pdrop, NULL, lse + row0);
+            for (int i = 0; i < n; i++)
+                for (int e = 0; e < a->dp; e++) {
+                    double s = 0;
+                    for (int j = 0; j < k; j++) s += (double)pdrop[(size_t)i * k + j] * fl_row(u, a, a->v, c, b, k, j)[e];
+                    o[(row0 + i) * a->dp + e] = (float)s;
+                }
+        }
+    free(prob), free(pdrop);
+}
+
+static void fl_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    txl_fl *a = fl_inputs(u);
+    const long rows = (long)a->heads * u->check * a->n, all = (long)a->heads * u->batch * a->n;
+    a->d_out[0] = dev_buffer(u, (size_t)all * a->dp * storage_size(u->bf16));
+    a->d_out[1] = dev_buffer(u, (size_t)all * 4);
+    add_output(u, "o", a->d_out[0], u->bf16, rows, a->dp, a->dp, a->n, TOL_STORED);
+    add_output(u, "lse", a->d_out[1], 0, rows, 1, 1, a->n, TOL_FP32);
+}
+
+static void fl_fwd_twin(const tt_unit *u, float *const *want)
+{
+    fl_forward(u, u->h, want[0], want[1]);
+}
+
+static void fl_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const txl_fl *a = u->h;
+    tt_txl_attn_fwd(p, gpu->stream, a->d_out[0], a->d_out[1], a->d_qu, a->d_qv, a->d_k, a->d_v,
+                    a->d_r, check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
+}
+
+/* The backward reads the twin's o and lse, so that it stands alone. */
+static void fl_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    txl_fl *a = fl_inputs(u);
+    const int n = a->n, k = a->k, H = a->heads;
+    const size_t qrows = (size_t)H * u->check * n;
+    a->dout = fl_input(u, a, n, 1.f, 66);
+    a->o = keep_host(u, tt_xmalloc(qrows * a->dp * 4 + 1));
+    a->lse = keep_host(u, tt_xmalloc(qrows * 4 + 1));
+    fl_forward(u, a, a->o, a->lse);
+    tt_round_storage(a->o, qrows * a->dp, u->bf16);
+    a->d_dout = fl_upload(u, a->dout, n, 0);
+    a->d_o = fl_upload(u, a->o, n, 0);
+    a->d_lse = dev_repeated(u, a->lse, qrows, (size_t)H * u->batch * n, 0);
+    a->d_dsum = dev_buffer(u, (size_t)H * u->batch * n * 4);
+    const size_t es = storage_size(u->bf16), qall = (size_t)H * u->batch * n, kall = (size_t)H * u->batch * k;
+    const char *names[] = {"dqu", "dqv", "dk", "dv", "dbd"};
+    for (int i = 0; i < 5; i++) {
+        const bool keys = i == 2 || i == 3, bd = i == 4;
+        a->d_out[i] = dev_buffer(u, (keys ? kall : qall) * (bd ? (size_t)k : (size_t)a->dp) * es);
+        add_output(u, names[i], a->d_out[i], u->bf16, (long)(keys ? (size_t)H * u->check * k : qrows),
+                   bd ? k : a->dp, bd ? k : a->dp, keys ? k : n, TOL_STORED);
+    }
+}
+
+static void fl_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const txl_fl *a = u->h;
+    const int n = a->n, k = a->k, dp = a->dp;
+    const size_t ne = (size_t)n * k;
+    float *prob = tt_xmalloc(ne * 4), *pdrop = tt_xmalloc(ne * 4), *dpd = tt_xmalloc(ne * 4);
+    float *dprob = tt_xmalloc(ne * 4), *dac = tt_xmalloc(ne * 4), *dbd = tt_xmalloc(ne * 4);
+    uint8_t *mask = tt_xmalloc(ne);
+    for (int b = 0; b < u->check; b++)
+        for (int c = 0; c < a->heads; c++) {
+            fl_probs(u, a, b, c, prob, pdrop, mask, NULL);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < k; j++)
+                    dpd[(size_t)i * k + j] = (float)fl_dot(fl_row(u, a, a->dout, c, b, n, i),
+                                                           fl_row(u, a, a->v, c, b, k, j), dp);
+            cpu_dropout_bwd(dprob, dpd, mask, (long)ne, u->drop.p);
+            cpu_txl_probs_bwd(dac, dbd, prob, dprob, n, n, a->m, a->scale);
+            const size_t q0 = ((size_t)c * u->check + b) * n, k0 = ((size_t)c * u->check + b) * k;
+            for (int e = 0; e < dp; e++) {
+                for (int i = 0; i < n; i++) {
+                    double gu = 0, gv = 0;
+                    for (int j = 0; j < k; j++) {
+                        gu += (double)dac[(size_t)i * k + j] * fl_row(u, a, a->kk, c, b, k, j)[e];
+                        gv += (double)dbd[(size_t)i * k + j] * a->r[((size_t)c * k + j) * dp + e];
+                    }
+                    want[0][(q0 + i) * dp + e] = (float)gu;
+                    want[1][(q0 + i) * dp + e] = (float)gv;
+                }
+                for (int j = 0; j < k; j++) {
+                    double gk = 0, gvv = 0;
+                    for (int i = 0; i < n; i++) {
+                        gk += (double)dac[(size_t)i * k + j] * fl_row(u, a, a->qu, c, b, n, i)[e];
+                        gvv += (double)pdrop[(size_t)i * k + j] * fl_row(u, a, a->dout, c, b, n, i)[e];
+                    }
+                    want[2][(k0 + j) * dp + e] = (float)gk;
+                    want[3][(k0 + j) * dp + e] = (float)gvv;
+                }
+            }
+            memcpy(want[4] + q0 * k, dbd, ne * 4);
+        }
+    free(prob), free(pdrop), free(dpd), free(dprob), free(dac), free(dbd), free(mask);
+}
+
+static void fl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const txl_fl *a = u->h;
+    tt_txl_attn_bwd(p, gpu->stream, a->d_out[0], a->d_out[1], a->d_out[2], a->d_out[3], a->d_out[4],
+                    a->d_dsum, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_r, a->d_o, a->d_dout, a->d_lse,
+                    check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
+}
+
 /* --- Transformer-XL's heads split out of the projections (templates/txl.cu) ------------------- */
 
 /* The projections' rows as the trainer keeps them: q, k, v blocks of H d_head values, hl (H
@@ -1272,6 +1494,12 @@ const tt_unit_desc tt_units[] = {
     {"txl_softmax_bwd", OPS("txl_softmax_bwd", NULL), "tt_txl_softmax_bwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
      IMPL(txl_bwd_init, txl_bwd_twin, txl_bwd_run, NULL, NULL)},
+    {"txl_attn_fwd", OPS("txl_attn_fwd", NULL), "tt_txl_attn_fwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, "the attention's CPU twin (forward)",
+     IMPL(fl_fwd_init, fl_fwd_twin, fl_fwd_run, NULL, NULL)},
+    {"txl_attn_bwd", OPS("txl_attn_bwd_q", "txl_attn_bwd_kv", NULL), "tt_txl_attn_bwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, "the attention's CPU twin (backward)",
+     IMPL(fl_bwd_init, fl_bwd_twin, fl_bwd_run, NULL, NULL)},
     {"cast", OPS("cast", NULL), "tt_cast", "differ", 0, false, NULL,
      IMPL(cast_init, NULL, cast_run, NULL, cast_check)},
     {"embedding_fwd", OPS("embedding_fwd", NULL), "tt_embedding_fwd", "rel. error",

@@ -96,3 +96,61 @@ template <typename V> __device__ __forceinline__ V tt_block_sum(V v, V *scratch)
     __syncthreads(); // scratch may be written again by the next call
     return s;
 }
+
+// --- bf16 tensor cores (mma.sync m16n8k16, sm_80+) and asynchronous copies: the pieces that
+// templates/mla_tc.cu and txl_flash.cu share. Only compiled where a kernel calls them.
+
+// Four 8x8 bf16 matrices from shared memory, transposed: lane l gives the address of row l % 8
+// of matrix l / 8 (16-byte aligned) and gets, of matrix q, elements (2t, g) and (2t+1, g) in
+// register q, which is an m16n8k16 B operand (or A operand) read from a row-major tile.
+__device__ __forceinline__ void tt_ldsm_t(unsigned (&r)[4], const tt_bf16 *row)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// The same, not transposed: lane l gives the address of row l % 8 of matrix l / 8 and gets, of
+// matrix q, elements (g, 2t) and (g, 2t+1) in register q: an m16n8k16 B operand read from a tile
+// stored n-major (rows n, k contiguous), or an A operand from a row-major one.
+__device__ __forceinline__ void tt_ldsm(unsigned (&r)[4], const tt_bf16 *row)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// d += a b: one m16n8k16 product, bf16 inputs, fp32 accumulators.
+__device__ __forceinline__ void tt_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as a bf16 pair, lo in the low half, each rounded to nearest even.
+__device__ __forceinline__ unsigned tt_pack_bf16(float lo, float hi)
+{
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
+// Element (row, col) of a warp's m16n8 accumulator tile that register e of lane holds.
+__device__ __forceinline__ int tt_acc_row(int lane, int e) { return (lane >> 2) + (e >= 2 ? 8 : 0); }
+__device__ __forceinline__ int tt_acc_col(int lane, int e) { return (lane & 3) * 2 + (e & 1); }
+
+// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80+):
+// the copy lands by the next tt_cp_wait that covers its group. full false: 16 zero bytes (src
+// is not read, but must be a valid address).
+__device__ __forceinline__ void tt_cp16(void *dst, const void *src, bool full)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0));
+}
+__device__ __forceinline__ void tt_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most n of this thread's groups are in flight.
+template <int n> __device__ __forceinline__ void tt_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }

@@ -248,9 +248,19 @@ static void test_names_carry_constants(void **state)
                 if (hk != m->n_head || dhk != m->d_head || dpk != tt_row_pitch(m->d_head))
                     fail_msg("%s: %s: H %ld DH %ld DP %ld", s.path, kn->name, hk, dhk, dpk);
             }
+            /* Transformer-XL's fused attention: heads DP wide (whole 16-byte groups), DK its
+             * k-steps of 16 */
+            const long fdk = strncmp(kn->op, "txl_attn_", 9) == 0 ? tt_kernel_const(kn, "DK", -1) : -1;
+            if (fdk >= 0) {
+                const long dpk = tt_kernel_const(kn, "DP", -1);
+                snprintf(part, sizeof part, "_DP%ld_DK%ld_", dpk, fdk);
+                expect_in_name(kn, part, 1, s.path);
+                if (dpk != tt_row_pitch(m->d_head) || fdk != (dpk + 15) / 16 * 16)
+                    fail_msg("%s: %s: DP %ld DK %ld", s.path, kn->name, dpk, fdk);
+            }
             /* adam, cast and txl_pe walk flat arrays of any length, xent rows of logits of any
              * length: they have no width to name */
-            if (dk < 0 && fk < 0 && dek < 0 && kk < 0 && hk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
+            if (dk < 0 && fk < 0 && dek < 0 && kk < 0 && hk < 0 && fdk < 0 && strcmp(kn->dtype, "f32") != 0 && strcmp(kn->op, "adam") != 0 &&
                 strcmp(kn->op, "cast") != 0 && strncmp(kn->op, "xent", 4) != 0 &&
                 strcmp(kn->op, "txl_pe") != 0)
                 fail_msg("%s: kernel %s of the storage type names no width", s.path, kn->name);

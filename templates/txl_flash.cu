@@ -1,0 +1,533 @@
+// Transformer-XL's relative attention fused, flash-style (MODEL.md section 3), on bf16 tensor
+// cores (mma.sync m16n8k16, fp32 accumulation): the scores AC + BD, the relative shift, the mask
+// over memory and segment, the softmax, dropatt and the product with V in one kernel, forward and
+// backward, without ever writing the [heads, batch, n, klen] scores or probabilities to memory.
+// It computes what templates/txl_softmax.cu and the cuBLAS products around it compute (read its
+// header for the shapes); the layouts are templates/txl.cu's head-major padded tiles:
+//   qu, qv, o, do        [H][batch][n][DP]     q + u, q + v, P' V and its gradient
+//   k, v                 [H][batch][klen][DP]  memory rows, then the segment's
+//   r                    [H][klen][DP]         row t: the position embedding of distance klen-1-t
+//   lse, dsum            [H][batch][n] fp32    a row's log-sum-exp of its scaled scores, and
+//                                              D_i = sum_e do_ie o_ie (= sum_j P_ij dP_ij)
+//   dbd                  [H][batch n][klen]    dS shifted into BD's columns (0 elsewhere), for
+//                                              the product dR = dBD^T (q + v) that cuBLAS runs
+// Query i (0-based in the segment) sees key j iff j <= m + i, and its BD column for key j is
+// t = n - 1 - i + j. For a warp's 16 rows iw .. iw+15 and a tile of 64 keys j0 .. j0+63 these
+// columns are t0 + c with t0 = n - 1 - (iw + 15) + j0 and c = jj + 15 - rr (row iw + rr, key
+// j0 + jj): one 16 x 80 product of q + v with 80 rows of r gives them all, and a pass through
+// shared memory skews them onto the keys.
+//
+// Kernels (4 warps a block, each 16 rows of the block's 64):
+//   txl_attn_fwd     a block per (64 queries, sequence, head): o and lse (online softmax).
+//   txl_attn_bwd_q   the same blocks: dsum, d(q + u) = dS K, d(q + v) = dBD r and dbd.
+//   txl_attn_bwd_kv  a block per (64 keys, sequence, head), over the queries that see them:
+//                    dV = P'^T dO and dK = dS^T (q + u); the BD terms of its scores come from
+//                    a 128 x 64 product of r with q + v that the block shares.
+// Every output element has one writer (no atomics): deterministic.
+// Constants: TT_DP (the heads' padded width, a multiple of 8), TT_DK (DP rounded up to 16, the
+// k-steps), TT_SMEM (the dynamic shared memory a block gets, which each kernel checks against its
+// layout). bf16 only.
+
+#define TT_KS (TT_DK / 16)  // k-steps over the head's width
+#define TT_ND (TT_DK / 8)   // n8 tiles over the head's width
+#define TT_SP (TT_DK + 8)   // bf16 pitch of the shared tiles of rows of width DK (conflict-free ldmatrix)
+#define TT_BQ 64            // queries a block or a tile
+#define TT_BK 64            // keys a tile or a block
+#define TT_RT 128           // rows of r a (64 queries, 64 keys) pair spans (127)
+#define TT_WT 80            // rows of r a warp's 16 queries span over 64 keys (79)
+#define TT_XP (TT_WT + 4)   // fp32 pitch of a warp's BD tile
+#define TT_DBP (TT_WT + 8)  // bf16 pitch of a warp's skewed dS tile
+#define TT_XQ (TT_BQ + 4)   // fp32 pitch of txl_attn_bwd_kv's shared BD product
+static_assert(TT_DP % 8 == 0 && TT_DK % 16 == 0 && TT_DK >= TT_DP && TT_DK < TT_DP + 16,
+              "DP whole 16-byte groups, DK its k-steps");
+
+// nrows rows of a [rows][DP] tensor from row r0 on (rows outside [0, limit) as zeros) into a
+// shared tile of pitch SP, by the whole block, asynchronously (the caller commits and waits).
+// Columns DP .. DK-1 are never written: tt_fl_zero_tail zeroes them once.
+__device__ __forceinline__ void tt_fl_load(tt_bf16 *dst, int nrows, const tt_bf16 *src, int r0, int limit)
+{
+    constexpr int CH = TT_DP / 8;
+    for (int e = threadIdx.x; e < nrows * CH; e += blockDim.x) {
+        const int row = e / CH, c = e % CH, r = r0 + row;
+        const bool in = r >= 0 && r < limit;
+        tt_cp16(dst + row * TT_SP + c * 8, in ? src + (size_t)r * TT_DP + c * 8 : src, in);
+    }
+}
+
+__device__ __forceinline__ void tt_fl_zero_tail(tt_bf16 *dst, int nrows)
+{
+#if TT_DK > TT_DP
+    constexpr int W = TT_DK - TT_DP;
+    for (int e = threadIdx.x; e < nrows * W; e += blockDim.x) dst[e / W * TT_SP + TT_DP + e % W].bits = 0;
+#else
+    (void)dst, (void)nrows;
+#endif
+}
+
+// A operand (16 rows from row0 of a shared tile of pitch SP, all DK columns) by ldmatrix.
+__device__ __forceinline__ void tt_fl_a(unsigned (&a)[TT_KS][4], const tt_bf16 *s, int row0)
+{
+    const int lane = threadIdx.x % 32;
+    const tt_bf16 *p = s + (row0 + (lane & 15)) * TT_SP + (lane >> 4) * 8;
+#pragma unroll
+    for (int ks = 0; ks < TT_KS; ks++) tt_ldsm(a[ks], p + ks * 16);
+}
+
+// acc[NT] += A (16 x 16 KSTEPS) B, B stored n-major: rows n0 .. n0 + 8 NT - 1 of s (pitch
+// `pitch`), each row its k values contiguous (q + u against K's rows: A B = q k^T).
+template <int NT, int KSTEPS>
+__device__ __forceinline__ void tt_fl_mma_nk(float (&acc)[NT][4], const unsigned (&a)[KSTEPS][4],
+                                             const tt_bf16 *s, int pitch, int n0)
+{
+    static_assert(NT % 2 == 0, "n8 tiles in pairs");
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int q = 0; q < NT / 2; q++) {
+        const tt_bf16 *row = s + (n0 + q * 16 + (lane >> 4) * 8 + (lane & 7)) * pitch + ((lane >> 3) & 1) * 8;
+#pragma unroll
+        for (int ks = 0; ks < KSTEPS; ks++) {
+            unsigned b[4];
+            tt_ldsm(b, row + ks * 16);
+            tt_mma(acc[2 * q], a[ks], b[0], b[1]);
+            tt_mma(acc[2 * q + 1], a[ks], b[2], b[3]);
+        }
+    }
+}
+
+// acc[ND] += A (16 x 16) B, B stored k-major: rows k0 .. k0+15 of s (pitch SP), the head's DK
+// columns (P' against V's rows: P' V).
+__device__ __forceinline__ void tt_fl_mma_kn(float (&acc)[TT_ND][4], const unsigned (&a)[4],
+                                             const tt_bf16 *s, int k0)
+{
+    const int lane = threadIdx.x % 32;
+    const tt_bf16 *row = s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * TT_SP + (lane >> 4) * 8;
+#pragma unroll
+    for (int q = 0; q < TT_ND / 2; q++) {
+        unsigned b[4];
+        tt_ldsm_t(b, row + q * 16);
+        tt_mma(acc[2 * q], a, b[0], b[1]);
+        tt_mma(acc[2 * q + 1], a, b[2], b[3]);
+    }
+}
+
+// n8 tiles 2 kk and 2 kk + 1 of accumulators as the A operand of a product over their columns.
+__device__ __forceinline__ void tt_fl_pack(unsigned (&a)[4], const float (&x)[4], const float (&y)[4])
+{
+    a[0] = tt_pack_bf16(x[0], x[1]);
+    a[1] = tt_pack_bf16(x[2], x[3]);
+    a[2] = tt_pack_bf16(y[0], y[1]);
+    a[3] = tt_pack_bf16(y[2], y[3]);
+}
+
+// rows of a warp's [16][ND n8 tiles] accumulators into [rows][DP] bf16 from row row0, rows < limit
+__device__ __forceinline__ void tt_fl_store(tt_bf16 *dst, const float (&acc)[TT_ND][4], int row0, int limit,
+                                            float s0, float s1)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = row0 + (lane >> 2) + 8 * h;
+        if (r >= limit) continue;
+#pragma unroll
+        for (int nt = 0; nt < TT_ND; nt++) {
+            const int col = nt * 8 + (lane & 3) * 2;
+            if (col >= TT_DP) continue;
+            const float sc = h ? s1 : s0;
+            *reinterpret_cast<unsigned *>(dst + (size_t)r * TT_DP + col) =
+                tt_pack_bf16(acc[nt][2 * h] * sc, acc[nt][2 * h + 1] * sc);
+        }
+    }
+}
+
+// Max (or sum) over the four lanes that hold a row of an accumulator tile.
+__device__ __forceinline__ float tt_fl_quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float tt_fl_quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Columns c0 .. c0 + 8 NT - 1 of the warp's BD tile ((q + v) against rows r0 + c0 .. of sr) into sbd.
+template <int NT>
+__device__ __forceinline__ void tt_fl_bd_part(const unsigned (&aqv)[TT_KS][4], const tt_bf16 *sr, float *sbd,
+                                              int r0, int c0)
+{
+    const int lane = threadIdx.x % 32;
+    float bd[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) bd[nt][e] = 0.f;
+    tt_fl_mma_nk<NT, TT_KS>(bd, aqv, sr, TT_SP, r0 + c0);
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) sbd[tt_acc_row(lane, e) * TT_XP + c0 + nt * 8 + tt_acc_col(lane, e)] = bd[nt][e];
+}
+
+// The warp's scaled, masked scores of rows iw .. iw+15 against keys j0 .. j0+63 (s: AC on entry,
+// the scores on return, -inf where masked): BD from the warp's 80 rows of r in sr (the block's
+// 128 from tb0 = n - 1 - (i0 + 63) + j0; the warp's start 48 - 16 w rows in), skewed through sbd.
+__device__ __forceinline__ void tt_fl_scores(float (&s)[8][4], const unsigned (&aqv)[TT_KS][4],
+                                             const tt_bf16 *sr, float *sbd, int warp, int iw, int j0,
+                                             int n, int m, float scale)
+{
+    const int lane = threadIdx.x % 32;
+    // in two parts of 48 and 32 columns, to hold fewer accumulators at once
+    tt_fl_bd_part<6>(aqv, sr, sbd, 48 - 16 * warp, 0);
+    tt_fl_bd_part<4>(aqv, sr, sbd, 48 - 16 * warp, 48);
+    __syncwarp();
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int rr = tt_acc_row(lane, e), jj = nt * 8 + tt_acc_col(lane, e);
+            const int i = iw + rr, j = j0 + jj;
+            s[nt][e] = i < n && j <= m + i ? (s[nt][e] + sbd[rr * TT_XP + jj + 15 - rr]) * scale : TT_NEG_INF;
+        }
+    __syncwarp(); // sbd is written again by the next tile
+}
+
+// The reference's flat index of (sequence b, head c, query i): ((b H + c) n + i), times klen.
+__device__ __forceinline__ unsigned long long tt_fl_ref(int b, int c, int i, int heads, int n, int klen)
+{
+    return (((unsigned long long)b * heads + c) * n + i) * (unsigned long long)klen;
+}
+
+#ifdef TT_OP_TXL_ATTN_FWD
+extern "C" __global__ void __launch_bounds__(128)
+TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__restrict__ qu,
+          const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v,
+          const tt_bf16 *__restrict__ r, int batch, int heads, int n, int m, float scale, float p,
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+{
+    static_assert(TT_SMEM == (2 * TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_XP * 4, "the plan's shared memory");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sv = sk + TT_BK * TT_SP, *sr = sv + TT_BK * TT_SP;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float *sbd = reinterpret_cast<float *>(sr + TT_RT * TT_SP) + warp * 16 * TT_XP;
+    const int c = blockIdx.z, b = blockIdx.y, i0 = blockIdx.x * TT_BQ, klen = m + n;
+    const size_t cb = (size_t)c * batch + b;
+    const int iw = i0 + 16 * warp;
+
+    tt_fl_zero_tail(sk, 2 * TT_BK + TT_RT);
+    tt_fl_load(sk, TT_BQ, qu + cb * n * TT_DP, i0, n);
+    tt_fl_load(sv, TT_BQ, qv + cb * n * TT_DP, i0, n);
+    tt_cp_commit();
+    tt_cp_wait<0>();
+    __syncthreads();
+    unsigned aqu[TT_KS][4], aqv[TT_KS][4];
+    tt_fl_a(aqu, sk, 16 * warp);
+    tt_fl_a(aqv, sv, 16 * warp);
+    __syncthreads();
+
+    const uint64_t stream = tt_dropout_stream(*step, site);
+    const float keep_scale = 1.f / (1.f - p);
+    float mrow[2] = {TT_NEG_INF, TT_NEG_INF}, lrow[2] = {0.f, 0.f}, acc[TT_ND][4];
+#pragma unroll
+    for (int nt = 0; nt < TT_ND; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
+    const int last = (i0 + TT_BQ < n ? i0 + TT_BQ : n) - 1, jend = m + last + 1;
+    for (int j0 = 0; j0 < jend; j0 += TT_BK) {
+        tt_fl_load(sk, TT_BK, k + cb * klen * TT_DP, j0, klen);
+        tt_fl_load(sv, TT_BK, v + cb * klen * TT_DP, j0, klen);
+        tt_fl_load(sr, TT_RT, r + (size_t)c * klen * TT_DP, n - 1 - (i0 + TT_BQ - 1) + j0, klen);
+        tt_cp_commit();
+        tt_cp_wait<0>();
+        __syncthreads();
+        float s[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[nt][e] = 0.f;
+        tt_fl_mma_nk<8, TT_KS>(s, aqu, sk, TT_SP, 0);
+        tt_fl_scores(s, aqv, sr, sbd, warp, iw, j0, n, m, scale);
+        // online softmax: each lane holds rows g (h 0) and g + 8 (h 1)
+        float mx[2] = {mrow[0], mrow[1]};
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
+        float base[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            mx[h] = tt_fl_quad_max(mx[h]);
+            base[h] = mx[h] == TT_NEG_INF ? 0.f : mx[h];
+            const float alpha = mrow[h] == TT_NEG_INF ? 0.f : __expf(mrow[h] - base[h]);
+            mrow[h] = mx[h];
+            lrow[h] *= alpha;
+#pragma unroll
+            for (int nt = 0; nt < TT_ND; nt++) acc[nt][2 * h] *= alpha, acc[nt][2 * h + 1] *= alpha;
+        }
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float pe = __expf(s[nt][e] - base[e >> 1]); // 0 where masked
+                lrow[e >> 1] += pe;
+                float pd = pe;
+                if (p > 0.f) {
+                    const int i = iw + tt_acc_row(lane, e), j = j0 + nt * 8 + tt_acc_col(lane, e);
+                    pd = i < n && tt_dropout_keep(seed, stream, tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                             ? pe * keep_scale : 0.f;
+                }
+                s[nt][e] = pd;
+            }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            unsigned a[4];
+            tt_fl_pack(a, s[2 * kk], s[2 * kk + 1]);
+            tt_fl_mma_kn(acc, a, sv, kk * 16);
+        }
+        __syncthreads(); // the next tile's loads overwrite sk, sv, sr
+    }
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        lrow[h] = tt_fl_quad_sum(lrow[h]);
+        inv[h] = lrow[h] > 0.f ? 1.f / lrow[h] : 0.f;
+        const int i = iw + (lane >> 2) + 8 * h;
+        if ((lane & 3) == 0 && i < n) lse[cb * n + i] = mrow[h] + logf(lrow[h]);
+    }
+    tt_fl_store(o + cb * n * TT_DP, acc, iw, n, inv[0], inv[1]);
+}
+#endif
+
+#ifdef TT_OP_TXL_ATTN_BWD_Q
+extern "C" __global__ void __launch_bounds__(128)
+TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restrict__ dbd,
+          float *__restrict__ dsum, const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv,
+          const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r,
+          const tt_bf16 *__restrict__ o, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
+          int batch, int heads, int n, int m, float scale, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
+{
+    static_assert(TT_SMEM == (2 * TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_XP * 4 + 4 * 16 * TT_DBP * 2,
+                  "the plan's shared memory");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sv = sk + TT_BK * TT_SP, *sr = sv + TT_BK * TT_SP;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float *sbd = reinterpret_cast<float *>(sr + TT_RT * TT_SP) + warp * 16 * TT_XP;
+    tt_bf16 *sdb = reinterpret_cast<tt_bf16 *>(reinterpret_cast<float *>(sr + TT_RT * TT_SP) + 4 * 16 * TT_XP) +
+                   warp * 16 * TT_DBP;
+    const int c = blockIdx.z, b = blockIdx.y, i0 = blockIdx.x * TT_BQ, klen = m + n;
+    const size_t cb = (size_t)c * batch + b;
+    const int iw = i0 + 16 * warp;
+
+    tt_fl_zero_tail(sk, 2 * TT_BK + TT_RT);
+    tt_fl_load(sk, TT_BQ, qu + cb * n * TT_DP, i0, n);
+    tt_fl_load(sv, TT_BQ, qv + cb * n * TT_DP, i0, n);
+    tt_fl_load(sr, TT_BQ, dout + cb * n * TT_DP, i0, n);
+    tt_cp_commit();
+    tt_cp_wait<0>();
+    __syncthreads();
+    unsigned aqu[TT_KS][4], aqv[TT_KS][4], ado[TT_KS][4];
+    tt_fl_a(aqu, sk, 16 * warp);
+    tt_fl_a(aqv, sv, 16 * warp);
+    tt_fl_a(ado, sr, 16 * warp);
+    // D of the warp's rows (dO from shared memory, o as the forward stored it), and BD's
+    // columns no key reaches (t < n - 1 - i) zeroed
+    float dl[2], ll[2];
+    for (int rr = 0; rr < 16; rr++) {
+        const int i = iw + rr;
+        float x = 0.f;
+        if (i < n)
+            for (int e = lane; e < TT_DP; e += 32)
+                x += tt_float(sr[(16 * warp + rr) * TT_SP + e]) * tt_float(o[(cb * n + i) * TT_DP + e]);
+        x = tt_group_sum<32>(x);
+        if (rr == (lane >> 2)) dl[0] = x;
+        if (rr == (lane >> 2) + 8) dl[1] = x;
+        if (i < n) {
+            if (lane == 0) dsum[cb * n + i] = x;
+            for (int t = lane; t < n - 1 - i; t += 32) dbd[(cb * n + i) * klen + t].bits = 0;
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int i = iw + (lane >> 2) + 8 * h;
+        ll[h] = i < n ? lse[cb * n + i] : 0.f;
+    }
+    __syncthreads();
+
+    const uint64_t stream = tt_dropout_stream(*step, site);
+    const float keep_scale = 1.f / (1.f - p);
+    float gu[TT_ND][4], gv[TT_ND][4];
+#pragma unroll
+    for (int nt = 0; nt < TT_ND; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) gu[nt][e] = gv[nt][e] = 0.f;
+    const int last = (i0 + TT_BQ < n ? i0 + TT_BQ : n) - 1, jend = m + last + 1;
+    for (int j0 = 0; j0 < jend; j0 += TT_BK) {
+        tt_fl_load(sk, TT_BK, k + cb * klen * TT_DP, j0, klen);
+        tt_fl_load(sv, TT_BK, v + cb * klen * TT_DP, j0, klen);
+        tt_fl_load(sr, TT_RT, r + (size_t)c * klen * TT_DP, n - 1 - (i0 + TT_BQ - 1) + j0, klen);
+        tt_cp_commit();
+        for (int e = lane; e < 16 * TT_DBP / 2; e += 32) reinterpret_cast<unsigned *>(sdb)[e] = 0u;
+        tt_cp_wait<0>();
+        __syncthreads();
+        float s[8][4], dp[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.f;
+        tt_fl_mma_nk<8, TT_KS>(s, aqu, sk, TT_SP, 0);
+        tt_fl_mma_nk<8, TT_KS>(dp, ado, sv, TT_SP, 0); // dP' = dO V^T
+        tt_fl_scores(s, aqv, sr, sbd, warp, iw, j0, n, m, scale);
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int rr = tt_acc_row(lane, e), jj = nt * 8 + tt_acc_col(lane, e);
+                const int i = iw + rr, j = j0 + jj;
+                const float pr = __expf(s[nt][e] - ll[e >> 1]); // 0 where masked
+                float g = dp[nt][e];
+                if (p > 0.f)
+                    g = i < n && tt_dropout_keep(seed, stream, tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                            ? g * keep_scale : 0.f;
+                const float ds = pr * (g - dl[e >> 1]) * scale;
+                s[nt][e] = ds;
+                sdb[rr * TT_DBP + jj + 15 - rr] = tt_store_as<tt_bf16>(ds);
+            }
+        __syncwarp();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) { // d(q + u) += dS K
+            unsigned a[4];
+            tt_fl_pack(a, s[2 * kk], s[2 * kk + 1]);
+            tt_fl_mma_kn(gu, a, sk, kk * 16);
+        }
+        const tt_bf16 *arow = sdb + (lane & 15) * TT_DBP + (lane >> 4) * 8;
+#pragma unroll
+        for (int kc = 0; kc < TT_WT / 16; kc++) { // d(q + v) += dBD r over the warp's 80 rows of r
+            unsigned a[4];
+            tt_ldsm(a, arow + kc * 16);
+            tt_fl_mma_kn(gv, a, sr, 48 - 16 * warp + kc * 16);
+        }
+        // dbd's columns t = n - 1 - i + j of this tile's visible keys
+        for (int rr = 0; rr < 16; rr++) {
+            const int i = iw + rr;
+            if (i >= n) break;
+            const int jmax = m + i < j0 + TT_BK - 1 ? m + i : j0 + TT_BK - 1; // the last visible key
+            tt_bf16 *row = dbd + (cb * n + i) * klen + (n - 1 - i);
+            for (int jj = lane; j0 + jj <= jmax; jj += 32) row[j0 + jj] = sdb[rr * TT_DBP + jj + 15 - rr];
+        }
+        __syncthreads(); // the next tile's loads overwrite sk, sv, sr; sdb is zeroed again
+    }
+    tt_fl_store(dqu + cb * n * TT_DP, gu, iw, n, 1.f, 1.f);
+    tt_fl_store(dqv + cb * n * TT_DP, gv, iw, n, 1.f, 1.f);
+}
+#endif
+
+#ifdef TT_OP_TXL_ATTN_BWD_KV
+extern "C" __global__ void __launch_bounds__(128)
+TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__restrict__ qu,
+          const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v,
+          const tt_bf16 *__restrict__ r, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
+          const float *__restrict__ dsum, int batch, int heads, int n, int m, float scale, float p,
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+{
+    static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4,
+                  "the plan's shared memory");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    tt_bf16 *sq = reinterpret_cast<tt_bf16 *>(smem_raw), *sqv = sq + TT_BQ * TT_SP, *sdo = sqv + TT_BQ * TT_SP;
+    tt_bf16 *sr = sdo + TT_BQ * TT_SP;
+    float *sx = reinterpret_cast<float *>(sr + TT_RT * TT_SP), *slse = sx + TT_RT * TT_XQ, *sd = slse + TT_BQ;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int c = blockIdx.z, b = blockIdx.y, j0 = blockIdx.x * TT_BK, klen = m + n;
+    const size_t cb = (size_t)c * batch + b;
+    const int jw = j0 + 16 * warp;
+
+    tt_fl_zero_tail(sq, 3 * TT_BQ + TT_RT);
+    tt_fl_load(sq, TT_BK, k + cb * klen * TT_DP, j0, klen);
+    tt_fl_load(sqv, TT_BK, v + cb * klen * TT_DP, j0, klen);
+    tt_cp_commit();
+    tt_cp_wait<0>();
+    __syncthreads();
+    unsigned ak[TT_KS][4], av[TT_KS][4];
+    tt_fl_a(ak, sq, 16 * warp);
+    tt_fl_a(av, sqv, 16 * warp);
+    __syncthreads();
+
+    const uint64_t stream = tt_dropout_stream(*step, site);
+    const float keep_scale = 1.f / (1.f - p);
+    float gk[TT_ND][4], gv[TT_ND][4];
+#pragma unroll
+    for (int nt = 0; nt < TT_ND; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) gk[nt][e] = gv[nt][e] = 0.f;
+    // the queries that see a key of the block: m + i >= j0
+    for (int i0 = j0 - m > 0 ? j0 - m : 0; i0 < n; i0 += TT_BQ) {
+        const int tb0 = n - 1 - (i0 + TT_BQ - 1) + j0;
+        tt_fl_load(sq, TT_BQ, qu + cb * n * TT_DP, i0, n);
+        tt_fl_load(sqv, TT_BQ, qv + cb * n * TT_DP, i0, n);
+        tt_fl_load(sdo, TT_BQ, dout + cb * n * TT_DP, i0, n);
+        tt_fl_load(sr, TT_RT, r + (size_t)c * klen * TT_DP, tb0, klen);
+        tt_cp_commit();
+        if (threadIdx.x < TT_BQ) {
+            const int i = i0 + threadIdx.x;
+            slse[threadIdx.x] = i < n ? lse[cb * n + i] : 0.f;
+            sd[threadIdx.x] = i < n ? dsum[cb * n + i] : 0.f;
+        }
+        tt_cp_wait<0>();
+        __syncthreads();
+        // X[x][ii] = r_{tb0 + x} . (q + v)_{i0 + ii}: the warp's 32 rows of the 128
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++) {
+            unsigned ar[TT_KS][4];
+            tt_fl_a(ar, sr, 32 * warp + 16 * mt);
+            float x[8][4];
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) x[nt][e] = 0.f;
+            tt_fl_mma_nk<8, TT_KS>(x, ar, sqv, TT_SP, 0);
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    sx[(32 * warp + 16 * mt + tt_acc_row(lane, e)) * TT_XQ + nt * 8 + tt_acc_col(lane, e)] = x[nt][e];
+        }
+        __syncthreads();
+        // S^T (the warp's 16 keys x 64 queries) and dP'^T = V dO^T
+        float st[8][4], dpt[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st[nt][e] = dpt[nt][e] = 0.f;
+        tt_fl_mma_nk<8, TT_KS>(st, ak, sq, TT_SP, 0);
+        tt_fl_mma_nk<8, TT_KS>(dpt, av, sdo, TT_SP, 0);
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int rr = tt_acc_row(lane, e), ii = nt * 8 + tt_acc_col(lane, e);
+                const int j = jw + rr, i = i0 + ii;
+                const bool vis = i < n && j <= m + i; // j < klen follows
+                // t - tb0 = (n - 1 - i + j) - (n - 1 - (i0 + 63) + j0)
+                const float sc = (st[nt][e] + sx[(TT_BQ - 1 - ii + 16 * warp + rr) * TT_XQ + ii]) * scale;
+                const float pr = vis ? __expf(sc - slse[ii]) : 0.f;
+                float kp = 1.f;
+                if (p > 0.f)
+                    kp = vis && tt_dropout_keep(seed, stream, tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                             ? keep_scale : 0.f;
+                st[nt][e] = pr * kp;                                  // P'^T
+                dpt[nt][e] = pr * (dpt[nt][e] * kp - sd[ii]) * scale; // dS^T
+            }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            unsigned a[4];
+            tt_fl_pack(a, st[2 * kk], st[2 * kk + 1]);
+            tt_fl_mma_kn(gv, a, sdo, kk * 16); // dV += P'^T dO
+            tt_fl_pack(a, dpt[2 * kk], dpt[2 * kk + 1]);
+            tt_fl_mma_kn(gk, a, sq, kk * 16); // dK += dS^T (q + u)
+        }
+        __syncthreads(); // the next tile's loads overwrite every shared tile
+    }
+    tt_fl_store(dk + cb * klen * TT_DP, gk, jw, klen, 1.f, 1.f);
+    tt_fl_store(dv + cb * klen * TT_DP, gv, jw, klen, 1.f, 1.f);
+}
+#endif
