@@ -1079,6 +1079,10 @@ static void fl_bwd_twin(const tt_unit *u, float *const *want)
                                                            fl_row(u, a, a->v, c, b, k, j), dp);
             cpu_dropout_bwd(dprob, dpd, mask, (long)ne, u->drop.p);
             cpu_txl_probs_bwd(dac, dbd, prob, dprob, n, n, a->m, a->scale);
+            /* dS and P' enter their products as stored (bf16: rounded), as in either strategy */
+            tt_round_storage(dac, ne, u->bf16);
+            tt_round_storage(dbd, ne, u->bf16);
+            tt_round_storage(pdrop, ne, u->bf16);
             const size_t q0 = ((size_t)c * u->check + b) * n, k0 = ((size_t)c * u->check + b) * k;
             for (int e = 0; e < dp; e++) {
                 for (int i = 0; i < n; i++) {
