@@ -240,6 +240,10 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
         tt_cp_commit();
         tt_cp_wait<0>();
         __syncthreads();
+        if (iw >= n) { // a warp past the segment's rows only helps load
+            __syncthreads();
+            continue;
+        }
         float s[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
@@ -333,20 +337,24 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
     // D of the warp's rows (dO from shared memory, o as the forward stored it), and BD's
     // columns no key reaches (t < n - 1 - i) zeroed
     float dl[2], ll[2];
-    for (int rr = 0; rr < 16; rr++) {
-        const int i = iw + rr;
+    {   // lane pairs over the warp's 16 rows, 16-byte vectors over each half of a row
+        const int rr = lane >> 1, i = iw + rr;
         float x = 0.f;
         if (i < n)
-            for (int e = lane; e < TT_DP; e += 32)
-                x += tt_float(sr[(16 * warp + rr) * TT_SP + e]) * tt_float(o[(cb * n + i) * TT_DP + e]);
-        x = tt_group_sum<32>(x);
-        if (rr == (lane >> 2)) dl[0] = x;
-        if (rr == (lane >> 2) + 8) dl[1] = x;
-        if (i < n) {
-            if (lane == 0) dsum[cb * n + i] = x;
-            for (int t = lane; t < n - 1 - i; t += 32) dbd[(cb * n + i) * klen + t].bits = 0;
-        }
+            for (int ch = lane & 1; ch < TT_DP / 8; ch += 2) {
+                float a[8], b[8];
+                tt_load<8>(a, sr + (16 * warp + rr) * TT_SP + ch * 8);
+                tt_load<8>(b, o + (cb * n + i) * TT_DP + ch * 8);
+#pragma unroll
+                for (int e = 0; e < 8; e++) x += a[e] * b[e];
+            }
+        x += __shfl_xor_sync(0xffffffffu, x, 1);
+        if (i < n && (lane & 1) == 0) dsum[cb * n + i] = x;
+        dl[0] = __shfl_sync(0xffffffffu, x, 2 * (lane >> 2));
+        dl[1] = __shfl_sync(0xffffffffu, x, 2 * ((lane >> 2) + 8));
     }
+    for (int rr = 0; rr < 16 && iw + rr < n; rr++) // BD's columns no key reaches: t < n - 1 - i
+        for (int t = lane; t < n - 1 - (iw + rr); t += 32) dbd[(cb * n + iw + rr) * klen + t].bits = 0;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int i = iw + (lane >> 2) + 8 * h;
@@ -370,6 +378,10 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
         for (int e = lane; e < 16 * TT_DBP / 2; e += 32) reinterpret_cast<unsigned *>(sdb)[e] = 0u;
         tt_cp_wait<0>();
         __syncthreads();
+        if (iw >= n) { // a warp past the segment's rows only helps load
+            __syncthreads();
+            continue;
+        }
         float s[8][4], dp[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
@@ -492,6 +504,10 @@ TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__r
                     sx[(32 * warp + 16 * mt + tt_acc_row(lane, e)) * TT_XQ + nt * 8 + tt_acc_col(lane, e)] = x[nt][e];
         }
         __syncthreads();
+        if (jw >= klen) { // a warp past the keys only helps load and form X
+            __syncthreads();
+            continue;
+        }
         // S^T (the warp's 16 keys x 64 queries) and dP'^T = V dO^T
         float st[8][4], dpt[8][4];
 #pragma unroll
