@@ -405,7 +405,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
             lm->dpd = take(b, probs * 4);
             lm->dac = take(b, probs * es);
         }
-        lm->dbd = take(b, probs * es);
+        lm->dbd = take(b, heads * rows * tt_row_pitch(kmax) * es);
         lm->oh = take(b, q_tile);
         lm->doh = take(b, q_tile);
         lm->dquh = take(b, q_tile);
@@ -1205,13 +1205,15 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
     const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
+    /* dBD's rows: the fused kernels pad them to whole 16-byte groups (Hopper's products) */
+    const int ldb = lm->txl_fused ? (int)tt_row_pitch(klen) : klen;
     if (lm->txl_fused) /* everything but dR = dBD^T Qv, whose dBD the kernels write */
-        tt_txl_attn_bwd(p, st, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, lm->dbd, lm->dsum, a->qu, a->qv,
-                        a->tk, a->tv, a->rh, a->oh, lm->doh, a->lse, B, H, n, ml, scale, dropatt);
+        tt_txl_attn_bwd(p, st, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, lm->dbd, ldb, lm->dsum, a->qu,
+                        a->qv, a->tk, a->tv, a->rh, a->oh, lm->doh, a->lse, B, H, n, ml, scale, dropatt);
     else
         txl_attn_bwd_unfused(lm, a, scale, dropatt);
-    tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, klen,
-                    (long long)rows * klen, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
+    tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, ldb,
+                    (long long)rows * ldb, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
     /* r_net, the biases, then qkv_net over the segment's rows and the memory's */
     tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hl, 0);
     pad_dw(gm, &lp->r, 0, 1, true, 1.f, lm->dr, hl, pe, dl, klen);

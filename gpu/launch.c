@@ -1,6 +1,7 @@
 /* Launchers (see launch.h). */
 #include "launch.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "device.h"
@@ -407,14 +408,14 @@ void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *l
 }
 
 void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqu, void *dqv, void *dk,
-                     void *dv, void *dbd, float *dsum, const void *qu, const void *qv, const void *k,
+                     void *dv, void *dbd, int ldb, float *dsum, const void *qu, const void *qv, const void *k,
                      const void *v, const void *r, const void *o, const void *dout, const float *lse,
                      int batch, int heads, int n, int m, float scale, tt_dropout drop)
 {
     const tt_gpu_kernel *q = tt_gpu_kernel_of(p, "txl_attn_bwd_q"), *kv = tt_gpu_kernel_of(p, "txl_attn_bwd_kv");
-    TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0);
+    TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0 && ldb >= m + n);
     if (batch == 0) return;
-    void *qargs[] = {&dqu, &dqv,  &dbd,   &dsum,   &qu,     &qv,        &k,         &v,
+    void *qargs[] = {&dqu, &dqv,  &dbd,   &ldb,  &dsum,   &qu,     &qv,        &k,         &v,
                      &r,   &o,    &dout,  &lse,    &batch,  &heads,     &n,         &m,
                      &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(q, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, qargs, st);
@@ -458,6 +459,7 @@ void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *
     expect_qkv_rows(kk, lay);
     void *args[] = {&qu, &qv, &k, &v, &qkv, &kvm, &u, &vb, &batch, &n, &m, &lay.ldq, &lay.ldkv, &lay.hs};
     const long long total = need(kk, "H") * (long long)batch * (m + n) * need(kk, "DP");
+    TT_ASSERT(total / need(kk, "DP") < INT_MAX); /* the kernel's 32-bit row index */
     tt_gpu_launch(kk, (dim3){stride_blocks(kk, total), 1, 1}, args, st);
 }
 

@@ -131,11 +131,11 @@ void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *l
                      const void *qv, const void *k, const void *v, const void *r, int batch,
                      int heads, int n, int m, float scale, tt_dropout drop);
 /* Its backward from dout = d(P' V), with o and lse as the forward wrote them: dqu, dqv, dk, dv
- * (the layouts of qu, qv, k, v) and dbd [heads][batch n][m + n] (dS shifted into BD's columns, 0
- * where no key lands: dR = dBD^T qv is the caller's product) written; dsum [heads batch n] is
- * scratch (sum_e dout o, a row's). */
+ * (the layouts of qu, qv, k, v) and dbd [heads][batch n][m + n] (rows ldb >= m + n apart; dS
+ * shifted into BD's columns, 0 where no key lands: dR = dBD^T qv is the caller's product)
+ * written; dsum [heads batch n] is scratch (sum_e dout o, a row's). */
 void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqu, void *dqv, void *dk,
-                     void *dv, void *dbd, float *dsum, const void *qu, const void *qv, const void *k,
+                     void *dv, void *dbd, int ldb, float *dsum, const void *qu, const void *qv, const void *k,
                      const void *v, const void *r, const void *o, const void *dout, const float *lse,
                      int batch, int heads, int n, int m, float scale, tt_dropout drop);
 /* Cross-entropy of logits [rows, v] of the storage type (bf16 on the bf16 path, as the products

@@ -1056,9 +1056,11 @@ static void fl_bwd_init(tt_unit *u, const tt_unit_opts *o)
     const char *names[] = {"dqu", "dqv", "dk", "dv", "dbd"};
     for (int i = 0; i < 5; i++) {
         const bool keys = i == 2 || i == 3, bd = i == 4;
-        a->d_out[i] = dev_buffer(u, (keys ? kall : qall) * (bd ? (size_t)k : (size_t)a->dp) * es);
+        /* dbd's rows padded as the trainer pads them (the padding must stay unwritten) */
+        const long ld = bd ? tt_row_pitch(k) + 8 : a->dp;
+        a->d_out[i] = dev_buffer(u, (keys ? kall : qall) * (size_t)ld * es);
         add_output(u, names[i], a->d_out[i], u->bf16, (long)(keys ? (size_t)H * u->check * k : qrows),
-                   bd ? k : a->dp, bd ? k : a->dp, keys ? k : n, TOL_STORED);
+                   bd ? k : a->dp, ld, keys ? k : n, TOL_STORED);
     }
 }
 
@@ -1113,7 +1115,7 @@ static void fl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *
 {
     const txl_fl *a = u->h;
     tt_txl_attn_bwd(p, gpu->stream, a->d_out[0], a->d_out[1], a->d_out[2], a->d_out[3], a->d_out[4],
-                    a->d_dsum, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_r, a->d_o, a->d_dout, a->d_lse,
+                    (int)tt_row_pitch(a->k) + 8, a->d_dsum, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_r, a->d_o, a->d_dout, a->d_lse,
                     check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
 }
 

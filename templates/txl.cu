@@ -44,11 +44,12 @@ TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT
     const long long total = (long long)TT_H * batch * klen * TT_DP;
     for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
          x += (long long)gridDim.x * TT_THREADS) {
+        // 32-bit quotients by the runtime sizes (the launcher checks that the rows fit): a 64-bit
+        // division is a long software routine
         const int e = (int)(x % TT_DP);
-        const long long rowc = x / TT_DP; // (c batch + b) klen + j
-        const int j = (int)(rowc % klen);
-        const long long cb = rowc / klen;
-        const int b = (int)(cb % batch), c = (int)(cb / batch), col = c * TT_DH + e;
+        const int rowc = (int)(x / TT_DP); // (c batch + b) klen + j
+        const int j = rowc % klen, cb = rowc / klen;
+        const int b = cb % batch, c = cb / batch, col = c * TT_DH + e;
         float kx = 0.f, vx = 0.f;
         if (e < TT_DH) {
             if (j < m) {
@@ -62,7 +63,7 @@ TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT
         k[x] = tt_store_as<TT_T>(kx);
         v[x] = tt_store_as<TT_T>(vx);
         if (j >= m) {
-            const size_t at = (cb * n + j - m) * TT_DP + e;
+            const size_t at = ((size_t)cb * n + j - m) * TT_DP + e;
             float q = 0.f, qa = 0.f, qb = 0.f;
             if (e < TT_DH) {
                 q = tt_float(qkv[((size_t)b * n + j - m) * ldq + col]);
@@ -84,8 +85,8 @@ TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld
     for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
          x += (long long)gridDim.x * TT_THREADS) {
         const int e = (int)(x % TT_DP);
-        const long long rowc = x / TT_DP;
-        const int r = (int)(rowc % rows), c = (int)(rowc / rows);
+        const int rowc = (int)(x / TT_DP); // 32-bit: see txl_heads_qkv
+        const int r = rowc % rows, c = rowc / rows;
         dst[x] = e < TT_DH ? src[(size_t)r * ld + off + c * TT_DH + e] : tt_store_as<TT_T>(0.f);
     }
 }
@@ -121,8 +122,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restri
         if (x < cur) {
             const int col = (int)(x % (3 * TT_HD)), part = col / TT_HD, c = col % TT_HD / TT_DH;
             const int e = col % TT_DH;
-            const long long r = x / (3 * TT_HD); // b n + i
-            const int b = (int)(r / n), i = (int)(r % n);
+            const int r = (int)(x / (3 * TT_HD)); // b n + i (32-bit: see txl_heads_qkv)
+            const int b = r / n, i = r % n;
             const size_t q = (((size_t)c * batch + b) * n + i) * TT_DP + e;
             const size_t kv = (((size_t)c * batch + b) * klen + m + i) * TT_DP + e;
             float g;
@@ -133,8 +134,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restri
             const long long y = x - cur;
             const int col = (int)(y % (2 * TT_HD)), part = col / TT_HD, c = col % TT_HD / TT_DH;
             const int e = col % TT_DH;
-            const long long r = y / (2 * TT_HD); // b m + j
-            const int b = (int)(r / m), j = (int)(r % m);
+            const int r = (int)(y / (2 * TT_HD)); // b m + j
+            const int b = r / m, j = r % m;
             const size_t kv = (((size_t)c * batch + b) * klen + j) * TT_DP + e;
             dkvm[(size_t)r * ldkv + part * hs + col % TT_HD] = part == 0 ? dk[kv] : dv[kv];
         }

@@ -10,7 +10,9 @@
 //   lse, dsum            [H][batch][n] fp32    a row's log-sum-exp of its scaled scores, and
 //                                              D_i = sum_e do_ie o_ie (= sum_j P_ij dP_ij)
 //   dbd                  [H][batch n][klen]    dS shifted into BD's columns (0 elsewhere), for
-//                                              the product dR = dBD^T (q + v) that cuBLAS runs
+//                                              the product dR = dBD^T (q + v) that cuBLAS runs;
+//                                              rows ldb >= klen apart (a multiple of 8 keeps
+//                                              them 16-byte aligned for Hopper's kernels)
 // Query i (0-based in the segment) sees key j iff j <= m + i, and its BD column for key j is
 // t = n - 1 - i + j. For a warp's 16 rows iw .. iw+15 and a tile of 64 keys j0 .. j0+63 these
 // columns are t0 + c with t0 = n - 1 - (iw + 15) + j0 and c = jj + 15 - rr (row iw + rr, key
@@ -304,7 +306,7 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
 
 #ifdef TT_OP_TXL_ATTN_BWD_Q
 extern "C" __global__ void __launch_bounds__(128)
-TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restrict__ dbd,
+TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restrict__ dbd, int ldb,
           float *__restrict__ dsum, const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv,
           const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r,
           const tt_bf16 *__restrict__ o, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
@@ -354,7 +356,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
         dl[1] = __shfl_sync(0xffffffffu, x, 2 * ((lane >> 2) + 8));
     }
     for (int rr = 0; rr < 16 && iw + rr < n; rr++) // BD's columns no key reaches: t < n - 1 - i
-        for (int t = lane; t < n - 1 - (iw + rr); t += 32) dbd[(cb * n + iw + rr) * klen + t].bits = 0;
+        for (int t = lane; t < n - 1 - (iw + rr); t += 32) dbd[(cb * n + iw + rr) * ldb + t].bits = 0;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int i = iw + (lane >> 2) + 8 * h;
@@ -424,7 +426,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
             const int i = iw + rr;
             if (i >= n) break;
             const int jmax = m + i < j0 + TT_BK - 1 ? m + i : j0 + TT_BK - 1; // the last visible key
-            tt_bf16 *row = dbd + (cb * n + i) * klen + (n - 1 - i);
+            tt_bf16 *row = dbd + (cb * n + i) * ldb + (n - 1 - i);
             for (int jj = lane; j0 + jj <= jmax; jj += 32) row[j0 + jj] = sdb[rr * TT_DBP + jj + 15 - rr];
         }
         __syncthreads(); // the next tile's loads overwrite sk, sv, sr; sdb is zeroed again
