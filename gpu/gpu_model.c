@@ -1205,8 +1205,9 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
     const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
-    /* dBD's rows: the fused kernels pad them to whole 16-byte groups (Hopper's products) */
-    const int ldb = lm->txl_fused ? (int)tt_row_pitch(klen) : klen;
+    /* dBD's rows klen apart: padded to whole 16-byte groups (tt_row_pitch), dR's product ran
+     * slower on H200 (290k against 320k tok/s at txl-wt103-base, one call each) */
+    const int ldb = klen;
     if (lm->txl_fused) /* everything but dR = dBD^T Qv, whose dBD the kernels write */
         tt_txl_attn_bwd(p, st, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, lm->dbd, ldb, lm->dsum, a->qu,
                         a->qv, a->tk, a->tv, a->rh, a->oh, lm->doh, a->lse, B, H, n, ml, scale, dropatt);
