@@ -75,7 +75,7 @@ typedef struct {
 
 static const txl_config txl_configs[] = {
     {"txl-m0", 2, 3, 8, 0, 0},      {"txl-m8", 2, 3, 8, 8, 0}, {"txl-n37-m70", 1, 2, 37, 70, 0},
-    {"txl-m8", 2, 3, 8, 8, 1},      {"txl-n37-m70", 1, 2, 37, 70, 1},
+    {"txl-m0", 2, 3, 8, 0, 1},      {"txl-m8", 2, 3, 8, 8, 1},      {"txl-n37-m70", 1, 2, 37, 70, 1},
 };
 
 /* Sequences the units check of a shipped spec's batch: the CPU twin of the attention at wt103's
