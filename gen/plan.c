@@ -1330,7 +1330,19 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
  * (txl-wt103-base: 41, padded to 48), where cuBLAS reaches a few percent of the card; the fused
  * kernels keep every score in registers and shared memory and write only P'V, a row's
  * log-sum-exp, the gradients and dBD (for the one large product dR = dBD^T (q + v)). Blocks of
- * 64 queries (or keys) of one (sequence, head), 4 warps. */
+ * 64 queries (or keys) of one (sequence, head), 4 warps. Their accumulators grow with the head's
+ * width: up to d_head 64 (padded) they fit a thread's registers (txl_attn_bwd_q spills 8 bytes
+ * at 64, none at 48); wider heads spill kilobytes and keep the unfused strategy, whose products
+ * are no longer of a width cuBLAS runs poorly (TXL_FUSED_MAX_DK). */
+#define TXL_FUSED_MAX_DK 64
+
+bool tt_txl_fuses(const tt_spec *s)
+{
+    const long dp = tt_row_pitch(s->model.d_head);
+    return s->model.kind == TT_KIND_TXL && s->train.precision == TT_PREC_BF16 &&
+           (dp + 15) / 16 * 16 <= TXL_FUSED_MAX_DK;
+}
+
 static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
@@ -1472,11 +1484,18 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         }
     }
     if (spec->model.kind == TT_KIND_TXL) {
-        if (!strcmp(dtype, "bf16")) {
+        const int first = plan->n;
+        if (tt_txl_fuses(spec)) {
             plan_txl_flash(plan, spec, dtype);
         } else if (plan_txl_softmax(plan, spec, dtype, err, errlen) != 0) {
             tt_plan_free(plan);
             return -1;
+        } else {
+            for (int i = first; i < plan->n; i++)
+                snprintf(plan->kernels[i].strategy, sizeof plan->kernels[i].strategy,
+                         "unfused: cuBLAS's products write the scores (%s)",
+                         strcmp(dtype, "bf16") ? "fp32: the fused kernels are bf16's"
+                                               : "d_head padded past 64: the fused kernels would spill");
         }
         plan_txl(plan, spec, dtype);
     }

@@ -67,5 +67,8 @@ long tt_kernel_const(const tt_kernel *k, const char *key, long fallback);
  * (32 at fp32). cuBLAS's tensor-core kernels need 16-byte aligned leading dimensions; an odd one,
  * such as the paper's F = 2100 at bf16 (4200 bytes), sends a product to a slow SIMT kernel. */
 long tt_row_pitch(long cols);
+/* Whether a Transformer-XL spec's attention runs fused (templates/txl_flash.cu: bf16, d_head
+ * padded to at most 64), else cuBLAS's products around templates/txl_softmax.cu. */
+bool tt_txl_fuses(const tt_spec *s);
 
 #endif

@@ -354,6 +354,49 @@ static void check_source(const tt_build *b, const char *spec)
 
 /* Sources and keys are byte-identical between two builds, and the embedded templates are the
  * files in templates/ (the same keys either way). The key changes with the arch and options. */
+/* Transformer-XL's attention strategy by shape: fused at bf16 while d_head (padded) is at most
+ * 64, cuBLAS's products around the softmax kernel otherwise, each kernel saying which and why. */
+static void test_txl_strategy(void **state)
+{
+    (void)state;
+    static const struct {
+        int d_head;
+        const char *precision;
+        int fused;
+    } cases[] = {{41, "bf16", 1}, {64, "bf16", 1}, {8, "bf16", 1}, {72, "bf16", 0},
+                 {128, "bf16", 0}, {41, "fp32", 0}, {41, "tf32", 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *text = tt_xasprintf("model: {kind: transformer-xl, vocab: 100, d_model: 64, layers: 1, "
+                                  "n_head: 2, d_head: %d, seq_len: 16, mem_len: 16, d_inner: 64}\n"
+                                  "train: {batch: 4, precision: %s}\n",
+                                  cases[c].d_head, cases[c].precision);
+        tt_spec s;
+        char err[512];
+        if (tt_spec_parse(text, strlen(text), "txl.yaml", ".", &s, err, sizeof err) != 0) fail_msg("%s", err);
+        tt_plan p;
+        build_plan(&s, ARCH, &p);
+        int fused = 0, unfused = 0;
+        for (int i = 0; i < p.n; i++) {
+            const tt_kernel *k = &p.kernels[i];
+            if (!strncmp(k->op, "txl_attn_", 9)) {
+                fused++;
+                if (strncmp(k->strategy, "fused", 5)) fail_msg("%s: strategy '%s'", k->name, k->strategy);
+            }
+            if (!strncmp(k->op, "txl_softmax_", 12)) {
+                unfused++;
+                if (strncmp(k->strategy, "unfused", 7)) fail_msg("%s: strategy '%s'", k->name, k->strategy);
+            }
+        }
+        if (cases[c].fused ? fused != 3 || unfused : unfused != 2 || fused)
+            fail_msg("d_head %d at %s: %d fused and %d unfused kernels", cases[c].d_head,
+                     cases[c].precision, fused, unfused);
+        assert_int_equal(tt_txl_fuses(&s), cases[c].fused);
+        tt_plan_free(&p);
+        tt_spec_free(&s);
+        free(text);
+    }
+}
+
 static void test_sources_and_keys_deterministic(void **state)
 {
     fixture *f = *state;
@@ -507,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_enough_specs),
         cmocka_unit_test(test_plan_deterministic),
         cmocka_unit_test(test_names_carry_constants),
+        cmocka_unit_test(test_txl_strategy),
         cmocka_unit_test(test_sources_and_keys_deterministic),
         cmocka_unit_test(test_compile_every_kernel),
     };
