@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "plan.h"
 #include "util.h"
 
 const char *tt_component_name(tt_component c)
@@ -113,10 +114,12 @@ static void adaptive_costs(const tt_model_spec *m, long vocab, double rows, doub
  *   Q|K|V, the cores and Wo read, their gradients written; with position: key, P [N, R] and u, v
  *   too. Never T (B N^3), which the fused kernels keep on chip.
  * - Transformer-XL (MODEL.md section 3): the score-sized tensors (B H N (M+N) each) as the
- *   current unfused kernels move them: AC and BD written fp32 and read by the softmax, which
- *   writes P and P' (after dropatt) in e; P' V; back, dP' = dO V^T (fp32), dV = P'^T dO, the
- *   softmax's backward (dP' and P read, dAC and dBD written in e), and dAC's and dBD's products
- *   with K, (q + u), r and (q + v). A fused attention would keep them all on chip.
+ *   plan's strategy moves them. Unfused (fp32, or heads wider than the fused kernels take): AC
+ *   and BD written fp32 and read by the softmax, which writes P and P' (after dropatt) in e;
+ *   P' V; back, dP' = dO V^T (fp32), dV = P'^T dO, the softmax's backward (dP' and P read, dAC
+ *   and dBD written in e), and dAC's and dBD's products with K, (q + u), r and (q + v). Fused
+ *   (templates/txl_flash.cu): only dBD, written by the backward and read by dR's product, and a
+ *   row's log-sum-exp and D in fp32; the rest stays on chip.
  * Optimizer: Adam reads the fp32 weights, gradients and moments and writes the weights and
  * moments (and at bf16 the weights' bf16 copy), after the gradient norm's read of the gradients. */
 static void step_bytes(const tt_spec *spec, double rows, double e, tt_costs *c)
@@ -140,8 +143,12 @@ static void step_bytes(const tt_spec *spec, double rows, double e, tt_costs *c)
         b[TT_PROF_QKV] = l * (linear_bytes(e, rows, d, 3 * a, 1) +
                                 (mem > 0 ? linear_bytes(e, batch * mem, d, 2 * a, 0) : 0) +
                                 linear_bytes(e, keys, d, a, 0));
-        b[TT_PROF_ATTENTION] = l * (e * (9 * rows * a + 6 * batch * keys * a + 3 * keys * a) +
-                            scores * (24 + 11 * e));
+        /* the scores' traffic: unfused, every [B H N K] tensor between the products; fused
+         * (templates/txl_flash.cu), only dBD, written for dR's product and read by it, and each
+         * row's log-sum-exp and D (written once, read twice and once) */
+        const double score_bytes = tt_txl_fuses(spec) ? scores * 2 * e + batch * m->n_head * n * 4 * 5
+                                                      : scores * (24 + 11 * e);
+        b[TT_PROF_ATTENTION] = l * (e * (9 * rows * a + 6 * batch * keys * a + 3 * keys * a) + score_bytes);
         b[TT_PROF_O] = l * linear_bytes(e, rows, a, d, 1);
     }
     b[TT_PROF_OPTIMIZER] = c->params_total * (4 * 4 + 3 * 4 + 4 + (e == 2 ? 2 : 0));
@@ -201,7 +208,8 @@ void tt_costs_compute(const tt_spec *spec, long vocab, tt_costs *c)
         c->fwd[TT_F_ATTN_MIX] = l * (2 * hd * visible / n + 2 * hd * d);
         const double keys = mem + n, heads = m->n_head;
         act += l * (batch * keys * d * bytes + batch * keys * 3 * hd * bytes /* cat(mem,h), qkv */
-                    + batch * heads * n * keys * (4 + (m->dropatt > 0 ? 1 : 0)) /* P, fp32 */
+                    /* P, fp32, and the dropatt mask; fused: a row's log-sum-exp */
+                    + batch * heads * n * (tt_txl_fuses(spec) ? 4 : keys * (4 + (m->dropatt > 0 ? 1 : 0)))
                     + rows * hd * bytes);
         act += l * batch * mem * d * bytes; /* the memory itself */
     }

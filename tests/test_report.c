@@ -167,16 +167,22 @@ static void test_txl_ptb(void **state)
      * 4*131072 = 3932160; r_net over 64 positions: 2*(16384 + 65536 + 16384) + 2*(16384 +
      * 16384) + 4*65536 = 524288. */
     assert_close(c.step_bytes[TT_PROF_QKV], 3 * 12320768.0, "bytes qkv");
-    /* Scores S = B H N K = 32*8*32*64 = 524288 elements per tensor: AC, BD written fp32 and read
-     * (16 S), P, P' written and P' read (3 e S); back dP' written and read fp32 (8 S), P' and P
-     * read, dAC, dBD written and each read twice (8 e S): 46 S = 24117248. The rest: q+u, q+v
-     * (1024*256 each), k, v (32*64*256 each), r (64*256) read and o written: 2*(9*262144 +
-     * 6*524288 + 3*16384) = 11108352 */
-    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * 35225600.0, "bytes attention");
+    /* Scores S = B H N K = 32*8*32*64 = 524288 elements per tensor. At bf16 the attention is
+     * fused (d_head 32): dBD written and read (2 e S = 2097152) and each of the 8*1024 rows'
+     * log-sum-exp and D (5 * 4 * 8192 = 163840). The rest: q+u, q+v (1024*256 each), k, v
+     * (32*64*256 each), r (64*256) read and o written: 2*(9*262144 + 6*524288 + 3*16384) =
+     * 11108352 */
+    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * (11108352.0 + 2097152 + 163840), "bytes attention");
     /* o_net 256 -> 256: 2*(3*262144 + 3*262144 + 2*65536) + 4*65536 */
     assert_close(c.step_bytes[TT_PROF_O], 3 * 3670016.0, "bytes o");
     expect_ptb_bytes(&c);
     assert_close(c.step_bytes[TT_PROF_OPTIMIZER], 6789292.0 * 34, "bytes optimizer");
+    /* At fp32 the attention is unfused: AC, BD written fp32 and read (16 S), P, P' written and P'
+     * read (3 e S); back dP' written and read fp32 (8 S), P' and P read, dAC, dBD written and
+     * each read twice (8 e S): 68 S = 35651584; the rest 4*5554176 = 22216704. */
+    s.train.precision = TT_PREC_FP32;
+    tt_costs_compute(&s, s.model.vocab, &c);
+    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * (35651584.0 + 22216704), "bytes attention fp32");
     tt_spec_free(&s);
 }
 
