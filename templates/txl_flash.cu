@@ -8,11 +8,14 @@
 //   k, v                 [H][batch][klen][DP]  memory rows, then the segment's
 //   r                    [H][klen][DP]         row t: the position embedding of distance klen-1-t
 //   lse, dsum            [H][batch][n] fp32    a row's log-sum-exp of its scaled scores, and
-//                                              D_i = sum_e do_ie o_ie (= sum_j P_ij dP_ij)
+//                                              D_i = sum_e do_ie o_ie, o as stored (sum_j P_ij
+//                                              dP_ij up to o's rounding: the definition the
+//                                              backward's dS = P (dP - D) uses)
 //   dbd                  [H][batch n][klen]    dS shifted into BD's columns (0 elsewhere), for
 //                                              the product dR = dBD^T (q + v) that cuBLAS runs;
-//                                              rows ldb >= klen apart (a multiple of 8 keeps
-//                                              them 16-byte aligned for Hopper's kernels)
+//                                              rows ldb >= klen apart (the trainer passes klen:
+//                                              rows padded to 16-byte groups made dR's product
+//                                              slower, bench/RESULTS.md)
 // Query i (0-based in the segment) sees key j iff j <= m + i, and its BD column for key j is
 // t = n - 1 - i + j. For a warp's 16 rows iw .. iw+15 and a tile of 64 keys j0 .. j0+63 these
 // columns are t0 + c with t0 = n - 1 - (iw + 15) + j0 and c = jj + 15 - rr (row iw + rr, key
