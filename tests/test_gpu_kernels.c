@@ -67,7 +67,9 @@ static const config configs[] = {
     {"mat-nocausal-key", 64, 20, 12, 2, 32, 0, 1, 1, 1},
 };
 
-/* Transformer-XL's: with and without memory, a segment of 37 rows after 70 of memory. */
+/* Transformer-XL's: with and without memory, a segment of 37 rows after 70 of memory; at bf16
+ * (the fused attention's tiles of 64 queries and keys) also two query tiles after 5 memory rows,
+ * and a short segment after a long memory, as evaluation runs it. */
 typedef struct {
     const char *name;
     int batch, heads, n, m, bf16;
@@ -76,6 +78,7 @@ typedef struct {
 static const txl_config txl_configs[] = {
     {"txl-m0", 2, 3, 8, 0, 0},      {"txl-m8", 2, 3, 8, 8, 0}, {"txl-n37-m70", 1, 2, 37, 70, 0},
     {"txl-m0", 2, 3, 8, 0, 1},      {"txl-m8", 2, 3, 8, 8, 1},      {"txl-n37-m70", 1, 2, 37, 70, 1},
+    {"txl-n70-m5", 1, 2, 70, 5, 1}, {"txl-n5-m130", 2, 2, 5, 130, 1},
 };
 
 /* Sequences the units check of a shipped spec's batch: the CPU twin of the attention at wt103's
