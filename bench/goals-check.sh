@@ -5,7 +5,8 @@
 # layers, PTB's vocabulary and full softmax), and the launches of a wt103 step; no peers (their
 # figures are bench/wt103-bench.sh's, txl-bench.sh's and grid-bench.sh's). With BASE=DIR (a
 # build folder of another commit, e.g. ../old/build-gpu), every run alternates with that build's,
-# REPS times (default 1; 2 with BASE), and the table has both.
+# REPS times (default 1; 2 with BASE), and the table has both; SPECS (a list of the names below)
+# runs only some of them.
 #   bench/goals-check.sh OUTDIR
 # The rate: gpu-env.sh's tt_late_rate, the median of the last five progress windows (the first
 # windows hold the products' timing and graph captures, and a capture of new cluster sizes can
@@ -20,7 +21,8 @@ base=${BASE:-} reps=${REPS:-$([ -n "${BASE:-}" ] && echo 2 || echo 1)}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > "$out/corpus.txt"
 
-specs=(wt103 ptb-b120 ptb txl-wt103-base lm1b-body)
+# SPECS="txl-wt103-base wt103" runs only those (names as below)
+read -r -a specs <<< "${SPECS:-wt103 ptb-b120 ptb txl-wt103-base lm1b-body}"
 tt_wt103_spec specs/goal-wt103.yaml 600
 tt_local_spec specs/ptb.yaml specs/goal-ptb-b120.yaml -e "s/batch: 32/batch: 120/" \
     -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/steps: 40000/steps: 600/"
