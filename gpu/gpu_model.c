@@ -94,7 +94,7 @@ struct tt_gpu_lm {
     const tt_spec *spec;
     const tt_layout *l;
     bool txl;  /* kind: transformer-xl */
-    bool txl_fused; /* its attention by templates/txl_flash.cu (the plan's choice: bf16) */
+    bool txl_fused; /* its attention by templates/txl_flash.cu (the plan's choice: tt_txl_fuses) */
     tt_gpu_program prog;
     tt_gemm gemm;
     const tt_gpu_side *side; /* for work beside the main stream's; NULL: all on one stream */
