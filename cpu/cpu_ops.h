@@ -64,7 +64,10 @@ static inline void cpu_round_bf16(tt_real *x, size_t n)
  * comparison would catch a GPU kernel that made the same error (the kernel would then compute
  * what the planted reference computes). Process-wide, CPU_PLANT_NONE unless a test sets it; the
  * runtime never does.
- *   MASK_AHEAD: the causal mask one position late, j, k <= i + 1 (a future token leaks);
+ *   MASK_AHEAD: the causal mask one position late, j, k <= i + 1 (a future token leaks); in
+ *     cpu_txl_probs, j <= m + i + 1;
+ *   TXL_SHIFT: cpu_txl_probs' relative shift one column late, BD's column n - i + j for key j
+ *     (0 past the row);
  *   KEY_STRICT: k < i instead of k <= i (the diagonal value dropped);
  *   DROPOUT_BWD_UNSCALED: cpu_dropout_bwd without its 1 / (1 - p);
  *   DROPOUT_FWD_UNSCALED: cpu_dropout_fwd without it. */
@@ -74,6 +77,7 @@ typedef enum {
     CPU_PLANT_KEY_STRICT,
     CPU_PLANT_DROPOUT_BWD_UNSCALED,
     CPU_PLANT_DROPOUT_FWD_UNSCALED,
+    CPU_PLANT_TXL_SHIFT,
 } cpu_plant_kind;
 void cpu_plant(cpu_plant_kind k);
 cpu_plant_kind cpu_planted(void);

@@ -252,21 +252,27 @@ void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const t
     cpu_txl_attn_bwd_as(dh, g, dout, h, mem, pe, w, s, false);
 }
 
+/* Row element t of BD's row of k columns, 0 past it (only a planted shift reaches past). */
+static double txl_bd_at(const tt_real *row, int t, int k) { return t < k ? (double)row[t] : 0.0; }
+
 void cpu_txl_probs(tt_real *prob, const tt_real *ac, const tt_real *bd, int rows, int n, int m,
                    tt_real scale)
 {
     const int k = m + n;
+    /* the errors a test may plant (cpu_plant): the mask a key late, the shift a column late */
+    const int ahead = cpu_planted() == CPU_PLANT_MASK_AHEAD, late = cpu_planted() == CPU_PLANT_TXL_SHIFT;
     for (int r = 0; r < rows; r++) {
-        const int i = r % n, end = m + i + 1;
-        const tt_real *a = ac + (size_t)r * k, *b = bd + (size_t)r * k + (n - 1 - i);
+        const int i = r % n, end = m + i + 1 + ahead < k ? m + i + 1 + ahead : k, t0 = n - 1 - i + late;
+        const tt_real *a = ac + (size_t)r * k, *b = bd + (size_t)r * k;
         tt_real *p = prob + (size_t)r * k;
         double mx = -INFINITY, z = 0;
         for (int j = 0; j < end; j++) {
-            const double x = ((double)a[j] + b[j]) * scale;
+            const double x = ((double)a[j] + txl_bd_at(b, t0 + j, k)) * scale;
             mx = x > mx ? x : mx;
         }
-        for (int j = 0; j < end; j++) z += exp(((double)a[j] + b[j]) * scale - mx);
-        for (int j = 0; j < end; j++) p[j] = (tt_real)(exp(((double)a[j] + b[j]) * scale - mx) / z);
+        for (int j = 0; j < end; j++) z += exp(((double)a[j] + txl_bd_at(b, t0 + j, k)) * scale - mx);
+        for (int j = 0; j < end; j++)
+            p[j] = (tt_real)(exp(((double)a[j] + txl_bd_at(b, t0 + j, k)) * scale - mx) / z);
         for (int j = end; j < k; j++) p[j] = 0;
     }
 }

@@ -1471,6 +1471,9 @@ static tt_unit_result cast_check(tt_unit *u, const tt_gpu_program *p, const tt_g
 
 #define PLANT(p) (1u << TT_PLANT_##p)
 #define MASK_PLANTS (PLANT(ZERO_ROWS) | PLANT(MASK_AHEAD) | PLANT(KEY_STRICT))
+/* Transformer-XL's probabilities from a twin that recomputes them (cpu_txl_probs): the mask a key
+ * late, the relative shift a column late */
+#define TXL_PLANTS (PLANT(MASK_AHEAD) | PLANT(TXL_SHIFT))
 #define OPS(...) ((const char *const[]){__VA_ARGS__})
 #define IMPL(...) (&(const struct tt_unit_impl){__VA_ARGS__})
 
@@ -1508,17 +1511,17 @@ const tt_unit_desc tt_units[] = {
     {"xent", OPS("xent", NULL), "tt_xent", "rel. error", PLANT(ZERO_ROWS), true, NULL,
      IMPL(xent_init, xent_twin, xent_run, NULL, NULL)},
     {"txl_softmax_fwd", OPS("txl_softmax_fwd", NULL), "tt_txl_softmax_fwd", "rel. error",
-     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED) | TXL_PLANTS, false, NULL,
      IMPL(txl_fwd_init, txl_fwd_twin, txl_fwd_run, NULL, NULL)},
     {"txl_softmax_bwd", OPS("txl_softmax_bwd", NULL), "tt_txl_softmax_bwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
      IMPL(txl_bwd_init, txl_bwd_twin, txl_bwd_run, NULL, NULL)},
     {"txl_attn_fwd", OPS("txl_attn_fwd", NULL), "tt_txl_attn_fwd", "rel. error",
-     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, "the attention's CPU twin (forward)",
-     IMPL(fl_fwd_init, fl_fwd_twin, fl_fwd_run, NULL, NULL)},
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED) | TXL_PLANTS, false,
+     "the attention's CPU twin (forward)", IMPL(fl_fwd_init, fl_fwd_twin, fl_fwd_run, NULL, NULL)},
     {"txl_attn_bwd", OPS("txl_attn_bwd_q", "txl_attn_bwd_kv", NULL), "tt_txl_attn_bwd", "rel. error",
-     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, "the attention's CPU twin (backward)",
-     IMPL(fl_bwd_init, fl_bwd_twin, fl_bwd_run, NULL, NULL)},
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED) | TXL_PLANTS, false,
+     "the attention's CPU twin (backward)", IMPL(fl_bwd_init, fl_bwd_twin, fl_bwd_run, NULL, NULL)},
     {"cast", OPS("cast", NULL), "tt_cast", "differ", 0, false, NULL,
      IMPL(cast_init, NULL, cast_run, NULL, cast_check)},
     {"embedding_fwd", OPS("embedding_fwd", NULL), "tt_embedding_fwd", "rel. error",
@@ -1534,7 +1537,7 @@ const int tt_n_units = (int)(sizeof tt_units / sizeof *tt_units);
 const char *tt_plant_name(tt_plant p)
 {
     static const char *const names[] = {"none", "zero rows", "mask ahead", "key strict",
-                                        "dropout fwd unscaled", "dropout bwd unscaled"};
+                                        "dropout fwd unscaled", "dropout bwd unscaled", "txl shift late"};
     return (unsigned)p < TT_PLANTS ? names[p] : "?";
 }
 
@@ -1655,6 +1658,7 @@ tt_unit_result tt_unit_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *
         [TT_PLANT_KEY_STRICT] = CPU_PLANT_KEY_STRICT,
         [TT_PLANT_DROPOUT_FWD_UNSCALED] = CPU_PLANT_DROPOUT_FWD_UNSCALED,
         [TT_PLANT_DROPOUT_BWD_UNSCALED] = CPU_PLANT_DROPOUT_BWD_UNSCALED,
+        [TT_PLANT_TXL_SHIFT] = CPU_PLANT_TXL_SHIFT,
     };
     float *planted[MAX_OUTPUTS] = {0};
     float *const *want = u->want;

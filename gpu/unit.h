@@ -28,6 +28,7 @@ typedef enum {
     TT_PLANT_KEY_STRICT,
     TT_PLANT_DROPOUT_FWD_UNSCALED,
     TT_PLANT_DROPOUT_BWD_UNSCALED,
+    TT_PLANT_TXL_SHIFT, /* Transformer-XL's relative shift a column late */
     TT_PLANTS
 } tt_plant;
 
