@@ -1351,17 +1351,17 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
     /* shared memory (bytes), as the template lays it out: the bf16 tiles of pitch sp, then fp32 */
     const long tiles_q = (2 * 64 + 128) * sp * 2, bd = 4 * 16 * (80 + 4) * 4, db = 4 * 16 * (80 + 8) * 2;
     const long tiles_kv = (3 * 64 + 128) * sp * 2, x = 128 * (64 + 4) * 4 + 2 * 64 * 4;
+    const long smem[] = {tiles_q + bd, tiles_q + bd + db, tiles_kv + x}; /* in the order of ops */
     static const struct {
         const char *op, *define, *why;
-        long smem;
         bool per_key;
     } ops[] = {
         {"txl_attn_fwd", "OP_TXL_ATTN_FWD", "scores (AC + BD skewed through shared memory), mask, "
-         "online softmax, dropatt and P'V in one pass; writes P'V and each row's log-sum-exp", 0, false},
+         "online softmax, dropatt and P'V in one pass; writes P'V and each row's log-sum-exp", false},
         {"txl_attn_bwd_q", "OP_TXL_ATTN_BWD_Q", "scores and P again from the log-sum-exp; dS; "
-         "d(q + u) = dS K and d(q + v) = dBD r in registers; dBD written for dR", 1, false},
+         "d(q + u) = dS K and d(q + v) = dBD r in registers; dBD written for dR", false},
         {"txl_attn_bwd_kv", "OP_TXL_ATTN_BWD_KV", "a block per 64 keys over the queries that see "
-         "them: dV = P'^T dO, dK = dS^T (q + u); BD's terms from one shared 128 x 64 product", 2, true},
+         "them: dV = P'^T dO, dK = dS^T (q + u); BD's terms from one shared 128 x 64 product", true},
     };
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
@@ -1370,8 +1370,7 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, "DK", dk);
         name_kernel(k, flags);
         set_const(k, ops[i].define, 1);
-        k->dyn_smem = (unsigned)(ops[i].smem == 0 ? tiles_q + bd : ops[i].smem == 1 ? tiles_q + bd + db
-                                                                                     : tiles_kv + x);
+        k->dyn_smem = (unsigned)smem[i];
         k->block[0] = 128;
         k->grid[0] = ceil_div(ops[i].per_key ? klen : n, 64);
         k->grid[1] = (unsigned)b;

@@ -1135,25 +1135,27 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
                      lm->wv.v, B, n, ml, qkv_rows(lm));
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
     const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
+    void *oh; /* P' V [H*B][n, dp] */
     if (lm->txl_fused) { /* scores, softmax, dropatt and P' V in one kernel */
-        tt_txl_attn_fwd(p, st, a->oh, a->lse, a->qu, a->qv, a->tk, a->tv, a->rh, B, H, n, ml, scale,
+        oh = a->oh;
+        tt_txl_attn_fwd(p, st, oh, a->lse, a->qu, a->qv, a->tk, a->tv, a->rh, B, H, n, ml, scale,
                         dropatt);
-        tt_txl_unheads(p, st, a->om, a->oh, rows, hl, 0);
-        mark(lm, TT_PROF_ATTENTION);
-        tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
-        mark(lm, TT_PROF_O);
-        return;
+    } else {
+        oh = lm->oh;
+        /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
+        tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp,
+                        (long long)n * dp, a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B,
+                        0.f);
+        tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
+                        (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp, H,
+                        0.f);
+        tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml, scale, dropatt);
+        tt_gemm_batched(gm, oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
+                        (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B,
+                        0.f);
     }
-    /* AC [H*B][n, klen] = (q + u) k^T; BD [H][B*n, klen] = (q + v) r^T */
-    tt_gemm_batched(gm, lm->ac, true, klen, (long long)n * klen, a->qu, false, dp, (long long)n * dp,
-                    a->tk, true, dp, (long long)klen * dp, n, klen, dp, H * B, 0.f);
-    tt_gemm_batched(gm, lm->bd, true, klen, (long long)rows * klen, a->qv, false, dp,
-                    (long long)rows * dp, a->rh, true, dp, (long long)klen * dp, rows, klen, dp, H, 0.f);
-    tt_txl_softmax_fwd(p, st, a->prob, a->pdrop, lm->ac, lm->bd, B, H, n, ml, scale, dropatt);
-    /* P' V [H*B][n, dp], heads merged into rows, o_net */
-    tt_gemm_batched(gm, lm->oh, false, dp, (long long)n * dp, a->pdrop, false, klen,
-                    (long long)n * klen, a->tv, false, dp, (long long)klen * dp, n, dp, klen, H * B, 0.f);
-    tt_txl_unheads(p, st, a->om, lm->oh, rows, hl, 0);
+    /* heads merged into rows, o_net */
+    tt_txl_unheads(p, st, a->om, oh, rows, hl, 0);
     mark(lm, TT_PROF_ATTENTION);
     tt_gemm_fwd_ld(gm, a->y, false, dl, a->om, hl, pad_src(lm, &lp->o), hl, rows, hl, dl, 0.f);
     mark(lm, TT_PROF_O);

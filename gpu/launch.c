@@ -11,6 +11,14 @@
 
 static unsigned ceil_div(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
+/* Whether the plan has a kernel of op: which strategy it chose. */
+static bool plan_has(const tt_gpu_program *p, const char *op)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, op)) return true;
+    return false;
+}
+
 static long need(const tt_gpu_kernel *k, const char *key)
 {
     const long v = tt_kernel_const(k->k, key, -1);
@@ -388,12 +396,7 @@ void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, voi
     txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, batch, heads, n, m, scale, drop);
 }
 
-bool tt_txl_fused(const tt_gpu_program *p)
-{
-    for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "txl_attn_fwd")) return true;
-    return false;
-}
+bool tt_txl_fused(const tt_gpu_program *p) { return plan_has(p, "txl_attn_fwd"); }
 
 void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *lse, const void *qu,
                      const void *qv, const void *k, const void *v, const void *r, int batch,
@@ -587,12 +590,7 @@ size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
     return fwd > bwd ? fwd : bwd;
 }
 
-bool tt_mla_materialized(const tt_gpu_program *p)
-{
-    for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "mla_mat_prep")) return true;
-    return false;
-}
+bool tt_mla_materialized(const tt_gpu_program *p) { return plan_has(p, "mla_mat_prep"); }
 
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch)

@@ -69,6 +69,32 @@ __device__ __forceinline__ void tt_fl_zero_tail(tt_bf16 *dst, int nrows)
 #endif
 }
 
+// A query tile's keys: the 64 keys from j0 of k and v (one sequence's rows) into sk and sv, and
+// the 128 rows of r its BD columns span (from n - 1 - (i0 + 63) + j0) into sr; asynchronously.
+__device__ __forceinline__ void tt_fl_load_keys(tt_bf16 *sk, tt_bf16 *sv, tt_bf16 *sr, const tt_bf16 *k,
+                                                const tt_bf16 *v, const tt_bf16 *r, int i0, int j0, int n,
+                                                int klen)
+{
+    tt_fl_load(sk, TT_BK, k, j0, klen);
+    tt_fl_load(sv, TT_BK, v, j0, klen);
+    tt_fl_load(sr, TT_RT, r, n - 1 - (i0 + TT_BQ - 1) + j0, klen);
+    tt_cp_commit();
+}
+
+// The end of the keys a tile of queries from i0 sees: m + its last query + 1.
+__device__ __forceinline__ int tt_fl_key_end(int i0, int n, int m)
+{
+    return m + (i0 + TT_BQ < n ? i0 + TT_BQ : n);
+}
+
+template <int NT> __device__ __forceinline__ void tt_fl_zero(float (&x)[NT][4])
+{
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) x[nt][e] = 0.f;
+}
+
 // A operand (16 rows from row0 of a shared tile of pitch SP, all DK columns) by ldmatrix.
 __device__ __forceinline__ void tt_fl_a(unsigned (&a)[TT_KS][4], const tt_bf16 *s, int row0)
 {
@@ -163,10 +189,7 @@ __device__ __forceinline__ void tt_fl_bd_part(const unsigned (&aqv)[TT_KS][4], c
 {
     const int lane = threadIdx.x % 32;
     float bd[NT][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) bd[nt][e] = 0.f;
+    tt_fl_zero(bd);
     tt_fl_mma_nk<NT, TT_KS>(bd, aqv, sr, TT_SP, r0 + c0);
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
@@ -233,16 +256,10 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
     float mrow[2] = {TT_NEG_INF, TT_NEG_INF}, lrow[2] = {0.f, 0.f}, acc[TT_ND][4];
-#pragma unroll
-    for (int nt = 0; nt < TT_ND; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) acc[nt][e] = 0.f;
-    const int last = (i0 + TT_BQ < n ? i0 + TT_BQ : n) - 1, jend = m + last + 1;
-    for (int j0 = 0; j0 < jend; j0 += TT_BK) {
-        tt_fl_load(sk, TT_BK, k + cb * klen * TT_DP, j0, klen);
-        tt_fl_load(sv, TT_BK, v + cb * klen * TT_DP, j0, klen);
-        tt_fl_load(sr, TT_RT, r + (size_t)c * klen * TT_DP, n - 1 - (i0 + TT_BQ - 1) + j0, klen);
-        tt_cp_commit();
+    tt_fl_zero(acc);
+    for (int j0 = 0, jend = tt_fl_key_end(i0, n, m); j0 < jend; j0 += TT_BK) {
+        tt_fl_load_keys(sk, sv, sr, k + cb * klen * TT_DP, v + cb * klen * TT_DP, r + (size_t)c * klen * TT_DP,
+                        i0, j0, n, klen);
         tt_cp_wait<0>();
         __syncthreads();
         if (iw >= n) { // a warp past the segment's rows only helps load
@@ -250,10 +267,7 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
             continue;
         }
         float s[8][4];
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[nt][e] = 0.f;
+        tt_fl_zero(s);
         tt_fl_mma_nk<8, TT_KS>(s, aqu, sk, TT_SP, 0);
         tt_fl_scores(s, aqv, sr, sbd, warp, iw, j0, n, m, scale);
         // online softmax: each lane holds rows g (h 0) and g + 8 (h 1)
@@ -370,16 +384,11 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
     float gu[TT_ND][4], gv[TT_ND][4];
-#pragma unroll
-    for (int nt = 0; nt < TT_ND; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) gu[nt][e] = gv[nt][e] = 0.f;
-    const int last = (i0 + TT_BQ < n ? i0 + TT_BQ : n) - 1, jend = m + last + 1;
-    for (int j0 = 0; j0 < jend; j0 += TT_BK) {
-        tt_fl_load(sk, TT_BK, k + cb * klen * TT_DP, j0, klen);
-        tt_fl_load(sv, TT_BK, v + cb * klen * TT_DP, j0, klen);
-        tt_fl_load(sr, TT_RT, r + (size_t)c * klen * TT_DP, n - 1 - (i0 + TT_BQ - 1) + j0, klen);
-        tt_cp_commit();
+    tt_fl_zero(gu);
+    tt_fl_zero(gv);
+    for (int j0 = 0, jend = tt_fl_key_end(i0, n, m); j0 < jend; j0 += TT_BK) {
+        tt_fl_load_keys(sk, sv, sr, k + cb * klen * TT_DP, v + cb * klen * TT_DP, r + (size_t)c * klen * TT_DP,
+                        i0, j0, n, klen);
         for (int e = lane; e < 16 * TT_DBP / 2; e += 32) reinterpret_cast<unsigned *>(sdb)[e] = 0u;
         tt_cp_wait<0>();
         __syncthreads();
@@ -388,10 +397,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
             continue;
         }
         float s[8][4], dp[8][4];
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.f;
+        tt_fl_zero(s);
+        tt_fl_zero(dp);
         tt_fl_mma_nk<8, TT_KS>(s, aqu, sk, TT_SP, 0);
         tt_fl_mma_nk<8, TT_KS>(dp, ado, sv, TT_SP, 0); // dP' = dO V^T
         tt_fl_scores(s, aqv, sr, sbd, warp, iw, j0, n, m, scale);
@@ -472,10 +479,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__r
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
     float gk[TT_ND][4], gv[TT_ND][4];
-#pragma unroll
-    for (int nt = 0; nt < TT_ND; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) gk[nt][e] = gv[nt][e] = 0.f;
+    tt_fl_zero(gk);
+    tt_fl_zero(gv);
     // the queries that see a key of the block: m + i >= j0
     for (int i0 = j0 - m > 0 ? j0 - m : 0; i0 < n; i0 += TT_BQ) {
         const int tb0 = n - 1 - (i0 + TT_BQ - 1) + j0;
@@ -497,10 +502,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__r
             unsigned ar[TT_KS][4];
             tt_fl_a(ar, sr, 32 * warp + 16 * mt);
             float x[8][4];
-#pragma unroll
-            for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) x[nt][e] = 0.f;
+            tt_fl_zero(x);
             tt_fl_mma_nk<8, TT_KS>(x, ar, sqv, TT_SP, 0);
 #pragma unroll
             for (int nt = 0; nt < 8; nt++)
@@ -515,10 +517,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__r
         }
         // S^T (the warp's 16 keys x 64 queries) and dP'^T = V dO^T
         float st[8][4], dpt[8][4];
-#pragma unroll
-        for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) st[nt][e] = dpt[nt][e] = 0.f;
+        tt_fl_zero(st);
+        tt_fl_zero(dpt);
         tt_fl_mma_nk<8, TT_KS>(st, ak, sq, TT_SP, 0);
         tt_fl_mma_nk<8, TT_KS>(dpt, av, sdo, TT_SP, 0);
 #pragma unroll
