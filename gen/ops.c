@@ -33,6 +33,7 @@ const tt_op tt_ops[] = {
     {"txl_attn_fwd", {NULL, "txl_flash.cu"}, "tt_txl_attn_fwd", "cpu_txl_probs, P' V", "unit"},
     {"txl_attn_bwd_q", {NULL, "txl_flash.cu"}, "tt_txl_attn_bwd", "cpu_txl_probs_bwd, dS K, dBD R", "unit"},
     {"txl_attn_bwd_kv", {NULL, "txl_flash.cu"}, "tt_txl_attn_bwd", "P'^T dO, dS^T (q + u)", "unit"},
+    {"txl_uv_sum", {NULL, "txl_flash.cu"}, "tt_txl_attn_bwd", "cpu_txl_attn_bwd (du, dv)", "unit"},
     {"txl_pe", {"txl.cu"}, "tt_txl_pe", "cpu_txl_pos_emb, cpu_dropout_fwd", STEP_TEST("test_txl")},
     {"txl_heads_qkv", {"txl.cu"}, "tt_txl_heads_qkv", "cpu_txl_attn_fwd (its heads)", "unit"},
     {"txl_heads", {"txl.cu"}, "tt_txl_heads", "cpu_txl_attn_fwd (its heads)", STEP_TEST("test_txl")},

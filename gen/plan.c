@@ -1359,13 +1359,16 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
         {"txl_attn_fwd", "OP_TXL_ATTN_FWD", "scores (AC + BD skewed through shared memory), mask, "
          "online softmax, dropatt and P'V in one pass; writes P'V and each row's log-sum-exp", false},
         {"txl_attn_bwd_q", "OP_TXL_ATTN_BWD_Q", "scores and P again from the log-sum-exp; dS; "
-         "d(q + u) = dS K and d(q + v) = dBD r in registers; dBD written for dR", false},
+         "dq = dS K + dBD r in registers, into qkv's rows, with its column sums for du, dv; dBD "
+         "written for dR", false},
         {"txl_attn_bwd_kv", "OP_TXL_ATTN_BWD_KV", "a block per 64 keys over the queries that see "
-         "them: dV = P'^T dO, dK = dS^T (q + u); BD's terms from one shared 128 x 64 product", true},
+         "them: dV = P'^T dO, dK = dS^T (q + u), into qkv's and the memory's rows; BD's terms "
+         "from one shared 128 x 64 product", true},
     };
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         tt_kernel *k = add_kernel(plan, ops[i].op, 1, dtype);
+        set_const(k, "DH", m->d_head);
         set_const(k, "DP", dp);
         set_const(k, "DK", dk);
         name_kernel(k, flags);
@@ -1380,6 +1383,19 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
         snprintf(k->strategy, sizeof k->strategy, "fused: bf16 on tensor cores, no score written");
         whyf(k, "%s", ops[i].why);
     }
+    /* the biases' gradients from txl_attn_bwd_q's partial sums */
+    tt_kernel *k = add_kernel(plan, "txl_uv_sum", 1, dtype);
+    set_const(k, "H", m->n_head);
+    set_const(k, "DH", m->d_head);
+    name_kernel(k, flags);
+    set_const(k, "THREADS", 256);
+    set_const(k, "OP_TXL_UV_SUM", 1);
+    k->block[0] = 256;
+    k->grid[0] = ceil_div(2L * m->n_head * m->d_head, 256 / 32);
+    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(2 H DH / 8)");
+    snprintf(k->strategy, sizeof k->strategy, "fused: bf16 on tensor cores, no score written");
+    whyf(k, "warp per bias element, lanes over the (sequence, query tile) partials, a fixed "
+            "butterfly: deterministic");
 }
 
 /* The rest of Transformer-XL's attention between its products (templates/txl.cu): position
@@ -1418,6 +1434,9 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
                           b * (3 * n + 2L * m->mem_len) * hd, 0};
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        /* the fused attention's backward writes the projections' gradients and du, dv itself */
+        if (tt_txl_fuses(s) && (!strcmp(ops[i].op, "txl_heads_bwd") || !strcmp(ops[i].op, "txl_uv_bwd")))
+            continue;
         const long threads = pick(plan, ops[i].op, "THREADS", 256);
         tt_kernel *k = add_kernel(plan, ops[i].op, 0, dtype);
         if (ops[i].heads) {

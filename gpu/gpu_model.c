@@ -145,6 +145,7 @@ struct tt_gpu_lm {
     void *r;           /* [kmax, HD] pe Wr^T of one layer, before its heads are split */
     float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' (unfused) */
     float *dsum;                   /* [H*rows] sum_e dO o, a row's (fused) */
+    float *uvpart;                 /* the fused backward's partial sums for du, dv */
     void *dac, *dbd;               /* [H*rows, kmax] */
     void *oh, *doh, *dquh, *dqvh;  /* [H][rows][dp] */
     void *dkh, *dvh;               /* [H][B*kmax][dp] */
@@ -399,6 +400,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->r = take(b, kmax * hd * es);
         if (lm->txl_fused) {
             lm->dsum = take(b, heads * rows * 4);
+            lm->uvpart = take(b, tt_txl_uv_part_floats(&lm->prog, lm->batch, (int)heads, (int)n) * 4);
         } else {
             lm->ac = take(b, probs * 4);
             lm->bd = take(b, probs * 4);
@@ -408,10 +410,12 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->dbd = take(b, heads * rows * tt_row_pitch(kmax) * es);
         lm->oh = take(b, q_tile);
         lm->doh = take(b, q_tile);
-        lm->dquh = take(b, q_tile);
-        lm->dqvh = take(b, q_tile);
-        lm->dkh = take(b, k_tile);
-        lm->dvh = take(b, k_tile);
+        if (!lm->txl_fused) { /* the fused kernels write the projections' gradients themselves */
+            lm->dquh = take(b, q_tile);
+            lm->dqvh = take(b, q_tile);
+            lm->dkh = take(b, k_tile);
+            lm->dvh = take(b, k_tile);
+        }
         lm->drh = take(b, r_tile);
         lm->dr = take(b, kmax * hd * es);
         lm->dkvm = take(b, bm * 2 * hd * es);
@@ -1210,20 +1214,23 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     /* dBD's rows klen apart: padded to whole 16-byte groups (tt_row_pitch), dR's product ran
      * slower on H200 (290k against 320k tok/s at txl-wt103-base, one call each) */
     const int ldb = klen;
-    if (lm->txl_fused) /* everything but dR = dBD^T Qv, whose dBD the kernels write */
-        tt_txl_attn_bwd(p, st, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, lm->dbd, ldb, lm->dsum, a->qu,
-                        a->qv, a->tk, a->tv, a->rh, a->oh, lm->doh, a->lse, B, H, n, ml, scale, dropatt);
-    else
+    if (lm->txl_fused) { /* everything but dR = dBD^T Qv, whose dBD the kernels write; dq, dk,
+                          * dv straight into the projections' rows, du and dv added */
+        tt_txl_attn_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, qkv_rows(lm), lm->gv.u, lm->gv.v,
+                        lm->uvpart, lm->dbd, ldb, lm->dsum, a->qu, a->qv, a->tk, a->tv, a->rh, a->oh,
+                        lm->doh, a->lse, B, H, n, ml, scale, dropatt);
+    } else {
         txl_attn_bwd_unfused(lm, a, scale, dropatt);
+        tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
+        tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh,
+                         B, n, ml, qkv_rows(lm));
+    }
     tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, ldb,
                     (long long)rows * ldb, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
-    /* r_net, the biases, then qkv_net over the segment's rows and the memory's */
+    /* r_net, then qkv_net over the segment's rows and the memory's */
     tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hl, 0);
     pad_dw(gm, &lp->r, 0, 1, true, 1.f, lm->dr, hl, pe, dl, klen);
     pad_commit(gm, &lp->r);
-    tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
-    tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh, B,
-                     n, ml, qkv_rows(lm));
     mark(lm, TT_PROF_ATTENTION);
     pad_dw(gm, &lp->qkv, 0, 3, true, 1.f, lm->dqkv, 3 * hl, xin, dl, rows);
     if (ml)

@@ -410,22 +410,36 @@ void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *l
     tt_gpu_launch(kk, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, args, st);
 }
 
-void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqu, void *dqv, void *dk,
-                     void *dv, void *dbd, int ldb, float *dsum, const void *qu, const void *qv, const void *k,
-                     const void *v, const void *r, const void *o, const void *dout, const float *lse,
-                     int batch, int heads, int n, int m, float scale, tt_dropout drop)
+size_t tt_txl_uv_part_floats(const tt_gpu_program *p, int batch, int heads, int n)
+{
+    return (size_t)heads * batch * ceil_div(n, 64) * 2 * need(tt_gpu_kernel_of(p, "txl_uv_sum"), "DH");
+}
+
+void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
+                     tt_qkv_rows lay, float *du, float *dvb, float *uvpart, void *dbd, int ldb,
+                     float *dsum, const void *qu, const void *qv, const void *k, const void *v,
+                     const void *r, const void *o, const void *dout, const float *lse, int batch,
+                     int heads, int n, int m, float scale, tt_dropout drop)
 {
     const tt_gpu_kernel *q = tt_gpu_kernel_of(p, "txl_attn_bwd_q"), *kv = tt_gpu_kernel_of(p, "txl_attn_bwd_kv");
-    TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0 && ldb >= m + n);
+    const tt_gpu_kernel *uv = tt_gpu_kernel_of(p, "txl_uv_sum");
+    TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0 && ldb >= m + n && (m == 0 || dkvm));
+    const long hd = heads * need(q, "DH");
+    if (lay.hs < hd || lay.ldq < 2 * lay.hs + hd || lay.ldkv < lay.hs + hd)
+        tt_panic(__FILE__, __LINE__, "txl_attn_bwd: blocks of %ld values %d apart do not fit rows of %d and %d",
+                 hd, lay.hs, lay.ldq, lay.ldkv);
     if (batch == 0) return;
-    void *qargs[] = {&dqu, &dqv,  &dbd,   &ldb,  &dsum,   &qu,     &qv,        &k,         &v,
-                     &r,   &o,    &dout,  &lse,    &batch,  &heads,     &n,         &m,
-                     &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *qargs[] = {&dqkv, &lay.ldq, &uvpart, &dbd,   &ldb,    &dsum,      &qu,        &qv,
+                     &k,    &v,       &r,      &o,     &dout,   &lse,       &batch,     &heads,
+                     &n,    &m,       &scale,  &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(q, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, qargs, st);
-    void *kvargs[] = {&dk,    &dv,   &qu,    &qv,     &k,      &v,         &r,         &dout,
-                      &lse,   &dsum, &batch, &heads,  &n,      &m,         &scale,     &drop.p,
-                      &drop.seed, &drop.step, &drop.site};
+    void *kvargs[] = {&dqkv,  &dkvm,  &lay.ldq, &lay.ldkv, &lay.hs, &qu,       &qv,        &k,
+                      &v,     &r,     &dout,    &lse,      &dsum,   &batch,    &heads,     &n,
+                      &m,     &scale, &drop.p,  &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(kv, (dim3){ceil_div(m + n, 64), (unsigned)batch, (unsigned)heads}, kvargs, st);
+    int tiles = (int)ceil_div(n, 64);
+    void *uvargs[] = {&du, &dvb, &uvpart, &batch, &tiles};
+    tt_gpu_launch(uv, (dim3){ceil_div(2 * hd, need(uv, "THREADS") / 32), 1, 1}, uvargs, st);
 }
 
 /* Blocks for a grid-stride kernel over total elements: enough to fill the card, no more. */

@@ -121,23 +121,6 @@ void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float
 void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
                  const float *theta, int h, int r);
 
-/* Transformer-XL's attention fused (templates/txl_flash.cu; in the plan for bf16, see
- * tt_txl_fused), in templates/txl.cu's head-major padded layouts: from qu = q + u and qv = q + v
- * [heads][batch][n][DP], k and v [heads][batch][m + n][DP] (memory rows first) and r
- * [heads][m + n][DP], o = P' V [heads][batch][n][DP] and lse [heads batch n], each row's
- * log-sum-exp of its scaled scores, which the backward reads. */
-bool tt_txl_fused(const tt_gpu_program *p);
-void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *lse, const void *qu,
-                     const void *qv, const void *k, const void *v, const void *r, int batch,
-                     int heads, int n, int m, float scale, tt_dropout drop);
-/* Its backward from dout = d(P' V), with o and lse as the forward wrote them: dqu, dqv, dk, dv
- * (the layouts of qu, qv, k, v) and dbd [heads][batch n][m + n] (rows ldb >= m + n apart; dS
- * shifted into BD's columns, 0 where no key lands: dR = dBD^T qv is the caller's product)
- * written; dsum [heads batch n] is scratch (sum_e dout o, a row's). */
-void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqu, void *dqv, void *dk,
-                     void *dv, void *dbd, int ldb, float *dsum, const void *qu, const void *qv, const void *k,
-                     const void *v, const void *r, const void *o, const void *dout, const float *lse,
-                     int batch, int heads, int n, int m, float scale, tt_dropout drop);
 /* Cross-entropy of logits [rows, v] of the storage type (bf16 on the bf16 path, as the products
  * write them; fp32 arithmetic), rows ld >= v apart, against targets with label smoothing eps
  * (templates/xent.cu): loss, nll [rows] (fp32), each times its row's weight (weight NULL: all
@@ -176,6 +159,28 @@ typedef struct {
 void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *qv, void *k,
                       void *v, const void *qkv, const void *kvm, const float *u, const float *vb,
                       int batch, int n, int m, tt_qkv_rows lay);
+/* Transformer-XL's attention fused (templates/txl_flash.cu; in the plan for bf16, see
+ * tt_txl_fused), in templates/txl.cu's head-major padded layouts: from qu = q + u and qv = q + v
+ * [heads][batch][n][DP], k and v [heads][batch][m + n][DP] (memory rows first) and r
+ * [heads][m + n][DP], o = P' V [heads][batch][n][DP] and lse [heads batch n], each row's
+ * log-sum-exp of its scaled scores, which the backward reads. */
+bool tt_txl_fused(const tt_gpu_program *p);
+void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *lse, const void *qu,
+                     const void *qv, const void *k, const void *v, const void *r, int batch,
+                     int heads, int n, int m, float scale, tt_dropout drop);
+/* Its backward from dout = d(P' V), with o and lse as the forward wrote them: dq (= d(q + u) +
+ * d(q + v)) and dk, dv written where the projections' products read them, the segment's rows of
+ * dqkv and the memory's of dkvm (NULL when m is 0) in the layout tt_txl_heads_qkv reads (lay);
+ * du, dvb [heads d_head] (r_w_bias, r_r_bias: shared by the layers) added into; dbd [heads][batch
+ * n][m + n] (rows ldb >= m + n apart; dS shifted into BD's columns, 0 where no key lands: dR =
+ * dBD^T qv is the caller's product) written. uvpart (tt_txl_uv_part_floats) and dsum [heads
+ * batch n] are scratch. */
+size_t tt_txl_uv_part_floats(const tt_gpu_program *p, int batch, int heads, int n);
+void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
+                     tt_qkv_rows lay, float *du, float *dvb, float *uvpart, void *dbd, int ldb,
+                     float *dsum, const void *qu, const void *qv, const void *k, const void *v,
+                     const void *r, const void *o, const void *dout, const float *lse, int batch,
+                     int heads, int n, int m, float scale, tt_dropout drop);
 /* dst [H][rows][DP] = the heads of src [rows, ld] from column off, and back. */
 void tt_txl_heads(const tt_gpu_program *p, cudaStream_t st, void *dst, const void *src, int rows,
                   int ld, int off);

@@ -902,7 +902,7 @@ typedef struct {
     float *qu, *qv, *kk, *v, *r, *dout; /* host, head-major, the checked sequences' */
     float *o, *lse;                      /* the twin's forward (o rounded as stored) */
     void *d_qu, *d_qv, *d_k, *d_v, *d_r, *d_dout, *d_o;
-    float *d_lse, *d_dsum;
+    float *d_lse, *d_dsum, *d_uvpart;
     void *d_out[5];
 } txl_fl;
 
@@ -1036,12 +1036,16 @@ static void fl_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *
                     a->d_r, check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
 }
 
-/* The backward reads the twin's o and lse, so that it stands alone. */
+/* The backward reads the twin's o and lse, so that it stands alone. It writes dq, dk, dv into
+ * the projections' rows, here packed (q, k, v blocks H d_head apart) in rows padded by 8 that
+ * must stay unwritten, and adds du, dv into values it starts from. */
+#define FL_PAD 8
+
 static void fl_bwd_init(tt_unit *u, const tt_unit_opts *o)
 {
     (void)o;
     txl_fl *a = fl_inputs(u);
-    const int n = a->n, k = a->k, H = a->heads;
+    const int n = a->n, k = a->k, m = a->m, H = a->heads, hd = H * a->dh;
     const size_t qrows = (size_t)H * u->check * n;
     a->dout = fl_input(u, a, n, 1.f, 66);
     a->o = keep_host(u, tt_xmalloc(qrows * a->dp * 4 + 1));
@@ -1052,26 +1056,31 @@ static void fl_bwd_init(tt_unit *u, const tt_unit_opts *o)
     a->d_o = fl_upload(u, a->o, n, 0);
     a->d_lse = dev_repeated(u, a->lse, qrows, (size_t)H * u->batch * n, 0);
     a->d_dsum = dev_buffer(u, (size_t)H * u->batch * n * 4);
-    const size_t es = storage_size(u->bf16), qall = (size_t)H * u->batch * n, kall = (size_t)H * u->batch * k;
-    const char *names[] = {"dqu", "dqv", "dk", "dv", "dbd"};
-    for (int i = 0; i < 5; i++) {
-        const bool keys = i == 2 || i == 3, bd = i == 4;
-        /* dbd's rows padded as the trainer pads them (the padding must stay unwritten) */
-        const long ld = bd ? tt_row_pitch(k) + 8 : a->dp;
-        a->d_out[i] = dev_buffer(u, (keys ? kall : qall) * (size_t)ld * es);
-        add_output(u, names[i], a->d_out[i], u->bf16, (long)(keys ? (size_t)H * u->check * k : qrows),
-                   bd ? k : a->dp, ld, keys ? k : n, TOL_STORED);
+    a->d_uvpart = dev_buffer(u, (size_t)H * u->batch * ((n + 63) / 64) * 2 * a->dh * 4);
+    const size_t es = storage_size(u->bf16);
+    a->d_out[0] = dev_buffer(u, (size_t)u->batch * n * (3 * hd + FL_PAD) * es);
+    add_output(u, "dqkv", a->d_out[0], u->bf16, (long)u->check * n, 3 * hd, 3 * hd + FL_PAD, n, TOL_STORED);
+    a->d_out[1] = dev_buffer(u, (size_t)H * u->batch * n * (tt_row_pitch(k) + 8) * es);
+    add_output(u, "dbd", a->d_out[1], u->bf16, (long)qrows, k, tt_row_pitch(k) + 8, n, TOL_STORED);
+    a->d_out[2] = dev_buffer(u, 2 * (size_t)hd * 4);
+    output *uv = add_output(u, "du|dv", a->d_out[2], 0, 2, hd, hd, 0, TOL_STORED);
+    uv->start = host_randn(u, 2 * (size_t)hd, 1.f, 67, 0);
+    if (m > 0) { /* the memory's rows of dk, dv */
+        a->d_out[3] = dev_buffer(u, (size_t)u->batch * m * (2 * hd + FL_PAD) * es);
+        add_output(u, "dkvm", a->d_out[3], u->bf16, (long)u->check * m, 2 * hd, 2 * hd + FL_PAD, m,
+                   TOL_STORED);
     }
 }
 
 static void fl_bwd_twin(const tt_unit *u, float *const *want)
 {
     const txl_fl *a = u->h;
-    const int n = a->n, k = a->k, dp = a->dp;
+    const int n = a->n, k = a->k, mm = a->m, dp = a->dp, dh = a->dh, hd = a->heads * dh;
     const size_t ne = (size_t)n * k;
     float *prob = tt_xmalloc(ne * 4), *pdrop = tt_xmalloc(ne * 4), *dpd = tt_xmalloc(ne * 4);
     float *dprob = tt_xmalloc(ne * 4), *dac = tt_xmalloc(ne * 4), *dbd = tt_xmalloc(ne * 4);
     uint8_t *mask = tt_xmalloc(ne);
+    double *uv = tt_xcalloc(2 * (size_t)hd, sizeof(double));
     for (int b = 0; b < u->check; b++)
         for (int c = 0; c < a->heads; c++) {
             fl_probs(u, a, b, c, prob, pdrop, mask, NULL);
@@ -1088,7 +1097,7 @@ static void fl_bwd_twin(const tt_unit *u, float *const *want)
             for (int i = 0; i < n; i++) {
                 const size_t qi = ((size_t)c * u->check + b) * n + i;
                 const double D = fl_dot(fl_row(u, a, a->dout, c, b, n, i), a->o + qi * dp, dp);
-                for (int j = 0; j <= a->m + i; j++) {
+                for (int j = 0; j <= mm + i; j++) {
                     const float ds = (float)(prob[(size_t)i * k + j] * (dprob[(size_t)i * k + j] - D) * a->scale);
                     dac[(size_t)i * k + j] = ds;
                     dbd[(size_t)i * k + n - 1 - i + j] = ds;
@@ -1098,37 +1107,44 @@ static void fl_bwd_twin(const tt_unit *u, float *const *want)
             tt_round_storage(dac, ne, u->bf16);
             tt_round_storage(dbd, ne, u->bf16);
             tt_round_storage(pdrop, ne, u->bf16);
-            const size_t q0 = ((size_t)c * u->check + b) * n, k0 = ((size_t)c * u->check + b) * k;
-            for (int e = 0; e < dp; e++) {
-                for (int i = 0; i < n; i++) {
+            for (int e = 0; e < dh; e++) {
+                const int col = c * dh + e;
+                for (int i = 0; i < n; i++) { /* dq = d(q + u) + d(q + v), and their sums */
                     double gu = 0, gv = 0;
                     for (int j = 0; j < k; j++) {
                         gu += (double)dac[(size_t)i * k + j] * fl_row(u, a, a->kk, c, b, k, j)[e];
                         gv += (double)dbd[(size_t)i * k + j] * a->r[((size_t)c * k + j) * dp + e];
                     }
-                    want[0][(q0 + i) * dp + e] = (float)gu;
-                    want[1][(q0 + i) * dp + e] = (float)gv;
+                    want[0][((size_t)b * n + i) * 3 * hd + col] = (float)(gu + gv);
+                    uv[col] += gu, uv[hd + col] += gv;
                 }
-                for (int j = 0; j < k; j++) {
+                for (int j = 0; j < k; j++) { /* dk, dv: the memory's rows, then the segment's */
                     double gk = 0, gvv = 0;
                     for (int i = 0; i < n; i++) {
                         gk += (double)dac[(size_t)i * k + j] * fl_row(u, a, a->qu, c, b, n, i)[e];
                         gvv += (double)pdrop[(size_t)i * k + j] * fl_row(u, a, a->dout, c, b, n, i)[e];
                     }
-                    want[2][(k0 + j) * dp + e] = (float)gk;
-                    want[3][(k0 + j) * dp + e] = (float)gvv;
+                    float *row = j < mm ? want[3] + ((size_t)b * mm + j) * 2 * hd
+                                        : want[0] + ((size_t)b * n + j - mm) * 3 * hd + hd;
+                    row[col] = (float)gk;
+                    row[hd + col] = (float)gvv;
                 }
             }
-            memcpy(want[4] + q0 * k, dbd, ne * 4);
+            memcpy(want[1] + (((size_t)c * u->check + b) * n) * k, dbd, ne * 4);
         }
-    free(prob), free(pdrop), free(dpd), free(dprob), free(dac), free(dbd), free(mask);
+    for (int i = 0; i < 2 * hd; i++) want[2][i] += (float)uv[i];
+    free(prob), free(pdrop), free(dpd), free(dprob), free(dac), free(dbd), free(mask), free(uv);
 }
 
 static void fl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
 {
     const txl_fl *a = u->h;
-    tt_txl_attn_bwd(p, gpu->stream, a->d_out[0], a->d_out[1], a->d_out[2], a->d_out[3], a->d_out[4],
-                    (int)tt_row_pitch(a->k) + 8, a->d_dsum, a->d_qu, a->d_qv, a->d_k, a->d_v, a->d_r, a->d_o, a->d_dout, a->d_lse,
+    const int hd = a->heads * a->dh;
+    const tt_qkv_rows lay = {3 * hd + FL_PAD, 2 * hd + FL_PAD, hd};
+    float *du = a->d_out[2];
+    tt_txl_attn_bwd(p, gpu->stream, a->d_out[0], a->m ? a->d_out[3] : NULL, lay, du, du + hd,
+                    a->d_uvpart, a->d_out[1], (int)tt_row_pitch(a->k) + 8, a->d_dsum, a->d_qu,
+                    a->d_qv, a->d_k, a->d_v, a->d_r, a->d_o, a->d_dout, a->d_lse,
                     check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
 }
 
@@ -1519,8 +1535,8 @@ const tt_unit_desc tt_units[] = {
     {"txl_attn_fwd", OPS("txl_attn_fwd", NULL), "tt_txl_attn_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED) | TXL_PLANTS, false,
      "the attention's CPU twin (forward)", IMPL(fl_fwd_init, fl_fwd_twin, fl_fwd_run, NULL, NULL)},
-    {"txl_attn_bwd", OPS("txl_attn_bwd_q", "txl_attn_bwd_kv", NULL), "tt_txl_attn_bwd", "rel. error",
-     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED) | TXL_PLANTS, false,
+    {"txl_attn_bwd", OPS("txl_attn_bwd_q", "txl_attn_bwd_kv", "txl_uv_sum", NULL), "tt_txl_attn_bwd",
+     "rel. error", PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED) | TXL_PLANTS, false,
      "the attention's CPU twin (backward)", IMPL(fl_bwd_init, fl_bwd_twin, fl_bwd_run, NULL, NULL)},
     {"cast", OPS("cast", NULL), "tt_cast", "differ", 0, false, NULL,
      IMPL(cast_init, NULL, cast_run, NULL, cast_check)},

@@ -22,17 +22,26 @@
 // j0 + jj): one 16 x 80 product of q + v with 80 rows of r gives them all, and a pass through
 // shared memory skews them onto the keys.
 //
+// The backward writes the gradients of q, k, v where the projections' products read them, the
+// rows of dqkv [batch n][ldq] (q, k, v blocks hs apart, head c at c DH in each) and dkvm
+// [batch m][ldkv] (the memory's k, v), and the biases' gradients as partial sums:
+//   uvpart               [H][batch][n tiles][2][DH] fp32: a block's column sums of d(q + u) and
+//                                              d(q + v), which txl_uv_sum adds into du, dv.
+//
 // Kernels (4 warps a block, each 16 rows of the block's 64):
 //   txl_attn_fwd     a block per (64 queries, sequence, head): o and lse (online softmax).
-//   txl_attn_bwd_q   the same blocks: dsum, d(q + u) = dS K, d(q + v) = dBD r and dbd.
+//   txl_attn_bwd_q   the same blocks: dsum, dq = d(q + u) + d(q + v) (= dS K + dBD r), their
+//                    column sums and dbd.
 //   txl_attn_bwd_kv  a block per (64 keys, sequence, head), over the queries that see them:
 //                    dV = P'^T dO and dK = dS^T (q + u); the BD terms of its scores come from
 //                    a 128 x 64 product of r with q + v that the block shares.
+//   txl_uv_sum       du, dv += the partial sums, a warp per element, in a fixed order.
 // Every output element has one writer (no atomics): deterministic.
-// Constants: TT_DP (the heads' padded width, a multiple of 8), TT_DK (DP rounded up to 16, the
-// k-steps), TT_SMEM (the dynamic shared memory a block gets, which each kernel checks against its
+// Constants: TT_DH (d_head), TT_DP (the heads' padded width, a multiple of 8), TT_DK (DP rounded
+// up to 16, the k-steps), TT_H (heads, txl_uv_sum's), TT_SMEM (the dynamic shared memory a block gets, which each kernel checks against its
 // layout). bf16 only.
 
+#ifdef TT_DK // the attention's kernels (txl_uv_sum has none of their constants)
 #define TT_KS (TT_DK / 16)  // k-steps over the head's width
 #define TT_ND (TT_DK / 8)   // n8 tiles over the head's width
 #define TT_SP (TT_DK + 8)   // bf16 pitch of the shared tiles of rows of width DK (conflict-free ldmatrix)
@@ -170,6 +179,29 @@ __device__ __forceinline__ void tt_fl_store(tt_bf16 *dst, const float (&acc)[TT_
     }
 }
 
+// The first DH columns of rows row0 .. row0+15 (those below limit) of a warp's accumulators x
+// (plus y when SUM) into the row at dst(r) of a projection's layout: 2-byte stores, as a head's
+// DH values start at any element.
+template <bool SUM, typename RowAt>
+__device__ __forceinline__ void tt_fl_store_dh(const float (&x)[TT_ND][4], const float (&y)[TT_ND][4], int row0,
+                                               int limit, RowAt dst)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = row0 + (lane >> 2) + 8 * h;
+        if (r >= limit) continue;
+        tt_bf16 *row = dst(r);
+#pragma unroll
+        for (int nt = 0; nt < TT_ND; nt++)
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                const int col = nt * 8 + (lane & 3) * 2 + q;
+                if (col < TT_DH) row[col] = tt_store_as<tt_bf16>(x[nt][2 * h + q] + (SUM ? y[nt][2 * h + q] : 0.f));
+            }
+    }
+}
+
 // Max (or sum) over the four lanes that hold a row of an accumulator tile.
 __device__ __forceinline__ float tt_fl_quad_max(float x)
 {
@@ -225,6 +257,8 @@ __device__ __forceinline__ unsigned long long tt_fl_ref(int b, int c, int i, int
 {
     return (((unsigned long long)b * heads + c) * n + i) * (unsigned long long)klen;
 }
+
+#endif // TT_DK
 
 #ifdef TT_OP_TXL_ATTN_FWD
 extern "C" __global__ void __launch_bounds__(128)
@@ -323,8 +357,8 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
 
 #ifdef TT_OP_TXL_ATTN_BWD_Q
 extern "C" __global__ void __launch_bounds__(128)
-TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restrict__ dbd, int ldb,
-          float *__restrict__ dsum, const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv,
+TT_KERNEL(tt_bf16 *__restrict__ dqkv, int ldq, float *__restrict__ uvpart, tt_bf16 *__restrict__ dbd,
+          int ldb, float *__restrict__ dsum, const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv,
           const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r,
           const tt_bf16 *__restrict__ o, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
           int batch, int heads, int n, int m, float scale, float p, unsigned long long seed,
@@ -441,17 +475,45 @@ TT_KERNEL(tt_bf16 *__restrict__ dqu, tt_bf16 *__restrict__ dqv, tt_bf16 *__restr
         }
         __syncthreads(); // the next tile's loads overwrite sk, sv, sr; sdb is zeroed again
     }
-    tt_fl_store(dqu + cb * n * TT_DP, gu, iw, n, 1.f, 1.f);
-    tt_fl_store(dqv + cb * n * TT_DP, gv, iw, n, 1.f, 1.f);
+    // dq = d(q + u) + d(q + v) into the segment's rows of dqkv
+    tt_fl_store_dh<true>(gu, gv, iw, n, [&](int i) { return dqkv + ((size_t)b * n + i) * ldq + c * TT_DH; });
+    // the block's column sums of d(q + u) and d(q + v) (rows past n hold zeros): over a warp's
+    // rows by shuffles, then over the warps in order, through sbd's space
+    float *ssum = reinterpret_cast<float *>(sr + TT_RT * TT_SP); // [4 warps][2][DK]
+    __syncthreads(); // every warp is past its last use of sbd
+#pragma unroll
+    for (int nt = 0; nt < TT_ND; nt++)
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            float su = gu[nt][q] + gu[nt][2 + q], sv2 = gv[nt][q] + gv[nt][2 + q];
+#pragma unroll
+            for (int o = 4; o < 32; o *= 2) {
+                su += __shfl_xor_sync(0xffffffffu, su, o);
+                sv2 += __shfl_xor_sync(0xffffffffu, sv2, o);
+            }
+            if (lane < 4) {
+                const int col = nt * 8 + lane * 2 + q;
+                ssum[(warp * 2 + 0) * TT_DK + col] = su;
+                ssum[(warp * 2 + 1) * TT_DK + col] = sv2;
+            }
+        }
+    __syncthreads();
+    float *part = uvpart + (cb * gridDim.x + blockIdx.x) * 2 * TT_DH;
+    for (int e = threadIdx.x; e < 2 * TT_DH; e += blockDim.x) {
+        const int which = e / TT_DH, col = e % TT_DH;
+        float t = 0.f;
+        for (int w = 0; w < 4; w++) t += ssum[(w * 2 + which) * TT_DK + col];
+        part[e] = t;
+    }
 }
 #endif
 
 #ifdef TT_OP_TXL_ATTN_BWD_KV
 extern "C" __global__ void __launch_bounds__(128)
-TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__restrict__ qu,
-          const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v,
-          const tt_bf16 *__restrict__ r, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
-          const float *__restrict__ dsum, int batch, int heads, int n, int m, float scale, float p,
+TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int ldkv, int hs,
+          const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k,
+          const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r, const tt_bf16 *__restrict__ dout,
+          const float *__restrict__ lse, const float *__restrict__ dsum, int batch, int heads, int n, int m, float scale, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4,
@@ -548,7 +610,32 @@ TT_KERNEL(tt_bf16 *__restrict__ dk, tt_bf16 *__restrict__ dv, const tt_bf16 *__r
         }
         __syncthreads(); // the next tile's loads overwrite every shared tile
     }
-    tt_fl_store(dk + cb * klen * TT_DP, gk, jw, klen, 1.f, 1.f);
-    tt_fl_store(dv + cb * klen * TT_DP, gv, jw, klen, 1.f, 1.f);
+    // key j: the memory's row b m + j of dkvm (k at 0, v at hs), else the segment's b n + j - m
+    // of dqkv (k at hs, v at 2 hs)
+    auto krow = [&](int j, int part) {
+        return j < m ? dkvm + ((size_t)b * m + j) * ldkv + (part - 1) * hs + c * TT_DH
+                     : dqkv + ((size_t)b * n + j - m) * ldq + part * hs + c * TT_DH;
+    };
+    tt_fl_store_dh<false>(gk, gk, jw, klen, [&](int j) { return krow(j, 1); });
+    tt_fl_store_dh<false>(gv, gv, jw, klen, [&](int j) { return krow(j, 2); });
+}
+#endif
+
+#ifdef TT_OP_TXL_UV_SUM
+// du [H DH] += the sum of the partials' first halves, dv += their second (the biases are shared by
+// every layer): a warp per element, its lanes over the (sequence, query tile) partials of its
+// head, a fixed butterfly: deterministic.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(float *__restrict__ du, float *__restrict__ dv, const float *__restrict__ uvpart, int batch,
+          int tiles)
+{
+    const int lane = threadIdx.x % 32, w = blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
+    if (w >= 2 * TT_H * TT_DH) return;
+    const int which = w / (TT_H * TT_DH), col = w % (TT_H * TT_DH), c = col / TT_DH, e = col % TT_DH;
+    const float *src = uvpart + (size_t)c * batch * tiles * 2 * TT_DH + which * TT_DH + e;
+    float s = 0.f;
+    for (int t = lane; t < batch * tiles; t += 32) s += src[(size_t)t * 2 * TT_DH];
+    s = tt_group_sum<32>(s);
+    if (lane == 0) (which ? dv : du)[col] += s;
 }
 #endif
