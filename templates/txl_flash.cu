@@ -38,8 +38,8 @@
 //   txl_uv_sum       du, dv += the partial sums, a warp per element, in a fixed order.
 // Every output element has one writer (no atomics): deterministic.
 // Constants: TT_DH (d_head), TT_DP (the heads' padded width, a multiple of 8), TT_DK (DP rounded
-// up to 16, the k-steps), TT_H (heads, txl_uv_sum's), TT_SMEM (the dynamic shared memory a block gets, which each kernel checks against its
-// layout). bf16 only.
+// up to 16, the k-steps), TT_H (heads, txl_uv_sum's), TT_SMEM (the dynamic shared memory a block
+// gets, which each kernel checks against its layout). bf16 only.
 
 #ifdef TT_DK // the attention's kernels (txl_uv_sum has none of their constants)
 #define TT_KS (TT_DK / 16)  // k-steps over the head's width
@@ -487,9 +487,9 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, int ldq, float *__restrict__ uvpart, tt_bf
         for (int q = 0; q < 2; q++) {
             float su = gu[nt][q] + gu[nt][2 + q], sv2 = gv[nt][q] + gv[nt][2 + q];
 #pragma unroll
-            for (int o = 4; o < 32; o *= 2) {
-                su += __shfl_xor_sync(0xffffffffu, su, o);
-                sv2 += __shfl_xor_sync(0xffffffffu, sv2, o);
+            for (int sh = 4; sh < 32; sh *= 2) {
+                su += __shfl_xor_sync(0xffffffffu, su, sh);
+                sv2 += __shfl_xor_sync(0xffffffffu, sv2, sh);
             }
             if (lane < 4) {
                 const int col = nt * 8 + lane * 2 + q;
@@ -513,8 +513,8 @@ extern "C" __global__ void __launch_bounds__(128)
 TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int ldkv, int hs,
           const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k,
           const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r, const tt_bf16 *__restrict__ dout,
-          const float *__restrict__ lse, const float *__restrict__ dsum, int batch, int heads, int n, int m, float scale, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          const float *__restrict__ lse, const float *__restrict__ dsum, int batch, int heads, int n,
+          int m, float scale, float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
     static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4,
                   "the plan's shared memory");
