@@ -40,6 +40,7 @@ const tt_op tt_ops[] = {
     {"txl_unheads", {"txl.cu"}, "tt_txl_unheads", "cpu_txl_attn_fwd (its heads)", STEP_TEST("test_txl")},
     {"txl_heads_bwd", {"txl.cu"}, "tt_txl_heads_bwd", "cpu_txl_attn_bwd (its heads)", STEP_TEST("test_txl")},
     {"txl_uv_bwd", {"txl.cu"}, "tt_txl_uv_bwd", "cpu_txl_attn_bwd (du, dv)", STEP_TEST("test_txl")},
+    {"txl_dr_sum", {"txl.cu"}, "tt_txl_dr_sum", "cpu_txl_attn_bwd (r_net's gradient)", STEP_TEST("test_txl")},
     /* the word embedding, its sort of (token, row) keys for a deterministic backward */
     {"embedding_fwd", {"embedding.cu"}, "tt_embedding_fwd", "cpu_embedding_row, cpu_dropout_fwd", "unit"},
     {"embedding_sort", {"embedding.cu"}, "tt_embedding_sort", "qsort of the keys", GPU_TEST("test_embedding")},

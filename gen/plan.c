@@ -1425,18 +1425,22 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
          false},
         {"txl_uv_bwd", "OP_TXL_UV_BWD",
          "warp per bias element, lanes over rows, a fixed butterfly: deterministic", true, true},
+        {"txl_dr_sum", "OP_TXL_DR_SUM",
+         "dR's split products added in a fixed order into r_net's gradient rows: one pass", true,
+         false},
     };
     /* what each grid-stride kernel moves at the training shapes with a full memory, in the
      * order of ops (its launcher's grid: one thread an element, up to 2048 blocks) */
     const long h = m->n_head, hd = (long)m->n_head * m->d_head, b = s->train.batch;
     const long n = m->seq_len, klen = (long)m->mem_len + n;
     const long moved[] = {klen * m->d_model, h * b * klen * dp, h * b * n * dp, b * n * hd,
-                          b * (3 * n + 2L * m->mem_len) * hd, 0};
+                          b * (3 * n + 2L * m->mem_len) * hd, 0, klen * hd};
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         /* the fused attention's backward writes the projections' gradients and du, dv itself */
         if (tt_txl_fuses(s) && (!strcmp(ops[i].op, "txl_heads_bwd") || !strcmp(ops[i].op, "txl_uv_bwd")))
             continue;
+        if (!tt_txl_fuses(s) && !strcmp(ops[i].op, "txl_dr_sum")) continue; /* the fused path's */
         const long threads = pick(plan, ops[i].op, "THREADS", 256);
         tt_kernel *k = add_kernel(plan, ops[i].op, 0, dtype);
         if (ops[i].heads) {

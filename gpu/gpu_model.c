@@ -146,6 +146,7 @@ struct tt_gpu_lm {
     float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' (unfused) */
     float *dsum;                   /* [H*rows] sum_e dO o, a row's (fused) */
     float *uvpart;                 /* the fused backward's partial sums for du, dv */
+    float *dr_part;                /* [H][splits][kmax][dp]: dR's split products (fused) */
     void *dac, *dbd;               /* [H*rows, kmax] */
     void *oh, *doh, *dquh, *dqvh;  /* [H][rows][dp] */
     void *dkh, *dvh;               /* [H][B*kmax][dp] */
@@ -401,6 +402,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         if (lm->txl_fused) {
             lm->dsum = take(b, heads * rows * 4);
             lm->uvpart = take(b, tt_txl_uv_part_floats(&lm->prog, lm->batch, (int)heads, (int)n) * 4);
+            lm->dr_part = take(b, heads * (size_t)tt_txl_dr_splits(lm->batch) * kmax * dp * 4);
         } else {
             lm->ac = take(b, probs * 4);
             lm->bd = take(b, probs * 4);
@@ -416,7 +418,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
             lm->dkh = take(b, k_tile);
             lm->dvh = take(b, k_tile);
         }
-        lm->drh = take(b, r_tile);
+        if (!lm->txl_fused) lm->drh = take(b, r_tile); /* fused: dR summed into dr directly */
         lm->dr = take(b, kmax * hd * es);
         lm->dkvm = take(b, bm * 2 * hd * es);
         lm->dom = take(b, rows * hd * es);
@@ -1225,10 +1227,20 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
         tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh,
                          B, n, ml, qkv_rows(lm));
     }
-    tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, ldb,
-                    (long long)rows * ldb, a->qv, false, dp, (long long)rows * dp, klen, dp, rows, H, 0.f);
+    if (lm->txl_fused) { /* dR in splits products of whole sequences (one product with K = B n
+                          * ran on a few dozen blocks), summed in order into r_net's rows */
+        const int splits = tt_txl_dr_splits(B), chunk = rows / splits;
+        tt_gemm_batched(gm, lm->dr_part, true, dp, (long long)klen * dp, lm->dbd, true, ldb,
+                        (long long)chunk * ldb, a->qv, false, dp, (long long)chunk * dp, klen, dp,
+                        chunk, H * splits, 0.f);
+        tt_txl_dr_sum(p, st, lm->dr, hl, lm->dr_part, klen, splits);
+    } else {
+        tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, ldb,
+                        (long long)rows * ldb, a->qv, false, dp, (long long)rows * dp, klen, dp, rows,
+                        H, 0.f);
+        tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hl, 0);
+    }
     /* r_net, then qkv_net over the segment's rows and the memory's */
-    tt_txl_unheads(p, st, lm->dr, lm->drh, klen, hl, 0);
     pad_dw(gm, &lp->r, 0, 1, true, 1.f, lm->dr, hl, pe, dl, klen);
     pad_commit(gm, &lp->r);
     mark(lm, TT_PROF_ATTENTION);

@@ -513,6 +513,22 @@ void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void
     tt_gpu_launch(k, (dim3){stride_blocks(k, total), 1, 1}, args, st);
 }
 
+int tt_txl_dr_splits(int batch)
+{
+    int s = batch < 16 ? batch : 16;
+    while (s > 1 && batch % s) s--;
+    return s > 0 ? s : 1;
+}
+
+void tt_txl_dr_sum(const tt_gpu_program *p, cudaStream_t st, void *dr, int ld, const float *part,
+                   int klen, int splits)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_dr_sum");
+    expect_pitch(k, (int)(need(k, "H") * need(k, "DH")), ld, false);
+    void *args[] = {&dr, &ld, &part, &klen, &splits};
+    tt_gpu_launch(k, (dim3){stride_blocks(k, (long long)klen * need(k, "H") * need(k, "DH")), 1, 1}, args, st);
+}
+
 void tt_txl_uv_bwd(const tt_gpu_program *p, cudaStream_t st, float *du, float *dv, const void *dqu,
                    const void *dqv, int rows)
 {

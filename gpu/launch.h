@@ -191,6 +191,12 @@ void tt_txl_unheads(const tt_gpu_program *p, cudaStream_t st, void *dst, const v
 void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
                       const void *dqu, const void *dqv, const void *dk, const void *dv, int batch,
                       int n, int m, tt_qkv_rows lay);
+/* dR = dBD^T (q + v) in splits products over whole sequences (tt_txl_dr_splits of the batch: at
+ * most 16, dividing it), each into part [H][splits][klen][DP] fp32, then tt_txl_dr_sum: dr
+ * [klen, ld] (head c at c d_head) = their sum, in a fixed order. */
+int tt_txl_dr_splits(int batch);
+void tt_txl_dr_sum(const tt_gpu_program *p, cudaStream_t st, void *dr, int ld, const float *part,
+                   int klen, int splits);
 /* du, dv [H dh] (fp32) += the sums over rows of dqu, dqv [H][rows][DP]. */
 void tt_txl_uv_bwd(const tt_gpu_program *p, cudaStream_t st, float *du, float *dv, const void *dqu,
                    const void *dqv, int rows);

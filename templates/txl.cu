@@ -160,3 +160,21 @@ TT_KERNEL(float *__restrict__ du, float *__restrict__ dv, const TT_T *__restrict
     if (lane == 0) (w < TT_HD ? du : dv)[col] += s;
 }
 #endif
+
+#ifdef TT_OP_TXL_DR_SUM
+// dr [klen, ld] (head c's DH values at c DH of each row) = the sum over s of part [H][splits]
+// [klen][DP] (fp32), in order: dR = dBD^T (q + v) as splits products over parts of the rows,
+// added here in a fixed order (deterministic), straight into the rows r_net's gradient reads.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dr, int ld, const float *__restrict__ part, int klen, int splits)
+{
+    const int total = klen * TT_HD;
+    for (int x = blockIdx.x * TT_THREADS + threadIdx.x; x < total; x += gridDim.x * TT_THREADS) {
+        const int t = x / TT_HD, col = x % TT_HD, c = col / TT_DH, e = col % TT_DH;
+        const float *src = part + ((size_t)c * splits * klen + t) * TT_DP + e;
+        float acc = 0.f;
+        for (int s = 0; s < splits; s++) acc += src[(size_t)s * klen * TT_DP];
+        dr[(size_t)t * ld + col] = tt_store_as<TT_T>(acc);
+    }
+}
+#endif
