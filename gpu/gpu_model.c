@@ -1216,25 +1216,24 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     /* dBD's rows klen apart: padded to whole 16-byte groups (tt_row_pitch), dR's product ran
      * slower on H200 (290k against 320k tok/s at txl-wt103-base, one call each) */
     const int ldb = klen;
-    if (lm->txl_fused) { /* everything but dR = dBD^T Qv, whose dBD the kernels write; dq, dk,
-                          * dv straight into the projections' rows, du and dv added */
+    if (lm->txl_fused) {
+        /* everything but dR = dBD^T Qv, whose dBD the kernels write; dq, dk, dv straight into
+         * the projections' rows, du and dv added */
         tt_txl_attn_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, qkv_rows(lm), lm->gv.u, lm->gv.v,
                         lm->uvpart, lm->dbd, ldb, lm->dsum, a->qu, a->qv, a->tk, a->tv, a->rh, a->oh,
                         lm->doh, a->lse, B, H, n, ml, scale, dropatt);
-    } else {
-        txl_attn_bwd_unfused(lm, a, scale, dropatt);
-        tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
-        tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh,
-                         B, n, ml, qkv_rows(lm));
-    }
-    if (lm->txl_fused) { /* dR in splits products of whole sequences (one product with K = B n
-                          * ran on a few dozen blocks), summed in order into r_net's rows */
+        /* dR in splits products of whole sequences (one product with K = B n ran on a few dozen
+         * blocks), summed in order into r_net's rows */
         const int splits = tt_txl_dr_splits(B), chunk = rows / splits;
         tt_gemm_batched(gm, lm->dr_part, true, dp, (long long)klen * dp, lm->dbd, true, ldb,
                         (long long)chunk * ldb, a->qv, false, dp, (long long)chunk * dp, klen, dp,
                         chunk, H * splits, 0.f);
         tt_txl_dr_sum(p, st, lm->dr, hl, lm->dr_part, klen, splits);
     } else {
+        txl_attn_bwd_unfused(lm, a, scale, dropatt);
+        tt_txl_uv_bwd(p, st, lm->gv.u, lm->gv.v, lm->dquh, lm->dqvh, rows);
+        tt_txl_heads_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, lm->dquh, lm->dqvh, lm->dkh, lm->dvh,
+                         B, n, ml, qkv_rows(lm));
         tt_gemm_batched(gm, lm->drh, false, dp, (long long)klen * dp, lm->dbd, true, ldb,
                         (long long)rows * ldb, a->qv, false, dp, (long long)rows * dp, klen, dp, rows,
                         H, 0.f);
