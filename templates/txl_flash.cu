@@ -573,10 +573,6 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
                     sx[(32 * warp + 16 * mt + tt_acc_row(lane, e)) * TT_XQ + nt * 8 + tt_acc_col(lane, e)] = x[nt][e];
         }
         __syncthreads();
-        if (jw >= klen) { // a warp past the keys only helps load and form X
-            __syncthreads();
-            continue;
-        }
         // S^T (the warp's 16 keys x 64 queries) and dP'^T = V dO^T
         float st[8][4], dpt[8][4];
         tt_fl_zero(st);
