@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Detail for tuning Transformer-XL's fused attention, in one call on the GPU machine: Nsight
 # Compute's full sections for one launch each of txl_attn_fwd, txl_attn_bwd_q and
-# txl_attn_bwd_kv, and the heads kernels around them, in a txl-wt103-base training step (the
+# txl_attn_bwd_kv, and the kernels around them (heads, dR's sum), in a txl-wt103-base training step (the
 # zipf corpus; the launches after the first steps' product timing), with the lines that say why a
 # kernel waits (occupancy and what limits it, registers, warp stalls, pipe use, bank conflicts).
 #   bench/profile-txl.sh OUTDIR     (on the GPU machine, after build-gpu/ is built)
@@ -17,7 +17,7 @@ sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $tt
     specs/txl-wt103-base.yaml > "$spec"
 rm -rf /tmp/ck-profile-txl
 # one launch of each, past the first step (16 layers a step)
-for k in txl_attn_fwd txl_attn_bwd_q txl_attn_bwd_kv txl_heads_bwd txl_heads_qkv; do
+for k in txl_attn_fwd txl_attn_bwd_q txl_attn_bwd_kv txl_heads_qkv txl_dr_sum; do
     rm -rf /tmp/ck-profile-txl
     ncu --set full -k regex:"^$k" --launch-skip 20 --launch-count 1 --clock-control none \
         build-gpu/tt-train "$spec" --checkpoint-dir /tmp/ck-profile-txl --stop-after 3 -q \
