@@ -1328,12 +1328,14 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
  * [heads, batch, n, klen] scores AC and BD in fp32, the probabilities twice in bf16 and their
  * gradients again in the backward, and runs each product with an inner dimension of only d_head
  * (txl-wt103-base: 41, padded to 48), where cuBLAS reaches a few percent of the card; the fused
- * kernels keep every score in registers and shared memory and write only P'V, a row's
- * log-sum-exp, the gradients and dBD (for the one large product dR = dBD^T (q + v)). Blocks of
- * 64 queries (or keys) of one (sequence, head), 4 warps. Their accumulators grow with the head's
- * width: up to d_head 64 (padded) they fit a thread's registers (txl_attn_bwd_q spills 8 bytes
- * at 64, none at 48); wider heads spill kilobytes and keep the unfused strategy, whose products
- * are no longer of a width cuBLAS runs poorly (TXL_FUSED_MAX_DK). */
+ * kernels keep the scores in registers and shared memory and write only P'V, a row's
+ * log-sum-exp, the gradients, and in the backward dS (bf16, from txl_attn_bwd_kv to
+ * txl_attn_bwd_q, so that the backward computes the scores once) and dBD (for the one large
+ * product dR = dBD^T (q + v)). Blocks of 64 queries (or keys) of one (sequence, head), 4 warps.
+ * Their accumulators grow with the head's width: txl_attn_bwd_kv holds 212 registers at d_head
+ * 41 (padded 48) and 236 at 64; wider heads keep the unfused strategy, whose products are no
+ * longer of a width cuBLAS runs poorly (TXL_FUSED_MAX_DK; at 80 the kernel holds 255 registers
+ * without spilling, but the fused kernels have been checked and timed on a GPU only up to 64). */
 #define TXL_FUSED_MAX_DK 64
 
 bool tt_txl_fuses(const tt_spec *s)
@@ -1349,21 +1351,21 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
     const long dp = tt_row_pitch(m->d_head), dk = (dp + 15) / 16 * 16, sp = dk + 8;
     const long b = s->train.batch, n = m->seq_len, klen = (long)m->mem_len + n;
     /* shared memory (bytes), as the template lays it out: the bf16 tiles of pitch sp, then fp32 */
-    const long tiles_q = (2 * 64 + 128) * sp * 2, bd = 4 * 16 * (80 + 4) * 4, db = 4 * 16 * (80 + 8) * 2;
-    const long tiles_kv = (3 * 64 + 128) * sp * 2, x = 128 * (64 + 4) * 4 + 2 * 64 * 4;
-    const long smem[] = {tiles_q + bd, tiles_q + bd + db, tiles_kv + x}; /* in the order of ops */
+    const long tiles_f = (2 * 64 + 128) * sp * 2, bd = 4 * 16 * (80 + 4) * 4, db = 4 * 16 * (80 + 8) * 2;
+    const long tiles_kv = (3 * 64 + 128) * sp * 2, x = 128 * (64 + 4) * 4 + 2 * 64 * 4, dst = 64 * (64 + 8) * 2;
+    const long smem[] = {tiles_f + bd, tiles_kv + x + dst, (64 + 128) * sp * 2 + db}; /* in the order of ops */
     static const struct {
         const char *op, *define, *why;
         bool per_key;
     } ops[] = {
         {"txl_attn_fwd", "OP_TXL_ATTN_FWD", "scores (AC + BD skewed through shared memory), mask, "
          "online softmax, dropatt and P'V in one pass; writes P'V and each row's log-sum-exp", false},
-        {"txl_attn_bwd_q", "OP_TXL_ATTN_BWD_Q", "scores and P again from the log-sum-exp; dS; "
-         "dq = dS K + dBD r in registers, into qkv's rows, with its column sums for du, dv; dBD "
-         "written for dR", false},
         {"txl_attn_bwd_kv", "OP_TXL_ATTN_BWD_KV", "a block per 64 keys over the queries that see "
-         "them: dV = P'^T dO, dK = dS^T (q + u), into qkv's and the memory's rows; BD's terms "
-         "from one shared 128 x 64 product", true},
+         "them: scores and P again from the log-sum-exp, D, dS; dV = P'^T dO, dK = dS^T (q + u), "
+         "into qkv's and the memory's rows; BD's terms from one shared 128 x 64 product; dS "
+         "written (bf16) for txl_attn_bwd_q, so the backward computes the scores once", true},
+        {"txl_attn_bwd_q", "OP_TXL_ATTN_BWD_Q", "dq = dS K + dBD r from the dS written, in "
+         "registers, into qkv's rows, with its column sums for du, dv; dBD written for dR", false},
     };
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {

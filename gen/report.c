@@ -118,8 +118,8 @@ static void adaptive_costs(const tt_model_spec *m, long vocab, double rows, doub
  *   and BD written fp32 and read by the softmax, which writes P and P' (after dropatt) in e;
  *   P' V; back, dP' = dO V^T (fp32), dV = P'^T dO, the softmax's backward (dP' and P read, dAC
  *   and dBD written in e), and dAC's and dBD's products with K, (q + u), r and (q + v). Fused
- *   (templates/txl_flash.cu): only dBD, written by the backward and read by dR's product, and a
- *   row's log-sum-exp and D in fp32; the rest stays on chip.
+ *   (templates/txl_flash.cu): only dS and dBD, each written by the backward and read once (by
+ *   txl_attn_bwd_q and dR's product), and a row's log-sum-exp in fp32; the rest stays on chip.
  * Optimizer: Adam reads the fp32 weights, gradients and moments and writes the weights and
  * moments (and at bf16 the weights' bf16 copy), after the gradient norm's read of the gradients. */
 static void step_bytes(const tt_spec *spec, double rows, double e, tt_costs *c)
@@ -144,9 +144,10 @@ static void step_bytes(const tt_spec *spec, double rows, double e, tt_costs *c)
                                 (mem > 0 ? linear_bytes(e, batch * mem, d, 2 * a, 0) : 0) +
                                 linear_bytes(e, keys, d, a, 0));
         /* the scores' traffic: unfused, every [B H N K] tensor between the products; fused
-         * (templates/txl_flash.cu), only dBD, written for dR's product and read by it, and each
-         * row's log-sum-exp and D (written once, read twice and once) */
-        const double score_bytes = tt_txl_fuses(spec) ? scores * 2 * e + batch * m->n_head * n * 4 * 5
+         * (templates/txl_flash.cu), only dS (written by txl_attn_bwd_kv, read by
+         * txl_attn_bwd_q) and dBD (written for dR's product and read by it), and each row's
+         * log-sum-exp (written once, read once) */
+        const double score_bytes = tt_txl_fuses(spec) ? scores * 4 * e + batch * m->n_head * n * 4 * 2
                                                       : scores * (24 + 11 * e);
         b[TT_PROF_ATTENTION] = l * (e * (9 * rows * a + 6 * batch * keys * a + 3 * keys * a) + score_bytes);
         b[TT_PROF_O] = l * linear_bytes(e, rows, a, d, 1);

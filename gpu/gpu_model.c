@@ -144,7 +144,7 @@ struct tt_gpu_lm {
     float *pe_tab;     /* [kmax, D] sinusoids of distances kmax-1 .. 0, clamped */
     void *r;           /* [kmax, HD] pe Wr^T of one layer, before its heads are split */
     float *ac, *bd, *dpd;          /* [H*rows, kmax] fp32: AC, unshifted BD, d P' (unfused) */
-    float *dsum;                   /* [H*rows] sum_e dO o, a row's (fused) */
+    void *ds;                      /* [H*rows][klen rounded to 64] dS (fused, bf16) */
     float *uvpart;                 /* the fused backward's partial sums for du, dv */
     float *dr_part;                /* [H][splits][kmax][dp]: dR's split products (fused) */
     void *dac, *dbd;               /* [H*rows, kmax] */
@@ -400,7 +400,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->pe_tab = take(b, kmax * (size_t)m->d_model * 4);
         lm->r = take(b, kmax * hd * es);
         if (lm->txl_fused) {
-            lm->dsum = take(b, heads * rows * 4);
+            lm->ds = take(b, heads * rows * tt_txl_ds_pitch((int)kmax) * es);
             lm->uvpart = take(b, tt_txl_uv_part_floats(&lm->prog, lm->batch, (int)heads, (int)n) * 4);
             lm->dr_part = take(b, heads * (size_t)tt_txl_dr_splits(lm->batch) * kmax * dp * 4);
         } else {
@@ -1220,7 +1220,7 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
         /* everything but dR = dBD^T Qv, whose dBD the kernels write; dq, dk, dv straight into
          * the projections' rows, du and dv added */
         tt_txl_attn_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, qkv_rows(lm), lm->gv.u, lm->gv.v,
-                        lm->uvpart, lm->dbd, ldb, lm->dsum, a->qu, a->qv, a->tk, a->tv, a->rh, a->oh,
+                        lm->uvpart, lm->dbd, ldb, lm->ds, a->qu, a->qv, a->tk, a->tv, a->rh, a->oh,
                         lm->doh, a->lse, B, H, n, ml, scale, dropatt);
         /* dR in splits products of whole sequences (one product with K = B n ran on a few dozen
          * blocks), summed in order into r_net's rows */

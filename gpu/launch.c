@@ -415,9 +415,11 @@ size_t tt_txl_uv_part_floats(const tt_gpu_program *p, int batch, int heads, int 
     return (size_t)heads * batch * ceil_div(n, 64) * 2 * need(tt_gpu_kernel_of(p, "txl_uv_sum"), "DH");
 }
 
+int tt_txl_ds_pitch(int klen) { return (int)ceil_div(klen, 64) * 64; }
+
 void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
                      tt_qkv_rows lay, float *du, float *dvb, float *uvpart, void *dbd, int ldb,
-                     float *dsum, const void *qu, const void *qv, const void *k, const void *v,
+                     void *ds, const void *qu, const void *qv, const void *k, const void *v,
                      const void *r, const void *o, const void *dout, const float *lse, int batch,
                      int heads, int n, int m, float scale, tt_dropout drop)
 {
@@ -429,14 +431,14 @@ void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void 
         tt_panic(__FILE__, __LINE__, "txl_attn_bwd: blocks of %ld values %d apart do not fit rows of %d and %d",
                  hd, lay.hs, lay.ldq, lay.ldkv);
     if (batch == 0) return;
-    void *qargs[] = {&dqkv, &lay.ldq, &uvpart, &dbd,   &ldb,    &dsum,      &qu,        &qv,
-                     &k,    &v,       &r,      &o,     &dout,   &lse,       &batch,     &heads,
-                     &n,    &m,       &scale,  &drop.p, &drop.seed, &drop.step, &drop.site};
-    tt_gpu_launch(q, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, qargs, st);
-    void *kvargs[] = {&dqkv,  &dkvm,  &lay.ldq, &lay.ldkv, &lay.hs, &qu,       &qv,        &k,
-                      &v,     &r,     &dout,    &lse,      &dsum,   &batch,    &heads,     &n,
-                      &m,     &scale, &drop.p,  &drop.seed, &drop.step, &drop.site};
+    int lds = tt_txl_ds_pitch(m + n);
+    void *kvargs[] = {&dqkv,  &dkvm,     &lay.ldq,  &lay.ldkv, &lay.hs,   &ds,        &lds,
+                      &qu,    &qv,       &k,        &v,        &r,        &o,         &dout,
+                      &lse,   &batch,    &heads,    &n,        &m,        &scale,     &drop.p,
+                      &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(kv, (dim3){ceil_div(m + n, 64), (unsigned)batch, (unsigned)heads}, kvargs, st);
+    void *qargs[] = {&dqkv, &lay.ldq, &uvpart, &dbd, &ldb, &ds, &lds, &k, &r, &batch, &n, &m};
+    tt_gpu_launch(q, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, qargs, st);
     int tiles = (int)ceil_div(n, 64);
     void *uvargs[] = {&du, &dvb, &uvpart, &batch, &tiles};
     tt_gpu_launch(uv, (dim3){ceil_div(2 * hd, need(uv, "THREADS") / 32), 1, 1}, uvargs, st);

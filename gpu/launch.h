@@ -173,12 +173,13 @@ void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *l
  * dqkv and the memory's of dkvm (NULL when m is 0) in the layout tt_txl_heads_qkv reads (lay);
  * du, dvb [heads d_head] (r_w_bias, r_r_bias: shared by the layers) added into; dbd [heads][batch
  * n][m + n] (rows ldb >= m + n apart; dS shifted into BD's columns, 0 where no key lands: dR =
- * dBD^T qv is the caller's product) written. uvpart (tt_txl_uv_part_floats) and dsum [heads
- * batch n] are scratch. */
+ * dBD^T qv is the caller's product) written. uvpart (tt_txl_uv_part_floats) and ds (dS, bf16
+ * [heads batch n][tt_txl_ds_pitch(m + n)]) are scratch. */
 size_t tt_txl_uv_part_floats(const tt_gpu_program *p, int batch, int heads, int n);
+int tt_txl_ds_pitch(int klen);
 void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void *dkvm,
                      tt_qkv_rows lay, float *du, float *dvb, float *uvpart, void *dbd, int ldb,
-                     float *dsum, const void *qu, const void *qv, const void *k, const void *v,
+                     void *ds, const void *qu, const void *qv, const void *k, const void *v,
                      const void *r, const void *o, const void *dout, const float *lse, int batch,
                      int heads, int n, int m, float scale, tt_dropout drop);
 /* dst [H][rows][DP] = the heads of src [rows, ld] from column off, and back. */

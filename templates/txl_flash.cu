@@ -7,10 +7,14 @@
 //   qu, qv, o, do        [H][batch][n][DP]     q + u, q + v, P' V and its gradient
 //   k, v                 [H][batch][klen][DP]  memory rows, then the segment's
 //   r                    [H][klen][DP]         row t: the position embedding of distance klen-1-t
-//   lse, dsum            [H][batch][n] fp32    a row's log-sum-exp of its scaled scores, and
-//                                              D_i = sum_e do_ie o_ie, o as stored (sum_j P_ij
-//                                              dP_ij up to o's rounding: the definition the
-//                                              backward's dS = P (dP - D) uses)
+//   lse                  [H][batch][n] fp32    a row's log-sum-exp of its scaled scores (the
+//                                              backward's D_i = sum_e do_ie o_ie, o as stored,
+//                                              is sum_j P_ij dP_ij up to o's rounding: the
+//                                              definition its dS = P (dP - D) uses)
+//   ds                   [H][batch][n][lds]    dS (bf16, scaled), rows lds >= klen rounded up to
+//                                              64 apart: txl_attn_bwd_kv writes the entries of
+//                                              the query tiles it visits, txl_attn_bwd_q reads
+//                                              the visible ones (scratch between the two)
 //   dbd                  [H][batch n][klen]    dS shifted into BD's columns (0 elsewhere), for
 //                                              the product dR = dBD^T (q + v) that cuBLAS runs;
 //                                              rows ldb >= klen apart (the trainer passes klen:
@@ -30,11 +34,12 @@
 //
 // Kernels (4 warps a block, each 16 rows of the block's 64):
 //   txl_attn_fwd     a block per (64 queries, sequence, head): o and lse (online softmax).
-//   txl_attn_bwd_q   the same blocks: dsum, dq = d(q + u) + d(q + v) (= dS K + dBD r), their
-//                    column sums and dbd.
 //   txl_attn_bwd_kv  a block per (64 keys, sequence, head), over the queries that see them:
-//                    dV = P'^T dO and dK = dS^T (q + u); the BD terms of its scores come from
-//                    a 128 x 64 product of r with q + v that the block shares.
+//                    D, the scores, P' and dS again, dV = P'^T dO and dK = dS^T (q + u), and dS
+//                    written; the BD terms of its scores come from a 128 x 64 product of r with
+//                    q + v that the block shares. The scores are computed once in the backward.
+//   txl_attn_bwd_q   a block per (64 queries, sequence, head), after it: dq = d(q + u) +
+//                    d(q + v) = dS K + dBD r from the dS written, their column sums, and dbd.
 //   txl_uv_sum       du, dv += the partial sums, a warp per element, in a fixed order.
 // Every output element has one writer (no atomics): deterministic.
 // Constants: TT_DH (d_head), TT_DP (the heads' padded width, a multiple of 8), TT_DK (DP rounded
@@ -52,6 +57,7 @@
 #define TT_XP (TT_WT + 4)   // fp32 pitch of a warp's BD tile
 #define TT_DBP (TT_WT + 8)  // bf16 pitch of a warp's skewed dS tile
 #define TT_XQ (TT_BQ + 4)   // fp32 pitch of txl_attn_bwd_kv's shared BD product
+#define TT_STP (TT_BK + 8)  // bf16 pitch of txl_attn_bwd_kv's dS tile (16-byte rows, fewer conflicts)
 static_assert(TT_DP % 8 == 0 && TT_DK % 16 == 0 && TT_DK >= TT_DP && TT_DK < TT_DP + 16,
               "DP whole 16-byte groups, DK its k-steps");
 
@@ -358,104 +364,63 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
 #ifdef TT_OP_TXL_ATTN_BWD_Q
 extern "C" __global__ void __launch_bounds__(128)
 TT_KERNEL(tt_bf16 *__restrict__ dqkv, int ldq, float *__restrict__ uvpart, tt_bf16 *__restrict__ dbd,
-          int ldb, float *__restrict__ dsum, const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv,
-          const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r,
-          const tt_bf16 *__restrict__ o, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
-          int batch, int heads, int n, int m, float scale, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+          int ldb, const tt_bf16 *__restrict__ ds, int lds, const tt_bf16 *__restrict__ k,
+          const tt_bf16 *__restrict__ r, int batch, int n, int m)
 {
-    static_assert(TT_SMEM == (2 * TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_XP * 4 + 4 * 16 * TT_DBP * 2,
-                  "the plan's shared memory");
+    static_assert(TT_SMEM == (TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_DBP * 2, "the plan's shared memory");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sv = sk + TT_BK * TT_SP, *sr = sv + TT_BK * TT_SP;
+    tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sr = sk + TT_BK * TT_SP;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float *sbd = reinterpret_cast<float *>(sr + TT_RT * TT_SP) + warp * 16 * TT_XP;
-    tt_bf16 *sdb = reinterpret_cast<tt_bf16 *>(reinterpret_cast<float *>(sr + TT_RT * TT_SP) + 4 * 16 * TT_XP) +
-                   warp * 16 * TT_DBP;
+    tt_bf16 *sdb = sr + TT_RT * TT_SP + warp * 16 * TT_DBP;
     const int c = blockIdx.z, b = blockIdx.y, i0 = blockIdx.x * TT_BQ, klen = m + n;
     const size_t cb = (size_t)c * batch + b;
     const int iw = i0 + 16 * warp;
 
-    tt_fl_zero_tail(sk, 2 * TT_BK + TT_RT);
-    tt_fl_load(sk, TT_BQ, qu + cb * n * TT_DP, i0, n);
-    tt_fl_load(sv, TT_BQ, qv + cb * n * TT_DP, i0, n);
-    tt_fl_load(sr, TT_BQ, dout + cb * n * TT_DP, i0, n);
-    tt_cp_commit();
-    tt_cp_wait<0>();
-    __syncthreads();
-    unsigned aqu[TT_KS][4], aqv[TT_KS][4], ado[TT_KS][4];
-    tt_fl_a(aqu, sk, 16 * warp);
-    tt_fl_a(aqv, sv, 16 * warp);
-    tt_fl_a(ado, sr, 16 * warp);
-    // D of the warp's rows (dO from shared memory, o as the forward stored it), and BD's
-    // columns no key reaches (t < n - 1 - i) zeroed
-    float dl[2], ll[2];
-    {   // lane pairs over the warp's 16 rows, 16-byte vectors over each half of a row
-        const int rr = lane >> 1, i = iw + rr;
-        float x = 0.f;
-        if (i < n)
-            for (int ch = lane & 1; ch < TT_DP / 8; ch += 2) {
-                float a[8], b[8];
-                tt_load<8>(a, sr + (16 * warp + rr) * TT_SP + ch * 8);
-                tt_load<8>(b, o + (cb * n + i) * TT_DP + ch * 8);
-#pragma unroll
-                for (int e = 0; e < 8; e++) x += a[e] * b[e];
-            }
-        x += __shfl_xor_sync(0xffffffffu, x, 1);
-        if (i < n && (lane & 1) == 0) dsum[cb * n + i] = x;
-        dl[0] = __shfl_sync(0xffffffffu, x, 2 * (lane >> 2));
-        dl[1] = __shfl_sync(0xffffffffu, x, 2 * ((lane >> 2) + 8));
-    }
+    tt_fl_zero_tail(sk, TT_BK + TT_RT);
     for (int rr = 0; rr < 16 && iw + rr < n; rr++) // BD's columns no key reaches: t < n - 1 - i
         for (int t = lane; t < n - 1 - (iw + rr); t += 32) dbd[(cb * n + iw + rr) * ldb + t].bits = 0;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int i = iw + (lane >> 2) + 8 * h;
-        ll[h] = i < n ? lse[cb * n + i] : 0.f;
-    }
-    __syncthreads();
-
-    const uint64_t stream = tt_dropout_stream(*step, site);
-    const float keep_scale = 1.f / (1.f - p);
     float gu[TT_ND][4], gv[TT_ND][4];
     tt_fl_zero(gu);
     tt_fl_zero(gv);
     for (int j0 = 0, jend = tt_fl_key_end(i0, n, m); j0 < jend; j0 += TT_BK) {
-        tt_fl_load_keys(sk, sv, sr, k + cb * klen * TT_DP, v + cb * klen * TT_DP, r + (size_t)c * klen * TT_DP,
-                        i0, j0, n, klen);
+        tt_fl_load(sk, TT_BK, k + cb * klen * TT_DP, j0, klen);
+        tt_fl_load(sr, TT_RT, r + (size_t)c * klen * TT_DP, n - 1 - (i0 + TT_BQ - 1) + j0, klen);
+        tt_cp_commit();
         for (int e = lane; e < 16 * TT_DBP / 2; e += 32) reinterpret_cast<unsigned *>(sdb)[e] = 0u;
+        // the warp's rows of dS (as txl_attn_bwd_kv stored it; 0 where masked) in the
+        // accumulators' layout, a pair of keys a register: the A operand of dS K as it stands
+        unsigned w[8][2];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int i = iw + (lane >> 2) + 8 * h, j = j0 + nt * 8 + (lane & 3) * 2;
+                unsigned x = 0u;
+                if (i < n && j <= m + i) {
+                    x = *reinterpret_cast<const unsigned *>(ds + (cb * n + i) * lds + j);
+                    if (j + 1 > m + i) x &= 0xffffu; // the pair's second key is not seen
+                }
+                w[nt][h] = x;
+            }
         tt_cp_wait<0>();
         __syncthreads();
         if (iw >= n) { // a warp past the segment's rows only helps load
             __syncthreads();
             continue;
         }
-        float s[8][4], dp[8][4];
-        tt_fl_zero(s);
-        tt_fl_zero(dp);
-        tt_fl_mma_nk<8, TT_KS>(s, aqu, sk, TT_SP, 0);
-        tt_fl_mma_nk<8, TT_KS>(dp, ado, sv, TT_SP, 0); // dP' = dO V^T
-        tt_fl_scores(s, aqv, sr, sbd, warp, iw, j0, n, m, scale);
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int rr = tt_acc_row(lane, e), jj = nt * 8 + tt_acc_col(lane, e);
-                const int i = iw + rr, j = j0 + jj;
-                const float pr = __expf(s[nt][e] - ll[e >> 1]); // 0 where masked
-                float g = dp[nt][e];
-                if (p > 0.f)
-                    g = i < n && tt_dropout_keep(seed, stream, tt_fl_ref(b, c, i, heads, n, klen) + j, p)
-                            ? g * keep_scale : 0.f;
-                const float ds = pr * (g - dl[e >> 1]) * scale;
-                s[nt][e] = ds;
-                sdb[rr * TT_DBP + jj + 15 - rr] = tt_store_as<tt_bf16>(ds);
-            }
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int q = 0; q < 2; q++) { // skewed onto BD's columns: c = jj + 15 - rr
+                    const int rr = (lane >> 2) + 8 * h, jj = nt * 8 + (lane & 3) * 2 + q;
+                    sdb[rr * TT_DBP + jj + 15 - rr].bits = (unsigned short)(w[nt][h] >> (16 * q));
+                }
         __syncwarp();
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) { // d(q + u) += dS K
-            unsigned a[4];
-            tt_fl_pack(a, s[2 * kk], s[2 * kk + 1]);
+            const unsigned a[4] = {w[2 * kk][0], w[2 * kk][1], w[2 * kk + 1][0], w[2 * kk + 1][1]};
             tt_fl_mma_kn(gu, a, sk, kk * 16);
         }
         const tt_bf16 *arow = sdb + (lane & 15) * TT_DBP + (lane >> 4) * 8;
@@ -473,14 +438,15 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, int ldq, float *__restrict__ uvpart, tt_bf
             tt_bf16 *row = dbd + (cb * n + i) * ldb + (n - 1 - i);
             for (int jj = lane; j0 + jj <= jmax; jj += 32) row[j0 + jj] = sdb[rr * TT_DBP + jj + 15 - rr];
         }
-        __syncthreads(); // the next tile's loads overwrite sk, sv, sr; sdb is zeroed again
+        __syncthreads(); // the next tile's loads overwrite sk, sr; sdb is zeroed again
     }
     // dq = d(q + u) + d(q + v) into the segment's rows of dqkv
     tt_fl_store_dh<true>(gu, gv, iw, n, [&](int i) { return dqkv + ((size_t)b * n + i) * ldq + c * TT_DH; });
     // the block's column sums of d(q + u) and d(q + v) (rows past n hold zeros): over a warp's
-    // rows by shuffles, then over the warps in order, through sbd's space
+    // rows by shuffles, then over the warps in order, through sdb's space
     float *ssum = reinterpret_cast<float *>(sr + TT_RT * TT_SP); // [4 warps][2][DK]
-    __syncthreads(); // every warp is past its last use of sbd
+    static_assert(4 * 2 * TT_DK * 4 <= 4 * 16 * TT_DBP * 2, "the sums fit sdb's space");
+    __syncthreads(); // every warp is past its last use of sdb
 #pragma unroll
     for (int nt = 0; nt < TT_ND; nt++)
 #pragma unroll
@@ -511,17 +477,20 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, int ldq, float *__restrict__ uvpart, tt_bf
 #ifdef TT_OP_TXL_ATTN_BWD_KV
 extern "C" __global__ void __launch_bounds__(128)
 TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int ldkv, int hs,
-          const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k,
-          const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r, const tt_bf16 *__restrict__ dout,
-          const float *__restrict__ lse, const float *__restrict__ dsum, int batch, int heads, int n,
-          int m, float scale, float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          tt_bf16 *__restrict__ ds, int lds, const tt_bf16 *__restrict__ qu, const tt_bf16 *__restrict__ qv,
+          const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r,
+          const tt_bf16 *__restrict__ o, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
+          int batch, int heads, int n, int m, float scale, float p, unsigned long long seed,
+          const unsigned long long *__restrict__ step, unsigned site)
 {
-    static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4,
+    static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4 +
+                                 TT_BQ * TT_STP * 2,
                   "the plan's shared memory");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *sq = reinterpret_cast<tt_bf16 *>(smem_raw), *sqv = sq + TT_BQ * TT_SP, *sdo = sqv + TT_BQ * TT_SP;
     tt_bf16 *sr = sdo + TT_BQ * TT_SP;
     float *sx = reinterpret_cast<float *>(sr + TT_RT * TT_SP), *slse = sx + TT_RT * TT_XQ, *sd = slse + TT_BQ;
+    tt_bf16 *sds = reinterpret_cast<tt_bf16 *>(sd + TT_BQ); // [64 queries][STP]: dS, query-major
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int c = blockIdx.z, b = blockIdx.y, j0 = blockIdx.x * TT_BK, klen = m + n;
     const size_t cb = (size_t)c * batch + b;
@@ -554,10 +523,24 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
         if (threadIdx.x < TT_BQ) {
             const int i = i0 + threadIdx.x;
             slse[threadIdx.x] = i < n ? lse[cb * n + i] : 0.f;
-            sd[threadIdx.x] = i < n ? dsum[cb * n + i] : 0.f;
         }
         tt_cp_wait<0>();
         __syncthreads();
+        {   // D of the tile's queries (dO from shared memory, o as the forward stored it): a lane
+            // pair a row, 16-byte vectors over each half; published by the next barrier
+            const int ii = threadIdx.x >> 1, i = i0 + ii;
+            float x = 0.f;
+            if (i < n)
+                for (int ch = threadIdx.x & 1; ch < TT_DP / 8; ch += 2) {
+                    float a[8], e8[8];
+                    tt_load<8>(a, sdo + ii * TT_SP + ch * 8);
+                    tt_load<8>(e8, o + (cb * n + i) * TT_DP + ch * 8);
+#pragma unroll
+                    for (int e = 0; e < 8; e++) x += a[e] * e8[e];
+                }
+            x += __shfl_xor_sync(0xffffffffu, x, 1);
+            if ((threadIdx.x & 1) == 0) sd[ii] = x;
+        }
         // X[x][ii] = r_{tb0 + x} . (q + v)_{i0 + ii}: the warp's 32 rows of the 128
 #pragma unroll
         for (int mt = 0; mt < 2; mt++) {
@@ -595,6 +578,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
                              ? keep_scale : 0.f;
                 st[nt][e] = pr * kp;                                  // P'^T
                 dpt[nt][e] = pr * (dpt[nt][e] * kp - sd[ii]) * scale; // dS^T
+                sds[ii * TT_STP + 16 * warp + rr] = tt_store_as<tt_bf16>(dpt[nt][e]);
             }
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
@@ -603,6 +587,14 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
             tt_fl_mma_kn(gv, a, sdo, kk * 16); // dV += P'^T dO
             tt_fl_pack(a, dpt[2 * kk], dpt[2 * kk + 1]);
             tt_fl_mma_kn(gk, a, sq, kk * 16); // dK += dS^T (q + u)
+        }
+        __syncthreads(); // sds is whole
+        // dS's rows i0 .. (those below n), the block's 64 keys each, for txl_attn_bwd_q
+        for (int e = threadIdx.x; e < TT_BQ * (TT_BK / 8); e += blockDim.x) {
+            const int ii = e / (TT_BK / 8), ch = e % (TT_BK / 8);
+            if (i0 + ii < n)
+                *reinterpret_cast<uint4 *>(ds + (cb * n + i0 + ii) * lds + j0 + ch * 8) =
+                    *reinterpret_cast<const uint4 *>(sds + ii * TT_STP + ch * 8);
         }
         __syncthreads(); // the next tile's loads overwrite every shared tile
     }

@@ -168,11 +168,11 @@ static void test_txl_ptb(void **state)
      * 16384) + 4*65536 = 524288. */
     assert_close(c.step_bytes[TT_PROF_QKV], 3 * 12320768.0, "bytes qkv");
     /* Scores S = B H N K = 32*8*32*64 = 524288 elements per tensor. At bf16 the attention is
-     * fused (d_head 32): dBD written and read (2 e S = 2097152) and each of the 8*1024 rows'
-     * log-sum-exp and D (5 * 4 * 8192 = 163840). The rest: q+u, q+v (1024*256 each), k, v
-     * (32*64*256 each), r (64*256) read and o written: 2*(9*262144 + 6*524288 + 3*16384) =
-     * 11108352 */
-    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * (11108352.0 + 2097152 + 163840), "bytes attention");
+     * fused (d_head 32): dS and dBD each written and read (4 e S = 4194304) and each of the
+     * 8*1024 rows' log-sum-exp written and read (2 * 4 * 8192 = 65536). The rest: q+u, q+v
+     * (1024*256 each), k, v (32*64*256 each), r (64*256) read and o written: 2*(9*262144 +
+     * 6*524288 + 3*16384) = 11108352 */
+    assert_close(c.step_bytes[TT_PROF_ATTENTION], 3 * (11108352.0 + 4194304 + 65536), "bytes attention");
     /* o_net 256 -> 256: 2*(3*262144 + 3*262144 + 2*65536) + 4*65536 */
     assert_close(c.step_bytes[TT_PROF_O], 3 * 3670016.0, "bytes o");
     expect_ptb_bytes(&c);
