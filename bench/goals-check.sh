@@ -5,8 +5,9 @@
 # layers, PTB's vocabulary and full softmax), and the launches of a wt103 step; no peers (their
 # figures are bench/wt103-bench.sh's, txl-bench.sh's and grid-bench.sh's). With BASE=DIR (a
 # build folder of another commit, e.g. ../old/build-gpu), every run alternates with that build's,
-# REPS times (default 1; 2 with BASE), and the table has both; SPECS (a list of the names below)
-# runs only some of them.
+# REPS times (default 1; 2 with BASE), and the table has both; BASE_ENV (e.g. TT_PDL=0) is set
+# for the base's runs only, so BASE=build-gpu BASE_ENV=... compares one build under two settings;
+# SPECS (a list of the names below) runs only some of them.
 #   bench/goals-check.sh OUTDIR
 # The rate: gpu-env.sh's tt_late_rate, the median of the last five progress windows (the first
 # windows hold the products' timing and graph captures, and a capture of new cluster sizes can
@@ -54,17 +55,18 @@ data:
   valid: ../$data/ptb/ptb.valid.txt
 EOS
 
-run() { # build name rep label: one tt-train run of that build, its log in OUTDIR
+run() { # build name rep label [VAR=value...]: one tt-train run of that build, its log in OUTDIR
     local build=$1 name=$2 rep=$3 log="$out/$2-$4-$3.log"
+    shift 4
     rm -rf /tmp/ck-goal
-    timeout 300 "$build/tt-train" "specs/goal-$name.yaml" --checkpoint-dir /tmp/ck-goal --log-every 20 > "$log" 2>&1
+    env "$@" timeout 300 "$build/tt-train" "specs/goal-$name.yaml" --checkpoint-dir /tmp/ck-goal --log-every 20 > "$log" 2>&1
     local rc=$? rate
     rate=$(tt_late_rate "$log")
     echo "$name $4 rep $rep: rc $rc late $rate tok/s, MFU $(tt_mfu "$rate" "$log"); $(grep 'valid ppl' "$log" | tail -1)"
 }
 for rep in $(seq "$reps"); do
     for name in "${specs[@]}"; do
-        [ -n "$base" ] && run "$base" "$name" "$rep" base
+        [ -n "$base" ] && run "$base" "$name" "$rep" base ${BASE_ENV:-}
         run build-gpu "$name" "$rep" ours
     done
 done | tee "$out/runs.txt"

@@ -147,10 +147,31 @@ const tt_gpu_kernel *tt_gpu_kernel_of(const tt_gpu_program *p, const char *op)
     tt_panic(__FILE__, __LINE__, "the plan has no %s kernel", op);
 }
 
+/* Programmatic dependent launch (templates/common.cuh, tt_pdl_begin): on compute capability 9
+ * and later each generated kernel may be launched while the one before it on its stream runs
+ * (also inside a captured graph: a programmatic edge), unless TT_PDL=0. The kernels wait for
+ * their predecessors before they touch memory, so the results are the same bits either way. */
+static bool pdl_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *env = getenv("TT_PDL");
+        int dev = 0, major = 0;
+        on = !(env && strcmp(env, "0") == 0) && cudaGetDevice(&dev) == cudaSuccess &&
+             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+             major >= 9;
+    }
+    return on;
+}
+
 void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
 {
     const dim3 block = {k->k->block[0], k->k->block[1], k->k->block[2]};
-    const cudaError_t e = cudaLaunchKernel((const void *)k->fn, grid, block, args, k->k->dyn_smem, stream);
+    cudaLaunchAttribute attr = {.id = cudaLaunchAttributeProgrammaticStreamSerialization};
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    const cudaLaunchConfig_t cfg = {.gridDim = grid, .blockDim = block, .dynamicSmemBytes = k->k->dyn_smem,
+                                    .stream = stream, .attrs = &attr, .numAttrs = pdl_enabled() ? 1 : 0};
+    const cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)k->fn, args);
     if (e != cudaSuccess)
         tt_panic(__FILE__, __LINE__, "launching %s on grid (%u, %u, %u) x (%u, %u, %u), %u bytes of "
                  "dynamic shared memory: %s (%s)", k->k->name, grid.x, grid.y, grid.z, block.x,

@@ -31,6 +31,7 @@ __device__ __forceinline__ bool tt_aligned16(const void *a, const void *b, const
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(double *__restrict__ part, const float *__restrict__ g, long long n)
 {
+    tt_pdl_begin();
     __shared__ double scratch[32];
     static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const long long stride = (long long)TT_BLOCKS * TT_THREADS;
@@ -57,6 +58,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, const double *__restrict__ part,
           double maxnorm)
 {
+    tt_pdl_begin();
     __shared__ double scratch[32];
     static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     double acc = 0;
@@ -91,6 +93,7 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
           const double *__restrict__ clip, long long n, float beta1, float beta2, float eps,
           float weight_decay)
 {
+    tt_pdl_begin();
     // As tt_adam_step: the step size and sqrt(bc2) in double, then rounded to float.
     const float step = (float)(*lr / *bc1), sbc2 = (float)sqrt(*bc2), cf = (float)*clip;
     const long long stride = (long long)gridDim.x * TT_THREADS;

@@ -18,6 +18,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ xc, const TT_T *__restrict__ x, const int *__restrict__ idx, int count,
           int ld)
 {
+    tt_pdl_begin();
     int i, col;
     if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
     const int r = idx[i];
@@ -32,6 +33,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dx, const TT_T *__restrict__ dxc, const int *__restrict__ idx,
           int count, int ld)
 {
+    tt_pdl_begin();
     int i, col;
     if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
     const int r = idx[i];

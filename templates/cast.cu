@@ -8,6 +8,7 @@
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ out, const float *__restrict__ in, long n)
 {
+    tt_pdl_begin();
     for (long i = (long)blockIdx.x * TT_THREADS + threadIdx.x; i < n; i += (long)gridDim.x * TT_THREADS)
         out[i] = tt_store_as<TT_T>(in[i]);
 }

@@ -20,6 +20,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ out, float *__restrict__ out1, float *__restrict__ out2,
           const float *__restrict__ in, int parts)
 {
+    tt_pdl_begin();
     __shared__ float red[TT_PW][32];
     static_assert(sizeof red == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % 32, w = threadIdx.x / 32;

@@ -10,6 +10,21 @@ struct __align__(2) tt_bf16 {
 
 #define TT_NEG_INF __uint_as_float(0xff800000u) // NVRTC has no math.h, hence no INFINITY
 
+// Programmatic dependent launch (Hopper on): the runtime may launch a kernel while the one before
+// it on the stream is still running (gpu/gpu.c, unless TT_PDL=0), so that its blocks are resident
+// and waiting when that one ends instead of being launched then. Every kernel begins with
+// tt_pdl_begin(), before any access to global memory: griddepcontrol.wait holds the block until
+// the kernels it depends on have completed and their writes are visible (at once when it was
+// launched without the attribute), and launch_dependents lets the next kernel's blocks take the
+// SMs this kernel's blocks leave. tests/test_pipeline.c checks that every kernel begins so.
+__device__ __forceinline__ void tt_pdl_begin()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float tt_float(float x) { return x; }
 __device__ __forceinline__ float tt_float(tt_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
 

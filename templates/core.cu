@@ -30,6 +30,7 @@ __device__ __forceinline__ void tt_softmax_stats(const float *th, int lane, floa
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ g, const float *__restrict__ theta)
 {
+    tt_pdl_begin();
     __shared__ float s[TT_H][TT_R];
     static_assert(sizeof s == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -52,6 +53,7 @@ TT_KERNEL(float *__restrict__ g, const float *__restrict__ theta)
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dtheta, const float *__restrict__ dg, const float *__restrict__ theta)
 {
+    tt_pdl_begin();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int c = warp; c < TT_H; c += TT_WARPS) {
         const float *th = theta + c * TT_R;

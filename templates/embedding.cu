@@ -65,6 +65,7 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__res
           int rows, int ld, int vocab, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     int row, col;
     if (!tt_row_slot<TT_D, TT_VEC>(rows, row, col)) return;
     const int t = tokens[row];
@@ -87,6 +88,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ e, const float *__restrict__ emb, const int *__restrict__ tokens,
           const int *__restrict__ idx, int count, long long lo, long long vc)
 {
+    tt_pdl_begin();
     int i, col;
     if (!tt_row_slot<TT_DE, TT_VEC>(count, i, col)) return;
     const int r = idx[i];
@@ -110,6 +112,7 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restr
           int count, int ld, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     int i, col;
     if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
     const int r = idx[i];
@@ -128,6 +131,7 @@ TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__rest
           int count, int ld, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     int i, col;
     if (!tt_row_slot<TT_D, TT_VEC>(count, i, col)) return;
     const int r = idx[i];
@@ -167,6 +171,7 @@ __device__ __forceinline__ void tt_bitonic_pass(unsigned long long *a, int first
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(unsigned long long *keys, const int *__restrict__ tokens, int rows)
 {
+    tt_pdl_begin();
     extern __shared__ unsigned long long chunk[];
     static_assert(TT_CHUNK * sizeof(unsigned long long) == TT_SMEM, "the shared memory the plan counted is what the block declares");
     // Stages k <= TT_CHUNK stay within a chunk: sort each one, and fill keys on the way.
@@ -263,6 +268,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ table, const float *__restrict__ part,
           const unsigned long long *__restrict__ keys, int rows, long long lo, long long vc)
 {
+    tt_pdl_begin();
     const int first = blockIdx.x;
     const unsigned t = (unsigned)(keys[first] >> 32);
     if ((first > 0 && (unsigned)(keys[first - 1] >> 32) == t) || (long long)t - lo < 0 ||
@@ -311,6 +317,7 @@ TT_KERNEL(float *__restrict__ part, const TT_T *__restrict__ dx0,
           const unsigned long long *__restrict__ keys, int rows, int ld, int vocab, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     const uint64_t stream = tt_dropout_stream(*step, site);
     tt_sorted_part<TT_D, TT_VEC>(
         part, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
@@ -327,6 +334,7 @@ TT_KERNEL(float *__restrict__ part, const TT_T *__restrict__ de,
           const unsigned long long *__restrict__ keys, const int *__restrict__ pos, int rows,
           long long lo, long long vc)
 {
+    tt_pdl_begin();
     tt_sorted_part<TT_DE, TT_VEC>(
         part, keys, rows,
         [&](unsigned t) { return (long long)t - lo >= 0 && (long long)t - lo < vc ? (long long)t - lo : -1ll; },

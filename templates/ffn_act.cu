@@ -42,6 +42,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *hd, const TT_T *z, const float *__restrict__ b1, int rows, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     const long long total = (long long)rows * TT_NV;
     const long long first = (long long)blockIdx.x * (TT_THREADS * TT_UNROLL) + threadIdx.x;
     const float inv_keep = 1.f / (1.f - p);
@@ -76,6 +77,7 @@ extern "C" __global__ void __launch_bounds__(TT_TX * TT_TY)
 TT_KERNEL(TT_T *dz, float *__restrict__ part, const TT_T *dhd, const TT_T *__restrict__ hd,
           int rows, float p)
 {
+    tt_pdl_begin();
     __shared__ float colpart[TT_TY][TT_TX * TT_VEC];
     static_assert(sizeof colpart == TT_SMEM, "the shared memory the plan counted is what the block declares");
     constexpr int stride = TT_PARTS * TT_TY; // between a thread's rows

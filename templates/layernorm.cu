@@ -149,6 +149,7 @@ TT_KERNEL(TT_T *__restrict__ y, float *__restrict__ mean_out, float *__restrict_
           const TT_T *__restrict__ x, const float *__restrict__ gamma,
           const float *__restrict__ beta, int rows)
 {
+    tt_pdl_begin();
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
     static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % TT_TPR;
@@ -184,6 +185,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
           float p, unsigned long long seed, const unsigned long long *__restrict__ step,
           unsigned site)
 {
+    tt_pdl_begin();
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
     static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int lane = threadIdx.x % TT_TPR;
@@ -245,6 +247,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
           const unsigned long long *__restrict__ step, unsigned site)
 #endif
 {
+    tt_pdl_begin();
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
 #if TT_ROWS > 1
     __shared__ float rowpart[TT_NSETS * TT_ROWS * TT_D];

@@ -62,6 +62,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v)
 {
+    tt_pdl_begin();
     __shared__ float s_gq[TT_TI][TT_RP];  // g*(Q+u): the factor of K
 #if TT_POS_KEY
     __shared__ float s_gqv[TT_TI][TT_RP]; // g*(Q+v): the factor of P
@@ -169,6 +170,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch)
 {
+    tt_pdl_begin();
     __shared__ float s_a[TT_TI][TT_RP];
     __shared__ float s_v[TT_TK][TT_RP];
     __shared__ float s_t[TT_TI][TT_KP];
@@ -239,6 +241,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
           int batch)
 {
+    tt_pdl_begin();
     __shared__ float s_qu[TT_TI][TT_RP]; // Q + u (Q without position: key)
 #if TT_POS_KEY
     __shared__ float s_qv[TT_TI][TT_RP]; // Q + v
@@ -418,6 +421,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
 {
+    tt_pdl_begin();
     static_assert(TT_R % TT_VEC == 0, "vectors within a row");
     const size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * TT_VEC;
     if (e >= (size_t)batch * TT_PART_NR) return;
@@ -465,6 +469,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
           float *__restrict__ dv, const float *__restrict__ part, int batch)
 {
+    tt_pdl_begin();
     const int lane = threadIdx.x % 32;
     int e = (int)((blockIdx.x * (size_t)TT_THREADS + threadIdx.x) / 32);
 #if TT_POS_KEY

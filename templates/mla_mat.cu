@@ -27,6 +27,7 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v)
 {
+    tt_pdl_begin();
     const int t = blockIdx.x, b = blockIdx.y;
     const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
 #if !TT_POS_KEY
@@ -60,6 +61,7 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ t)
 {
+    tt_pdl_begin();
     const int i = blockIdx.x, b = blockIdx.y;
     TT_T *row = t + ((size_t)b * TT_N + i) * TT_NN;
     const TT_T zero = tt_store_as<TT_T>(0.f);
@@ -78,6 +80,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const float *__rest
           const float *__restrict__ em, const TT_T *__restrict__ qkv, const float *__restrict__ g,
           const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v)
 {
+    tt_pdl_begin();
     const int t = blockIdx.x, b = blockIdx.y;
     const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
     const float *gt = gm + ((size_t)b * TT_N + t) * TT_R2;
@@ -139,6 +142,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
           float *__restrict__ dv, const float *__restrict__ part, int batch)
 {
+    tt_pdl_begin();
     const int warp = (blockIdx.x * TT_THREADS + threadIdx.x) / 32, lane = threadIdx.x % 32;
     const int n_dp = TT_POS_KEY ? TT_N * TT_R : 0;
     const int outputs = n_dp + (TT_POS_KEY ? 3 : 1) * TT_R;

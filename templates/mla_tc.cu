@@ -386,6 +386,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ ypart)
 {
+    tt_pdl_begin();
     extern __shared__ __align__(16) tt_bf16 smem[];
     tt_bf16 *sv_all = smem, *sk_all = smem + (size_t)TT_G * TT_NPAD * TT_SR;
     tt_bf16 *sw = sk_all + (size_t)TT_G * 16 * TT_SR;
@@ -500,6 +501,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
           const TT_T *__restrict__ wo, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ ypart, const __grid_constant__ tt_tmap wo_map)
 {
+    tt_pdl_begin();
     extern __shared__ __align__(16) tt_bf16 smem_raw[];
     // the slabs at a 1024-byte boundary (the swizzle's pattern repeats within it); the plan's
     // size has room for the shift
@@ -598,6 +600,7 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 {
+    tt_pdl_begin();
     constexpr int V = TT_D % 4 == 0 ? 4 : 1;
     const size_t n = (size_t)batch * TT_N * TT_D;
     for (size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * V; e < n; e += (size_t)gridDim.x * TT_THREADS * V) {
@@ -844,6 +847,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ wpart)
 {
+    tt_pdl_begin();
     // three buffers: the tile, the next one on its way, and the one before, which a slower warp
     // may still read (so one barrier a tile)
     __shared__ __align__(16) tt_bf16 s_q[3][32][TT_SR];      // Q rows of the tile
@@ -960,6 +964,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
           const float *__restrict__ v, int batch, float *__restrict__ wpart, const __grid_constant__ tt_tmap dy_map)
 {
+    tt_pdl_begin();
     extern __shared__ __align__(16) tt_bf16 smem_raw[];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
     tt_bf16 *smem = smem_raw + ((raw + 1023u) / 1024u * 1024u - raw) / 2; // the swizzle's boundary
@@ -1064,6 +1069,7 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 {
+    tt_pdl_begin();
     constexpr int V = (TT_D * TT_N * TT_N) % 4 == 0 ? 4 : 1;
     const size_t n = (size_t)TT_D * TT_N * TT_N;
     for (size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * V; e < n; e += (size_t)gridDim.x * TT_THREADS * V) {
@@ -1133,6 +1139,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #endif
 )
 {
+    tt_pdl_begin();
     // dynamic shared memory: three slabs [DK*16][SD] ([DK*16][16] by TMA on wgmma); per warp
     // g K_j and dK~ [JS][RK*16] fp32 and two tiles of V rows [16][SR] (the chunk's, and the next
     // one's on its way); on wgmma, three mbarriers

@@ -21,6 +21,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, int rows, int d, int ld, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float scale = 1.f / (1.f - p);
     const long long count = (long long)rows * d;
@@ -40,6 +41,7 @@ TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT
           const TT_T *__restrict__ qkv, const TT_T *__restrict__ kvm, const float *__restrict__ u,
           const float *__restrict__ vb, int batch, int n, int m, int ldq, int ldkv, int hs)
 {
+    tt_pdl_begin();
     const int klen = m + n;
     const long long total = (long long)TT_H * batch * klen * TT_DP;
     for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
@@ -81,6 +83,7 @@ TT_KERNEL(TT_T *__restrict__ qu, TT_T *__restrict__ qv, TT_T *__restrict__ k, TT
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld, int off)
 {
+    tt_pdl_begin();
     const long long total = (long long)TT_H * rows * TT_DP;
     for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
          x += (long long)gridDim.x * TT_THREADS) {
@@ -97,6 +100,7 @@ TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int rows, int ld, int off)
 {
+    tt_pdl_begin();
     const long long total = (long long)rows * TT_HD;
     for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
          x += (long long)gridDim.x * TT_THREADS) {
@@ -115,6 +119,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, TT_T *__restrict__ dkvm, const TT_T *__restri
           const TT_T *__restrict__ dqv, const TT_T *__restrict__ dk, const TT_T *__restrict__ dv,
           int batch, int n, int m, int ldq, int ldkv, int hs)
 {
+    tt_pdl_begin();
     const int klen = m + n;
     const long long cur = (long long)batch * n * 3 * TT_HD, total = cur + (long long)batch * m * 2 * TT_HD;
     for (long long x = (long long)blockIdx.x * TT_THREADS + threadIdx.x; x < total;
@@ -150,6 +155,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ du, float *__restrict__ dv, const TT_T *__restrict__ dqu,
           const TT_T *__restrict__ dqv, int rows)
 {
+    tt_pdl_begin();
     const int lane = threadIdx.x % 32, w = blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
     if (w >= 2 * TT_HD) return;
     const int col = w % TT_HD, c = col / TT_DH, e = col % TT_DH;
@@ -168,6 +174,7 @@ TT_KERNEL(float *__restrict__ du, float *__restrict__ dv, const TT_T *__restrict
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dr, int ld, const float *__restrict__ part, int klen, int splits)
 {
+    tt_pdl_begin();
     const int total = klen * TT_HD;
     for (int x = blockIdx.x * TT_THREADS + threadIdx.x; x < total; x += gridDim.x * TT_THREADS) {
         const int t = x / TT_HD, col = x % TT_HD, c = col / TT_DH, e = col % TT_DH;

@@ -273,6 +273,7 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
           const tt_bf16 *__restrict__ r, int batch, int heads, int n, int m, float scale, float p,
           unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     static_assert(TT_SMEM == (2 * TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_XP * 4, "the plan's shared memory");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sv = sk + TT_BK * TT_SP, *sr = sv + TT_BK * TT_SP;
@@ -367,6 +368,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, int ldq, float *__restrict__ uvpart, tt_bf
           int ldb, const tt_bf16 *__restrict__ ds, int lds, const tt_bf16 *__restrict__ k,
           const tt_bf16 *__restrict__ r, int batch, int n, int m)
 {
+    tt_pdl_begin();
     static_assert(TT_SMEM == (TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_DBP * 2, "the plan's shared memory");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tt_bf16 *sk = reinterpret_cast<tt_bf16 *>(smem_raw), *sr = sk + TT_BK * TT_SP;
@@ -483,6 +485,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
           int batch, int heads, int n, int m, float scale, float p, unsigned long long seed,
           const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4 +
                                  TT_BQ * TT_STP * 2,
                   "the plan's shared memory");
@@ -617,6 +620,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ du, float *__restrict__ dv, const float *__restrict__ uvpart, int batch,
           int tiles)
 {
+    tt_pdl_begin();
     const int lane = threadIdx.x % 32, w = blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
     if (w >= 2 * TT_H * TT_DH) return;
     const int which = w / (TT_H * TT_DH), col = w % (TT_H * TT_DH), c = col / TT_DH, e = col % TT_DH;

@@ -36,6 +36,7 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
           const float *__restrict__ bd, int rows, int n, int m, int batch, int heads, float scale,
           float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     const int lane = threadIdx.x % 32;
     const long long row = (long long)blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
     if (row >= rows) return;
@@ -80,6 +81,7 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
           const TT_T *__restrict__ prob, int rows, int n, int m, int batch, int heads, float scale,
           float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
 {
+    tt_pdl_begin();
     const int lane = threadIdx.x % 32;
     const long long row = (long long)blockIdx.x * (TT_THREADS / 32) + threadIdx.x / 32;
     if (row >= rows) return;

@@ -41,6 +41,7 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
           const int *__restrict__ targets, const float *__restrict__ weight, int v, int ld,
           float eps, float scale, int grad)
 {
+    tt_pdl_begin();
     __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
     static_assert(sizeof wm + sizeof ws + sizeof wsum == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -171,6 +172,7 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(double *__restrict__ out, const float *__restrict__ loss, const float *__restrict__ nll,
           int rows)
 {
+    tt_pdl_begin();
     __shared__ double scratch[32];
     static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     double a = 0, b = 0;

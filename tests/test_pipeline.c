@@ -546,6 +546,38 @@ static void test_compile_every_kernel(void **state)
     assert_true(stat(f->failure_dir, &st) != 0); /* nothing failed, so nothing was written there */
 }
 
+/* Every kernel of every template begins with tt_pdl_begin() (templates/common.cuh): the runtime
+ * launches them programmatically, so a kernel that touched memory before that wait could read
+ * what the kernel before it has not finished writing. The first statement of each body, by text. */
+static void test_kernels_wait_first(void **state)
+{
+    (void)state;
+    glob_t g;
+    assert_int_equal(glob(TT_SOURCE_DIR "/templates/*.cu", 0, NULL, &g), 0);
+    int kernels = 0;
+    for (size_t f = 0; f < g.gl_pathc; f++) {
+        size_t len;
+        char *text = NULL, err[256];
+        if (tt_read_file(g.gl_pathv[f], &text, &len, err, sizeof err) != 0) fail_msg("%s", err);
+        for (const char *k = strstr(text, "TT_KERNEL("); k; k = strstr(k + 1, "TT_KERNEL(")) {
+            const char *c = k + strlen("TT_KERNEL(");
+            for (int depth = 1; *c && depth; c++) depth += (*c == '(') - (*c == ')');
+            const char *body = strchr(c, '{');
+            assert_non_null(body);
+            body++;
+            while (*body == ' ' || *body == '\n') body++;
+            if (strncmp(body, "tt_pdl_begin();", strlen("tt_pdl_begin();")) != 0)
+                fail_msg("%s: the kernel at offset %ld does not begin with tt_pdl_begin()",
+                         g.gl_pathv[f], (long)(k - text));
+            kernels++;
+        }
+        free(text);
+    }
+    globfree(&g);
+    print_message("  %d kernel signatures begin with tt_pdl_begin()\n", kernels);
+    assert_true(kernels >= 40);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_names_carry_constants),
         cmocka_unit_test(test_txl_strategy),
         cmocka_unit_test(test_sources_and_keys_deterministic),
+        cmocka_unit_test(test_kernels_wait_first),
         cmocka_unit_test(test_compile_every_kernel),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
