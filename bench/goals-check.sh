@@ -56,13 +56,13 @@ data:
 EOS
 
 run() { # build name rep label [VAR=value...]: one tt-train run of that build, its log in OUTDIR
-    local build=$1 name=$2 rep=$3 log="$out/$2-$4-$3.log"
+    local build=$1 name=$2 rep=$3 label=$4 log="$out/$2-$4-$3.log"
     shift 4
     rm -rf /tmp/ck-goal
     env "$@" timeout 300 "$build/tt-train" "specs/goal-$name.yaml" --checkpoint-dir /tmp/ck-goal --log-every 20 > "$log" 2>&1
     local rc=$? rate
     rate=$(tt_late_rate "$log")
-    echo "$name $4 rep $rep: rc $rc late $rate tok/s, MFU $(tt_mfu "$rate" "$log"); $(grep 'valid ppl' "$log" | tail -1)"
+    echo "$name $label rep $rep: rc $rc late $rate tok/s, MFU $(tt_mfu "$rate" "$log"); $(grep 'valid ppl' "$log" | tail -1)"
 }
 for rep in $(seq "$reps"); do
     for name in "${specs[@]}"; do
