@@ -32,28 +32,7 @@ tt_local_spec specs/ptb.yaml specs/goal-ptb.yaml -e "s/eval_interval: 1000/eval_
 sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s/steps: 200000/steps: 160/" \
     -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" \
     -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" specs/txl-wt103-base.yaml > specs/goal-txl-wt103-base.yaml
-data=../shared/data
-[ -d .data ] && data=.data
-cat > specs/goal-lm1b-body.yaml <<EOS
-model:
-  kind: tensorized
-  vocab: data
-  d_model: 1024
-  layers: 8
-  rank: 40
-  cores: 2
-  seq_len: 80
-  d_inner: 2100
-  dropout: 0.1
-train:
-  batch: 32
-  steps: 200
-  precision: bf16
-  eval_interval: 0
-data:
-  train: ../$data/ptb/ptb.train.txt.gz
-  valid: ../$data/ptb/ptb.valid.txt
-EOS
+tt_lm1b_body_spec specs/goal-lm1b-body.yaml 200
 
 run() { # build name rep label [VAR=value...]: one tt-train run of that build, its log in OUTDIR
     local build=$1 name=$2 rep=$3 label=$4 log="$out/$2-$4-$3.log"

@@ -39,6 +39,33 @@ tt_wt103_spec() {
         exit 1
     fi
 }
+# tt_lm1b_body_spec DST STEPS: lm1b.yaml's body (D 1024, 8 layers, R 40, 2 cores, N 80, F 2100,
+# batch 32) on PTB's words and a full softmax (its own vocabulary and corpus are not here): the
+# shape issue 17 measured against PyTorch; validation only at the end.
+tt_lm1b_body_spec() {
+    local data=../shared/data
+    [ -d .data ] && data=.data
+    cat > "$1" <<EOS
+model:
+  kind: tensorized
+  vocab: data
+  d_model: 1024
+  layers: 8
+  rank: 40
+  cores: 2
+  seq_len: 80
+  d_inner: 2100
+  dropout: 0.1
+train:
+  batch: 32
+  steps: $2
+  precision: bf16
+  eval_interval: 0
+data:
+  train: ../$data/ptb/ptb.train.txt.gz
+  valid: ../$data/ptb/ptb.valid.txt
+EOS
+}
 # tt_steady_rate LOG: tt-train's tokens/s over its progress lines after the first (which holds
 # the start-up), each window the same number of steps, so the harmonic mean of their rates
 tt_steady_rate() {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml, specs/wt103.yaml
-# or specs/txl-wt103-base.yaml (bf16) under Nsight Compute, its duration summed by kernel name
+# Where a training step's time goes: every kernel of 4 steps of specs/ptb.yaml, specs/wt103.yaml,
+# specs/txl-wt103-base.yaml or lm1b.yaml's body (gpu-env.sh's tt_lm1b_body_spec; bf16) under
+# Nsight Compute, its duration summed by kernel name
 # (cuBLAS's included), largest first. The wt103 shapes train on bench/zipf_corpus.py's synthetic
 # corpus (WikiText-103 is not here).
-#   bench/profile-step.sh OUTDIR [ptb|wt103|txl-wt103]   (on the GPU machine, after build-gpu/ is built)
+#   bench/profile-step.sh OUTDIR [ptb|wt103|txl-wt103|lm1b-body]   (on the GPU machine, after build-gpu/ is built)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1 which=${2:-ptb}
@@ -18,6 +19,8 @@ elif [ "$which" = txl-wt103 ]; then
     sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" \
         -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" \
         specs/txl-wt103-base.yaml > "$spec"
+elif [ "$which" = lm1b-body ]; then
+    tt_lm1b_body_spec "$spec" 200000
 else
     tt_local_spec specs/ptb.yaml "$spec" -e "s/eval_interval: 1000/eval_interval: 0/"
 fi
