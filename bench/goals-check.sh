@@ -29,9 +29,7 @@ tt_local_spec specs/ptb.yaml specs/goal-ptb-b120.yaml -e "s/batch: 32/batch: 120
     -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/steps: 40000/steps: 600/"
 tt_local_spec specs/ptb.yaml specs/goal-ptb.yaml -e "s/eval_interval: 1000/eval_interval: 0/" \
     -e "s/steps: 40000/steps: 1200/"
-sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s/steps: 200000/steps: 160/" \
-    -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" \
-    -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" specs/txl-wt103-base.yaml > specs/goal-txl-wt103-base.yaml
+tt_txl_wt103_spec specs/goal-txl-wt103-base.yaml 160
 tt_lm1b_body_spec specs/goal-lm1b-body.yaml 200
 
 run() { # build name rep label [VAR=value...]: one tt-train run of that build, its log in OUTDIR

@@ -39,6 +39,18 @@ tt_wt103_spec() {
         exit 1
     fi
 }
+# tt_txl_wt103_spec DST STEPS: specs/txl-wt103-base.yaml on the same corpus, STEPS steps,
+# validation only at the end.
+tt_txl_wt103_spec() {
+    local data=$tt_wt103_data
+    sed -e "s/steps: 200000/steps: $2/" -e "s/eval_interval: 4000/eval_interval: 0/" \
+        -e "s|^  train: .*|  train: $data/train.txt|" -e "s|^  valid: .*|  valid: $data/valid.txt|" \
+        -e "s|^  test: .*|  test: $data/test.txt|" specs/txl-wt103-base.yaml > "$1"
+    if ! grep -q "^  steps: $2\$" "$1" || ! grep -q "^  train: $data/train.txt\$" "$1"; then
+        echo "tt_txl_wt103_spec: specs/txl-wt103-base.yaml changed: the edits of $1 did not apply"
+        exit 1
+    fi
+}
 # tt_lm1b_body_spec DST STEPS: lm1b.yaml's body (D 1024, 8 layers, R 40, 2 cores, N 80, F 2100,
 # batch 32) on PTB's words and a full softmax (its own vocabulary and corpus are not here): the
 # shape issue 17 measured against PyTorch; validation only at the end.

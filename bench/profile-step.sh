@@ -16,9 +16,7 @@ if [ "$which" = wt103 ]; then
     tt_wt103_spec "$spec" 200000
 elif [ "$which" = txl-wt103 ]; then
     [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > /dev/null
-    sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" \
-        -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" \
-        specs/txl-wt103-base.yaml > "$spec"
+    tt_txl_wt103_spec "$spec" 200000
 elif [ "$which" = lm1b-body ]; then
     tt_lm1b_body_spec "$spec" 200000
 else

@@ -12,9 +12,7 @@ mkdir -p "$out"
 . bench/gpu-env.sh
 [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > /dev/null
 spec=specs/txl-profile.yaml
-sed -e "s/eval_interval: 4000/eval_interval: 0/" -e "s|^  train: .*|  train: $tt_wt103_data/train.txt|" \
-    -e "s|^  valid: .*|  valid: $tt_wt103_data/valid.txt|" -e "s|^  test: .*|  test: $tt_wt103_data/test.txt|" \
-    specs/txl-wt103-base.yaml > "$spec"
+tt_txl_wt103_spec "$spec" 200000
 rm -rf /tmp/ck-profile-txl
 # one launch of each, past the first step (16 layers a step)
 for k in txl_attn_fwd txl_attn_bwd_q txl_attn_bwd_kv txl_heads_qkv txl_dr_sum; do

@@ -49,10 +49,7 @@ if [ "${TXL_BENCH:-ptb}" = ptb ] || [ -z "${TXL_BENCH:-}" ]; then
 fi
 if [ "${TXL_BENCH:-wt103}" = wt103 ] || [ -z "${TXL_BENCH:-}" ]; then
     [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > /dev/null
-    local_data=$tt_wt103_data
-    sed -e "s/steps: 200000/steps: 300/" -e "s/eval_interval: 4000/eval_interval: 0/" \
-        -e "s|^  train: .*|  train: $local_data/train.txt|" -e "s|^  valid: .*|  valid: $local_data/valid.txt|" \
-        -e "s|^  test: .*|  test: $local_data/test.txt|" specs/txl-wt103-base.yaml > specs/txl-bench-wt103.yaml
+    tt_txl_wt103_spec specs/txl-bench-wt103.yaml 300
     bench txl-wt103-base specs/txl-bench-wt103.yaml 300 \
         "267735,410,16,10,41,150,150,2100,60,0.1,0.0,0,64,640,400,20000:40000:200000,1,true"
     rm -f specs/txl-bench-wt103.yaml

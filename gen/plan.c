@@ -1338,17 +1338,19 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
  * without spilling, but the fused kernels have been checked and timed on a GPU only up to 64). */
 #define TXL_FUSED_MAX_DK 64
 
+/* The fused kernels' k-steps over a head: d_head padded to whole 16-byte groups (DP), then to 16. */
+static long txl_dk(int d_head) { return (tt_row_pitch(d_head) + 15) / 16 * 16; }
+
 bool tt_txl_fuses(const tt_spec *s)
 {
-    const long dp = tt_row_pitch(s->model.d_head);
     return s->model.kind == TT_KIND_TXL && s->train.precision == TT_PREC_BF16 &&
-           (dp + 15) / 16 * 16 <= TXL_FUSED_MAX_DK;
+           txl_dk(s->model.d_head) <= TXL_FUSED_MAX_DK;
 }
 
 static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
-    const long dp = tt_row_pitch(m->d_head), dk = (dp + 15) / 16 * 16, sp = dk + 8;
+    const long dp = tt_row_pitch(m->d_head), dk = txl_dk(m->d_head), sp = dk + 8;
     const long b = s->train.batch, n = m->seq_len, klen = (long)m->mem_len + n;
     /* shared memory (bytes), as the template lays it out: the bf16 tiles of pitch sp, then fp32 */
     const long tiles_f = (2 * 64 + 128) * sp * 2, bd = 4 * 16 * (80 + 4) * 4, db = 4 * 16 * (80 + 8) * 2;
@@ -1408,29 +1410,34 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
     const long dp = tt_row_pitch(m->d_head);
+    /* the strategies an op serves: the fused attention's backward writes the projections'
+     * gradients and du, dv itself, and sums its own split dR */
+    enum { BOTH, UNFUSED, FUSED };
     static const struct {
         const char *op, *define, *why;
         bool heads;    /* shaped by the heads: H, DH, DP */
         bool per_bias; /* a warp per element of u and v, else grid-stride over what it moves */
+        int path;
     } ops[] = {
         {"txl_pe", "OP_TXL_PE", "pos_emb with its dropout drawn in place, the sinusoids read from a table",
-         false, false},
+         false, false, BOTH},
         {"txl_heads_qkv", "OP_TXL_HEADS_QKV",
          "q + u, q + v, k, v of memory and segment rows into padded head-major tiles: one pass", true,
-         false},
+         false, BOTH},
         {"txl_heads", "OP_TXL_HEADS", "rows of heads side by side into padded head-major tiles", true,
-         false},
+         false, BOTH},
         {"txl_unheads", "OP_TXL_UNHEADS", "padded head-major tiles back into rows of heads side by side",
-         true, false},
+         true, false, BOTH},
         {"txl_heads_bwd", "OP_TXL_HEADS_BWD",
          "d qkv of the segment (dq = the two biased queries' sum) and d kv of the memory: one pass", true,
-         false},
+         false, UNFUSED},
         {"txl_uv_bwd", "OP_TXL_UV_BWD",
-         "warp per bias element, lanes over rows, a fixed butterfly: deterministic", true, true},
+         "warp per bias element, lanes over rows, a fixed butterfly: deterministic", true, true, UNFUSED},
         {"txl_dr_sum", "OP_TXL_DR_SUM",
          "dR's split products added in a fixed order into r_net's gradient rows: one pass", true,
-         false},
+         false, FUSED},
     };
+    const int path = tt_txl_fuses(s) ? FUSED : UNFUSED;
     /* what each grid-stride kernel moves at the training shapes with a full memory, in the
      * order of ops (its launcher's grid: one thread an element, up to 2048 blocks) */
     const long h = m->n_head, hd = (long)m->n_head * m->d_head, b = s->train.batch;
@@ -1439,10 +1446,7 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
                           b * (3 * n + 2L * m->mem_len) * hd, 0, klen * hd};
     const char *const flags[] = {NULL};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
-        /* the fused attention's backward writes the projections' gradients and du, dv itself */
-        if (tt_txl_fuses(s) && (!strcmp(ops[i].op, "txl_heads_bwd") || !strcmp(ops[i].op, "txl_uv_bwd")))
-            continue;
-        if (!tt_txl_fuses(s) && !strcmp(ops[i].op, "txl_dr_sum")) continue; /* the fused path's */
+        if (ops[i].path != BOTH && ops[i].path != path) continue;
         const long threads = pick(plan, ops[i].op, "THREADS", 256);
         tt_kernel *k = add_kernel(plan, ops[i].op, 0, dtype);
         if (ops[i].heads) {
@@ -1519,7 +1523,7 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
                 snprintf(plan->kernels[i].strategy, sizeof plan->kernels[i].strategy,
                          "unfused: cuBLAS's products write the scores (%s)",
                          strcmp(dtype, "bf16") ? "fp32: the fused kernels are bf16's"
-                                               : "d_head padded past 64: the fused kernels would spill");
+                                               : "d_head padded past 64: the fused kernels take up to 64");
         }
         plan_txl(plan, spec, dtype);
     }

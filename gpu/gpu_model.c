@@ -408,17 +408,17 @@ static void carve(tt_gpu_lm *lm, bump *b)
             lm->bd = take(b, probs * 4);
             lm->dpd = take(b, probs * 4);
             lm->dac = take(b, probs * es);
-        }
-        lm->dbd = take(b, heads * rows * tt_row_pitch(kmax) * es);
-        lm->oh = take(b, q_tile);
-        lm->doh = take(b, q_tile);
-        if (!lm->txl_fused) { /* the fused kernels write the projections' gradients themselves */
+            /* the fused kernels keep P'V a layer (a->oh), write the projections' gradients
+             * themselves and sum dR into dr directly */
+            lm->oh = take(b, q_tile);
             lm->dquh = take(b, q_tile);
             lm->dqvh = take(b, q_tile);
             lm->dkh = take(b, k_tile);
             lm->dvh = take(b, k_tile);
+            lm->drh = take(b, r_tile);
         }
-        if (!lm->txl_fused) lm->drh = take(b, r_tile); /* fused: dR summed into dr directly */
+        lm->dbd = take(b, probs * es); /* rows klen apart (txl_attn_bwd) */
+        lm->doh = take(b, q_tile);
         lm->dr = take(b, kmax * hd * es);
         lm->dkvm = take(b, bm * 2 * hd * es);
         lm->dom = take(b, rows * hd * es);
@@ -1222,8 +1222,8 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
         tt_txl_attn_bwd(p, st, lm->dqkv, ml ? lm->dkvm : NULL, qkv_rows(lm), lm->gv.u, lm->gv.v,
                         lm->uvpart, lm->dbd, ldb, lm->ds, a->qu, a->qv, a->tk, a->tv, a->rh, a->oh,
                         lm->doh, a->lse, B, H, n, ml, scale, dropatt);
-        /* dR in splits products of whole sequences (one product with K = B n ran on a few dozen
-         * blocks), summed in order into r_net's rows */
+        /* dR as `splits` products over whole sequences each (one product with K = B n ran on a
+         * few dozen blocks), summed in a fixed order into r_net's rows */
         const int splits = tt_txl_dr_splits(B), chunk = rows / splits;
         tt_gemm_batched(gm, lm->dr_part, true, dp, (long long)klen * dp, lm->dbd, true, ldb,
                         (long long)chunk * ldb, a->qv, false, dp, (long long)chunk * dp, klen, dp,

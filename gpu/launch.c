@@ -396,6 +396,15 @@ void tt_txl_softmax_bwd(const tt_gpu_program *p, cudaStream_t st, void *dac, voi
     txl_softmax("txl_softmax_bwd", p, st, dac, dbd, dpdrop, prob, batch, heads, n, m, scale, drop);
 }
 
+/* q, k, v blocks of hd = heads x d_head values each, hs apart, inside rows of ldq (and k, v
+ * inside rows of ldkv); k's name in the message. */
+static void expect_qkv_rows(const tt_gpu_kernel *k, long hd, tt_qkv_rows lay)
+{
+    if (lay.hs < hd || lay.ldq < 2 * lay.hs + hd || lay.ldkv < lay.hs + hd)
+        tt_panic(__FILE__, __LINE__, "%s: blocks of %ld values %d apart do not fit rows of %d and %d",
+                 k->k->name, hd, lay.hs, lay.ldq, lay.ldkv);
+}
+
 bool tt_txl_fused(const tt_gpu_program *p) { return plan_has(p, "txl_attn_fwd"); }
 
 void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *lse, const void *qu,
@@ -427,9 +436,7 @@ void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void 
     const tt_gpu_kernel *uv = tt_gpu_kernel_of(p, "txl_uv_sum");
     TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0 && ldb >= m + n && (m == 0 || dkvm));
     const long hd = heads * need(q, "DH");
-    if (lay.hs < hd || lay.ldq < 2 * lay.hs + hd || lay.ldkv < lay.hs + hd)
-        tt_panic(__FILE__, __LINE__, "txl_attn_bwd: blocks of %ld values %d apart do not fit rows of %d and %d",
-                 hd, lay.hs, lay.ldq, lay.ldkv);
+    expect_qkv_rows(q, hd, lay);
     if (batch == 0) return;
     int lds = tt_txl_ds_pitch(m + n);
     void *kvargs[] = {&dqkv,  &dkvm,     &lay.ldq,  &lay.ldkv, &lay.hs,   &ds,        &lds,
@@ -460,22 +467,13 @@ void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *
     tt_gpu_launch(k, (dim3){stride_blocks(k, (long long)rows * d), 1, 1}, args, st);
 }
 
-/* q, k, v blocks of H d_head each, hs apart, inside rows of ldq (and k, v inside rows of ldkv). */
-static void expect_qkv_rows(const tt_gpu_kernel *k, tt_qkv_rows lay)
-{
-    const long hd = need(k, "H") * need(k, "DH");
-    if (lay.hs < hd || lay.ldq < 2 * lay.hs + hd || lay.ldkv < lay.hs + hd)
-        tt_panic(__FILE__, __LINE__, "%s: blocks of %ld values %d apart do not fit rows of %d and %d",
-                 k->k->name, hd, lay.hs, lay.ldq, lay.ldkv);
-}
-
 void tt_txl_heads_qkv(const tt_gpu_program *p, cudaStream_t st, void *qu, void *qv, void *k,
                       void *v, const void *qkv, const void *kvm, const float *u, const float *vb,
                       int batch, int n, int m, tt_qkv_rows lay)
 {
     const tt_gpu_kernel *kk = tt_gpu_kernel_of(p, "txl_heads_qkv");
     TT_ASSERT(m == 0 || kvm);
-    expect_qkv_rows(kk, lay);
+    expect_qkv_rows(kk, need(kk, "H") * need(kk, "DH"), lay);
     void *args[] = {&qu, &qv, &k, &v, &qkv, &kvm, &u, &vb, &batch, &n, &m, &lay.ldq, &lay.ldkv, &lay.hs};
     const long long total = need(kk, "H") * (long long)batch * (m + n) * need(kk, "DP");
     TT_ASSERT(total / need(kk, "DP") < INT_MAX); /* the kernel's 32-bit row index */
@@ -488,6 +486,7 @@ static void txl_move(const char *op, const tt_gpu_program *p, cudaStream_t st, v
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, op);
     void *args[] = {&dst, &src, &rows, &ld, &off};
     const long long total = need(k, "H") * (long long)rows * need(k, "DP");
+    TT_ASSERT(total / need(k, "DP") < INT_MAX); /* the kernels' 32-bit row index */
     tt_gpu_launch(k, (dim3){stride_blocks(k, total), 1, 1}, args, st);
 }
 
@@ -509,9 +508,10 @@ void tt_txl_heads_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_heads_bwd");
     TT_ASSERT(m == 0 || dkvm);
-    expect_qkv_rows(k, lay);
+    expect_qkv_rows(k, need(k, "H") * need(k, "DH"), lay);
     void *args[] = {&dqkv, &dkvm, &dqu, &dqv, &dk, &dv, &batch, &n, &m, &lay.ldq, &lay.ldkv, &lay.hs};
     const long long hd = need(k, "H") * need(k, "DH"), total = (long long)batch * (3LL * n + 2LL * m) * hd;
+    TT_ASSERT((long long)batch * (n > m ? n : m) < INT_MAX); /* the kernel's 32-bit row index */
     tt_gpu_launch(k, (dim3){stride_blocks(k, total), 1, 1}, args, st);
 }
 

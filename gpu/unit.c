@@ -902,7 +902,7 @@ typedef struct {
     float *qu, *qv, *kk, *v, *r, *dout; /* host, head-major, the checked sequences' */
     float *o, *lse;                      /* the twin's forward (o rounded as stored) */
     void *d_qu, *d_qv, *d_k, *d_v, *d_r, *d_dout, *d_o;
-    float *d_lse, *d_uvpart;
+    float *d_lse;
     void *d_out[5];
 } txl_fl;
 
@@ -950,12 +950,13 @@ static void fl_probs(const tt_unit *u, const txl_fl *a, int b, int c, float *pro
             ac[(size_t)i * k + j] = (float)fl_dot(qu, fl_row(u, a, a->kk, c, b, k, j), a->dh);
             bd[(size_t)i * k + j] = (float)fl_dot(qv, a->r + ((size_t)c * k + j) * a->dp, a->dh);
         }
+        if (!lse) continue;
         double mx = -INFINITY, z = 0;
         for (int j = 0; j <= a->m + i; j++)
             mx = fmax(mx, ((double)ac[(size_t)i * k + j] + bd[(size_t)i * k + n - 1 - i + j]) * a->scale);
         for (int j = 0; j <= a->m + i; j++)
             z += exp(((double)ac[(size_t)i * k + j] + bd[(size_t)i * k + n - 1 - i + j]) * a->scale - mx);
-        if (lse) lse[i] = (float)(mx + log(z));
+        lse[i] = (float)(mx + log(z));
     }
     cpu_txl_probs(prob, ac, bd, n, n, a->m, a->scale);
     /* the dropout of rows (b, c, 0 .. n-1): elements from ((b H + c) n) k on of the site's stream */
@@ -1055,7 +1056,6 @@ static void fl_bwd_init(tt_unit *u, const tt_unit_opts *o)
     a->d_dout = fl_upload(u, a->dout, n, 0);
     a->d_o = fl_upload(u, a->o, n, 0);
     a->d_lse = dev_repeated(u, a->lse, qrows, (size_t)H * u->batch * n, 0);
-    a->d_uvpart = dev_buffer(u, (size_t)H * u->batch * ((n + 63) / 64) * 2 * a->dh * 4);
     const size_t es = storage_size(u->bf16);
     a->d_out[0] = dev_buffer(u, (size_t)u->batch * n * (3 * hd + FL_PAD) * es);
     add_output(u, "dqkv", a->d_out[0], u->bf16, (long)u->check * n, 3 * hd, 3 * hd + FL_PAD, n, TOL_STORED);
@@ -1135,26 +1135,33 @@ static void fl_bwd_twin(const tt_unit *u, float *const *want)
     free(prob), free(pdrop), free(dpd), free(dprob), free(dac), free(dbd), free(mask), free(uv);
 }
 
+/* The scratch: the partial sums of du, dv, then dS between the two kernels (bf16), poisoned
+ * before the check: an entry that txl_attn_bwd_q reads but txl_attn_bwd_kv did not write is NaN
+ * in the gradients. */
+static size_t fl_uvpart_floats(const tt_unit *u, const tt_gpu_program *p)
+{
+    const txl_fl *a = u->h;
+    return (tt_txl_uv_part_floats(p, u->batch, a->heads, a->n) + 63) / 64 * 64; /* dS 256-byte aligned */
+}
+
+static size_t fl_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    const txl_fl *a = u->h;
+    return fl_uvpart_floats(u, p) + ((size_t)a->heads * u->batch * a->n * tt_txl_ds_pitch(a->k) * 2 + 3) / 4;
+}
+
 static void fl_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
 {
     const txl_fl *a = u->h;
     const int hd = a->heads * a->dh;
     const tt_qkv_rows lay = {3 * hd + FL_PAD, 2 * hd + FL_PAD, hd};
-    float *du = a->d_out[2];
+    float *du = a->d_out[2], *uvpart = u->scratch, *ds = uvpart + fl_uvpart_floats(u, p);
     tt_txl_attn_bwd(p, gpu->stream, a->d_out[0], a->m ? a->d_out[3] : NULL, lay, du, du + hd,
-                    a->d_uvpart, a->d_out[1], (int)tt_row_pitch(a->k) + 8, u->scratch, a->d_qu,
+                    uvpart, a->d_out[1], (int)tt_row_pitch(a->k) + 8, ds, a->d_qu,
                     a->d_qv, a->d_k, a->d_v, a->d_r, a->d_o, a->d_dout, a->d_lse,
                     check ? u->check : u->batch, a->heads, a->n, a->m, a->scale, u->drop);
 }
 
-/* dS between the two kernels (bf16), poisoned before the check: an entry that txl_attn_bwd_q
- * reads but txl_attn_bwd_kv did not write is NaN in the gradients */
-static size_t fl_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
-{
-    (void)p;
-    const txl_fl *a = u->h;
-    return ((size_t)a->heads * u->batch * a->n * tt_txl_ds_pitch(a->k) * 2 + 3) / 4;
-}
 
 /* --- Transformer-XL's heads split out of the projections (templates/txl.cu) ------------------- */
 

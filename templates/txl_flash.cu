@@ -58,6 +58,7 @@
 #define TT_DBP (TT_WT + 8)  // bf16 pitch of a warp's skewed dS tile
 #define TT_XQ (TT_BQ + 4)   // fp32 pitch of txl_attn_bwd_kv's shared BD product
 #define TT_STP (TT_BK + 8)  // bf16 pitch of txl_attn_bwd_kv's dS tile (16-byte rows, fewer conflicts)
+static_assert(TT_BQ == TT_BK, "query and key tiles alike (tt_fl_a2)");
 static_assert(TT_DP % 8 == 0 && TT_DK % 16 == 0 && TT_DK >= TT_DP && TT_DK < TT_DP + 16,
               "DP whole 16-byte groups, DK its k-steps");
 
@@ -117,6 +118,24 @@ __device__ __forceinline__ void tt_fl_a(unsigned (&a)[TT_KS][4], const tt_bf16 *
     const tt_bf16 *p = s + (row0 + (lane & 15)) * TT_SP + (lane >> 4) * 8;
 #pragma unroll
     for (int ks = 0; ks < TT_KS; ks++) tt_ldsm(a[ks], p + ks * 16);
+}
+
+// The warp's A operands x and y: rows 16 warp .. of a block's tiles of TT_BQ (= TT_BK) rows
+// from row r0 of the [rows][DP] tensors gx and gy (rows from limit on as zeros), through the
+// shared tiles sx and sy, which are free again on return.
+__device__ __forceinline__ void tt_fl_a2(unsigned (&x)[TT_KS][4], unsigned (&y)[TT_KS][4], tt_bf16 *sx,
+                                         tt_bf16 *sy, const tt_bf16 *gx, const tt_bf16 *gy, int r0,
+                                         int limit)
+{
+    tt_fl_load(sx, TT_BQ, gx, r0, limit);
+    tt_fl_load(sy, TT_BQ, gy, r0, limit);
+    tt_cp_commit();
+    tt_cp_wait<0>();
+    __syncthreads();
+    const int warp = threadIdx.x / 32;
+    tt_fl_a(x, sx, 16 * warp);
+    tt_fl_a(y, sy, 16 * warp);
+    __syncthreads();
 }
 
 // acc[NT] += A (16 x 16 KSTEPS) B, B stored n-major: rows n0 .. n0 + 8 NT - 1 of s (pitch
@@ -284,15 +303,8 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
     const int iw = i0 + 16 * warp;
 
     tt_fl_zero_tail(sk, 2 * TT_BK + TT_RT);
-    tt_fl_load(sk, TT_BQ, qu + cb * n * TT_DP, i0, n);
-    tt_fl_load(sv, TT_BQ, qv + cb * n * TT_DP, i0, n);
-    tt_cp_commit();
-    tt_cp_wait<0>();
-    __syncthreads();
     unsigned aqu[TT_KS][4], aqv[TT_KS][4];
-    tt_fl_a(aqu, sk, 16 * warp);
-    tt_fl_a(aqv, sv, 16 * warp);
-    __syncthreads();
+    tt_fl_a2(aqu, aqv, sk, sv, qu + cb * n * TT_DP, qv + cb * n * TT_DP, i0, n);
 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
@@ -500,15 +512,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
     const int jw = j0 + 16 * warp;
 
     tt_fl_zero_tail(sq, 3 * TT_BQ + TT_RT);
-    tt_fl_load(sq, TT_BK, k + cb * klen * TT_DP, j0, klen);
-    tt_fl_load(sqv, TT_BK, v + cb * klen * TT_DP, j0, klen);
-    tt_cp_commit();
-    tt_cp_wait<0>();
-    __syncthreads();
     unsigned ak[TT_KS][4], av[TT_KS][4];
-    tt_fl_a(ak, sq, 16 * warp);
-    tt_fl_a(av, sqv, 16 * warp);
-    __syncthreads();
+    tt_fl_a2(ak, av, sq, sqv, k + cb * klen * TT_DP, v + cb * klen * TT_DP, j0, klen);
 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
