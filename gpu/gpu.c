@@ -155,9 +155,8 @@ static bool pdl_enabled(void)
 {
     static int on = -1;
     if (on < 0) {
-        const char *env = getenv("TT_PDL");
         int dev = 0, major = 0;
-        on = !(env && strcmp(env, "0") == 0) && cudaGetDevice(&dev) == cudaSuccess &&
+        on = tt_env_long("TT_PDL", 0, 1, 1) && cudaGetDevice(&dev) == cudaSuccess &&
              cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
              major >= 9;
     }
