@@ -490,9 +490,11 @@ static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
         set_const(k, "THREADS", threads);
         set_const(k, op_flags[i], 1);
         k->block[0] = (unsigned)threads;
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = 1 (one layer's core)");
+        snprintf(k->grid_rule, sizeof k->grid_rule, "x = the layers (a block each)");
+        k->grid[0] = (unsigned)s->model.layers;
         k->smem_bytes = i == 0 ? (unsigned)smem : 0;
-        whyf(k, "%ld values: one block, a warp per core, cores summed in order", (long)h * r);
+        whyf(k, "%ld values: a block a layer, every layer in one launch, a warp per core, cores "
+                "summed in order", (long)h * r);
     }
     return 0;
 }

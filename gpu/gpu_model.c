@@ -154,6 +154,13 @@ struct tt_gpu_lm {
     void *dkvm, *dom;              /* [B*M, 2 HD], [rows, HD] */
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *ln_part, *ffn_part, *mla_part;
+    /* The LayerNorms' and the FFN's first bias's parameter gradients are summed from their
+     * partials after the last layer's backward, each kind in one launch for every layer (see
+     * defer_sums), where their partials fit in TT_DEFERRED_SUMS_BYTES and the gradients of
+     * successive layers are a fixed stride apart: ln_part holds 2 L slots (layer k's LN1 at
+     * 2k, LN2 at 2k + 1) and ffn_part L; else one slot each, summed a layer at a time. */
+    bool defer_sums;
+    size_t ln_slot, ffn_slot; /* floats a slot */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     tt_mla_mat_bufs mat;   /* its buffers */
@@ -300,6 +307,48 @@ static void pad_bind(tt_gpu_lm *lm)
     lm->cluster.w = lm->wv.cluster_w, lm->cluster.g = lm->gv.cluster_w;
 }
 
+/* The most device memory the partials of deferred column sums may take (see defer_sums in
+ * tt_gpu_lm): lm1b's body keeps 60 MB of them. */
+#define TT_DEFERRED_SUMS_BYTES ((size_t)96 << 20)
+
+/* Floats from layer k's parameter fmt to layer k + 1's, if every layer's is that far from the
+ * one before (or there is one layer); else -1. */
+static long long layer_stride(const tt_layout *l, const char *fmt)
+{
+    long long stride = 0;
+    size_t prev = 0;
+    for (int k = 0; k < l->m.layers; k++) {
+        char name[96];
+        snprintf(name, sizeof name, fmt, k);
+        const tt_param *q = tt_layout_find(l, name);
+        if (!q) return -1;
+        if (k == 1) stride = (long long)(q->offset - prev);
+        else if (k > 1 && (long long)(q->offset - prev) != stride) return -1;
+        prev = q->offset;
+    }
+    return stride;
+}
+
+/* Whether every layer's LayerNorm and first-bias partials are kept for one launch of each kind
+ * after the backward: they fit in TT_DEFERRED_SUMS_BYTES, and the six gradients they are summed
+ * into are each the same stride from their layer before's (the stride of every layer's block of
+ * parameters), so that a launch's jobs differ by that stride alone. */
+static bool defer_sums(const tt_gpu_lm *lm)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const size_t bytes = (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4;
+    if (bytes > TT_DEFERRED_SUMS_BYTES) return false;
+    static const char *const names[] = {
+        "layers.%d.dec_attn.layer_norm.weight", "layers.%d.dec_attn.layer_norm.bias",
+        "layers.%d.pos_ff.layer_norm.weight",   "layers.%d.pos_ff.layer_norm.bias",
+        "layers.%d.pos_ff.CoreNet.3.bias",      "layers.%d.pos_ff.CoreNet.0.bias"};
+    const long long stride = layer_stride(lm->l, names[0]);
+    if (stride < 0) return false;
+    for (size_t i = 1; i < sizeof names / sizeof *names; i++)
+        if (layer_stride(lm->l, names[i]) != stride) return false;
+    return true;
+}
+
 static void carve(tt_gpu_lm *lm, bump *b)
 {
     const tt_layout *l = lm->l;
@@ -338,6 +387,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->x0 = take(b, rows * d * es);
     lm->pe = take(b, (txl ? kmax : n) * d * es);
     lm->ones = take(b, pad * es);
+    float *const core_g = txl ? NULL : take(b, (size_t)m->layers * r * 4); /* every layer's g */
     for (int k = 0; k < m->layers; k++) {
         layer_acts *a = &lm->acts[k];
         a->qkv = take(b, rows * 3 * (txl ? hd : r) * es);
@@ -357,7 +407,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
             }
             a->om = take(b, rows * hd * es);
         } else {
-            a->g = take(b, r * 4);
+            a->g = core_g ? core_g + (size_t)k * r : NULL;
             a->p = take(b, n * r * es);
         }
         a->y = take(b, rows * d * es);
@@ -423,11 +473,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->dkvm = take(b, bm * 2 * hd * es);
         lm->dom = take(b, rows * hd * es);
     } else {
-        lm->dg = take(b, r * 4);
+        lm->dg = take(b, (size_t)m->layers * r * 4); /* every layer's dg, r apart */
         lm->dp = take(b, n * r * 4);
     }
-    lm->ln_part = take(b, 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * d * 4);
-    lm->ffn_part = take(b, tt_ffn_act_bwd_part_floats(&lm->prog) * 4);
+    lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * d;
+    lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
+    lm->defer_sums = defer_sums(lm);
+    lm->ln_part = take(b, lm->ln_slot * (lm->defer_sums ? 2 * (size_t)m->layers : 1) * 4);
+    lm->ffn_part = take(b, lm->ffn_slot * (lm->defer_sums ? (size_t)m->layers : 1) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
         const size_t bytes = tt_mla_mat_carve(&lm->mat, NULL, lm->batch, m->seq_len, m->rank,
@@ -998,6 +1051,37 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     mark(lm, TT_PROF_LAYERNORM);
 }
 
+/* Layer k's partials of LayerNorm `which` (1: after the attention, 2: after the FFN) when the
+ * sums are deferred. */
+static float *ln_slot(const tt_gpu_lm *lm, int k, int which)
+{
+    return lm->ln_part + (size_t)(2 * k + which - 1) * lm->ln_slot;
+}
+
+/* The deferred column sums (see defer_sums in tt_gpu_lm) of every layer: LN2's dgamma, dbeta and
+ * the FFN's second bias's gradient; LN1's dgamma, dbeta; the FFN's first bias's gradient. */
+static void deferred_sums(tt_gpu_lm *lm)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_layer_view *g0 = &lm->gv.layer[0];
+    const long long stride = m->layers > 1 ? (long long)(lm->gv.layer[1].ln1_w - g0->ln1_w) : 0;
+    const int parts = tt_layernorm_bwd_parts(p, lm->rows);
+    const long long two = 2 * (long long)lm->ln_slot;
+    const tt_colsum_jobs ln2 = {ln_slot(lm, 0, 2), two, {g0->ln2_w, g0->ln2_b, g0->ff2_b}, stride,
+                                m->layers, parts, 3};
+    const tt_colsum_jobs ln1 = {ln_slot(lm, 0, 1), two, {g0->ln1_w, g0->ln1_b, NULL}, stride,
+                                m->layers, parts, 2};
+    const tt_colsum_jobs ffn = {lm->ffn_part, (long long)lm->ffn_slot, {g0->ff1_b, NULL, NULL},
+                                stride, m->layers, (int)(lm->ffn_slot / (size_t)m->d_inner), 1};
+    tt_colsums(p, st, "colsum", &ln2, m->d_model);
+    tt_colsums(p, st, "colsum", &ln1, m->d_model);
+    mark(lm, TT_PROF_LAYERNORM);
+    tt_colsums(p, st, "bias_colsum", &ffn, m->d_inner);
+    mark(lm, TT_PROF_FFN);
+}
+
 /* Its backward, from lm->dx = d x2: lm->dx = d x through the residual alone and lm->dy = d y.
  * The weight gradients' products go to gw (the side stream's, or the main one's). */
 static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_gemm *gw)
@@ -1012,17 +1096,25 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f, and db2 = dyf's sum */
-    tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lg->ln2_w, lg->ln2_b, lg->ff2_b, lm->ln_part,
-                       lm->dx, a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
-                       drop_at(lm, o, drop, tail_site(lm, k, 2)));
+    const tt_dropout drop2 = drop_at(lm, o, drop, tail_site(lm, k, 2));
+    if (lm->defer_sums)
+        tt_residual_ln_bwd_parts(p, st, lm->dres, lm->dyf, ln_slot(lm, k, 2), lm->dx, a->s2,
+                                 a->mean2, a->rstd2, lw->ln2_w, rows, d, dl, drop2);
+    else
+        tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lg->ln2_w, lg->ln2_b, lg->ff2_b, lm->ln_part,
+                           lm->dx, a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d, dl, drop2);
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
     pad_commit(gw, &lp->w2);
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
-    tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->hd, rows, f, fp,
-                   drop_at(lm, o, drop, tail_site(lm, k, 1)).p);
+    const float drop1 = drop_at(lm, o, drop, tail_site(lm, k, 1)).p;
+    if (lm->defer_sums)
+        tt_ffn_act_bwd_parts(p, st, lm->dff, lm->ffn_part + (size_t)k * lm->ffn_slot, lm->dff,
+                             a->hd, rows, f, fp, drop1);
+    else
+        tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->hd, rows, f, fp, drop1);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w1, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
     pad_commit(gw, &lp->w1);
@@ -1030,10 +1122,34 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
                      lp->w1.pcol, fp, 1.f); /* d x1 in full */
     mark(lm, TT_PROF_FFN);
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
-    tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lg->ln1_w, lg->ln1_b, NULL, lm->ln_part, lm->dres,
-                       a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
-                       drop_at(lm, o, drop, tail_site(lm, k, 0)));
+    const tt_dropout drop0 = drop_at(lm, o, drop, tail_site(lm, k, 0));
+    if (lm->defer_sums)
+        tt_residual_ln_bwd_parts(p, st, lm->dx, lm->dy, ln_slot(lm, k, 1), lm->dres, a->s1,
+                                 a->mean1, a->rstd1, lw->ln1_w, rows, d, dl, drop0);
+    else
+        tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lg->ln1_w, lg->ln1_b, NULL, lm->ln_part, lm->dres,
+                           a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d, dl, drop0);
     mark(lm, TT_PROF_LAYERNORM);
+}
+
+/* Every layer's core g (the forward) or its backward into the cores' gradients from every
+ * layer's dg (after the last layer's backward): one launch where the cores are a fixed stride
+ * apart in the parameters (as the layout puts them), else one a layer. */
+static void cores(tt_gpu_lm *lm, bool bwd)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_gpu_program *p = &lm->prog;
+    const cudaStream_t st = lm->gpu->stream;
+    const int r = m->rank, h = m->cores;
+    const long long stride = layer_stride(lm->l, "layers.%d.dec_attn.core_value");
+    const int launches = stride < 0 ? m->layers : 1, layers = stride < 0 ? 1 : m->layers;
+    for (int k = 0; k < launches; k++) {
+        const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
+        if (bwd)
+            tt_core_bwd(p, st, lg->core, lm->dg + (size_t)k * r, lw->core, h, r, layers, r, stride);
+        else
+            tt_core_fwd(p, st, lm->acts[k].g, lw->core, h, r, layers, r, stride);
+    }
 }
 
 /* The tensorized layer's attention (MODEL.md section 1): y = MLA(x). */
@@ -1048,7 +1164,6 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     const int key = m->position == TT_POS_KEY;
     tt_gemm_fwd(&lm->gemm, a->qkv, false, x, wcp(lm, lw->qkv), rows, d, 3 * r, 0.f);
     mark(lm, TT_PROF_QKV);
-    tt_core_fwd(p, st, a->g, lw->core, m->cores, r);
     if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
     if (lm->mla_mat)
         tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
@@ -1071,17 +1186,15 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, r = m->rank, n = m->seq_len;
     const int key = m->position == TT_POS_KEY;
-    TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)r * 4, st));
     if (gw != gm) tt_gpu_join(lm->side, st);
     if (lm->mla_mat)
-        tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg, key ? g->u : NULL,
+        tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r, key ? g->u : NULL,
                        key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
                        key ? w->u : NULL, key ? w->v : NULL, &lm->mat, lm->batch, n, r, d);
     else
-        tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg,
+        tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                    key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
                    wcp(lm, lw->o), key ? a->p : NULL, w->u, w->v, lm->batch, n, r, d);
-    tt_core_bwd(p, st, lg->core, lm->dg, lw->core, m->cores, r);
     if (key) {
         const void *dp = lm->dp;
         if (lm->dp_c) {
@@ -1303,6 +1416,10 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
         mark(lm, TT_PROF_ATTENTION);
     }
     const void *x = lm->x0;
+    if (!lm->txl) {
+        cores(lm, false);
+        mark(lm, TT_PROF_ATTENTION);
+    }
     for (int k = 0; k < m->layers; k++) {
         if (lm->txl)
             txl_attn_fwd(lm, o, k, x);
@@ -1324,6 +1441,8 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
          * own) and dW1's dFF, the next layer's; dWqkv's dqkv, that layer's mla_bwd_reduce.
          * (Transformer-XL's products all stay on the main stream.) */
         const tt_gemm *gw = lm->side && !lm->txl ? &lm->gemm_side : &lm->gemm;
+        if (!lm->txl) /* every layer's dg, added into by its attention's backward */
+            TT_CUDA(cudaMemsetAsync(lm->dg, 0, (size_t)m->layers * m->rank * 4, lm->gpu->stream));
         for (int k = m->layers - 1; k >= 0; k--) {
             const void *xin = k ? lm->acts[k - 1].x2 : lm->x0;
             layer_tail_bwd(lm, o, k, gw);
@@ -1332,6 +1451,11 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             else
                 mla_attn_bwd(lm, k, xin, gw);
         }
+        if (!lm->txl) {
+            cores(lm, true);
+            mark(lm, TT_PROF_ATTENTION);
+        }
+        if (lm->defer_sums) deferred_sums(lm);
         if (lm->side)
             tt_gpu_join(lm->side, lm->gpu->stream); /* the keys */
         else

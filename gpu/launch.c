@@ -77,15 +77,27 @@ int tt_layernorm_bwd_parts(const tt_gpu_program *p, int rows)
     return (int)(blocks < TT_LN_BWD_MAX_BLOCKS ? blocks : TT_LN_BWD_MAX_BLOCKS);
 }
 
+void tt_colsums(const tt_gpu_program *p, cudaStream_t st, const char *op, const tt_colsum_jobs *j,
+                int width)
+{
+    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, op);
+    expect(c, "D", width);
+    TT_ASSERT(j->sets >= 1 && j->sets <= need(c, "SETS") && j->jobs >= 1 && j->jobs <= 65535);
+    for (int s = 0; s < j->sets; s++) TT_ASSERT(j->out[s]);
+    float *out[3] = {j->out[0], j->out[1], j->out[2]};
+    const float *in = j->in;
+    int parts = j->parts;
+    long long in_stride = j->in_stride, out_stride = j->out_stride;
+    void *cargs[] = {&out[0], &out[1], &out[2], &in, &parts, &in_stride, &out_stride};
+    tt_gpu_launch(c, (dim3){ceil_div(width, 32), (unsigned)j->sets, (unsigned)j->jobs}, cargs, st);
+}
+
 /* colsum over the sets of LayerNorm's partials: dgamma, dbeta, and dbias unless NULL. */
 static void colsum_sets(const tt_gpu_program *p, cudaStream_t st, float *dgamma, float *dbeta,
                         float *dbias, float *part, int parts, int d)
 {
-    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "colsum");
-    expect(c, "D", d);
-    expect(c, "SETS", 3);
-    void *cargs[] = {&dgamma, &dbeta, &dbias, &part, &parts};
-    tt_gpu_launch(c, (dim3){ceil_div(d, 32), dbias ? 3u : 2u, 1}, cargs, st);
+    const tt_colsum_jobs j = {part, 0, {dgamma, dbeta, dbias}, 0, 1, parts, dbias ? 3 : 2};
+    tt_colsums(p, st, "colsum", &j, d);
 }
 
 void tt_layernorm_bwd(const tt_gpu_program *p, cudaStream_t s, void *dx, float *dgamma,
@@ -112,10 +124,10 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "ROWS")), 1, 1}, args, st);
 }
 
-void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
-                        float *dbeta, float *dbias, float *part, const void *dout, const void *sum,
-                        const float *mean, const float *rstd, const float *gamma, int rows, int d,
-                        int ld, tt_dropout drop)
+int tt_residual_ln_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy,
+                             float *part, const void *dout, const void *sum, const float *mean,
+                             const float *rstd, const float *gamma, int rows, int d, int ld,
+                             tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_bwd");
     expect(k, "D", d);
@@ -126,6 +138,16 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
     void *args[] = {&dx, &dy, &part, &dout, &sum, &mean, &rstd, &gamma, &rows, &ld,
                     &drop.p, &drop.seed, &drop.step, &drop.site};
     tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, st);
+    return parts;
+}
+
+void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy, float *dgamma,
+                        float *dbeta, float *dbias, float *part, const void *dout, const void *sum,
+                        const float *mean, const float *rstd, const float *gamma, int rows, int d,
+                        int ld, tt_dropout drop)
+{
+    const int parts = tt_residual_ln_bwd_parts(p, st, dx, dy, part, dout, sum, mean, rstd, gamma,
+                                               rows, d, ld, drop);
     colsum_sets(p, st, dgamma, dbeta, dbias, part, parts, d);
 }
 
@@ -313,45 +335,51 @@ size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p)
     return (size_t)need(k, "PARTS") * (size_t)need(k, "F");
 }
 
-void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
-                    const void *dhd, const void *hd, int rows, int f, int ld, float drop)
+int tt_ffn_act_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dz, float *part,
+                         const void *dhd, const void *hd, int rows, int f, int ld, float drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_act_bwd");
-    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "bias_colsum");
     expect(k, "F", f);
     expect(k, "LD", ld);
-    expect(c, "D", f);
-    expect(c, "SETS", 1);
     expect_aligned(k, dz, 0);
     expect_aligned(k, dhd, 0);
     expect_aligned(k, hd, 0);
     void *args[] = {&dz, &part, &dhd, &hd, &rows, &drop};
     const long vectors = ld / need(k, "VEC");
-    int parts = (int)need(k, "PARTS");
+    const int parts = (int)need(k, "PARTS");
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "TX")), (unsigned)parts, 1}, args, st);
-    float *none = NULL;
-    void *cargs[] = {&db1, &none, &none, &part, &parts};
-    tt_gpu_launch(c, plan_grid(c), cargs, st);
+    return parts;
+}
+
+void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
+                    const void *dhd, const void *hd, int rows, int f, int ld, float drop)
+{
+    const int parts = tt_ffn_act_bwd_parts(p, st, dz, part, dhd, hd, rows, f, ld, drop);
+    const tt_colsum_jobs j = {part, 0, {db1, NULL, NULL}, 0, 1, parts, 1};
+    tt_colsums(p, st, "bias_colsum", &j, f);
 }
 
 void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,
-                 int r)
+                 int r, int layers, long long g_stride, long long theta_stride)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "core_fwd");
     expect(k, "H", h);
     expect(k, "R", r);
-    void *args[] = {&g, &theta};
-    tt_gpu_launch(k, (dim3){1, 1, 1}, args, st);
+    TT_ASSERT(layers >= 1);
+    void *args[] = {&g, &theta, &g_stride, &theta_stride};
+    tt_gpu_launch(k, (dim3){(unsigned)layers, 1, 1}, args, st);
 }
 
 void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
-                 const float *theta, int h, int r)
+                 const float *theta, int h, int r, int layers, long long g_stride,
+                 long long theta_stride)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "core_bwd");
     expect(k, "H", h);
     expect(k, "R", r);
-    void *args[] = {&dtheta, &dg, &theta};
-    tt_gpu_launch(k, (dim3){1, 1, 1}, args, st);
+    TT_ASSERT(layers >= 1);
+    void *args[] = {&dtheta, &dg, &theta, &g_stride, &theta_stride};
+    tt_gpu_launch(k, (dim3){(unsigned)layers, 1, 1}, args, st);
 }
 
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,

@@ -45,6 +45,27 @@ void tt_residual_ln_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, void
                         const float *mean, const float *rstd, const float *gamma, int rows, int d,
                         int ld, tt_dropout drop);
 
+/* The same without the column sums: the kernel alone, its partials (3 x the returned count x d
+ * floats) left in part for tt_colsums, as the trainer sums every layer's in one launch. */
+int tt_residual_ln_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dx, void *dy,
+                             float *part, const void *dout, const void *sum, const float *mean,
+                             const float *rstd, const float *gamma, int rows, int d, int ld,
+                             tt_dropout drop);
+
+/* Column sums of parameter-gradient partials (templates/colsum.cu) for `jobs` alike at a fixed
+ * stride: job j's partials (sets x parts x width floats) at in + j in_stride, its set s summed
+ * into out[s] + j out_stride (written, not added), for s < sets. op: "colsum" (LayerNorm's,
+ * width d_model, up to 3 sets) or "bias_colsum" (the FFN's first bias, width d_inner, 1 set). */
+typedef struct {
+    const float *in;
+    long long in_stride;
+    float *out[3];
+    long long out_stride;
+    int jobs, parts, sets;
+} tt_colsum_jobs;
+void tt_colsums(const tt_gpu_program *p, cudaStream_t st, const char *op, const tt_colsum_jobs *j,
+                int width);
+
 /* Every kernel below that takes d and ld: rows of d values ld apart (a multiple of the kernel's
  * vector, so that every row is as aligned as the first), the columns from d on neither read nor
  * written; dropout draws are numbered row * d + column whatever ld is.
@@ -113,13 +134,19 @@ size_t tt_ffn_act_bwd_part_floats(const tt_gpu_program *p);
  * (not added). */
 void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *db1, float *part,
                     const void *dhd, const void *hd, int rows, int f, int ld, float drop);
+/* The same without db1's column sums: its partials (the returned count x f floats) left in part
+ * for tt_colsums. */
+int tt_ffn_act_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dz, float *part,
+                         const void *dhd, const void *hd, int rows, int f, int ld, float drop);
 
 /* The core g [r] = (1/h) sum_c softmax(theta_c), theta [h, r] (templates/core.cu); the backward
- * adds into dtheta [h, r]. */
+ * adds into dtheta [h, r]. For `layers` layers in one launch: layer l's g and dg are l g_stride
+ * floats after the first's, its theta and dtheta l theta_stride. */
 void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,
-                 int r);
+                 int r, int layers, long long g_stride, long long theta_stride);
 void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const float *dg,
-                 const float *theta, int h, int r);
+                 const float *theta, int h, int r, int layers, long long g_stride,
+                 long long theta_stride);
 
 /* Cross-entropy of logits [rows, v] of the storage type (bf16 on the bf16 path, as the products
  * write them; fp32 arithmetic), rows ld >= v apart, against targets with label smoothing eps

@@ -1,7 +1,9 @@
 // The core of multi-linear attention (MODEL.md section 1): g = (1/h) sum_c softmax(theta_c),
 // theta [TT_H, TT_R] (h cores of rank R), and its backward
 //   dtheta[c, i] += s_c,i (dg_i - sum_k dg_k s_c,k) / h,      s_c = softmax(theta_c)
-// (added into, as every parameter gradient). One small block: warp w handles cores w, w + warps..,
+// (added into, as every parameter gradient). One small block a layer (the trainer runs every
+// layer's core in one launch: the cores are parameters, fixed through a step): block x's theta,
+// g, dg and dtheta are x strides from the first layer's. Warp w handles cores w, w + warps..,
 // and the mean over cores is taken in core order, so the result is deterministic.
 // Constants: TT_H cores, TT_R rank, TT_THREADS (a multiple of 32).
 // Tunable: nothing (ttgen --tune): one block of h warps over h x R values, a launch's cost.
@@ -28,9 +30,12 @@ __device__ __forceinline__ void tt_softmax_stats(const float *th, int lane, floa
 
 #ifdef TT_OP_CORE_FWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ g, const float *__restrict__ theta)
+TT_KERNEL(float *__restrict__ g, const float *__restrict__ theta, long long g_stride,
+          long long theta_stride)
 {
     tt_pdl_begin();
+    g += blockIdx.x * g_stride;
+    theta += blockIdx.x * theta_stride;
     __shared__ float s[TT_H][TT_R];
     static_assert(sizeof s == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -51,9 +56,13 @@ TT_KERNEL(float *__restrict__ g, const float *__restrict__ theta)
 
 #ifdef TT_OP_CORE_BWD
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ dtheta, const float *__restrict__ dg, const float *__restrict__ theta)
+TT_KERNEL(float *__restrict__ dtheta, const float *__restrict__ dg, const float *__restrict__ theta,
+          long long g_stride, long long theta_stride)
 {
     tt_pdl_begin();
+    dtheta += blockIdx.x * theta_stride;
+    dg += blockIdx.x * g_stride;
+    theta += blockIdx.x * theta_stride;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int c = warp; c < TT_H; c += TT_WARPS) {
         const float *th = theta + c * TT_R;

@@ -525,6 +525,73 @@ static void test_layernorm(void **state)
     }
 }
 
+/* tt_colsums over several jobs at once, as the trainer sums every layer's LayerNorm and bias
+ * partials after the backward: each job's sums against double sums of its own partials, the
+ * same bits as that job summed alone (the trainer's sums are the per-layer ones'), and nothing
+ * written between one job's outputs and the next's (poisoned gaps stay NaN). For colsum (width
+ * d_model, 3 sets and 2) and bias_colsum (d_inner, 1 set), at each config's shapes. */
+static void colsums_on(const tt_spec *s, const tt_gpu_program *p, const char *where)
+{
+    const config cc = {.name = where}, *c = &cc;
+    const struct {
+        const char *op;
+        int width, sets;
+    } kinds[3] = {{"colsum", s->model.d_model, 3}, {"colsum", s->model.d_model, 2},
+                  {"bias_colsum", s->model.d_inner, 1}};
+    for (int t = 0; t < 3; t++) {
+        const int w = kinds[t].width, sets = kinds[t].sets, jobs = 3, parts = 37 + t;
+        const long long in_stride = (long long)sets * parts * w + 64, out_stride = 3LL * w + 17;
+        const size_t nin = (size_t)(jobs - 1) * in_stride + (size_t)sets * parts * w;
+        const size_t nout = (size_t)(jobs - 1) * out_stride + 3 * (size_t)w;
+        float *in = tt_xmalloc(nin * 4);
+        randn(in, nin, 1.f);
+        float *din = upload(in, nin, 0), *dout = poisoned(nout, 4), *dalone = poisoned(3 * (size_t)w, 4);
+        tt_colsum_jobs j = {din, in_stride, {dout, dout + w, sets > 2 ? dout + 2 * w : NULL},
+                            out_stride, jobs, parts, sets};
+        tt_colsums(p, gpu.stream, kinds[t].op, &j, w);
+        float *got = download(dout, nout, 0);
+        double *want = tt_xmalloc((size_t)w * 8);
+        float *wantf = tt_xmalloc((size_t)w * 4);
+        char what[64];
+        for (int z = 0; z < jobs; z++) {
+            for (int set = 0; set < sets; set++) {
+                const float *pz = in + (size_t)z * in_stride + (size_t)set * parts * w;
+                for (int col = 0; col < w; col++) {
+                    want[col] = 0;
+                    for (int q = 0; q < parts; q++) want[col] += pz[(size_t)q * w + col];
+                    wantf[col] = (float)want[col];
+                }
+                snprintf(what, sizeof what, "%s j%d s%d", kinds[t].op, z, set);
+                compare(what, c, got + (size_t)z * out_stride + (size_t)set * w, wantf, w, 1e-5);
+            }
+            /* the same job alone: the same bits */
+            tt_colsum_jobs one = {din + (size_t)z * in_stride, 0,
+                                  {dalone, dalone + w, sets > 2 ? dalone + 2 * w : NULL}, 0, 1,
+                                  parts, sets};
+            tt_colsums(p, gpu.stream, kinds[t].op, &one, w);
+            float *alone = download(dalone, (size_t)sets * w, 0);
+            if (memcmp(alone, got + (size_t)z * out_stride, (size_t)sets * w * 4))
+                fail_msg("%s %s: job %d's sums differ from its sums alone", kinds[t].op, c->name, z);
+            free(alone);
+        }
+        for (size_t i = 0; i < nout; i++) {
+            const size_t z = i / (size_t)out_stride, off = i % (size_t)out_stride;
+            const bool out_of_job = z >= (size_t)jobs || off >= (size_t)sets * w;
+            if (out_of_job && !isnan(got[i]))
+                fail_msg("%s %s: element %zu between jobs' outputs written", kinds[t].op, c->name, i);
+        }
+        free(in), free(got), free(want), free(wantf);
+        cudaFree(din), cudaFree(dout), cudaFree(dalone);
+    }
+}
+
+static void test_colsums(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++)
+        if (!skip_name(configs[ci].name)) with_config(&configs[ci], colsums_on);
+}
+
 static void *upload_bytes(const void *x, size_t bytes)
 {
     void *d;
@@ -847,8 +914,8 @@ static void test_core(void **state)
         cpu_core_bwd(dt, dg, theta, h, r);
         float *d_theta = upload(theta, nt, 0), *d_dg = upload(dg, r, 0), *d_dt = upload(dt0, nt, 0);
         float *d_g = poisoned(r, 4);
-        tt_core_fwd(&p, gpu.stream, d_g, d_theta, h, r);
-        tt_core_bwd(&p, gpu.stream, d_dt, d_dg, d_theta, h, r);
+        tt_core_fwd(&p, gpu.stream, d_g, d_theta, h, r, 1, 0, 0);
+        tt_core_bwd(&p, gpu.stream, d_dt, d_dg, d_theta, h, r, 1, 0, 0);
         float *g_g = download(d_g, r, 0), *g_dt = download(d_dt, nt, 0);
         char name[32];
         snprintf(name, sizeof name, "%s h=%d", c->name, h);
@@ -858,6 +925,35 @@ static void test_core(void **state)
         compare("core_bwd", &cc, g_dt, dt, nt, 1e-5);
         cudaFree(d_theta), cudaFree(d_dg), cudaFree(d_dt), cudaFree(d_g);
         free(theta), free(dg), free(dt0), free(g), free(dt), free(g_g), free(g_dt);
+        /* three layers in one launch, as the trainer runs them: each layer's own theta and dg
+         * at strides with gaps, which stay unwritten (NaN) */
+        enum { L = 3 };
+        const long long gs = r + 5, ts = (long long)nt + 7;
+        const size_t ng = (size_t)(L - 1) * gs + r, nth = (size_t)(L - 1) * ts + nt;
+        float *th3 = tt_xmalloc(nth * 4), *dg3 = tt_xmalloc(ng * 4), *dt3 = tt_xmalloc(nth * 4);
+        randn(th3, nth, 1.5f);
+        randn(dg3, ng, 1.f);
+        randn(dt3, nth, 0.1f);
+        float *d_th3 = upload(th3, nth, 0), *d_dg3 = upload(dg3, ng, 0), *d_dt3 = upload(dt3, nth, 0);
+        float *d_g3 = poisoned(ng, 4);
+        tt_core_fwd(&p, gpu.stream, d_g3, d_th3, h, r, L, gs, ts);
+        tt_core_bwd(&p, gpu.stream, d_dt3, d_dg3, d_th3, h, r, L, gs, ts);
+        float *g_g3 = download(d_g3, ng, 0), *g_dt3 = download(d_dt3, nth, 0);
+        float *want_g = tt_xmalloc(r * 4), *want_dt = tt_xmalloc(nt * 4);
+        for (int l = 0; l < L; l++) {
+            cpu_core_fwd(want_g, th3 + l * ts, h, r);
+            memcpy(want_dt, dt3 + l * ts, nt * 4);
+            cpu_core_bwd(want_dt, dg3 + l * gs, th3 + l * ts, h, r);
+            compare("core_fwd L3", &cc, g_g3 + l * gs, want_g, r, 1e-5);
+            compare("core_bwd L3", &cc, g_dt3 + l * ts, want_dt, nt, 1e-5);
+            for (long long i = r; l < L - 1 && i < gs; i++)
+                if (!isnan(g_g3[l * gs + i])) fail_msg("core_fwd %s: g written between layers", name);
+            for (long long i = (long long)nt; l < L - 1 && i < ts; i++)
+                if (g_dt3[l * ts + i] != dt3[l * ts + i])
+                    fail_msg("core_bwd %s: dtheta written between layers", name);
+        }
+        cudaFree(d_th3), cudaFree(d_dg3), cudaFree(d_dt3), cudaFree(d_g3);
+        free(th3), free(dg3), free(dt3), free(g_g3), free(g_dt3), free(want_g), free(want_dt);
         tt_gpu_program_free(&p);
         tt_spec_free(&s);
     }
@@ -1211,6 +1307,7 @@ int main(void)
         cmocka_unit_test(test_plants),
         cmocka_unit_test(test_units_specs),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_colsums),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_adaptive),
