@@ -63,8 +63,7 @@ const tt_op tt_ops[] = {
     {"adaptive_emb_bwd", {"embedding.cu"}, "tt_adaptive_emb_bwd", "cpu_model.c's embed_bwd (adaptive)", GPU_TEST("test_adaptive")},
     /* the optimizer */
     {"adam", {"adam.cu"}, "tt_adam", "tt_adam_step", "unit"},
-    {"grad_norm_part", {"adam.cu"}, "tt_grad_norm", "tt_clip_grad_norm", GPU_TEST("test_adam")},
-    {"grad_norm_final", {"adam.cu"}, "tt_grad_norm", "tt_clip_grad_norm", GPU_TEST("test_adam")},
+    {"grad_norm", {"adam.cu"}, "tt_grad_norm", "tt_clip_grad_norm", GPU_TEST("test_adam")},
     {"cast", {"cast.cu"}, "tt_cast", "tt_bf16_from_float", "unit"},
 };
 const int tt_n_ops = (int)(sizeof tt_ops / sizeof *tt_ops);

@@ -575,21 +575,17 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     whyf(k, "one pass over w, g, m, v (16-byte accesses)%s; scalars read from device memory",
          strcmp(dtype, "bf16") == 0 ? ", bf16 copy of w for the GEMMs" : "");
 
-    const char *ops[] = {"grad_norm_part", "grad_norm_final"};
-    const char *op_flags[] = {"OP_GRAD_NORM_PART", "OP_GRAD_NORM_FINAL"};
-    for (int i = 0; i < 2; i++) {
-        tt_kernel *g = add_kernel(plan, ops[i], 0, "f32");
-        set_const(g, "BLOCKS", PARTIAL_BLOCKS);
-        set_const(g, "THREADS", threads);
-        name_kernel(g, flags);
-        set_const(g, op_flags[i], 1);
-        g->block[0] = (unsigned)threads;
-        g->grid[0] = i == 0 ? PARTIAL_BLOCKS : 1;
-        snprintf(g->grid_rule, sizeof g->grid_rule, "x = %d", i == 0 ? PARTIAL_BLOCKS : 1);
-        g->smem_bytes = 32 * 8;
-        whyf(g, i == 0 ? "sums of squares in double, a partial per block of a fixed grid"
-                       : "the partials in a fixed order; norm and clip factor into device memory");
-    }
+    tt_kernel *g = add_kernel(plan, "grad_norm", 0, "f32");
+    set_const(g, "BLOCKS", PARTIAL_BLOCKS);
+    set_const(g, "THREADS", threads);
+    name_kernel(g, flags);
+    set_const(g, "OP_GRAD_NORM", 1);
+    g->block[0] = (unsigned)threads;
+    g->grid[0] = PARTIAL_BLOCKS;
+    snprintf(g->grid_rule, sizeof g->grid_rule, "x = %d", PARTIAL_BLOCKS);
+    g->smem_bytes = 32 * 8 + 8; /* the block sum's doubles, and the last-block flag */
+    whyf(g, "sums of squares in double, a partial per block of a fixed grid; the last block to "
+            "finish adds them in a fixed order and writes norm and clip factor");
     return 0;
 }
 

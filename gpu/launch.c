@@ -584,21 +584,18 @@ void tt_adam_scalars_at(tt_adam_scalars *host, const tt_train_spec *t, double lr
 
 size_t tt_grad_norm_parts(const tt_gpu_program *p)
 {
-    return (size_t)need(tt_gpu_kernel_of(p, "grad_norm_part"), "BLOCKS");
+    return (size_t)need(tt_gpu_kernel_of(p, "grad_norm"), "BLOCKS") + 1; /* and the counter */
 }
 
 void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                   const float *g, size_t n, double max_norm)
 {
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "grad_norm_part");
-    const tt_gpu_kernel *f = tt_gpu_kernel_of(p, "grad_norm_final");
-    expect(f, "BLOCKS", need(k, "BLOCKS")); /* the final pass reads every partial, in order */
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "grad_norm");
     long long nn = (long long)n;
-    void *args[] = {&part, &g, &nn};
-    tt_gpu_launch(k, (dim3){(unsigned)need(k, "BLOCKS"), 1, 1}, args, st);
     double *norm = &sc->norm, *clip = &sc->clip; /* device addresses, not dereferenced here */
-    void *fargs[] = {&norm, &clip, &part, &max_norm};
-    tt_gpu_launch(f, (dim3){1, 1, 1}, fargs, st);
+    unsigned *done = (unsigned *)(part + need(k, "BLOCKS"));
+    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm};
+    tt_gpu_launch(k, (dim3){(unsigned)need(k, "BLOCKS"), 1, 1}, args, st);
 }
 
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,

@@ -242,7 +242,8 @@ typedef struct {
 } tt_adam_scalars;
 /* The host's part for step s (1-based) at learning rate lr, as tt_adam_step computes it. */
 void tt_adam_scalars_at(tt_adam_scalars *host, const tt_train_spec *t, double lr, long s);
-/* Doubles of scratch tt_grad_norm needs. */
+/* Doubles of scratch tt_grad_norm needs: a partial sum a block, then the count of blocks done,
+ * which must be zero before the first call (each call leaves it zero). */
 size_t tt_grad_norm_parts(const tt_gpu_program *p);
 /* sc->norm = ||g||, sc->clip = max_norm / (norm + 1e-6) when norm > max_norm > 0, else 1: as
  * tt_clip_grad_norm, which scales g itself; here tt_adam applies the factor. */

@@ -1,15 +1,16 @@
 // The optimizer step over the flat fp32 parameter array, as cpu/optim.c does it on the CPU:
-//   grad_norm_part, grad_norm_final   norm = ||g||_2; clip = maxnorm / (norm + 1e-6) if it is
+//   grad_norm                         norm = ||g||_2; clip = maxnorm / (norm + 1e-6) if it is
 //                                     over maxnorm, else 1 (tt_clip_grad_norm)
 //   adam                              g' = g * clip (+ weight_decay * w); m, v updated;
 //                                     w -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
 //                                     (tt_adam_step)
-// lr, bc1 and bc2 (written by the host) and norm and clip (written by grad_norm_final) are read
+// lr, bc1 and bc2 (written by the host) and norm and clip (written by grad_norm) are read
 // from device memory, so that a step captured in a CUDA graph takes each replay's values.
 // The sum of squares is accumulated in double: a float's square is exact in double, and the sum
 // of ~1e8 of them keeps ~1e-16 relative error in any order, so the norm is the CPU's to the last
 // float bit (bar ties), and so is the clip factor. Its order is fixed by TT_BLOCKS and TT_THREADS
-// alone (grid-stride partials per block, then one block over the partials): deterministic.
+// alone (grid-stride partials per block, then the last block to finish sums the partials in
+// block order, whichever block that is): deterministic.
 // Tunable (ttgen --tune; the plan's heuristic otherwise): adam's threads per block (each element's
 // arithmetic is the same whatever the grid, so every variant gives the same bits).
 // ttgen: tunable adam THREADS 128 256 512 1024
@@ -26,48 +27,48 @@ __device__ __forceinline__ bool tt_aligned16(const void *a, const void *b, const
              (unsigned long long)d) & 15) == 0;
 }
 
-#ifdef TT_OP_GRAD_NORM_PART
-// part[blockIdx.x] = the sum of g[i]^2 over this block's grid-stride share of i.
+#ifdef TT_OP_GRAD_NORM
+// part[blockIdx.x] = the sum of g[i]^2 over this block's grid-stride share of i; the block that
+// finishes last (counted in *done, which it leaves at 0 for the next launch) adds the TT_BLOCKS
+// partials in a fixed order and writes norm and the clip factor.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(double *__restrict__ part, const float *__restrict__ g, long long n)
+TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, double *part, unsigned *done,
+          const float *__restrict__ g, long long n, double maxnorm)
 {
     tt_pdl_begin();
     __shared__ double scratch[32];
-    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
+    __shared__ bool last;
+    static_assert(sizeof scratch + sizeof last <= TT_SMEM, "the shared memory the plan counted is what the block declares");
     const long long stride = (long long)TT_BLOCKS * TT_THREADS;
     const long long first = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     double acc = 0;
-    long long done = 0;
+    long long done_n = 0;
     if (tt_aligned16(g, g, g, g)) {
         const float4 *g4 = reinterpret_cast<const float4 *>(g);
         for (long long i = first; i < n / 4; i += stride) {
             const float4 q = g4[i];
             acc += (double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z + (double)q.w * q.w;
         }
-        done = n / 4 * 4;
+        done_n = n / 4 * 4;
     }
-    for (long long i = done + first; i < n; i += stride) acc += (double)g[i] * g[i];
-    acc = tt_block_sum(acc, scratch);
-    if (threadIdx.x == 0) part[blockIdx.x] = acc;
-}
-#endif
-
-#ifdef TT_OP_GRAD_NORM_FINAL
-// One block: the TT_BLOCKS partials in a fixed order; norm and the clip factor written.
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, const double *__restrict__ part,
-          double maxnorm)
-{
-    tt_pdl_begin();
-    __shared__ double scratch[32];
-    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
-    double acc = 0;
-    for (int i = threadIdx.x; i < TT_BLOCKS; i += TT_THREADS) acc += part[i];
+    for (long long i = done_n + first; i < n; i += stride) acc += (double)g[i] * g[i];
     acc = tt_block_sum(acc, scratch);
     if (threadIdx.x == 0) {
-        const double n = sqrt(acc);
-        *norm = n;
-        *clip = maxnorm > 0 && n > maxnorm ? maxnorm / (n + 1e-6) : 1.0;
+        part[blockIdx.x] = acc;
+        __threadfence(); // the partial visible to every block before this block is counted
+        last = atomicAdd(done, 1u) == TT_BLOCKS - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    acc = 0;
+    for (int i = threadIdx.x; i < TT_BLOCKS; i += TT_THREADS) acc += __ldcg(part + i);
+    acc = tt_block_sum(acc, scratch);
+    if (threadIdx.x == 0) {
+        const double nn = sqrt(acc);
+        *norm = nn;
+        *clip = maxnorm > 0 && nn > maxnorm ? maxnorm / (nn + 1e-6) : 1.0;
+        *done = 0;
     }
 }
 #endif

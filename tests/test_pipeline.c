@@ -166,12 +166,12 @@ static void test_names_carry_constants(void **state)
          * one per cluster for the kernels of a cluster's width DE) */
         static const char *const lm_ops[] = {
             "residual_ln_fwd", "residual_ln_bwd", "ffn_act_fwd", "ffn_act_bwd", "bias_colsum",
-            "core_fwd", "core_bwd", "xent", "xent_sum", "adam", "grad_norm_part",
-            "grad_norm_final", "embedding_sort", "embedding_fwd", "embedding_bwd",
+            "core_fwd", "core_bwd", "xent", "xent_sum", "adam", "grad_norm",
+            "embedding_sort", "embedding_fwd", "embedding_bwd",
             "adaptive_gather", "adaptive_scatter_add", "adaptive_emb_scatter", "adaptive_emb_grad",
             "adaptive_emb_gather", "adaptive_emb_bwd", "embedding_bwd_sum"};
         const int one_table = m->div_val <= 1, adaptive = m->n_cutoffs > 0;
-        const int lm_want[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, one_table, one_table,
+        const int lm_want[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, one_table, one_table,
                                adaptive, adaptive, !one_table, !one_table,
                                one_table ? 0 : m->n_cutoffs + 1, one_table ? 0 : m->n_cutoffs + 1,
                                one_table ? 1 : m->n_cutoffs + 1};
