@@ -19,7 +19,6 @@ const tt_op tt_ops[] = {
     {"mla_bwd_wo_sum", {NULL, "mla_tc.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
     {"mla_bwd_q", {"mla.cu", "mla_tc.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
     {"mla_bwd_reduce", {"mla.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
-    {"mla_bwd_params", {"mla.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
     /* the attention with T materialized (large D): its kernels between cuBLAS's products */
     {"mla_mat_prep", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_mask", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},

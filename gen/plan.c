@@ -976,7 +976,7 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     q->smem_bytes = (unsigned)tt_mla_bwd_q_smem(tq, tk, dc, r, key);
     set_const(q, "SMEM", q->smem_bytes);
     whyf(q, "dT = dY Wo_j^T tile by tile, never stored; per-tile partials of dK, dV, dP, dg, du, "
-            "dv summed in a fixed order by mla_bwd_reduce and mla_bwd_params");
+            "dv summed in a fixed order by mla_bwd_reduce");
 
     return tq;
 }
@@ -1168,39 +1168,33 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
         tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen);
     if (tq < 0) return -1;
 
-    /* The two reductions: their tiles and parts must be the ones mla_bwd_q wrote. */
+    /* The sums of mla_bwd_q's partials: its tiles and parts must be the ones mla_bwd_q wrote.
+     * dqkv's first (a thread per vec elements of a row: 4 when R keeps them 16-byte aligned),
+     * then in the blocks after those the parameters' (a warp per output: dP's, then dg, du,
+     * dv): one launch. */
     const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 0);
     const long js = tt_kernel_const(&plan->kernels[plan->n - 1], "JS", 0);
-    const char *ops[] = {"mla_bwd_reduce", "mla_bwd_params"};
-    const char *flags_op[] = {"OP_MLA_BWD_REDUCE", "OP_MLA_BWD_PARAMS"};
-    for (int i = 0; i < 2; i++) {
-        const long threads = pick(plan, ops[i], "THREADS", 256);
-        tt_kernel *c = add_kernel(plan, ops[i], 0, dtype);
-        mla_shape_consts(c, m);
-        set_const(c, "TI", tq);
-        if (jp) { /* mla_tc.cu's parts (and its dQ partials) */
-            set_const(c, "JS", js);
-            set_const(c, "JP", jp);
-        }
-        name_kernel(c, flags);
-        set_const(c, "THREADS", threads);
-        set_const(c, flags_op[i], 1);
-        /* reduce: a thread per vec elements of a row (4 when R keeps them 16-byte aligned);
-         * params: a warp per output (dP's, then dg, du, dv) */
-        const long vec = r % 4 == 0 ? 4 : 1;
-        if (i == 0) set_const(c, "VEC", vec);
-        c->block[0] = (unsigned)threads;
-        const long elems = i == 0 ? (long)s->train.batch * n * r / vec
-                                  : 32L * ((m->position == TT_POS_KEY ? n * r : 0) + 3 * r);
-        c->grid[0] = ceil_div(elems, threads);
-        if (i == 0)
-            snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(batch * %d / %ld / %ld)", n * r,
-                     vec, threads);
-        else
-            snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(32 * %ld / %ld)", elems / 32, threads);
-        whyf(c, i == 0 ? "thread per element, tiles summed in a fixed order: deterministic"
-                       : "warp per output, lanes over sequences, a fixed butterfly: deterministic");
+    const long threads = pick(plan, "mla_bwd_reduce", "THREADS", 256);
+    tt_kernel *c = add_kernel(plan, "mla_bwd_reduce", 0, dtype);
+    mla_shape_consts(c, m);
+    set_const(c, "TI", tq);
+    if (jp) { /* mla_tc.cu's parts (and its dQ partials) */
+        set_const(c, "JS", js);
+        set_const(c, "JP", jp);
     }
+    name_kernel(c, flags);
+    set_const(c, "THREADS", threads);
+    set_const(c, "OP_MLA_BWD_REDUCE", 1);
+    const long vec = r % 4 == 0 ? 4 : 1;
+    set_const(c, "VEC", vec);
+    c->block[0] = (unsigned)threads;
+    const long elems = (long)s->train.batch * n * r / vec;
+    const long outputs = (m->position == TT_POS_KEY ? (long)n * r : 0) + 3L * r;
+    c->grid[0] = ceil_div(elems, threads) + ceil_div(32 * outputs, threads);
+    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(batch * %d / %ld / %ld) + ceil(32 * %ld / %ld)",
+             n * r, vec, threads, outputs, threads);
+    whyf(c, "thread per element, tiles summed in a fixed order; then a warp per parameter output, "
+            "lanes over sequences, a fixed butterfly: deterministic");
     return 0;
 }
 
@@ -1490,8 +1484,7 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
                      : plan_mla(plan, spec, dtype, err, errlen) != 0 ||
                                plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ? -1 : 0;
         const bool fused_tuned = tuned(plan, "mla_fwd") || tuned(plan, "mla_bwd_wo") ||
-                                 tuned(plan, "mla_bwd_q") || tuned(plan, "mla_bwd_reduce") ||
-                                 tuned(plan, "mla_bwd_params");
+                                 tuned(plan, "mla_bwd_q") || tuned(plan, "mla_bwd_reduce");
         if (rc != 0 && spec->kernels.attention == TT_ATTN_AUTO && !fused_tuned) {
             /* the fused kernels do not fit these shapes (e.g. rank 128's tiles in shared
              * memory): the materialized ones do (a tuning's value that does not fit stays an

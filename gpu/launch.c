@@ -741,20 +741,16 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
 {
     const tt_gpu_kernel *w = tt_gpu_kernel_of(p, "mla_bwd_wo"), *q = tt_gpu_kernel_of(p, "mla_bwd_q");
     const tt_gpu_kernel *red = tt_gpu_kernel_of(p, "mla_bwd_reduce");
-    const tt_gpu_kernel *par = tt_gpu_kernel_of(p, "mla_bwd_params");
-    const tt_gpu_kernel *all[] = {w, q, red, par};
-    for (int i = 0; i < 4; i++) {
+    const tt_gpu_kernel *all[] = {w, q, red};
+    for (int i = 0; i < 3; i++) {
         expect(all[i], "N", n);
         expect(all[i], "R", r);
         expect(all[i], "D", d);
         TT_ASSERT((pos != NULL) == (need(all[i], "POS_KEY") != 0));
     }
-    expect(red, "TI", need(q, "TI")); /* the reductions read the tiles mla_bwd_q wrote */
-    expect(par, "TI", need(q, "TI"));
+    expect(red, "TI", need(q, "TI")); /* the sums read the tiles mla_bwd_q wrote */
     TT_ASSERT(tt_kernel_const(red->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
     TT_ASSERT(tt_kernel_const(red->k, "JS", 0) == tt_kernel_const(q->k, "JS", 0));
-    TT_ASSERT(tt_kernel_const(par->k, "JS", 0) == tt_kernel_const(q->k, "JS", 0));
-    TT_ASSERT(tt_kernel_const(par->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
     /* dY's path to dqkv, dg (and dp, du, dv) on s; dWo's beside it on side when there is one */
     const cudaStream_t ws = side ? side->stream : s;
     if (side) tt_gpu_fork(side, s);
@@ -768,12 +764,12 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
         tt_gpu_launch(q, (dim3){(unsigned)need(q, "TASKS"), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
-    void *rargs[] = {&dqkv, &part, &batch};
-    tt_gpu_launch(red, (dim3){ceil_div((long)batch * n * r / need(red, "VEC"), need(red, "THREADS")), 1, 1},
+    /* dqkv's sums, then the parameters' in the blocks after (a warp an output) */
+    int reduce_blocks = (int)ceil_div((long)batch * n * r / need(red, "VEC"), need(red, "THREADS"));
+    const long outputs = (pos ? (long)n * r : 0) + 3L * r;
+    void *rargs[] = {&dqkv, &dp, &dg, &du, &dv, &part, &batch, &reduce_blocks};
+    tt_gpu_launch(red, (dim3){(unsigned)(reduce_blocks + ceil_div(32 * outputs, need(red, "THREADS"))), 1, 1},
                   rargs, s);
-    void *pargs[] = {&dp, &dg, &du, &dv, &part, &batch};
-    const long outputs = (pos ? (long)n * r : 0) + 3L * r; /* a warp each */
-    tt_gpu_launch(par, (dim3){ceil_div(32 * outputs, need(par, "THREADS")), 1, 1}, pargs, s);
     if (tt_kernel_const(w->k, "MMA", 0)) {
         /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
         const long splits = need(w, "S");

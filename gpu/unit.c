@@ -1516,7 +1516,7 @@ const tt_unit_desc tt_units[] = {
      false, "the attention's CPU twin (forward)",
      IMPL(mla_fwd_init, mla_fwd_twin, mla_fwd_run, mla_scratch, NULL)},
     {"mla_bwd",
-     OPS("mla_bwd_q", "mla_bwd_wo", "mla_bwd_wo_sum", "mla_bwd_reduce", "mla_bwd_params", NULL),
+     OPS("mla_bwd_q", "mla_bwd_wo", "mla_bwd_wo_sum", "mla_bwd_reduce", NULL),
      "tt_mla_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
      IMPL(mla_bwd_init, mla_bwd_twin, mla_bwd_run, mla_scratch, NULL)},
     {"mla_mat_fwd", OPS("mla_mat_prep", "mla_mat_mask", NULL), "tt_mla_mat_fwd", "rel. error",

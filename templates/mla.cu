@@ -16,9 +16,8 @@
 // ttgen: tunable mla_bwd_wo TI 8 16 32
 // ttgen: tunable mla_bwd_wo TD 32 64 128
 // ttgen: tunable mla_bwd_q TI 8 16 32
-// and the threads of the two sums of mla_bwd_q's partials (both paths'):
+// and the threads of the sums of mla_bwd_q's partials (both paths'):
 // ttgen: tunable mla_bwd_reduce THREADS 128 256 512 1024
-// ttgen: tunable mla_bwd_params THREADS 64 128 256 512
 
 #define TT_WARPS (TT_THREADS / 32)
 #define TT_RPT (TT_TI / TT_WARPS) // rows of Y per thread
@@ -159,8 +158,9 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 //   mla_bwd_q      a block owns (b, a tile of rows i): for each visible j it forms dT = dY Wo_j^T
 //                  (masked), da_j = dT V, and from da_j: dQ (its own rows, written once), and
 //                  partial sums of dK[j], dV, dP[j], dg, du, dv for its tile, written to `part`.
-//   mla_bwd_reduce adds the tiles' partials of dK and dV into dqkv (fixed order).
-//   mla_bwd_params adds the partials of dP (written) and dg, du, dv (added into) in fixed order.
+//   mla_bwd_reduce adds the tiles' partials of dK and dV into dqkv (fixed order), and in the
+//                  blocks after those the partials of dP (written) and dg, du, dv (added into),
+//                  in fixed order: one launch for both sums.
 // No float atomics anywhere: the result does not depend on scheduling. The layout of the
 // partials is templates/mla_geom.cuh's (TT_TI = this kernel's row tile).
 
@@ -414,15 +414,66 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #endif
 
 #ifdef TT_OP_MLA_BWD_REDUCE
+// dp[j, r] = sum_{b,it} dP partials (written); dg, du, dv [R] += sums of their partials; output e
+// of (dP's when position: key, then dg's, du's, dv's), a warp each: lane l adds the partials of
+// sequences l, l + 32, ... in order, then the lanes' sums meet in a fixed butterfly: the same bits
+// on every run.
+__device__ __forceinline__ void tt_mla_bwd_params(float *dp, float *dg, float *du, float *dv,
+                                                  const float *__restrict__ part, int batch, int e)
+{
+    const int lane = threadIdx.x % 32;
+#if TT_POS_KEY
+    if (e < (int)TT_PART_NR) {
+        float s = 0.f;
+        for (int b = lane; b < batch; b += 32)
+#pragma unroll
+            for (int it = 0; it < TT_IT; it++) s += TT_PART_P(b, it)[e];
+        s = tt_group_sum<32>(s);
+        if (lane == 0) dp[e] = s;
+        return;
+    }
+    e -= (int)TT_PART_NR;
+#else
+    (void)dp;
+#endif
+    if (e >= 3 * TT_R) return;
+    float s = 0.f;
+    for (int b = lane; b < batch; b += 32)
+        // (tiles and parts have compile-time bounds: unrolled, the loads are all in flight at once)
+#pragma unroll
+        for (int it = 0; it < TT_IT; it++)
+#pragma unroll
+            for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
+    s = tt_group_sum<32>(s);
+    if (lane != 0) return;
+    const int which = e / TT_R, r = e % TT_R;
+    if (which == 0) dg[r] += s;
+#if TT_POS_KEY
+    else if (which == 1) du[r] += s;
+    else dv[r] += s;
+#else
+    (void)du, (void)dv;
+#endif
+}
+#endif
+
+#ifdef TT_OP_MLA_BWD_REDUCE
 // dqkv[b, j, R + r] = sum over tiles of the dK partials; dqkv[b, k, 2R + r] = sum over tiles and
 // parts of the dV partials; with parts (mla_tc.cu), dqkv[b, i, r] = sum over i's tile's parts
 // of the dQ partials. Fixed order. A thread per TT_VEC consecutive r of a row (R a multiple of
 // TT_VEC: whole vectors of the partials and of dqkv's rows).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
+TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ dp, float *__restrict__ dg,
+          float *__restrict__ du, float *__restrict__ dv, const float *__restrict__ part, int batch,
+          int reduce_blocks)
 {
     tt_pdl_begin();
     static_assert(TT_R % TT_VEC == 0, "vectors within a row");
+    if ((int)blockIdx.x >= reduce_blocks) { // the parameters' sums, a warp an output
+        tt_mla_bwd_params(dp, dg, du, dv, part, batch,
+                          (int)(((blockIdx.x - reduce_blocks) * (size_t)TT_THREADS + threadIdx.x) / 32));
+        return;
+    }
     const size_t e = ((size_t)blockIdx.x * TT_THREADS + threadIdx.x) * TT_VEC;
     if (e >= (size_t)batch * TT_PART_NR) return;
     const int b = (int)(e / TT_PART_NR);
@@ -457,52 +508,6 @@ TT_KERNEL(TT_T *__restrict__ dqkv, const float *__restrict__ part, int batch)
         for (int q = 0; q < TT_VEC; q++) sq[q] += x[q];
     }
     tt_store<TT_VEC>(dqkv + row * 3 * TT_R + jr % TT_R, sq);
-#endif
-}
-#endif
-
-#ifdef TT_OP_MLA_BWD_PARAMS
-// dp[j, r] = sum_{b,it} dP partials (written); dg, du, dv [R] += sums of their partials. A warp
-// per output: lane l adds the partials of sequences l, l + 32, ... in order, then the lanes'
-// sums meet in a fixed butterfly: the same bits on every run.
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
-          float *__restrict__ dv, const float *__restrict__ part, int batch)
-{
-    tt_pdl_begin();
-    const int lane = threadIdx.x % 32;
-    int e = (int)((blockIdx.x * (size_t)TT_THREADS + threadIdx.x) / 32);
-#if TT_POS_KEY
-    if (e < (int)TT_PART_NR) {
-        float s = 0.f;
-        for (int b = lane; b < batch; b += 32)
-#pragma unroll
-            for (int it = 0; it < TT_IT; it++) s += TT_PART_P(b, it)[e];
-        s = tt_group_sum<32>(s);
-        if (lane == 0) dp[e] = s;
-        return;
-    }
-    e -= (int)TT_PART_NR;
-#else
-    (void)dp;
-#endif
-    if (e >= 3 * TT_R) return;
-    float s = 0.f;
-    for (int b = lane; b < batch; b += 32)
-        // (tiles and parts have compile-time bounds: unrolled, the loads are all in flight at once)
-#pragma unroll
-        for (int it = 0; it < TT_IT; it++)
-#pragma unroll
-            for (int jp = 0; jp < TT_NPARTS(it); jp++) s += TT_PART_VEC(b, it, jp)[e];
-    s = tt_group_sum<32>(s);
-    if (lane != 0) return;
-    const int which = e / TT_R, r = e % TT_R;
-    if (which == 0) dg[r] += s;
-#if TT_POS_KEY
-    else if (which == 1) du[r] += s;
-    else dv[r] += s;
-#else
-    (void)du, (void)dv;
 #endif
 }
 #endif

@@ -620,8 +620,8 @@ TT_KERNEL(TT_T *__restrict__ y, const float *__restrict__ ypart, int batch)
 #endif
 
 // ---- backward ----------------------------------------------------------------------------------
-// Two kernels replace mla.cu's mla_bwd_wo and mla_bwd_q; mla_bwd_reduce and mla_bwd_params (of
-// mla.cu, with TT_TI = 16) add up the partials mla_bwd_q writes (templates/mla_geom.cuh).
+// Two kernels replace mla.cu's mla_bwd_wo and mla_bwd_q; mla.cu's mla_bwd_reduce (with TT_TI =
+// 16) adds up the partials mla_bwd_q writes (templates/mla_geom.cuh).
 
 #ifdef TT_OP_MLA_BWD_WO
 // dWo[d, j*N + k] += sum_{b,i} T[b,i,j,k] dY[b,i,d], as dWo_j^T (keys x features) = T_j^T dY:
@@ -1105,7 +1105,7 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // product is ranks x something, so that g K_j scales rows of the accumulators and one pair of
 // values of it serves dQ and dV alike. At the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The
 // part's sums of dQ, dV, dg go to the partials (templates/mla_geom.cuh, TT_TI = 16), which
-// mla_bwd_reduce and mla_bwd_params add up in a fixed order; dK[j] is complete in its part.
+// mla_bwd_reduce adds up in a fixed order; dK[j] is complete in its part.
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the slabs of Wo (16 keys wide), in bf16
 #define TT_JSETS (TT_JS / 8)     // accumulators of dK~: 8 key positions j each
