@@ -159,8 +159,8 @@ struct tt_gpu_lm {
      * defer_sums), where their partials fit in TT_DEFERRED_SUMS_BYTES and the gradients of
      * successive layers are a fixed stride apart: ln_part holds 2 L slots (layer k's LN1 at
      * 2k, LN2 at 2k + 1) and ffn_part L; else one slot each, summed a layer at a time. */
-    bool defer_sums;
-    size_t ln_slot, ffn_slot; /* floats a slot */
+    bool may_defer, defer_sums; /* may: unless TT_DEFER_SUMS=0 */
+    size_t ln_slot, ffn_slot;   /* floats a slot */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     tt_mla_mat_bufs mat;   /* its buffers */
@@ -478,7 +478,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     }
     lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * d;
     lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
-    lm->defer_sums = defer_sums(lm);
+    lm->defer_sums = lm->may_defer && defer_sums(lm);
     lm->ln_part = take(b, lm->ln_slot * (lm->defer_sums ? 2 * (size_t)m->layers : 1) * 4);
     lm->ffn_part = take(b, lm->ffn_slot * (lm->defer_sums ? (size_t)m->layers : 1) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
@@ -552,6 +552,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->host_route_mem = tt_xmalloc(lm->route_bytes);
     route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
+    lm->may_defer = tt_env_long("TT_DEFER_SUMS", 0, 1, 1);
     bump b = {0};
     carve(lm, &b);
     lm->bytes = b.used;

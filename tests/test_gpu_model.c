@@ -760,9 +760,11 @@ static void graph_steps(tt_gpu_lm *lm, const tt_spec *s, const float *w0, size_t
 }
 
 /* Six training steps with dropout, replayed from CUDA graphs, against the same steps launched
- * kernel by kernel (TT_CUDA_GRAPH=0), and with room for two graphs only (TT_CUDA_GRAPHS=2, so
- * that the least recently used is replaced): the kernels are the same and deterministic, so
- * losses, norms and weights must be bit-identical. The steps differ in device memory (inputs,
+ * kernel by kernel (TT_CUDA_GRAPH=0), with room for two graphs only (TT_CUDA_GRAPHS=2, so
+ * that the least recently used is replaced), and with the parameter gradients' column sums a
+ * layer at a time instead of every layer's after the backward (TT_DEFER_SUMS=0): the kernels are
+ * deterministic and the sums the same in the same order, so losses, norms and weights must be
+ * bit-identical. The steps differ in device memory (inputs,
  * dropout step, learning rate), which checks that a replay reads each step's values, and for the
  * adaptive softmax and embedding in their padded counts, patterns A B A C A B: three graphs,
  * three replays (with room for two: four captures, two replays). */
@@ -779,9 +781,10 @@ static void test_graph(void **state)
         {"graph adaptive bf16", "causal: true, dropout: 0.2, " ADAPTIVE, "precision: bf16, "
          "schedule: {kind: cosine, warmup: 2}", 1, 0, 8, 0, NULL},
     };
-    enum { STEPS = 6, MODES = 3 };
+    enum { STEPS = 6, MODES = 4 };
     static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};
-    static const char *const mode_name[MODES] = {"graphs", "kernel by kernel", "two graphs"};
+    static const char *const mode_name[MODES] = {"graphs", "kernel by kernel", "two graphs",
+                                                 "sums a layer at a time"};
     /* the heuristic's algorithm for every product in all three modes: tuning would pick by
      * timing (in each mode anew) and drop the graphs captured before it */
     setenv("TT_GEMM_TUNE", "0", 1);
@@ -800,11 +803,13 @@ static void test_graph(void **state)
         for (int mode = 0; mode < MODES; mode++) {
             if (mode == 1) setenv("TT_CUDA_GRAPH", "0", 1);
             if (mode == 2) setenv("TT_CUDA_GRAPHS", "2", 1);
+            if (mode == 3) setenv("TT_DEFER_SUMS", "0", 1);
             char err[1024];
             tt_gpu_lm *lm;
             const int rc = tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err);
             unsetenv("TT_CUDA_GRAPH");
             unsetenv("TT_CUDA_GRAPHS");
+            unsetenv("TT_DEFER_SUMS");
             if (rc != 0) fail_msg("%s", err);
             graph_steps(lm, &s, w0, nf, pattern, STEPS, in, tg, loss[mode], norm[mode]);
             long captured, replayed;
@@ -828,7 +833,7 @@ static void test_graph(void **state)
                          r1.loss_sum);
             /* one key without cutoffs; else A, B, C: with two graphs the second A replaces B and
              * the second B replaces C */
-            const long want_c = mode == 1 ? 0 : !adaptive ? 1 : mode == 0 ? 3 : 4;
+            const long want_c = mode == 1 ? 0 : !adaptive ? 1 : mode == 2 ? 4 : 3;
             printf("%-20s %-16s: %ld graphs captured, %ld replays\n", v->name, mode_name[mode],
                    captured, replayed);
             if (captured != want_c || replayed != (mode == 1 ? 0 : STEPS - want_c))
@@ -837,9 +842,10 @@ static void test_graph(void **state)
             tt_gpu_lm_close(lm);
         }
         for (int k = 0; k < STEPS; k++) {
-            printf("%-20s step %d: loss %.9g / %.9g / %.9g, norm %.9g / %.9g / %.9g (%s / %s / %s)\n",
-                   v->name, k + 1, loss[0][k], loss[1][k], loss[2][k], norm[0][k], norm[1][k],
-                   norm[2][k], mode_name[0], mode_name[1], mode_name[2]);
+            printf("%-20s step %d: loss %.9g / %.9g / %.9g / %.9g, norm %.9g / %.9g / %.9g / %.9g "
+                   "(%s / %s / %s / %s)\n", v->name, k + 1, loss[0][k], loss[1][k], loss[2][k],
+                   loss[3][k], norm[0][k], norm[1][k], norm[2][k], norm[3][k], mode_name[0],
+                   mode_name[1], mode_name[2], mode_name[3]);
             for (int mode = 1; mode < MODES; mode++)
                 if (loss[0][k] != loss[mode][k] || norm[0][k] != norm[mode][k])
                     fail_msg("%s: step %d differs between %s and %s", v->name, k + 1, mode_name[0],
