@@ -161,6 +161,7 @@ struct tt_gpu_lm {
      * 2k, LN2 at 2k + 1) and ffn_part L; else one slot each, summed a layer at a time. */
     bool may_defer, defer_sums; /* may: unless TT_DEFER_SUMS=0 */
     size_t ln_slot, ffn_slot;   /* floats a slot */
+    long long core_stride;      /* floats between layers' cores (-1: not one stride) */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     tt_mla_mat_bufs mat;   /* its buffers */
@@ -553,6 +554,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->host_route_mem = tt_xmalloc(lm->route_bytes);
     route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->may_defer = tt_env_long("TT_DEFER_SUMS", 0, 1, 1);
+    lm->core_stride = layer_stride(layout, "layers.%d.dec_attn.core_value");
     bump b = {0};
     carve(lm, &b);
     lm->bytes = b.used;
@@ -1142,10 +1144,11 @@ static void cores(tt_gpu_lm *lm, bool bwd)
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const int r = m->rank, h = m->cores;
-    const long long stride = layer_stride(lm->l, "layers.%d.dec_attn.core_value");
-    const int launches = stride < 0 ? m->layers : 1, layers = stride < 0 ? 1 : m->layers;
-    for (int k = 0; k < launches; k++) {
+    const bool one = lm->core_stride >= 0;
+    const long long stride = one ? lm->core_stride : 0;
+    for (int k = 0; k < (one ? 1 : m->layers); k++) {
         const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
+        const int layers = one ? m->layers : 1;
         if (bwd)
             tt_core_bwd(p, st, lg->core, lm->dg + (size_t)k * r, lw->core, h, r, layers, r, stride);
         else
@@ -1189,9 +1192,10 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     const int key = m->position == TT_POS_KEY;
     if (gw != gm) tt_gpu_join(lm->side, st);
     if (lm->mla_mat)
-        tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r, key ? g->u : NULL,
-                       key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
-                       key ? w->u : NULL, key ? w->v : NULL, &lm->mat, lm->batch, n, r, d);
+        tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
+                       key ? g->u : NULL, key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
+                       key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &lm->mat,
+                       lm->batch, n, r, d);
     else
         tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                    key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
