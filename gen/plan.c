@@ -583,7 +583,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     g->block[0] = (unsigned)threads;
     g->grid[0] = PARTIAL_BLOCKS;
     snprintf(g->grid_rule, sizeof g->grid_rule, "x = %d", PARTIAL_BLOCKS);
-    g->smem_bytes = 32 * 8 + 8; /* the block sum's doubles, and the last-block flag */
+    g->smem_bytes = 32 * 8 + 4; /* the block sum's doubles, and the last-block flag */
     whyf(g, "sums of squares in double, a partial per block of a fixed grid; the last block to "
             "finish adds them in a fixed order and writes norm and clip factor");
     return 0;

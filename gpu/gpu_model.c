@@ -154,14 +154,14 @@ struct tt_gpu_lm {
     void *dkvm, *dom;              /* [B*M, 2 HD], [rows, HD] */
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *ln_part, *ffn_part, *mla_part;
-    /* The LayerNorms' and the FFN's first bias's parameter gradients are summed from their
-     * partials after the last layer's backward, each kind in one launch for every layer (see
-     * defer_sums), where their partials fit in TT_DEFERRED_SUMS_BYTES and the gradients of
-     * successive layers are a fixed stride apart: ln_part holds 2 L slots (layer k's LN1 at
-     * 2k, LN2 at 2k + 1) and ffn_part L; else one slot each, summed a layer at a time. */
-    bool may_defer, defer_sums; /* may: unless TT_DEFER_SUMS=0 */
-    size_t ln_slot, ffn_slot;   /* floats a slot */
-    long long core_stride;      /* floats between layers' cores (-1: not one stride) */
+    /* The LayerNorms' and the FFN's biases' gradients are column sums of their kernels'
+     * partials (param_sums): with defer_sums (every layer's partials fit in
+     * TT_DEFERRED_SUMS_BYTES, and TT_DEFER_SUMS is not 0) after the last layer's backward, one
+     * launch a kind for every layer, ln_part holding layer k's LN1 partials in slot 2k and its
+     * LN2's in 2k + 1, ffn_part layer k's in slot k; else right after each kernel, one slot each. */
+    bool defer_sums;
+    size_t ln_slot, ffn_slot; /* floats a slot */
+    long long layer_stride;   /* floats from a layer's parameters to the next layer's */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     tt_mla_mat_bufs mat;   /* its buffers */
@@ -312,42 +312,32 @@ static void pad_bind(tt_gpu_lm *lm)
  * tt_gpu_lm): lm1b's body keeps 60 MB of them. */
 #define TT_DEFERRED_SUMS_BYTES ((size_t)96 << 20)
 
-/* Floats from layer k's parameter fmt to layer k + 1's, if every layer's is that far from the
- * one before (or there is one layer); else -1. */
-static long long layer_stride(const tt_layout *l, const char *fmt)
+/* Floats from a layer's parameters to the next layer's: the layout lays every layer's block out
+ * alike, and the launches that cover every layer at once (the cores, the deferred column sums)
+ * step by it; checked for each parameter they touch (a layout that breaks it is a bug here). */
+static long long layer_stride(const tt_layout *l)
 {
-    long long stride = 0;
-    size_t prev = 0;
-    for (int k = 0; k < l->m.layers; k++) {
-        char name[96];
-        snprintf(name, sizeof name, fmt, k);
-        const tt_param *q = tt_layout_find(l, name);
-        if (!q) return -1;
-        if (k == 1) stride = (long long)(q->offset - prev);
-        else if (k > 1 && (long long)(q->offset - prev) != stride) return -1;
-        prev = q->offset;
-    }
-    return stride;
-}
-
-/* Whether every layer's LayerNorm and first-bias partials are kept for one launch of each kind
- * after the backward: they fit in TT_DEFERRED_SUMS_BYTES, and the six gradients they are summed
- * into are each the same stride from their layer before's (the stride of every layer's block of
- * parameters), so that a launch's jobs differ by that stride alone. */
-static bool defer_sums(const tt_gpu_lm *lm)
-{
-    const tt_model_spec *m = &lm->l->m;
-    const size_t bytes = (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4;
-    if (bytes > TT_DEFERRED_SUMS_BYTES) return false;
     static const char *const names[] = {
         "layers.%d.dec_attn.layer_norm.weight", "layers.%d.dec_attn.layer_norm.bias",
         "layers.%d.pos_ff.layer_norm.weight",   "layers.%d.pos_ff.layer_norm.bias",
-        "layers.%d.pos_ff.CoreNet.3.bias",      "layers.%d.pos_ff.CoreNet.0.bias"};
-    const long long stride = layer_stride(lm->l, names[0]);
-    if (stride < 0) return false;
-    for (size_t i = 1; i < sizeof names / sizeof *names; i++)
-        if (layer_stride(lm->l, names[i]) != stride) return false;
-    return true;
+        "layers.%d.pos_ff.CoreNet.3.bias",      "layers.%d.pos_ff.CoreNet.0.bias",
+        "layers.%d.dec_attn.core_value"}; /* (Transformer-XL has no core) */
+    long long stride = -1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        for (int k = 1; k < l->m.layers; k++) {
+            char a[96], b[96];
+            snprintf(a, sizeof a, names[i], k - 1);
+            snprintf(b, sizeof b, names[i], k);
+            const tt_param *pa = tt_layout_find(l, a), *pb = tt_layout_find(l, b);
+            if (!pa) break;
+            TT_ASSERT(pb);
+            const long long s = (long long)(pb->offset - pa->offset);
+            if (stride < 0) stride = s;
+            if (s != stride)
+                tt_panic(__FILE__, __LINE__, "%s is %lld floats after layer %d's, not %lld", b, s,
+                         k - 1, stride);
+        }
+    return stride < 0 ? 0 : stride;
 }
 
 static void carve(tt_gpu_lm *lm, bump *b)
@@ -477,9 +467,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
         lm->dg = take(b, (size_t)m->layers * r * 4); /* every layer's dg, r apart */
         lm->dp = take(b, n * r * 4);
     }
-    lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * d;
-    lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
-    lm->defer_sums = lm->may_defer && defer_sums(lm);
     lm->ln_part = take(b, lm->ln_slot * (lm->defer_sums ? 2 * (size_t)m->layers : 1) * 4);
     lm->ffn_part = take(b, lm->ffn_slot * (lm->defer_sums ? (size_t)m->layers : 1) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
@@ -553,8 +540,11 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->host_route_mem = tt_xmalloc(lm->route_bytes);
     route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
-    lm->may_defer = tt_env_long("TT_DEFER_SUMS", 0, 1, 1);
-    lm->core_stride = layer_stride(layout, "layers.%d.dec_attn.core_value");
+    lm->layer_stride = layer_stride(layout);
+    lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * lm->dl;
+    lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
+    lm->defer_sums = tt_env_long("TT_DEFER_SUMS", 0, 1, 1) &&
+                     (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
     bump b = {0};
     carve(lm, &b);
     lm->bytes = b.used;
@@ -1054,35 +1044,39 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     mark(lm, TT_PROF_LAYERNORM);
 }
 
-/* Layer k's partials of LayerNorm `which` (1: after the attention, 2: after the FFN) when the
- * sums are deferred. */
-static float *ln_slot(const tt_gpu_lm *lm, int k, int which)
+/* The column sums of the tail's parameter gradients: LN1's dgamma and dbeta, LN2's with the
+ * FFN's second bias (summed beside it), the FFN's first bias. */
+enum { SUMS_LN1, SUMS_LN2, SUMS_FFN };
+
+/* Where layer k's partials of that kind go. */
+static float *sums_part(const tt_gpu_lm *lm, int kind, int k)
 {
-    return lm->ln_part + (size_t)(2 * k + which - 1) * lm->ln_slot;
+    if (kind == SUMS_FFN) return lm->ffn_part + (lm->defer_sums ? (size_t)k * lm->ffn_slot : 0);
+    return lm->ln_part + (lm->defer_sums ? (size_t)(2 * k + (kind == SUMS_LN2)) * lm->ln_slot : 0);
 }
 
-/* The deferred column sums (see defer_sums in tt_gpu_lm) of every layer: LN2's dgamma, dbeta and
- * the FFN's second bias's gradient; LN1's dgamma, dbeta; the FFN's first bias's gradient. */
-static void deferred_sums(tt_gpu_lm *lm)
+/* That kind's sums into the gradients of `layers` layers from layer k on, in one launch. */
+static void param_sums(tt_gpu_lm *lm, int kind, int k, int layers)
 {
     const tt_model_spec *m = &lm->l->m;
-    const tt_gpu_program *p = &lm->prog;
-    const cudaStream_t st = lm->gpu->stream;
-    const tt_layer_view *g0 = &lm->gv.layer[0];
-    const long long stride = m->layers > 1 ? (long long)(lm->gv.layer[1].ln1_w - g0->ln1_w) : 0;
-    const int parts = tt_layernorm_bwd_parts(p, lm->rows);
-    const long long two = 2 * (long long)lm->ln_slot;
-    const tt_colsum_jobs ln2 = {ln_slot(lm, 0, 2), two, {g0->ln2_w, g0->ln2_b, g0->ff2_b}, stride,
-                                m->layers, parts, 3};
-    const tt_colsum_jobs ln1 = {ln_slot(lm, 0, 1), two, {g0->ln1_w, g0->ln1_b, NULL}, stride,
-                                m->layers, parts, 2};
-    const tt_colsum_jobs ffn = {lm->ffn_part, (long long)lm->ffn_slot, {g0->ff1_b, NULL, NULL},
-                                stride, m->layers, (int)(lm->ffn_slot / (size_t)m->d_inner), 1};
-    tt_colsums(p, st, "colsum", &ln2, m->d_model);
-    tt_colsums(p, st, "colsum", &ln1, m->d_model);
-    mark(lm, TT_PROF_LAYERNORM);
-    tt_colsums(p, st, "bias_colsum", &ffn, m->d_inner);
-    mark(lm, TT_PROF_FFN);
+    const tt_layer_view *g = &lm->gv.layer[k];
+    const bool ffn = kind == SUMS_FFN;
+    tt_colsum_jobs j = {.in = sums_part(lm, kind, k),
+                        .in_stride = ffn ? (long long)lm->ffn_slot : 2 * (long long)lm->ln_slot,
+                        .out_stride = lm->layer_stride,
+                        .jobs = layers};
+    if (ffn) {
+        j.out[0] = g->ff1_b, j.sets = 1;
+        j.parts = (int)(lm->ffn_slot / (size_t)m->d_inner);
+    } else {
+        j.out[0] = kind == SUMS_LN1 ? g->ln1_w : g->ln2_w;
+        j.out[1] = kind == SUMS_LN1 ? g->ln1_b : g->ln2_b;
+        j.out[2] = kind == SUMS_LN1 ? NULL : g->ff2_b;
+        j.sets = kind == SUMS_LN1 ? 2 : 3;
+        j.parts = tt_layernorm_bwd_parts(&lm->prog, lm->rows);
+    }
+    tt_colsums(&lm->prog, lm->gpu->stream, ffn ? "bias_colsum" : "colsum", &j,
+               ffn ? m->d_inner : m->d_model);
 }
 
 /* Its backward, from lm->dx = d x2: lm->dx = d x through the residual alone and lm->dy = d y.
@@ -1093,31 +1087,25 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
     const tt_gemm *gm = &lm->gemm;
-    const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
+    const tt_layer_view *lw = &lm->wv.layer[k];
     const layer_padded *lp = &lm->pw[k];
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f, and db2 = dyf's sum */
-    const tt_dropout drop2 = drop_at(lm, o, drop, tail_site(lm, k, 2));
-    if (lm->defer_sums)
-        tt_residual_ln_bwd_parts(p, st, lm->dres, lm->dyf, ln_slot(lm, k, 2), lm->dx, a->s2,
-                                 a->mean2, a->rstd2, lw->ln2_w, rows, d, dl, drop2);
-    else
-        tt_residual_ln_bwd(p, st, lm->dres, lm->dyf, lg->ln2_w, lg->ln2_b, lg->ff2_b, lm->ln_part,
-                           lm->dx, a->s2, a->mean2, a->rstd2, lw->ln2_w, rows, d, dl, drop2);
+    tt_residual_ln_bwd_parts(p, st, lm->dres, lm->dyf, sums_part(lm, SUMS_LN2, k), lm->dx, a->s2,
+                             a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
+                             drop_at(lm, o, drop, tail_site(lm, k, 2)));
+    if (!lm->defer_sums) param_sums(lm, SUMS_LN2, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
     pad_commit(gw, &lp->w2);
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
-    const float drop1 = drop_at(lm, o, drop, tail_site(lm, k, 1)).p;
-    if (lm->defer_sums)
-        tt_ffn_act_bwd_parts(p, st, lm->dff, lm->ffn_part + (size_t)k * lm->ffn_slot, lm->dff,
-                             a->hd, rows, f, fp, drop1);
-    else
-        tt_ffn_act_bwd(p, st, lm->dff, lg->ff1_b, lm->ffn_part, lm->dff, a->hd, rows, f, fp, drop1);
+    tt_ffn_act_bwd_parts(p, st, lm->dff, sums_part(lm, SUMS_FFN, k), lm->dff, a->hd, rows, f, fp,
+                         drop_at(lm, o, drop, tail_site(lm, k, 1)).p);
+    if (!lm->defer_sums) param_sums(lm, SUMS_FFN, k, 1);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w1, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
     pad_commit(gw, &lp->w1);
@@ -1125,35 +1113,25 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
                      lp->w1.pcol, fp, 1.f); /* d x1 in full */
     mark(lm, TT_PROF_FFN);
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
-    const tt_dropout drop0 = drop_at(lm, o, drop, tail_site(lm, k, 0));
-    if (lm->defer_sums)
-        tt_residual_ln_bwd_parts(p, st, lm->dx, lm->dy, ln_slot(lm, k, 1), lm->dres, a->s1,
-                                 a->mean1, a->rstd1, lw->ln1_w, rows, d, dl, drop0);
-    else
-        tt_residual_ln_bwd(p, st, lm->dx, lm->dy, lg->ln1_w, lg->ln1_b, NULL, lm->ln_part, lm->dres,
-                           a->s1, a->mean1, a->rstd1, lw->ln1_w, rows, d, dl, drop0);
+    tt_residual_ln_bwd_parts(p, st, lm->dx, lm->dy, sums_part(lm, SUMS_LN1, k), lm->dres, a->s1,
+                             a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
+                             drop_at(lm, o, drop, tail_site(lm, k, 0)));
+    if (!lm->defer_sums) param_sums(lm, SUMS_LN1, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
 }
 
-/* Every layer's core g (the forward) or its backward into the cores' gradients from every
- * layer's dg (after the last layer's backward): one launch where the cores are a fixed stride
- * apart in the parameters (as the layout puts them), else one a layer. */
+/* Every layer's core g (the forward), or its backward into the cores' gradients from every
+ * layer's dg (after the last layer's backward), in one launch. */
 static void cores(tt_gpu_lm *lm, bool bwd)
 {
     const tt_model_spec *m = &lm->l->m;
-    const tt_gpu_program *p = &lm->prog;
-    const cudaStream_t st = lm->gpu->stream;
-    const int r = m->rank, h = m->cores;
-    const bool one = lm->core_stride >= 0;
-    const long long stride = one ? lm->core_stride : 0;
-    for (int k = 0; k < (one ? 1 : m->layers); k++) {
-        const tt_layer_view *lw = &lm->wv.layer[k], *lg = &lm->gv.layer[k];
-        const int layers = one ? m->layers : 1;
-        if (bwd)
-            tt_core_bwd(p, st, lg->core, lm->dg + (size_t)k * r, lw->core, h, r, layers, r, stride);
-        else
-            tt_core_fwd(p, st, lm->acts[k].g, lw->core, h, r, layers, r, stride);
-    }
+    const tt_layer_view *w = &lm->wv.layer[0], *g = &lm->gv.layer[0];
+    if (bwd)
+        tt_core_bwd(&lm->prog, lm->gpu->stream, g->core, lm->dg, w->core, m->cores, m->rank,
+                    m->layers, m->rank, lm->layer_stride);
+    else
+        tt_core_fwd(&lm->prog, lm->gpu->stream, lm->acts[0].g, w->core, m->cores, m->rank,
+                    m->layers, m->rank, lm->layer_stride);
 }
 
 /* The tensorized layer's attention (MODEL.md section 1): y = MLA(x). */
@@ -1460,7 +1438,13 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             cores(lm, true);
             mark(lm, TT_PROF_ATTENTION);
         }
-        if (lm->defer_sums) deferred_sums(lm);
+        if (lm->defer_sums) {
+            param_sums(lm, SUMS_LN2, 0, m->layers);
+            param_sums(lm, SUMS_LN1, 0, m->layers);
+            mark(lm, TT_PROF_LAYERNORM);
+            param_sums(lm, SUMS_FFN, 0, m->layers);
+            mark(lm, TT_PROF_FFN);
+        }
         if (lm->side)
             tt_gpu_join(lm->side, lm->gpu->stream); /* the keys */
         else

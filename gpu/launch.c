@@ -96,7 +96,8 @@ void tt_colsums(const tt_gpu_program *p, cudaStream_t st, const char *op, const 
 static void colsum_sets(const tt_gpu_program *p, cudaStream_t st, float *dgamma, float *dbeta,
                         float *dbias, float *part, int parts, int d)
 {
-    const tt_colsum_jobs j = {part, 0, {dgamma, dbeta, dbias}, 0, 1, parts, dbias ? 3 : 2};
+    const tt_colsum_jobs j = {.in = part, .out = {dgamma, dbeta, dbias}, .jobs = 1,
+                              .parts = parts, .sets = dbias ? 3 : 2};
     tt_colsums(p, st, "colsum", &j, d);
 }
 
@@ -355,7 +356,7 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
                     const void *dhd, const void *hd, int rows, int f, int ld, float drop)
 {
     const int parts = tt_ffn_act_bwd_parts(p, st, dz, part, dhd, hd, rows, f, ld, drop);
-    const tt_colsum_jobs j = {part, 0, {db1, NULL, NULL}, 0, 1, parts, 1};
+    const tt_colsum_jobs j = {.in = part, .out = {db1}, .jobs = 1, .parts = parts, .sets = 1};
     tt_colsums(p, st, "bias_colsum", &j, f);
 }
 

@@ -37,8 +37,8 @@ TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, double *part, un
 {
     tt_pdl_begin();
     __shared__ double scratch[32];
-    __shared__ bool last;
-    static_assert(sizeof scratch + sizeof last <= TT_SMEM, "the shared memory the plan counted is what the block declares");
+    __shared__ unsigned last;
+    static_assert(sizeof scratch + sizeof last == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const long long stride = (long long)TT_BLOCKS * TT_THREADS;
     const long long first = (long long)blockIdx.x * TT_THREADS + threadIdx.x;
     double acc = 0;
