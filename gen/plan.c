@@ -1208,8 +1208,9 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
  *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
  *     8 layers' 268 GFLOP in about 0.1 s);
  *   materialized: the dense products (3 of 2 B N^3 D FLOPs) at cuBLAS's rate (bf16 500, tf32
- *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 10 passes of B N^3 elements, and E's
- *     B N^2 R2 fp32 twice) at 3 TB/s, and its 10 more launches at 4 us;
+ *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements, with the
+ *     forward's T kept for the backward, and E's B N^2 R2 fp32 twice) at 3 TB/s, and its 7 more
+ *     launches at 4 us;
  * materialized only while T fits in 4 GiB. Returns 1 for materialized; why says the estimate. */
 static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n)
 {
@@ -1226,7 +1227,7 @@ static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n
     const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
                         : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
     const double t_bytes = B * N * N * N * es;
-    const double mat = 3 * dense / gemm + (10 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + 10 * 4e-6;
+    const double mat = 3 * dense / gemm + (8 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + 7 * 4e-6;
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
         snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "

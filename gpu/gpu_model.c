@@ -32,6 +32,9 @@ typedef struct {
     void *oh;           /* [H][rows][dp] P' V (fused: templates/txl_flash.cu) */
     float *lse;         /* [H*rows] each row's log-sum-exp of its scores (fused) */
     void *om;           /* [rows, HD] P' V, heads side by side: o_net's input */
+    /* the materialized attention's buffers: T and its factors this layer's own where kept
+     * (lm->mat_keep), else the ones the layers share; the backward's the layers share */
+    tt_mla_mat_bufs mat;
 } layer_acts;
 
 /* What the host routes for one batch (route_batch): the column of each row's target in the head,
@@ -164,7 +167,7 @@ struct tt_gpu_lm {
     long long layer_stride;   /* floats from a layer's parameters to the next layer's */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
-    tt_mla_mat_bufs mat;   /* its buffers */
+    bool mat_keep;         /* each layer keeps its T for the backward (TT_MAT_KEEP, memory) */
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
     float *emb_part; /* the embedding backward's span sums */
@@ -471,10 +474,17 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->ffn_part = take(b, lm->ffn_slot * (lm->defer_sums ? (size_t)m->layers : 1) * 4);
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
-        const size_t bytes = tt_mla_mat_carve(&lm->mat, NULL, lm->batch, m->seq_len, m->rank,
-                                              m->position == TT_POS_KEY, es);
-        tt_mla_mat_carve(&lm->mat, take(b, bytes), lm->batch, m->seq_len, m->rank,
-                         m->position == TT_POS_KEY, es);
+        const bool key = m->position == TT_POS_KEY;
+        const int bt = lm->batch, ni = (int)n, ri = (int)r;
+        tt_mla_mat_bufs shared;
+        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, key, es, false);
+        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, key, es, false);
+        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, key, es, true);
+        for (int k = 0; k < m->layers; k++) {
+            if (k == 0 || lm->mat_keep)
+                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, key, es, true);
+            lm->acts[k].mat = shared;
+        }
     }
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->emb_part = take(b, tt_embedding_part_floats(&lm->prog) * 4);
@@ -529,6 +539,9 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         return -1;
     }
     lm->mla_mat = !lm->txl && tt_mla_materialized(&lm->prog);
+    /* a T a layer: the backward reads the forward's instead of forming it again (the same bits;
+     * TT_MAT_KEEP=0 or too little device memory for it: one T the layers share) */
+    lm->mat_keep = lm->mla_mat && tt_env_long("TT_MAT_KEEP", 0, 1, 1);
     lm->txl_fused = lm->txl && tt_txl_fused(&lm->prog);
     tt_gemm_init(&lm->gemm, gpu, spec->train.precision);
     char *tuning = cache ? tt_tuning_path(cache->dir) : NULL;
@@ -547,9 +560,14 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
     bump b = {0};
     carve(lm, &b);
-    lm->bytes = b.used;
     size_t free_b = 0, total_b = 0;
     TT_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (lm->mat_keep && b.used > free_b) {
+        lm->mat_keep = false;
+        b = (bump){0};
+        carve(lm, &b);
+    }
+    lm->bytes = b.used;
     if (lm->bytes > free_b) {
         tt_errf(err, errlen, "%s needs %.2f GiB of device memory for batch %d; %s has %.2f GiB free "
                 "of %.2f: lower train.batch (or seq_len, d_inner, the vocabulary)", spec->path,
@@ -1149,7 +1167,7 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
     if (lm->mla_mat)
         tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
-                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &lm->mat, lm->batch, n, r, d);
+                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d);
     else
         tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
                    lm->wv.v, lm->mla_part, lm->batch, n, r, d);
@@ -1172,8 +1190,8 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
     if (lm->mla_mat)
         tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                        key ? g->u : NULL, key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
-                       key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &lm->mat,
-                       lm->batch, n, r, d);
+                       key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &a->mat,
+                       lm->mat_keep, lm->batch, n, r, d);
     else
         tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                    key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,

@@ -7,8 +7,9 @@
 
 static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
-                        size_t es)
+/* buffers [from, to) of the seven below */
+static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key, size_t es,
+                    int from, int to)
 {
     const size_t bt = (size_t)batch, nn = (size_t)n * n, r2 = (size_t)r * (key ? 2 : 1);
     const size_t bytes[7] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
@@ -17,11 +18,23 @@ size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r,
     void **at[7] = {&b->a, &b->kv, &b->t, &b->dt, (void **)&b->gm, (void **)&b->em,
                     (void **)&b->part};
     size_t off = 0;
-    for (int i = 0; i < 7; i++) {
+    for (int i = from; i < to; i++) {
         if (base) *at[i] = (char *)base + off;
         off += align256(bytes[i]);
     }
     return off;
+}
+
+size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
+                        size_t es)
+{
+    return carve(b, base, batch, n, r, key, es, 0, 7);
+}
+
+size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
+                             size_t es, bool t_part)
+{
+    return t_part ? carve(b, base, batch, n, r, key, es, 0, 3) : carve(b, base, batch, n, r, key, es, 3, 7);
 }
 
 /* T = A KV^T, masked, into t: a product per sequence. */
@@ -50,13 +63,14 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
-                    const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
-                    int r, int d)
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
+                    int batch, int n, int r, int d)
 {
     TT_ASSERT(gm->stream == s);
     const int r2 = pos ? 2 * r : r, nn = n * n, rows = batch * n;
-    /* T again (the layers share its buffer), then dWo += dY^T T and dT = dY Wo, masked */
-    form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2);
+    /* T (the forward's, or again where the layers share its buffer), then dWo += dY^T T and
+     * dT = dY Wo, masked */
+    if (!kept) form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2);
     tt_gemm_bwd_w(gm, dwo, dy, b->t, rows, nn, d);
     tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
     tt_mla_mat_mask(p, s, b->dt, batch);

@@ -13,9 +13,12 @@
 #include "launch.h"
 
 typedef struct {
+    /* T and its factors: the forward writes them, the backward reads them (tt_mla_mat_bwd's
+     * kept) or forms them again; a layer's own, or one set the layers share */
     void *a;     /* [batch, N, R2] g (Q+u) | g (Q+v), the storage type */
     void *kv;    /* [batch, N^2, R2] K_j V_k | P_j V_k */
     void *t;     /* [batch N, N^2] T */
+    /* the backward's own: the layers share them */
     void *dt;    /* [batch N, N^2] dT */
     float *gm;   /* [batch, N, R2] dT KV */
     float *em;   /* [batch, N^2, R2] dT^T A */
@@ -26,16 +29,22 @@ typedef struct {
  * in base (256-byte aligned each; base NULL: only the count). */
 size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
                         size_t es);
+/* The same for one part (b's other members untouched): t_part, a, kv and t (a layer's own T);
+ * else the backward's dt, gm, em and part. */
+size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
+                             size_t es, bool t_part);
 
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
                     int r, int d);
-/* dqkv written, dp written (position: key), dwo, dg, du, dv added into. */
+/* dqkv written, dp written (position: key), dwo, dg, du, dv added into. kept: b's a, kv and t
+ * hold what this layer's forward left there (from the same qkv, g, pos, u, v); else they are
+ * formed again. */
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
-                    const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
-                    int r, int d);
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
+                    int batch, int n, int r, int d);
 
 #endif

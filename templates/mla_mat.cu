@@ -21,7 +21,26 @@
 #define TT_R2 (TT_POS_KEY ? 2 * TT_R : TT_R)
 #define TT_NN (TT_N * TT_N)
 
+// 16 bytes of the storage type at a time where every row these kernels write (and qkv's and P's
+// rows they read) is whole 16-byte groups: R2 (and 3R, R) a multiple of the vector for prep,
+// N^2 for the mask; element by element otherwise.
+constexpr int TT_VEC = 16 / (int)sizeof(TT_T);
+constexpr bool TT_PREP_VEC = TT_R % TT_VEC == 0, TT_MASK_VEC = TT_NN % TT_VEC == 0;
+
 #if defined(TT_OP_MLA_MAT_PREP)
+// KV's element (t, k, c) = key_t[c] V_k[c % R], A's (t, c) = g[c % R] (Q_t + u|v)[c % R]; each
+// rounded once from fp32, whichever path.
+__device__ __forceinline__ float tt_prep_key(const TT_T *seq, const TT_T *p, int t, int c)
+{
+    const int r = c % TT_R;
+#if TT_POS_KEY
+    if (c >= TT_R) return tt_float(p[(size_t)t * TT_R + r]);
+#else
+    (void)p;
+#endif
+    return tt_float(seq[(size_t)t * 3 * TT_R + TT_R + r]);
+}
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ qkv,
           const float *__restrict__ g, const TT_T *__restrict__ p, const float *__restrict__ u,
@@ -31,19 +50,32 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
     const int t = blockIdx.x, b = blockIdx.y;
     const TT_T *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
 #if !TT_POS_KEY
-    (void)p, (void)u, (void)v;
+    (void)u, (void)v;
 #endif
     TT_T *kvt = kv + ((size_t)b * TT_NN + (size_t)t * TT_N) * TT_R2;
-    for (int e = threadIdx.x; e < TT_N * TT_R2; e += TT_THREADS) {
-        const int k = e / TT_R2, c = e % TT_R2, r = c % TT_R;
-        const float vk = tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]);
-        const float key = c < TT_R ? tt_float(seq[(size_t)t * 3 * TT_R + TT_R + r])
+    if constexpr (TT_PREP_VEC) {
+        // a thread per TT_VEC consecutive c of one k (no vector crosses R: R is whole vectors)
+        constexpr int CH = TT_R2 / TT_VEC;
+        for (int e = threadIdx.x; e < TT_N * CH; e += TT_THREADS) {
+            const int k = e / CH, c0 = e % CH * TT_VEC, r0 = c0 % TT_R;
+            float key[TT_VEC], vk[TT_VEC];
 #if TT_POS_KEY
-                                   : tt_float(p[(size_t)t * TT_R + r]);
-#else
-                                   : 0.f;
+            if (c0 >= TT_R)
+                tt_load<TT_VEC>(key, p + (size_t)t * TT_R + r0);
+            else
 #endif
-        kvt[e] = tt_store_as<TT_T>(key * vk);
+                tt_load<TT_VEC>(key, seq + (size_t)t * 3 * TT_R + TT_R + r0);
+            tt_load<TT_VEC>(vk, seq + (size_t)k * 3 * TT_R + 2 * TT_R + r0);
+#pragma unroll
+            for (int i = 0; i < TT_VEC; i++) key[i] *= vk[i];
+            tt_store<TT_VEC>(kvt + (size_t)k * TT_R2 + c0, key);
+        }
+    } else {
+        for (int e = threadIdx.x; e < TT_N * TT_R2; e += TT_THREADS) {
+            const int k = e / TT_R2, c = e % TT_R2, r = c % TT_R;
+            const float vk = tt_float(seq[(size_t)k * 3 * TT_R + 2 * TT_R + r]);
+            kvt[e] = tt_store_as<TT_T>(tt_prep_key(seq, p, t, c) * vk);
+        }
     }
     TT_T *at = a + ((size_t)b * TT_N + t) * TT_R2;
     for (int c = threadIdx.x; c < TT_R2; c += TT_THREADS) {
@@ -58,6 +90,10 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 #endif
 
 #if defined(TT_OP_MLA_MAT_MASK)
+// Row i keeps (j, k) with j <= i and k <= i: for each j <= i the tail k > i of its N columns is
+// zeroed, and every column from (i + 1) N on (j > i). Whole vectors past (i + 1) N are stored as
+// zeros without a read; a vector that holds kept and hidden columns is read, zeroed where hidden
+// and stored; one that holds only kept columns is left alone.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ t)
 {
@@ -65,9 +101,37 @@ TT_KERNEL(TT_T *__restrict__ t)
     const int i = blockIdx.x, b = blockIdx.y;
     TT_T *row = t + ((size_t)b * TT_N + i) * TT_NN;
     const TT_T zero = tt_store_as<TT_T>(0.f);
-    for (int c = threadIdx.x; c < TT_NN; c += TT_THREADS) {
-        const int j = c / TT_N, k = c % TT_N;
-        if (j > i || k > i) row[c] = zero;
+    if constexpr (TT_MASK_VEC) {
+        const int kept_end = (i + 1) * TT_N; // columns from here on are all hidden
+        for (int c0 = threadIdx.x * TT_VEC; c0 < TT_NN; c0 += TT_THREADS * TT_VEC) {
+            tt_vec<TT_T, TT_VEC> *at = reinterpret_cast<tt_vec<TT_T, TT_VEC> *>(row + c0);
+            if (c0 >= kept_end) {
+                tt_vec<TT_T, TT_VEC> z;
+#pragma unroll
+                for (int e = 0; e < TT_VEC; e++) z.v[e] = zero;
+                *at = z;
+                continue;
+            }
+            bool hidden = false;
+#pragma unroll
+            for (int e = 0; e < TT_VEC; e++) {
+                const int c = c0 + e;
+                hidden |= c / TT_N > i || c % TT_N > i;
+            }
+            if (!hidden) continue;
+            tt_vec<TT_T, TT_VEC> x = *at;
+#pragma unroll
+            for (int e = 0; e < TT_VEC; e++) {
+                const int c = c0 + e;
+                if (c / TT_N > i || c % TT_N > i) x.v[e] = zero;
+            }
+            *at = x;
+        }
+    } else {
+        for (int c = threadIdx.x; c < TT_NN; c += TT_THREADS) {
+            const int j = c / TT_N, k = c % TT_N;
+            if (j > i || k > i) row[c] = zero;
+        }
     }
 }
 #endif
