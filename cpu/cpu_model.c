@@ -125,10 +125,20 @@ double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double 
                 double z = lm->round == TT_PREC_FP32 ? lw->ff1_b[u] : 0;
                 for (int c = 0; c < d; c++)
                     z += (double)x1[(size_t)r * d + c] * lp->ff1_w[(size_t)u * d + c];
-                if (lm->round != TT_PREC_FP32) /* as the bf16 path's kernel adds b1 */
-                    z = stored(lm, (tt_real)z) + lw->ff1_b[u];
+                double slack = 0;
+                if (lm->round != TT_PREC_FP32) { /* as the bf16 path's kernel adds b1 */
+                    const double prod = stored(lm, (tt_real)z);
+                    z = prod + lw->ff1_b[u];
+                    /* the GPU's product may round to the other neighbour: a step of bf16 */
+                    if (lm->round == TT_PREC_BF16 && prod != 0) {
+                        int e;
+                        frexp(prod, &e);
+                        slack = ldexp(1, e - 8);
+                    }
+                }
                 sq += z * z;
-                if (fabs(z) < near) near = fabs(z), at = u;
+                const double dist = fabs(z) > slack ? fabs(z) - slack : 0;
+                if (dist < near) near = dist, at = u;
             }
         const double q = sqrt(sq / ((double)lm->rows * f)), rel = near / (q > 0 ? q : 1);
         if (rel < best) best = rel, *layer = k, *unit = at, *rms = q;

@@ -67,7 +67,10 @@ void tt_cpu_lm_round_as(tt_cpu_lm *lm, tt_precision p);
  * unit and that RMS into *layer, *unit and *rms. Where it is within rounding of zero, two correct
  * implementations (another summation order) disagree on the ReLU's mask there, and W1, b1 and
  * everything below them differ by a whole term: a gradient test moves that unit's bias off the
- * kink first. */
+ * kink first. At bf16 the input is the stored product W1 x1 plus b1, and another implementation's
+ * product may round to the other neighbour: the distance is what is left past one bf16 step of
+ * the product (a product of 1 rounds in steps of 2^-7; an input of 5e-3 next to it was 3e-3 of
+ * its layer's RMS from the kink, and an H200 run flipped it). */
 double tt_cpu_lm_relu_margin(const tt_cpu_lm *lm, int *layer, int *unit, double *rms);
 
 typedef struct {
