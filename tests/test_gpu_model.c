@@ -282,6 +282,28 @@ static void judge(verdict *vd, const char *vname, const char *what, const char *
     }
 }
 
+/* Where a tensor's gradient is over its bound: its entries farthest apart (a ReLU or dropout
+ * decision taken differently shows as one unit's row and bias; a wrong kernel, as many). */
+static void worst_entries(const tt_param *p, const float *gc, const float *gg)
+{
+    enum { SHOW = 4 };
+    size_t at[SHOW];
+    double far[SHOW] = {0};
+    for (size_t j = 0; j < p->numel; j++) {
+        const double dd = fabs((double)gg[p->offset + j] - gc[p->offset + j]);
+        for (int s = 0; s < SHOW; s++)
+            if (dd > far[s]) {
+                for (int m = SHOW - 1; m > s; m--) far[m] = far[m - 1], at[m] = at[m - 1];
+                far[s] = dd, at[s] = j;
+                break;
+            }
+    }
+    const size_t cols = p->ndim == 2 ? (size_t)p->shape[1] : 1;
+    for (int s = 0; s < SHOW && far[s] > 0; s++)
+        printf("%-28s farthest apart: [%zu, %zu] cpu %.6g gpu %.6g\n", "", at[s] / cols,
+               at[s] % cols, gc[p->offset + at[s]], gg[p->offset + at[s]]);
+}
+
 /* The GPU's gradients gg against the CPU's gc: all of them together, and each tensor, its
  * bound's; core_value relative to core_scale[layer] (the CPU's; NULL: its own norm). */
 static void compare_grads(verdict *vd, const bounds *b, const char *vname, const char *what,
@@ -304,6 +326,7 @@ static void compare_grads(verdict *vd, const bounds *b, const char *vname, const
             e *= norm / core_scale[k]; /* core_scale >= the norm */
         }
         judge(vd, vname, what, p->name, e, tensor_bound(b, p->name));
+        if (e > tensor_bound(b, p->name) && !vd->quiet) worst_entries(p, gc, gg);
     }
     judge(vd, vname, what, "all gradients", tt_rel_l2(gg, gc, l->n_floats), b->all);
 }
