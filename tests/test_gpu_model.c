@@ -591,10 +591,11 @@ static void test_planted(void **state)
  * Bounds: bounds_of the precision; before each segment, the memories the GPU's last segment
  * left are held to the tensor bound against the CPU's, and the GPU then takes the CPU's (both
  * sides start the segment from one state), and the ReLU kinks are moved (both sides take the new
- * weights). "txl bf16 D 26, d_head 13" failed on an H200 for seed 570268223261680922 (W1 and b1
- * of layer 1 off by 8-10% in segment 1) with the memories shared as well (they differed by 4e-5):
- * an input within a bf16 step of its product from the kink, which tt_cpu_lm_relu_margin now
- * counts. */
+ * weights). At bf16 the kinks are kept 1e-2 of the layer's RMS away (3e-3 elsewhere): "txl
+ * bf16 D 26, d_head 13" failed on an H200 for seed 570268223261680922 with 3e-3, in segment 1,
+ * layer 1's W1 and b1 off by 8-10%, all of it in unit 8's row and bias (the entries farthest
+ * apart), with no input within 3e-3 of the RMS plus a bf16 step of its product from the kink on
+ * the CPU and the memories shared: the GPU's input to that unit was further from the CPU's. */
 typedef struct {
     const char *name, *model, *train;
     int d_model, n_head, d_head; /* 0: 24, 3, 6 */
@@ -620,7 +621,11 @@ static void txl_seed(verdict *vd, const void *vp, const tt_spec *s, const tt_lay
                      tt_gpu_lm *lm, uint64_t sd)
 {
     const txl_variant *tv = vp;
-    const bounds *b = bounds_of(s->train.precision);
+    /* at bf16 the kinks are kept 1e-2 of the RMS away, not 3e-3: this model's bf16 roundings
+     * have moved an FFN input further than 3e-3 (below) */
+    bounds bt = *bounds_of(s->train.precision);
+    if (s->train.precision == TT_PREC_BF16) bt.kink = bt.move = 1e-2;
+    const bounds *b = &bt;
     const int batch = s->train.batch, n = s->model.seq_len, rows = batch * n, d = s->model.d_model;
     const size_t nf = l->n_floats, nmem = (size_t)s->model.layers * batch * s->model.mem_len * d;
     float *w = tt_xmalloc(nf * 4), *gc = tt_xcalloc(nf, 4), *gg = tt_xmalloc(nf * 4);
