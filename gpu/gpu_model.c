@@ -168,6 +168,11 @@ struct tt_gpu_lm {
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     bool mat_keep;         /* each layer keeps its T for the backward (TT_MAT_KEEP, memory) */
+    /* Parameter gradients a step writes whole without adding (the FFN's, the LayerNorms', the
+     * tensorized attention's qkv_net and r_net, and o_net where materialized): offsets and
+     * lengths in floats, ascending; zero_grads leaves them alone */
+    size_t *written_at, *written_len;
+    int n_written;
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
     float *emb_part; /* the embedding backward's span sums */
@@ -509,6 +514,8 @@ static void upload_storage(tt_gpu_lm *lm, void *dst, const float *src, size_t n)
     free(h);
 }
 
+static void find_written(tt_gpu_lm *lm);
+
 int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_layout *layout,
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
@@ -598,6 +605,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                    TT_BLAS_WORKSPACE);
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
+    find_written(lm);
     pad_bind(lm);
     /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
     const int n = m->seq_len, d = m->d_model;
@@ -648,6 +656,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     free(lm->acts);
     free(lm->pw);
     free(lm->host_route_mem);
+    free(lm->written_at), free(lm->written_len);
     free(lm->mem[0]);
     free(lm->mem[1]);
     free(lm);
@@ -998,23 +1007,58 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
     tt_xent_sum(p, st, lm->sums, lm->loss, lm->nll, scored);
 }
 
+/* Into at/len (n of them, ascending by offset), the range [off, off + count). */
+static void add_range(size_t *at, size_t *len, int *n, size_t off, size_t count)
+{
+    int i = (*n)++; /* insertion sort by offset */
+    for (; i > 0 && at[i - 1] > off; i--) at[i] = at[i - 1], len[i] = len[i - 1];
+    at[i] = off;
+    len[i] = count;
+}
+
+/* lm->written_*: the parameter gradients whose only writer in a step writes them whole (beta 0
+ * products, colsum's sums, pad_commit's copies): every layer's FFN weights and biases and
+ * LayerNorms; of the tensorized attention qkv_net, r_net, and o_net where materialized
+ * (Transformer-XL's qkv_net adds its memory rows' part, and the fused kernels add into o_net). */
+static void find_written(tt_gpu_lm *lm)
+{
+    const tt_layout *l = lm->l;
+    static const char *const all[] = {"pos_ff.CoreNet.0.weight", "pos_ff.CoreNet.0.bias",
+                                      "pos_ff.CoreNet.3.weight", "pos_ff.CoreNet.3.bias",
+                                      "pos_ff.layer_norm.weight", "pos_ff.layer_norm.bias",
+                                      "dec_attn.layer_norm.weight", "dec_attn.layer_norm.bias",
+                                      "dec_attn.qkv_net.weight", "dec_attn.r_net.weight",
+                                      "dec_attn.o_net.weight"};
+    const int kinds = lm->txl ? 8 : lm->mla_mat ? 11 : 10;
+    const int most = l->m.layers * kinds;
+    lm->written_at = tt_xmalloc((size_t)most * sizeof *lm->written_at);
+    lm->written_len = tt_xmalloc((size_t)most * sizeof *lm->written_len);
+    lm->n_written = 0;
+    for (int k = 0; k < l->m.layers; k++)
+        for (int i = 0; i < kinds; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "layers.%d.%s", k, all[i]);
+            const tt_param *p = tt_layout_find(l, name);
+            if (p) add_range(lm->written_at, lm->written_len, &lm->n_written, p->offset, p->numel);
+        }
+}
+
 /* The gradients are added into from the output layer on (whose backward runs in its forward),
  * and zeroed first, except the output layer's weights of the clusters that have rows in this batch
- * (most of a large vocabulary's parameters: 68.5M of wt103's 85M): logits_bwd writes those
- * without adding, so neither this memset nor its product touches them twice. */
+ * (most of a large vocabulary's parameters: 68.5M of wt103's 85M), which logits_bwd writes
+ * without adding, and the gradients find_written lists: neither this memset nor their writer
+ * touches them twice. */
 static void zero_grads(tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
-    size_t at[TT_MAX_CLUSTERS], len[TT_MAX_CLUSTERS];
+    const int most = TT_MAX_CLUSTERS + lm->n_written;
+    size_t *at = tt_xmalloc((size_t)most * sizeof *at), *len = tt_xmalloc((size_t)most * sizeof *len);
     int n = 0;
     for (int c = 0; c < l->n_clusters; c++)
-        if (c == 0 || lm->counts.tail[c] > 0) {
-            size_t i = n++; /* insertion sort by offset */
-            const size_t off = (size_t)(lm->gv.out_w[c] - lm->g);
-            for (; i > 0 && at[i - 1] > off; i--) at[i] = at[i - 1], len[i] = len[i - 1];
-            at[i] = off;
-            len[i] = (size_t)(l->hi[c] - l->lo[c]) * (size_t)l->dim[c];
-        }
+        if (c == 0 || lm->counts.tail[c] > 0)
+            add_range(at, len, &n, (size_t)(lm->gv.out_w[c] - lm->g),
+                      (size_t)(l->hi[c] - l->lo[c]) * (size_t)l->dim[c]);
+    for (int i = 0; i < lm->n_written; i++) add_range(at, len, &n, lm->written_at[i], lm->written_len[i]);
     size_t from = 0;
     for (int i = 0; i <= n; i++) {
         const size_t to = i < n ? at[i] : l->n_floats;
@@ -1022,6 +1066,7 @@ static void zero_grads(tt_gpu_lm *lm)
             TT_CUDA(cudaMemsetAsync(lm->g + from, 0, (to - from) * 4, lm->gpu->stream));
         if (i < n && at[i] + len[i] > from) from = at[i] + len[i];
     }
+    free(at), free(len);
 }
 
 /* Layer k's dropout site of the attention output (which 0), the FFN hidden (1) or output (2). */
@@ -1117,7 +1162,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     if (!lm->defer_sums) param_sums(lm, SUMS_LN2, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    pad_dw(gw, &lp->w2, 0, 1, true, 1.f, lm->dyf, dl, a->hd, fp, rows);
+    pad_dw(gw, &lp->w2, 0, 1, true, 0.f, lm->dyf, dl, a->hd, fp, rows); /* written (find_written) */
     pad_commit(gw, &lp->w2);
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
@@ -1125,7 +1170,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
                          drop_at(lm, o, drop, tail_site(lm, k, 1)).p);
     if (!lm->defer_sums) param_sums(lm, SUMS_FFN, k, 1);
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    pad_dw(gw, &lp->w1, 0, 1, true, 1.f, lm->dff, fp, a->x1, dl, rows);
+    pad_dw(gw, &lp->w1, 0, 1, true, 0.f, lm->dff, fp, a->x1, dl, rows);
     pad_commit(gw, &lp->w1);
     tt_gemm_bwd_x_ld(gm, lm->dres, dl, lm->dff, fp, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
                      lp->w1.pcol, fp, 1.f); /* d x1 in full */
@@ -1202,11 +1247,11 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
             tt_cast(p, st, lm->dp_c, lm->dp, (long)n * r);
             dp = lm->dp_c;
         }
-        tt_gemm_bwd_w(gm, lg->r_net, dp, lm->pe, n, d, r);
+        tt_gemm_bwd_w_ld(gm, lg->r_net, 0.f, dp, r, lm->pe, d, n, d, r); /* written */
     }
     mark(lm, TT_PROF_ATTENTION);
     if (gw != gm) tt_gpu_fork(lm->side, st);
-    tt_gemm_bwd_w(gw, lg->qkv, lm->dqkv, xin, rows, d, 3 * r);
+    tt_gemm_bwd_w_ld(gw, lg->qkv, 0.f, lm->dqkv, 3 * r, xin, d, rows, d, 3 * r); /* written */
     tt_gemm_bwd_x(gm, lm->dx, lm->dqkv, wcp(lm, lw->qkv), rows, d, 3 * r, 1.f);
     mark(lm, TT_PROF_QKV);
 }

@@ -68,10 +68,10 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
 {
     TT_ASSERT(gm->stream == s);
     const int r2 = pos ? 2 * r : r, nn = n * n, rows = batch * n;
-    /* T (the forward's, or again where the layers share its buffer), then dWo += dY^T T and
+    /* T (the forward's, or again where the layers share its buffer), then dWo = dY^T T and
      * dT = dY Wo, masked */
     if (!kept) form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2);
-    tt_gemm_bwd_w(gm, dwo, dy, b->t, rows, nn, d);
+    tt_gemm_bwd_w_ld(gm, dwo, 0.f, dy, d, b->t, nn, rows, nn, d); /* written */
     tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
     tt_mla_mat_mask(p, s, b->dt, batch);
     /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32 */

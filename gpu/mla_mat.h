@@ -38,7 +38,7 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
                     int r, int d);
-/* dqkv written, dp written (position: key), dwo, dg, du, dv added into. kept: b's a, kv and t
+/* dqkv, dwo written, dp written (position: key), dg, du, dv added into. kept: b's a, kv and t
  * hold what this layer's forward left there (from the same qkv, g, pos, u, v); else they are
  * formed again. */
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,

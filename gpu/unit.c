@@ -412,10 +412,14 @@ static void mla_mat_fwd_init(tt_unit *u, const tt_unit_opts *o)
     u->rounded = u->s->train.precision == TT_PREC_TF32;
 }
 
+/* As mla_bwd's, except that dWo is written, not added into: it starts poisoned, so that an
+ * entry left unwritten fails. */
 static void mla_mat_bwd_init(tt_unit *u, const tt_unit_opts *o)
 {
     mla_bwd_init(u, o);
     u->rounded = u->s->train.precision == TT_PREC_TF32;
+    for (int i = 0; i < u->n_out; i++)
+        if (!strcmp(u->out[i].name, "dwo")) u->out[i].start = NULL;
 }
 
 static tt_mla_mat_bufs mat_bufs(const tt_unit *u, bool check)
