@@ -64,8 +64,10 @@ typedef struct {
  * refresh_padded rewrites the rest after every write of wc). copy NULL: nothing is padded, and
  * the products read wc. The products run over the padded extents, so that what they write into
  * the padding of an activation is zero. The gradient's product writes the master's gradient
- * directly, unless its rows are not whole 16-byte groups of fp32 or its blocks lie apart
- * (scratch): then an fp32 scratch of the copy's shape, copied into the gradient after. */
+ * directly, unless its rows are not whole 16-byte groups of fp32, its blocks lie apart, or it is
+ * the FFN's (scratch): then an fp32 scratch of the copy's shape, copied into the gradient after.
+ * The FFN's gradients at F 2100 had run as 2100-wide products: W1's on an sm_80 kernel (36 us a
+ * layer of lm1b's body on an H200), W2's as 2096 columns and 4 more (two products, each split). */
 typedef struct {
     const float *w;
     float *g;
@@ -249,11 +251,12 @@ static size_t logit_elements(const tt_gpu_lm *lm)
 
 static bool pad_needed(const padded *pd) { return pd->prow != pd->rows || pd->pcol != pd->cols; }
 
-static void pad_shape(padded *pd, int blocks, int rows, int cols, int prow, int pcol)
+static void pad_shape(padded *pd, int blocks, int rows, int cols, int prow, int pcol, bool ffn)
 {
     if (!rows || !cols) prow = rows, pcol = cols; /* (nothing there) */
     *pd = (padded){.blocks = blocks, .rows = rows, .cols = cols, .prow = prow, .pcol = pcol};
-    pd->scratch = pad_needed(pd) && ((cols % 4 && pcol != cols) || (blocks > 1 && prow != rows));
+    pd->scratch = pad_needed(pd) &&
+                  (ffn || (cols % 4 && pcol != cols) || (blocks > 1 && prow != rows));
 }
 
 /* What is padded, and how (padded says why): Transformer-XL's D-wide and H d_head-wide weights,
@@ -266,20 +269,20 @@ static void pad_shapes(tt_gpu_lm *lm)
     for (int k = 0; k < m->layers; k++) {
         layer_padded *lp = &lm->pw[k];
         const int hd = lm->txl ? lm->hd : 0, hl = lm->txl ? lm->hl : 0;
-        pad_shape(&lp->qkv, 3, hd, d, hl, dl);
-        pad_shape(&lp->r, 1, hd, d, hl, dl);
-        pad_shape(&lp->o, 1, d, hd, dl, hl);
-        pad_shape(&lp->w1, 1, f, d, fp, dl);
-        pad_shape(&lp->w2, 1, d, f, dl, fp);
-        pad_shape(&lp->b2, 1, 1, d, 1, dl);
+        pad_shape(&lp->qkv, 3, hd, d, hl, dl, false);
+        pad_shape(&lp->r, 1, hd, d, hl, dl, false);
+        pad_shape(&lp->o, 1, d, hd, dl, hl, false);
+        pad_shape(&lp->w1, 1, f, d, fp, dl, true);
+        pad_shape(&lp->w2, 1, d, f, dl, fp, true);
+        pad_shape(&lp->b2, 1, 1, d, 1, dl, false);
     }
     const int nc = l->n_clusters - 1;
     for (int c = 0; c < TT_MAX_CLUSTERS; c++) { /* with projections the clusters read h, packed */
         const int vc = c < l->n_clusters ? (int)(l->hi[c] - l->lo[c]) : 0;
         const int dc = c < l->n_clusters ? l->dim[c] : d;
-        pad_shape(&lm->out[c], 1, vc, dc, vc, l->proj ? dc : dl);
+        pad_shape(&lm->out[c], 1, vc, dc, vc, l->proj ? dc : dl, false);
     }
-    pad_shape(&lm->cluster, 1, nc, d, nc, l->proj ? d : dl);
+    pad_shape(&lm->cluster, 1, nc, d, nc, l->proj ? d : dl, false);
 }
 
 /* The padded weights one after the other (NULL past the last): each layer's qkv, r, o, W1, W2, b2,
