@@ -1268,15 +1268,19 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             k->grid[1] = (unsigned)batch;
             snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld positions, y = batch", n);
         } else {
-            const long outputs = (m->position == TT_POS_KEY ? n * r + 3 * r : r);
-            k->grid[0] = ceil_div(32 * outputs, threads);
-            snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(32 * %ld / %ld)", outputs, threads);
+            const long n_dp = m->position == TT_POS_KEY ? n * r : 0;
+            const long big = (m->position == TT_POS_KEY ? 3 : 1) * r;
+            k->grid[0] = ceil_div(32 * n_dp, threads) + (unsigned)big;
+            k->smem_bytes = 32 * 4; /* tt_block_sum's warps' sums */
+            snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(32 * %ld / %ld) + %ld", n_dp,
+                     threads, big);
         }
         static const char *const what[] = {
             "A and KV (rows of T's factors) a block per (sequence, position)",
             "zeros where the causal mask hides (j, k) from row i, a block per row",
             "dQ, dK, dV from dT KV and dT^T A; parts of dP, dg, du, dv: fixed order",
-            "warp per output over the parts, a fixed butterfly: deterministic"};
+            "dP a warp an output, dg, du, dv a block an output over the parts: fixed orders, "
+            "deterministic"};
         whyf(k, "%s", what[i]);
     }
     return 0;

@@ -13,8 +13,8 @@
 //   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
 //                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
 //                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
-//   mla_mat_params a warp per output: dP (written) and dg, du, dv (added into) from the parts,
-//                  in a fixed order.
+//   mla_mat_params dP (written; a warp an output) and dg, du, dv (added into; a block an output)
+//                  from the parts, in a fixed order.
 // No float atomics: the result does not depend on scheduling.
 // Constants: TT_N, TT_R, TT_D, TT_CAUSAL, TT_POS_KEY, TT_THREADS.
 
@@ -199,34 +199,35 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const float *__rest
 
 #if defined(TT_OP_MLA_MAT_PARAMS)
 #define TT_PART (TT_POS_KEY ? 4 * TT_R : TT_R)
-// A warp per output o: o < N R (position: key) is dP[t][r], summed over the sequences; then dg,
-// du, dv [r], summed over every (b, t). Lanes take the terms lane, lane + 32, ..., and a fixed
-// butterfly adds them.
+// dP[t][r] (position: key), summed over the sequences: a warp per output, lanes over the
+// sequences and a fixed butterfly, in the first blocks; then dg, du, dv [r], each summed over
+// every (b, t), a block per output (a warp each had taken 8 us a layer of lm1b's body for its 40
+// outputs of 2560 terms): threads over the terms, then tt_block_sum, a fixed order.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ dp, float *__restrict__ dg, float *__restrict__ du,
           float *__restrict__ dv, const float *__restrict__ part, int batch)
 {
     tt_pdl_begin();
-    const int warp = (blockIdx.x * TT_THREADS + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    __shared__ float scratch[32];
+    static_assert(sizeof scratch == TT_SMEM, "the shared memory the plan counted is what the block declares");
     const int n_dp = TT_POS_KEY ? TT_N * TT_R : 0;
-    const int outputs = n_dp + (TT_POS_KEY ? 3 : 1) * TT_R;
-    if (warp >= outputs) return;
-    float s = 0.f;
-    if (warp < n_dp) {
+    const int dp_blocks = (32 * n_dp + TT_THREADS - 1) / TT_THREADS;
+    if ((int)blockIdx.x < dp_blocks) { // whole blocks: none of them meets a barrier
+        const int warp = (blockIdx.x * TT_THREADS + threadIdx.x) / 32, lane = threadIdx.x % 32;
+        if (warp >= n_dp) return;
         const int t = warp / TT_R, r = warp % TT_R;
+        float s = 0.f;
         for (int b = lane; b < batch; b += 32) s += part[((size_t)b * TT_N + t) * TT_PART + r];
-    } else {
-        const int o = warp - n_dp, which = o / TT_R, r = o % TT_R;
-        const int col = (TT_POS_KEY ? TT_R : 0) + which * TT_R + r;
-        for (int bt = lane; bt < batch * TT_N; bt += 32) s += part[(size_t)bt * TT_PART + col];
-    }
-    s = tt_group_sum<32>(s);
-    if (lane) return;
-    if (warp < n_dp) {
-        dp[warp] = s;
+        s = tt_group_sum<32>(s);
+        if (lane == 0) dp[warp] = s;
         return;
     }
-    const int o = warp - n_dp, which = o / TT_R, r = o % TT_R;
+    const int o = (int)blockIdx.x - dp_blocks, which = o / TT_R, r = o % TT_R;
+    const int col = (TT_POS_KEY ? TT_R : 0) + which * TT_R + r;
+    float s = 0.f;
+    for (int bt = threadIdx.x; bt < batch * TT_N; bt += TT_THREADS) s += part[(size_t)bt * TT_PART + col];
+    s = tt_block_sum(s, scratch);
+    if (threadIdx.x) return;
     float *dst = which == 0 ? dg : which == 1 ? du : dv;
     dst[r] += s;
 }
