@@ -175,6 +175,7 @@ struct tt_gpu_lm {
      * lengths in floats, ascending; zero_grads leaves them alone */
     size_t *written_at, *written_len;
     int n_written;
+    size_t *zero_at, *zero_len; /* zero_grads' list: the clusters' ranges and those merged */
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
     float *emb_part; /* the embedding backward's span sums */
@@ -659,7 +660,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     free(lm->acts);
     free(lm->pw);
     free(lm->host_route_mem);
-    free(lm->written_at), free(lm->written_len);
+    free(lm->written_at), free(lm->written_len), free(lm->zero_at), free(lm->zero_len);
     free(lm->mem[0]);
     free(lm->mem[1]);
     free(lm);
@@ -1022,26 +1023,35 @@ static void add_range(size_t *at, size_t *len, int *n, size_t off, size_t count)
 /* lm->written_*: the parameter gradients whose only writer in a step writes them whole (beta 0
  * products, colsum's sums, pad_commit's copies): every layer's FFN weights and biases and
  * LayerNorms; of the tensorized attention qkv_net, r_net, and o_net where materialized
- * (Transformer-XL's qkv_net adds its memory rows' part, and the fused kernels add into o_net). */
+ * (Transformer-XL's qkv_net adds its memory rows' part, and the fused kernels add into o_net).
+ * Also zero_grads' list, room for those and the clusters'. */
 static void find_written(tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
-    static const char *const all[] = {"pos_ff.CoreNet.0.weight", "pos_ff.CoreNet.0.bias",
-                                      "pos_ff.CoreNet.3.weight", "pos_ff.CoreNet.3.bias",
-                                      "pos_ff.layer_norm.weight", "pos_ff.layer_norm.bias",
-                                      "dec_attn.layer_norm.weight", "dec_attn.layer_norm.bias",
-                                      "dec_attn.qkv_net.weight", "dec_attn.r_net.weight",
-                                      "dec_attn.o_net.weight"};
-    const int kinds = lm->txl ? 8 : lm->mla_mat ? 11 : 10;
-    const int most = l->m.layers * kinds;
+    enum { ALL, TENSORIZED, MATERIALIZED };
+    static const struct {
+        const char *name;
+        int where;
+    } kinds[] = {{"pos_ff.CoreNet.0.weight", ALL},     {"pos_ff.CoreNet.0.bias", ALL},
+                 {"pos_ff.CoreNet.3.weight", ALL},     {"pos_ff.CoreNet.3.bias", ALL},
+                 {"pos_ff.layer_norm.weight", ALL},    {"pos_ff.layer_norm.bias", ALL},
+                 {"dec_attn.layer_norm.weight", ALL},  {"dec_attn.layer_norm.bias", ALL},
+                 {"dec_attn.qkv_net.weight", TENSORIZED}, {"dec_attn.r_net.weight", TENSORIZED},
+                 {"dec_attn.o_net.weight", MATERIALIZED}};
+    const int nk = (int)(sizeof kinds / sizeof *kinds), most = l->m.layers * nk;
     lm->written_at = tt_xmalloc((size_t)most * sizeof *lm->written_at);
     lm->written_len = tt_xmalloc((size_t)most * sizeof *lm->written_len);
+    lm->zero_at = tt_xmalloc((size_t)(most + TT_MAX_CLUSTERS) * sizeof *lm->zero_at);
+    lm->zero_len = tt_xmalloc((size_t)(most + TT_MAX_CLUSTERS) * sizeof *lm->zero_len);
     lm->n_written = 0;
     for (int k = 0; k < l->m.layers; k++)
-        for (int i = 0; i < kinds; i++) {
+        for (int i = 0; i < nk; i++) {
+            if ((kinds[i].where == TENSORIZED && lm->txl) ||
+                (kinds[i].where == MATERIALIZED && !lm->mla_mat))
+                continue;
             char name[96];
-            snprintf(name, sizeof name, "layers.%d.%s", k, all[i]);
-            const tt_param *p = tt_layout_find(l, name);
+            snprintf(name, sizeof name, "layers.%d.%s", k, kinds[i].name);
+            const tt_param *p = tt_layout_find(l, name); /* (r_net: position: key only) */
             if (p) add_range(lm->written_at, lm->written_len, &lm->n_written, p->offset, p->numel);
         }
 }
@@ -1054,8 +1064,7 @@ static void find_written(tt_gpu_lm *lm)
 static void zero_grads(tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
-    const int most = TT_MAX_CLUSTERS + lm->n_written;
-    size_t *at = tt_xmalloc((size_t)most * sizeof *at), *len = tt_xmalloc((size_t)most * sizeof *len);
+    size_t *at = lm->zero_at, *len = lm->zero_len;
     int n = 0;
     for (int c = 0; c < l->n_clusters; c++)
         if (c == 0 || lm->counts.tail[c] > 0)
@@ -1069,7 +1078,6 @@ static void zero_grads(tt_gpu_lm *lm)
             TT_CUDA(cudaMemsetAsync(lm->g + from, 0, (to - from) * 4, lm->gpu->stream));
         if (i < n && at[i] + len[i] > from) from = at[i] + len[i];
     }
-    free(at), free(len);
 }
 
 /* Layer k's dropout site of the attention output (which 0), the FFN hidden (1) or output (2). */

@@ -34,7 +34,8 @@ size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r,
 size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
                              size_t es, bool t_part)
 {
-    return t_part ? carve(b, base, batch, n, r, key, es, 0, 3) : carve(b, base, batch, n, r, key, es, 3, 7);
+    return t_part ? carve(b, base, batch, n, r, key, es, 0, 3)  /* a, kv, t */
+                  : carve(b, base, batch, n, r, key, es, 3, 7); /* the backward's */
 }
 
 /* T = A KV^T, masked, into t: a product per sequence. */

@@ -352,9 +352,10 @@ static void mla_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu 
 
 /* The parameter gradients are added into: they start from random values, so that a kernel that
  * overwrote them would fail. */
-static void mla_bwd_init(tt_unit *u, const tt_unit_opts *o)
+/* dwo_added: dWo starts from random values (the fused kernels add into it); else it starts
+ * poisoned (the materialized path writes it), so that an entry left unwritten fails. */
+static void mla_bwd_outputs(tt_unit *u, bool dwo_added)
 {
-    (void)o;
     mla *a = mla_inputs(u);
     const int n = a->n, r = a->r, d = a->d, bf = u->bf16;
     const size_t ny = (size_t)u->rows_check * d, nw = (size_t)d * n * n, es = storage_size(bf);
@@ -366,7 +367,7 @@ static void mla_bwd_init(tt_unit *u, const tt_unit_opts *o)
     a->d_vec = dev_buffer(u, 3 * (size_t)r * 4);
     add_output(u, "dqkv", a->d_dqkv, bf, u->rows_check, 3 * r, 3 * r, n, TOL_STORED);
     output *out = add_output(u, "dwo", a->d_dwo, 0, d, (long)n * n, (long)n * n, 0, TOL_MMA);
-    out->mma = "mla_bwd_wo", out->start = dwo0;
+    out->mma = "mla_bwd_wo", out->start = dwo_added ? dwo0 : NULL;
     out = add_output(u, "dg", a->d_vec, 0, 1, r, r, 0, TOL_MMA);
     out->mma = "mla_bwd_q", out->start = vec0;
     if (!a->key) return;
@@ -376,6 +377,12 @@ static void mla_bwd_init(tt_unit *u, const tt_unit_opts *o)
     out->mma = "mla_bwd_q", out->start = vec0 + r;
     out = add_output(u, "dv", a->d_vec + 2 * r, 0, 1, r, r, 0, TOL_MMA);
     out->mma = "mla_bwd_q", out->start = vec0 + 2 * r;
+}
+
+static void mla_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    mla_bwd_outputs(u, true);
 }
 
 static void mla_bwd_twin(const tt_unit *u, float *const *want)
@@ -412,14 +419,11 @@ static void mla_mat_fwd_init(tt_unit *u, const tt_unit_opts *o)
     u->rounded = u->s->train.precision == TT_PREC_TF32;
 }
 
-/* As mla_bwd's, except that dWo is written, not added into: it starts poisoned, so that an
- * entry left unwritten fails. */
 static void mla_mat_bwd_init(tt_unit *u, const tt_unit_opts *o)
 {
-    mla_bwd_init(u, o);
+    (void)o;
+    mla_bwd_outputs(u, false); /* tt_mla_mat_bwd writes dWo */
     u->rounded = u->s->train.precision == TT_PREC_TF32;
-    for (int i = 0; i < u->n_out; i++)
-        if (!strcmp(u->out[i].name, "dwo")) u->out[i].start = NULL;
 }
 
 static tt_mla_mat_bufs mat_bufs(const tt_unit *u, bool check)

@@ -455,9 +455,7 @@ __device__ __forceinline__ void tt_mla_bwd_params(float *dp, float *dg, float *d
     (void)du, (void)dv;
 #endif
 }
-#endif
 
-#ifdef TT_OP_MLA_BWD_REDUCE
 // dqkv[b, j, R + r] = sum over tiles of the dK partials; dqkv[b, k, 2R + r] = sum over tiles and
 // parts of the dV partials; with parts (mla_tc.cu), dqkv[b, i, r] = sum over i's tile's parts
 // of the dQ partials. Fixed order. A thread per TT_VEC consecutive r of a row (R a multiple of
