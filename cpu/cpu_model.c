@@ -806,6 +806,7 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
     if (!grads) return keep;
 
     /* backward: lm->dx holds d loss / d x_L */
+    double uv_terms[2] = {0, 0};
     for (int k = m->layers - 1; k >= 0; k--) {
         const tt_layer_view *lw = &wc->layer[k];
         const tt_layer_view *lg = &lm->g.layer[k];
@@ -816,10 +817,19 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         s.stream = stream(o, 3 + 4 * k);
         tt_real *dh = tt_xmalloc((size_t)rd * sizeof *dh);
         const cpu_txl_weights tw = {lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v};
-        cpu_txl_attn_bwd_as(dh, (cpu_txl_grads){lg->qkv, lg->r_net, lg->o, lm->g.u, lm->g.v},
+        cpu_txl_attn_bwd_as(dh,
+                            (cpu_txl_grads){lg->qkv, lg->r_net, lg->o, lm->g.u, lm->g.v, uv_terms},
                             lm->dtmp, xin, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, bf16);
         for (long i = 0; i < rd; i++) lm->dx[i] = stored(lm, lm->dx[i] + dh[i]);
         free(dh);
+    }
+    if (lm->uv_scale) {
+        const tt_real *g[2] = {lm->g.u, lm->g.v};
+        for (int t = 0; t < 2; t++) {
+            double norm = 0;
+            for (int e = 0; e < m->n_head * m->d_head; e++) norm += (double)g[t][e] * g[t][e];
+            lm->uv_scale[t] = sqrt(fmax(norm, uv_terms[t]));
+        }
     }
     embed_backward(lm, inputs, p);
     return keep;

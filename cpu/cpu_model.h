@@ -25,6 +25,10 @@ typedef struct {
      * least the gradient's norm, more where it is a small sum of large terms (cpu_model.c's
      * core_scale says how). A comparison holds that tensor's error relative to this. */
     double *core_scale;
+    /* uv_scale: NULL, or the caller's [2]: then a Transformer-XL run with gradients writes there
+     * the same for r_w_bias and r_r_bias, each a sum over every layer, sequence, head and query of
+     * a row d(q+u) or d(q+v): the larger of the gradient's norm and the rows' root-sum-square. */
+    double *uv_scale;
     tt_real *pe;       /* [N, D] sinusoids of positions N-1 .. 0 (position: key);
                         * Transformer-XL: [mlen+N, D] pos_emb of the last call, after dropout */
     uint8_t *pe_mask;  /* Transformer-XL: pos_emb's dropout */

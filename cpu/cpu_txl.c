@@ -199,26 +199,21 @@ void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, cons
                     const size_t ro = (size_t)(n - 1 - i + j) * hd + (size_t)c * dhd;
                     for (int e = 0; e < dhd; e++) {
                         const double kj = t.qkv[ko + e], rj = t.r[ro + e];
-                        if (bf16) {
-                            dquv[e] += ds * kj;
-                            dquv[dhd + e] += ds * rj;
-                        } else {
-                            dq[e] += ds * (kj + rj);
-                            du[(size_t)c * dhd + e] += ds * kj;
-                            dv[(size_t)c * dhd + e] += ds * rj;
-                        }
+                        dquv[e] += ds * kj;
+                        dquv[dhd + e] += ds * rj;
                         dqkv[ko + e] += ds * qu[e];
                         dr[ro + e] += ds * qv[e];
                     }
                 }
-                if (bf16) /* templates/txl.cu: du, dv sum the stored rows; dq = their sum stored */
-                    for (int e = 0; e < dhd; e++) {
-                        const tt_real qu_e = cpu_bf16((tt_real)dquv[e]);
-                        const tt_real qv_e = cpu_bf16((tt_real)dquv[dhd + e]);
-                        du[(size_t)c * dhd + e] += qu_e;
-                        dv[(size_t)c * dhd + e] += qv_e;
-                        dq[e] = cpu_bf16(qu_e + qv_e);
-                    }
+                /* templates/txl.cu at bf16: du, dv sum the stored rows; dq = their sum stored */
+                for (int e = 0; e < dhd; e++) {
+                    double qu_e = dquv[e], qv_e = dquv[dhd + e];
+                    if (bf16) qu_e = cpu_bf16((tt_real)qu_e), qv_e = cpu_bf16((tt_real)qv_e);
+                    du[(size_t)c * dhd + e] += qu_e;
+                    dv[(size_t)c * dhd + e] += qv_e;
+                    dq[e] = bf16 ? cpu_bf16((tt_real)(qu_e + qv_e)) : dq[e] + qu_e + qv_e;
+                    if (g.uv_terms) g.uv_terms[0] += qu_e * qu_e, g.uv_terms[1] += qv_e * qv_e;
+                }
             }
 
     /* the projections: qkv = x Wqkv^T, r = pe Wr^T; dh is the current rows of dx */

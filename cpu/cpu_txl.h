@@ -60,6 +60,10 @@ void cpu_txl_probs_bwd(tt_real *dac, tt_real *dbd, const tt_real *prob, const tt
 /* The parameter gradients, added into; any may be NULL. */
 typedef struct {
     tt_real *wqkv, *wr, *wo, *u, *v;
+    /* NULL, or [2]: added into, the sums of squares of u's and v's terms, the rows d(q+u) and
+     * d(q+v) of each (sequence, head, query) whose sums over rows are u's and v's gradients
+     * (their root-sum-square is what a rounding error of those sums scales with) */
+    double *uv_terms;
 } cpu_txl_grads;
 
 void cpu_txl_attn_fwd(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,

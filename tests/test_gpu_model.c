@@ -304,26 +304,40 @@ static void worst_entries(const tt_param *p, const float *gc, const float *gg)
                at[s] % cols, gc[p->offset + at[s]], gg[p->offset + at[s]]);
 }
 
+/* What the rounding error of tensor p's gradient scales with, where the CPU reference cpu
+ * measured it (a sum of terms that cancel: core_value, and Transformer-XL's r_w_bias and
+ * r_r_bias); 0 elsewhere (then it is held relative to its own norm). */
+static double terms_scale(const tt_cpu_lm *cpu, const tt_param *p)
+{
+    int k;
+    if (!cpu) return 0;
+    if (cpu->core_scale && strstr(p->name, "core_value") && sscanf(p->name, "layers.%d.", &k) == 1)
+        return cpu->core_scale[k];
+    if (cpu->uv_scale && (!strcmp(p->name, "r_w_bias") || !strcmp(p->name, "r_r_bias")))
+        return cpu->uv_scale[p->name[2] == 'r'];
+    return 0;
+}
+
 /* The GPU's gradients gg against the CPU's gc: all of them together, and each tensor, its
- * bound's; core_value relative to core_scale[layer] (the CPU's; NULL: its own norm). */
+ * bound's; a tensor whose terms' scale cpu measured (terms_scale) relative to that scale (cpu
+ * NULL: each relative to its own norm). */
 static void compare_grads(verdict *vd, const bounds *b, const char *vname, const char *what,
                           const tt_layout *l, const float *gc, const float *gg,
-                          const double *core_scale)
+                          const tt_cpu_lm *cpu)
 {
     for (int i = 0; i < l->n_params; i++) {
         const tt_param *p = &l->params[i];
         double e = tt_rel_l2(gg + p->offset, gc + p->offset, p->numel);
-        int k;
-        if (core_scale && strstr(p->name, "core_value") && sscanf(p->name, "layers.%d.", &k) == 1 &&
-            core_scale[k] > 0) {
+        const double scale = terms_scale(cpu, p);
+        if (scale > 0) {
             const float *c = gc + p->offset;
             double norm = 0;
             for (size_t j = 0; j < p->numel; j++) norm += (double)c[j] * c[j];
             norm = sqrt(norm);
             if (!vd->quiet)
                 printf("%-28s %-10s %-40s %.2e of its norm; its terms' scale %.1f times that\n",
-                       vname, what, p->name, e, core_scale[k] / norm);
-            e *= norm / core_scale[k]; /* core_scale >= the norm */
+                       vname, what, p->name, e, scale / norm);
+            e *= norm / scale; /* the scale >= the norm */
         }
         judge(vd, vname, what, p->name, e, tensor_bound(b, p->name));
         if (e > tensor_bound(b, p->name) && !vd->quiet) worst_entries(p, gc, gg);
@@ -349,7 +363,7 @@ static void compare_run(verdict *vd, const bounds *b, const char *vname, const c
     judge(vd, vname, what, "loss", rel_diff(rg.loss_sum, rc.loss_sum), b->loss);
     judge(vd, vname, what, "nll", rel_diff(rg.nll_sum, rc.nll_sum), b->loss);
     judge(vd, vname, what, "tokens scored", fabs(rg.scored - rc.scored), 0.5);
-    compare_grads(vd, b, vname, what, l, gc, gg, cpu->core_scale);
+    compare_grads(vd, b, vname, what, l, gc, gg, cpu);
 }
 
 /* A batch of seed sd: tokens, targets, and the weights of an evaluation window (row i % 3 == 0
@@ -563,7 +577,7 @@ static void test_planted(void **state)
             cpu_plant(CPU_PLANT_NONE);
             verdict vd = {.quiet = true};
             judge(&vd, v->name, "step", "loss", rel_diff(rg.loss_sum, rc.loss_sum), b->loss);
-            compare_grads(&vd, b, v->name, "step", &l, gc, gg, cpu.core_scale);
+            compare_grads(&vd, b, v->name, "step", &l, gc, gg, &cpu);
             const bool caught = vd.failures > 0, want = plants[pi].kind != CPU_PLANT_NONE;
             printf("%-16s planted %-36s worst ratio %8.2f (%s): %s\n", v->name, plants[pi].name,
                    vd.worst, vd.where, caught == want ? (want ? "fails, as it must" : "passes")
@@ -636,6 +650,8 @@ static void txl_seed(verdict *vd, const void *vp, const tt_spec *s, const tt_lay
     tt_cpu_lm cpu;
     tt_cpu_lm_init(&cpu, l, batch);
     tt_cpu_lm_round_as(&cpu, s->train.precision);
+    double uv_scale[2];
+    cpu.uv_scale = uv_scale;
     int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
     int mlen = 0;
     for (int seg = 0; seg < 4; seg++) {
@@ -674,7 +690,7 @@ static void txl_seed(verdict *vd, const void *vp, const tt_spec *s, const tt_lay
         judge(vd, tv->name, what, "loss", rel_diff(rg.loss_sum, rc.loss_sum), b->loss);
         if (!train) continue;
         TT_CUDA(cudaMemcpy(gg, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
-        compare_grads(vd, b, tv->name, what, l, gc, gg, NULL);
+        compare_grads(vd, b, tv->name, what, l, gc, gg, &cpu);
     }
     tt_cpu_lm_free(&cpu);
     free(w), free(gc), free(gg), free(mem), free(gmem), free(in), free(tg);
@@ -1018,6 +1034,8 @@ int main(void)
                                        cmocka_unit_test(test_txl), cmocka_unit_test(test_leak),
                                        cmocka_unit_test(test_graph),
                                        cmocka_unit_test(test_products_recorded)};
+    const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_txl: only the tests it matches */
+    if (only && *only) cmocka_set_test_filter(only);
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_gpu_close(&gpu, &cache);
     return rc;

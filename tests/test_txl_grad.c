@@ -192,7 +192,7 @@ static void check_gradients(cpu_txl_shape s, int clamp, uint64_t id, const char 
         grads[g] = malloc((size_t)sizes[g] * sizeof(tt_real));
         for (long e = 0; e < sizes[g]; e++) grads[g][e] = g == 0 ? JUNK : junk[g][e];
     }
-    cpu_txl_grads pg = {grads[1], grads[2], grads[3], grads[4], grads[5]};
+    cpu_txl_grads pg = {grads[1], grads[2], grads[3], grads[4], grads[5], NULL};
     cpu_txl_attn_bwd(grads[0], pg, t.c, t.h, s.m ? t.mem : NULL, t.pe, weights(&t), s);
     tt_real *xs[6] = {t.h, t.wqkv, t.wr, t.wo, t.u, t.v};
     const char *names[6] = {"h", "qkv_net.weight", "r_net.weight", "o_net.weight", "r_w_bias", "r_r_bias"};
@@ -215,8 +215,8 @@ static void check_gradients(cpu_txl_shape s, int clamp, uint64_t id, const char 
     assert_int_equal(failed, 0);
     /* NULL gradients are skipped; the others are the same */
     tt_real *u2 = calloc((size_t)hd, sizeof *u2);
-    cpu_txl_attn_bwd(NULL, (cpu_txl_grads){NULL, NULL, NULL, u2, NULL}, t.c, t.h, s.m ? t.mem : NULL,
-                     t.pe, weights(&t), s);
+    cpu_txl_attn_bwd(NULL, (cpu_txl_grads){NULL, NULL, NULL, u2, NULL, NULL}, t.c, t.h,
+                     s.m ? t.mem : NULL, t.pe, weights(&t), s);
     for (long e = 0; e < hd; e++) assert_true(fabs(u2[e] - (grads[4][e] - junk[4][e])) < 1e-12);
     free(u2);
     for (int g = 0; g < 6; g++) free(grads[g]), free(junk[g]);
