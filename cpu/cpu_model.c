@@ -16,6 +16,7 @@
 
 #include "cpu_ops.h"
 #include "cpu_txl.h"
+#include "plan.h"
 #include "rng.h"
 #include "util.h"
 
@@ -771,6 +772,9 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
     const cpu_txl_shape shape = {b, n, mlen, d, m->n_head, m->d_head,
                                  o->train ? (tt_real)m->dropatt : 0.f, o->seed, 0};
     const bool bf16 = lm->round == TT_PREC_BF16;
+    const cpu_txl_round rnd = !bf16                          ? CPU_TXL_EXACT
+                              : tt_txl_fuses_at(m, lm->round) ? CPU_TXL_BF16_FUSED
+                                                              : CPU_TXL_BF16;
     const tt_view *wc = wcopy(lm); /* the attention's products read the bf16 copy; u, v fp32 */
 
     /* forward */
@@ -782,7 +786,7 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         cpu_txl_shape s = shape;
         s.stream = stream(o, 3 + 4 * k);
         const cpu_txl_weights tw = {lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v};
-        cpu_txl_attn_fwd_as(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, bf16);
+        cpu_txl_attn_fwd_as(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, rnd);
         const layer_streams st = {stream(o, 2 + 4 * k), stream(o, 4 + 4 * k), stream(o, 5 + 4 * k)};
         layer_tail_fwd(lm, k, x, p, o->seed, st);
         x = a->x2;
@@ -819,7 +823,7 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         const cpu_txl_weights tw = {lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v};
         cpu_txl_attn_bwd_as(dh,
                             (cpu_txl_grads){lg->qkv, lg->r_net, lg->o, lm->g.u, lm->g.v, uv_terms},
-                            lm->dtmp, xin, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, bf16);
+                            lm->dtmp, xin, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, rnd);
         for (long i = 0; i < rd; i++) lm->dx[i] = stored(lm, lm->dx[i] + dh[i]);
         free(dh);
     }

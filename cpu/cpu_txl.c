@@ -60,11 +60,44 @@ static void biased_query(tt_real *qu, tt_real *qv, const txl_acts *t, cpu_txl_we
     round_bf16(bf16, qv, (size_t)s.dhead);
 }
 
-/* bf16: q, k, v and r stored, P and P' stored from the same fp32 P, P' V stored; the scores
- * AC + BD fp32. */
-static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const tt_real *pe,
-                        cpu_txl_weights w, cpu_txl_shape s, bool bf16)
+/* P' V for query i of sequence b, head c as templates/txl_flash.cu's txl_attn_fwd forms it, into
+ * a (dh values): an online softmax over tiles of 64 keys, each tile's exponentials taken from the
+ * running maximum after it and rounded to bf16 (dropatt's scale applied) for the product with V,
+ * the earlier tiles' sums scaled by the maximum's change, the result over the sum of the unrounded
+ * exponentials. sc: the visible keys' scores (0 .. end-1); pr: their P' decisions' scales. */
+static void flash_row(tt_real *a, const double *sc, const tt_real *keep, int end, const txl_acts *t,
+                      cpu_txl_shape s, int b, int c)
 {
+    const int dh = s.dhead, hd = t->hd;
+    double mrow = -INFINITY, l = 0, *acc = tt_xcalloc((size_t)dh, sizeof *acc);
+    for (int j0 = 0; j0 < end; j0 += 64) {
+        const int j1 = j0 + 64 < end ? j0 + 64 : end;
+        double mx = mrow;
+        for (int j = j0; j < j1; j++) mx = sc[j] > mx ? sc[j] : mx;
+        const double alpha = mrow == -INFINITY ? 0 : exp(mrow - mx);
+        mrow = mx, l *= alpha;
+        for (int e = 0; e < dh; e++) acc[e] *= alpha;
+        for (int j = j0; j < j1; j++) {
+            const double pe = exp(sc[j] - mx);
+            l += pe;
+            const double pd = cpu_bf16((tt_real)(pe * keep[j]));
+            const tt_real *vj = t->qkv + ((size_t)b * t->k + j) * 3 * hd + 2 * hd + (size_t)c * dh;
+            for (int e = 0; e < dh; e++) acc[e] += pd * vj[e];
+        }
+    }
+    const tt_real inv = l > 0 ? (tt_real)(1.0 / l) : 0;
+    for (int e = 0; e < dh; e++) a[e] = cpu_bf16((tt_real)acc[e] * inv);
+    free(acc);
+}
+
+/* bf16: q, k, v and r stored, P and P' stored from the same fp32 P, P' V stored; the scores
+ * AC + BD fp32. Fused (templates/txl_flash.cu): P' V as flash_row forms it; P fp32 (the backward
+ * forms it again from the scores and the row's log-sum-exp), P' stored as the backward's product
+ * dV = P'^T dO reads it. */
+static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const tt_real *pe,
+                        cpu_txl_weights w, cpu_txl_shape s, cpu_txl_round rd)
+{
+    const bool bf16 = rd != CPU_TXL_EXACT, fused = rd == CPU_TXL_BF16_FUSED;
     const int n = s.n, m = s.m, k = m + n, d = s.d, dh = s.dhead, hd = s.heads * dh;
     const size_t rows = (size_t)s.batch * k, nprob = (size_t)s.batch * s.heads * n * k;
     t->k = k, t->hd = hd;
@@ -105,8 +138,30 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
                 for (int j = 0; j < end; j++) pr[j] = (tt_real)(sc[j] / z);
             }
     cpu_dropout_fwd(t->pdrop, t->mask, t->prob, (long)nprob, s.dropatt, s.seed, s.stream);
-    round_bf16(bf16, t->prob, nprob);
+    round_bf16(bf16 && !fused, t->prob, nprob);
     round_bf16(bf16, t->pdrop, nprob);
+    if (fused) {
+        /* the scores again (they were overwritten by their exponentials), and each row's keep */
+        tt_real *keep = tt_xmalloc((size_t)k * sizeof *keep);
+        const tt_real kscale = s.dropatt > 0 ? 1 / (1 - s.dropatt) : 1;
+        for (int b = 0; b < s.batch; b++)
+            for (int c = 0; c < s.heads; c++)
+                for (int i = 0; i < n; i++) {
+                    biased_query(qu, qv, t, w, s, b, c, i, bf16);
+                    const int end = i + m + 1;
+                    const size_t row = (((size_t)b * s.heads + c) * n + i) * k;
+                    for (int j = 0; j < end; j++) {
+                        const tt_real *kj = t->qkv + ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dh;
+                        const tt_real *rj = t->r + (size_t)(n - 1 - i + j) * hd + (size_t)c * dh;
+                        sc[j] = (cpu_dot(qu, kj, dh) + cpu_dot(qv, rj, dh)) * scale;
+                        keep[j] = s.dropatt > 0 && !t->mask[row + j] ? 0 : kscale;
+                    }
+                    flash_row(t->a + ((size_t)b * n + i) * hd + (size_t)c * dh, sc, keep, end, t, s, b,
+                              c);
+                }
+        free(keep), free(sc), free(qu), free(qv);
+        return;
+    }
 
     double *acc = tt_xmalloc((size_t)dh * sizeof *acc);
     for (int b = 0; b < s.batch; b++)
@@ -126,30 +181,32 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
 }
 
 void cpu_txl_attn_fwd_as(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
-                         cpu_txl_weights w, cpu_txl_shape s, bool bf16)
+                         cpu_txl_weights w, cpu_txl_shape s, cpu_txl_round rd)
 {
     txl_acts t;
-    txl_forward(&t, h, mem, pe, w, s, bf16);
+    txl_forward(&t, h, mem, pe, w, s, rd);
     cpu_linear_fwd(out, t.a, w.wo, NULL, s.batch * s.n, t.hd, s.d);
-    round_bf16(bf16, out, (size_t)s.batch * s.n * s.d);
+    round_bf16(rd != CPU_TXL_EXACT, out, (size_t)s.batch * s.n * s.d);
     acts_free(&t);
 }
 
 void cpu_txl_attn_fwd(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
                       cpu_txl_weights w, cpu_txl_shape s)
 {
-    cpu_txl_attn_fwd_as(out, h, mem, pe, w, s, false);
+    cpu_txl_attn_fwd_as(out, h, mem, pe, w, s, CPU_TXL_EXACT);
 }
 
 /* bf16: d(P' V) stored, dP' fp32, dV stored, dS stored (AC's and BD's gradients alike), d(q+u)
  * and d(q+v) stored apart (their sums over rows are du and dv) and dq = their sum stored, dK and
- * dR stored. */
+ * dR stored. Fused (templates/txl_flash.cu): dS = P (dP' - D) with P fp32 and D = d(P' V) . P' V
+ * as stored; d(q+u) and d(q+v) fp32 (du, dv their sums), dq their sum stored. */
 void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
                          const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s,
-                         bool bf16)
+                         cpu_txl_round rd)
 {
+    const bool bf16 = rd != CPU_TXL_EXACT, fused = rd == CPU_TXL_BF16_FUSED;
     txl_acts t;
-    txl_forward(&t, h, mem, pe, w, s, bf16);
+    txl_forward(&t, h, mem, pe, w, s, rd);
     const int n = s.n, m = s.m, k = t.k, d = s.d, dhd = s.dhead, hd = t.hd;
     const size_t rows = (size_t)s.batch * k, nprob = (size_t)s.batch * s.heads * n * k;
     const double scale = 1.0 / sqrt((double)dhd);
@@ -187,7 +244,12 @@ void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, cons
                 const tt_real *pr = t.prob + row, *dp = dprob + row;
                 const int end = i + m + 1;
                 double dot = 0;
-                for (int j = 0; j < end; j++) dot += (double)pr[j] * dp[j];
+                if (fused) {
+                    const tt_real *dai = da + ((size_t)b * n + i) * hd + (size_t)c * dhd;
+                    dot = cpu_dot(dai, t.a + ((size_t)b * n + i) * hd + (size_t)c * dhd, dhd);
+                } else {
+                    for (int j = 0; j < end; j++) dot += (double)pr[j] * dp[j];
+                }
                 biased_query(qu, qv, &t, w, s, b, c, i, bf16);
                 double *dq = dqkv + ((size_t)b * k + m + i) * 3 * hd + (size_t)c * dhd;
                 memset(dquv, 0, (size_t)2 * dhd * sizeof *dquv);
@@ -205,10 +267,11 @@ void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, cons
                         dr[ro + e] += ds * qv[e];
                     }
                 }
-                /* templates/txl.cu at bf16: du, dv sum the stored rows; dq = their sum stored */
+                /* templates/txl.cu at bf16: du, dv sum the stored rows; dq = their sum stored
+                 * (txl_flash.cu: du, dv sum the fp32 rows) */
                 for (int e = 0; e < dhd; e++) {
                     double qu_e = dquv[e], qv_e = dquv[dhd + e];
-                    if (bf16) qu_e = cpu_bf16((tt_real)qu_e), qv_e = cpu_bf16((tt_real)qv_e);
+                    if (bf16 && !fused) qu_e = cpu_bf16((tt_real)qu_e), qv_e = cpu_bf16((tt_real)qv_e);
                     du[(size_t)c * dhd + e] += qu_e;
                     dv[(size_t)c * dhd + e] += qv_e;
                     dq[e] = bf16 ? cpu_bf16((tt_real)(qu_e + qv_e)) : dq[e] + qu_e + qv_e;
@@ -244,7 +307,7 @@ void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, cons
 void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
                       const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s)
 {
-    cpu_txl_attn_bwd_as(dh, g, dout, h, mem, pe, w, s, false);
+    cpu_txl_attn_bwd_as(dh, g, dout, h, mem, pe, w, s, CPU_TXL_EXACT);
 }
 
 /* Row element t of BD's row of k columns, 0 past it (only a planted shift reaches past). */

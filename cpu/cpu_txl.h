@@ -73,15 +73,20 @@ void cpu_txl_attn_fwd(tt_real *out, const tt_real *h, const tt_real *mem, const 
 void cpu_txl_attn_bwd(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
                       const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s);
 
+/* How the _as entry points round: not at all (the reference's arithmetic), as the GPU's bf16 path
+ * between cuBLAS's products (templates/txl_softmax.cu), or as its fused bf16 kernels
+ * (templates/txl_flash.cu, where tt_txl_fuses_at). */
+typedef enum { CPU_TXL_EXACT, CPU_TXL_BF16, CPU_TXL_BF16_FUSED } cpu_txl_round;
+
 /* The same two, with bf16 set as the GPU's bf16 path computes them (tt_cpu_lm_round_as): each
  * value it stores in bf16 rounded to it where it stores it (q, k, v, r, q + u, q + v, P, P' and
  * P' V, the output; d(P' V), dV, dS, d(q + u), d(q + v), dq, dK, dR), the scores and dP' fp32.
  * The caller passes the weights' bf16 copy (u and v stay fp32, as the GPU reads them) and h,
  * mem, pe and dout as it stores them; dh is dq Wqkv before the caller adds and stores it. */
 void cpu_txl_attn_fwd_as(tt_real *out, const tt_real *h, const tt_real *mem, const tt_real *pe,
-                         cpu_txl_weights w, cpu_txl_shape s, bool bf16);
+                         cpu_txl_weights w, cpu_txl_shape s, cpu_txl_round rd);
 void cpu_txl_attn_bwd_as(tt_real *dh, cpu_txl_grads g, const tt_real *dout, const tt_real *h,
                          const tt_real *mem, const tt_real *pe, cpu_txl_weights w, cpu_txl_shape s,
-                         bool bf16);
+                         cpu_txl_round rd);
 
 #endif

@@ -1338,11 +1338,12 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
 /* The fused kernels' k-steps over a head: d_head padded to whole 16-byte groups (DP), then to 16. */
 static long txl_dk(int d_head) { return (tt_row_pitch(d_head) + 15) / 16 * 16; }
 
-bool tt_txl_fuses(const tt_spec *s)
+bool tt_txl_fuses_at(const tt_model_spec *m, tt_precision p)
 {
-    return s->model.kind == TT_KIND_TXL && s->train.precision == TT_PREC_BF16 &&
-           txl_dk(s->model.d_head) <= TXL_FUSED_MAX_DK;
+    return m->kind == TT_KIND_TXL && p == TT_PREC_BF16 && txl_dk(m->d_head) <= TXL_FUSED_MAX_DK;
 }
+
+bool tt_txl_fuses(const tt_spec *s) { return tt_txl_fuses_at(&s->model, s->train.precision); }
 
 static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
 {

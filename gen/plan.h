@@ -70,5 +70,7 @@ long tt_row_pitch(long cols);
 /* Whether a Transformer-XL spec's attention runs fused (templates/txl_flash.cu: bf16, d_head
  * padded to at most 64), else cuBLAS's products around templates/txl_softmax.cu. */
 bool tt_txl_fuses(const tt_spec *s);
+/* The same for a model m trained at precision p. */
+bool tt_txl_fuses_at(const tt_model_spec *m, tt_precision p);
 
 #endif

@@ -247,6 +247,52 @@ static void test_grad_no_memory(void **state)
     check_gradients(s, 0, 3, "first segment (M = 0)");
 }
 
+/* --- the bf16 emulations (cpu_txl_round) --------------------------------------------------------
+ * The test of the GPU against this reference rounds as each of the GPU's bf16 paths does; each
+ * emulation must still compute the attention: within bf16's roundings of the exact output and
+ * gradients, and not the same bits as the other (they round at other points). The shape's
+ * queries see up to 140 keys: the fused emulation's online softmax spans three tiles of 64. */
+static double rel_l2(const tt_real *x, const tt_real *y, long n)
+{
+    double num = 0, den = 0;
+    for (long i = 0; i < n; i++) num += (x[i] - y[i]) * (x[i] - y[i]), den += y[i] * y[i];
+    return sqrt(num / den);
+}
+
+static void test_rounded(void **state)
+{
+    (void)state;
+    const cpu_txl_shape s = {2, 40, 100, 16, 2, 8, (tt_real)0.2, 99, 3}; /* B N M D H dh */
+    txl_case t;
+    case_open(&t, s, 0, 5);
+    const long hd = hd_of(&s), no = (long)s.batch * s.n * s.d;
+    const long sizes[6] = {no, 3 * hd * s.d, hd * s.d, s.d * hd, hd, hd};
+    tt_real *out[3], *g[3][6];
+    for (int r = 0; r < 3; r++) {
+        out[r] = malloc((size_t)no * sizeof(tt_real));
+        cpu_txl_attn_fwd_as(out[r], t.h, t.mem, t.pe, weights(&t), s, (cpu_txl_round)r);
+        for (int k = 0; k < 6; k++) g[r][k] = calloc((size_t)sizes[k], sizeof(tt_real));
+        cpu_txl_attn_bwd_as(g[r][0], (cpu_txl_grads){g[r][1], g[r][2], g[r][3], g[r][4], g[r][5], NULL},
+                            t.c, t.h, t.mem, t.pe, weights(&t), s, (cpu_txl_round)r);
+    }
+    const char *names[7] = {"out", "dh", "qkv_net", "r_net", "o_net", "r_w_bias", "r_r_bias"};
+    for (int k = 0; k < 7; k++) {
+        const tt_real *x[3] = {k ? g[0][k - 1] : out[0], k ? g[1][k - 1] : out[1], k ? g[2][k - 1] : out[2]};
+        const long n = k ? sizes[k - 1] : no;
+        const double e1 = rel_l2(x[1], x[0], n), e2 = rel_l2(x[2], x[0], n), e12 = rel_l2(x[2], x[1], n);
+        print_message("  %-9s rel. error: unfused bf16 %.2e, fused bf16 %.2e, between them %.2e\n",
+                      names[k], e1, e2, e12);
+        assert_true(e1 > 1e-5 && e1 < 2e-2);
+        assert_true(e2 > 1e-5 && e2 < 2e-2);
+        assert_true(e12 > 0);
+    }
+    for (int r = 0; r < 3; r++) {
+        free(out[r]);
+        for (int k = 0; k < 6; k++) free(g[r][k]);
+    }
+    case_close(&t);
+}
+
 /* --- 3. causality ----------------------------------------------------------------------------- */
 static void test_causal(void **state)
 {
@@ -350,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_grad_plain),
         cmocka_unit_test(test_grad_clamp_dropatt),
         cmocka_unit_test(test_grad_no_memory),
+        cmocka_unit_test(test_rounded),
         cmocka_unit_test(test_causal),
         cmocka_unit_test(test_memory),
     };
