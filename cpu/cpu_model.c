@@ -496,6 +496,12 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
 
 static uint64_t stream(const tt_lm_opts *o, uint32_t site) { return tt_dropout_stream(o->step, site); }
 
+/* The index of the batch's first row in the step's whole batch (tt_lm_opts' seq0). */
+static uint64_t first_row(const tt_cpu_lm *lm, const tt_lm_opts *o)
+{
+    return (uint64_t)o->seq0 * (uint64_t)lm->layout->m.seq_len;
+}
+
 /* What every run starts with: views of this call's weights and gradients, a zero result; on the
  * bf16 path, the weights' bf16 copy (the GPU's tt_cast). */
 static void run_begin(tt_cpu_lm *lm, tt_real *w, tt_real *grads, tt_lm_result *res)
@@ -514,7 +520,8 @@ static void embed_fwd(tt_cpu_lm *lm, const int32_t *inputs, tt_real p, const tt_
 {
     const int d = lm->layout->m.d_model;
     for (int i = 0; i < lm->rows; i++) embed(lm, inputs[i], lm->x0 + (size_t)i * d);
-    cpu_dropout_fwd(lm->x0, lm->x0_mask, lm->x0, (long)lm->rows * d, p, o->seed, stream(o, 0));
+    cpu_dropout_fwd_at(lm->x0, lm->x0_mask, lm->x0, (long)lm->rows * d, p, o->seed, stream(o, 0),
+                       first_row(lm, o) * d);
     store(lm, lm->x0, (long)lm->rows * d);
 }
 
@@ -533,7 +540,7 @@ static void score(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets, const
 {
     double weights = 0;
     for (int i = 0; i < lm->rows; i++) weights += o->weight ? o->weight[i] : 1.0;
-    const double scale = weights > 0 ? 1.0 / weights : 0.0;
+    const double scale = o->norm > 0 ? 1.0 / o->norm : weights > 0 ? 1.0 / weights : 0.0;
     if (lm->round == TT_PREC_FP32)
         output_layer(lm, x, targets, o->weight, o->label_smoothing, scale, grads, res);
     else
@@ -543,6 +550,7 @@ static void score(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets, const
 /* The dropout streams of a layer's sites after its attention (see the top of this file). */
 typedef struct {
     uint64_t attn_out, ff_hidden, ff_out;
+    uint64_t row0; /* the batch's first row in the whole batch (first_row) */
 } layer_streams;
 
 /* What follows layer k's attention output a->y (stored), in both models:
@@ -559,7 +567,7 @@ static void layer_tail_fwd(tt_cpu_lm *lm, int k, const tt_real *x, tt_real p, ui
     const tt_layer_view *lw = &lm->w.layer[k], *lp = &wcopy(lm)->layer[k];
     const int rows = lm->rows, d = m->d_model, f = m->d_inner;
     const long rd = (long)rows * d, rf = (long)rows * f;
-    cpu_dropout_fwd(a->s1, a->y_mask, a->y, rd, p, seed, st.attn_out);
+    cpu_dropout_fwd_at(a->s1, a->y_mask, a->y, rd, p, seed, st.attn_out, st.row0 * d);
     for (long i = 0; i < rd; i++) a->s1[i] += x[i];
     store(lm, a->s1, rd);
     cpu_layernorm_fwd(a->x1, a->mean1, a->rstd1, a->s1, lw->ln1_w, lw->ln1_b, rows, d);
@@ -571,12 +579,12 @@ static void layer_tail_fwd(tt_cpu_lm *lm, int k, const tt_real *x, tt_real p, ui
         for (long i = 0; i < rf; i++) a->h[i] = stored(lm, a->h[i]) + lw->ff1_b[i % f];
     }
     cpu_relu_fwd(a->h, a->h, rf);
-    cpu_dropout_fwd(a->hd, a->h_mask, a->h, rf, p, seed, st.ff_hidden);
+    cpu_dropout_fwd_at(a->hd, a->h_mask, a->h, rf, p, seed, st.ff_hidden, st.row0 * f);
     store(lm, a->h, rf);
     store(lm, a->hd, rf);
     cpu_linear_fwd(a->s2, a->hd, lp->ff2_w, wcopy(lm)->layer[k].ff2_b, rows, f, d);
     store(lm, a->s2, rd);
-    cpu_dropout_fwd(a->s2, a->f_mask, a->s2, rd, p, seed, st.ff_out);
+    cpu_dropout_fwd_at(a->s2, a->f_mask, a->s2, rd, p, seed, st.ff_out, st.row0 * d);
     for (long i = 0; i < rd; i++) a->s2[i] += a->x1[i];
     store(lm, a->s2, rd);
     cpu_layernorm_fwd(a->x2, a->mean2, a->rstd2, a->s2, lw->ln2_w, lw->ln2_b, rows, d);
@@ -623,9 +631,10 @@ static void layer_tail_bwd(tt_cpu_lm *lm, int k, tt_real p)
     store(lm, lm->dtmp, rd);
 }
 
-static layer_streams tensorized_streams(const tt_lm_opts *o, int k)
+static layer_streams tensorized_streams(const tt_cpu_lm *lm, const tt_lm_opts *o, int k)
 {
-    return (layer_streams){stream(o, 1 + 3 * k), stream(o, 2 + 3 * k), stream(o, 3 + 3 * k)};
+    return (layer_streams){stream(o, 1 + 3 * k), stream(o, 2 + 3 * k), stream(o, 3 + 3 * k),
+                           first_row(lm, o)};
 }
 
 /* What the rounding error of layer k's core_value gradient scales with (tt_cpu_lm's core_scale),
@@ -707,7 +716,7 @@ void tt_cpu_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *inp
         }
         cpu_mla_fwd(a->y, a->qkv, a->g, wc->layer[k].o, a->p, lm->w.u, lm->w.v, shape);
         store(lm, a->y, rd);
-        layer_tail_fwd(lm, k, x, p, o->seed, tensorized_streams(o, k));
+        layer_tail_fwd(lm, k, x, p, o->seed, tensorized_streams(lm, o, k));
         x = a->x2;
     }
     score(lm, x, targets, o, grads != NULL, res);
@@ -770,7 +779,8 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
     cpu_dropout_fwd(lm->pe, lm->pe_mask, lm->pe, (long)klen * d, p, o->seed, stream(o, 1));
     store(lm, lm->pe, (long)klen * d);
     const cpu_txl_shape shape = {b, n, mlen, d, m->n_head, m->d_head,
-                                 o->train ? (tt_real)m->dropatt : 0.f, o->seed, 0};
+                                 o->train ? (tt_real)m->dropatt : 0.f, o->seed, 0,
+                                 (uint64_t)o->seq0 * m->n_head * n * klen};
     const bool bf16 = lm->round == TT_PREC_BF16;
     const cpu_txl_round rnd = !bf16                          ? CPU_TXL_EXACT
                               : tt_txl_fuses_at(m, lm->round) ? CPU_TXL_BF16_FUSED
@@ -787,7 +797,8 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
         s.stream = stream(o, 3 + 4 * k);
         const cpu_txl_weights tw = {lw->qkv, lw->r_net, lw->o, lm->w.u, lm->w.v};
         cpu_txl_attn_fwd_as(a->y, x, mlen ? txl_mem(lm, k) : NULL, lm->pe, tw, s, rnd);
-        const layer_streams st = {stream(o, 2 + 4 * k), stream(o, 4 + 4 * k), stream(o, 5 + 4 * k)};
+        const layer_streams st = {stream(o, 2 + 4 * k), stream(o, 4 + 4 * k), stream(o, 5 + 4 * k),
+                                  first_row(lm, o)};
         layer_tail_fwd(lm, k, x, p, o->seed, st);
         x = a->x2;
     }

@@ -82,6 +82,12 @@ typedef struct {
     uint64_t seed, step;   /* the dropout masks' RNG stream */
     tt_real label_smoothing;
     const tt_real *weight;   /* [rows] weight of each token's loss; NULL: every token 1 */
+    /* A rank's share of a step's batch (several GPUs): seq0, the index of this batch's first
+     * sequence in the whole batch, so that its rows draw the dropout masks they draw in the
+     * whole batch on one device; norm, what the loss is divided by (the whole batch's weight,
+     * so that the ranks' gradients sum to the whole batch's). 0 and 0: the batch is whole. */
+    long seq0;
+    double norm;
 } tt_lm_opts;
 
 /* Scores inputs [B, N] against targets [B, N]. With grads (laid out as the weights), adds the

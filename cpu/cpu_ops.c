@@ -130,6 +130,12 @@ cpu_plant_kind cpu_planted(void) { return planted; }
 void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_real p, uint64_t seed,
                      uint64_t stream)
 {
+    cpu_dropout_fwd_at(y, mask, x, n, p, seed, stream, 0);
+}
+
+void cpu_dropout_fwd_at(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_real p,
+                        uint64_t seed, uint64_t stream, uint64_t first)
+{
     if (p <= 0.f) {
         if (y != x) memcpy(y, x, (size_t)n * sizeof *y);
         if (mask) memset(mask, 1, (size_t)n);
@@ -137,7 +143,7 @@ void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_rea
     }
     const tt_real scale = planted == CPU_PLANT_DROPOUT_FWD_UNSCALED ? 1.f : 1.f / (1.f - p);
     for (long i = 0; i < n; i++) {
-        const int keep = tt_uniform(seed, stream, (uint64_t)i) >= p;
+        const int keep = tt_uniform(seed, stream, first + (uint64_t)i) >= p;
         if (mask) mask[i] = (uint8_t)keep;
         y[i] = keep ? x[i] * scale : 0.f;
     }

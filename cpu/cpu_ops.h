@@ -87,6 +87,9 @@ cpu_plant_kind cpu_planted(void);
  * decision for the backward; p == 0 copies and sets the mask to 1. In place allowed. */
 void cpu_dropout_fwd(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_real p, uint64_t seed,
                      uint64_t stream);
+/* The same for the n elements from element first of the stream on (a rank's share of a batch). */
+void cpu_dropout_fwd_at(tt_real *y, uint8_t *mask, const tt_real *x, long n, tt_real p,
+                        uint64_t seed, uint64_t stream, uint64_t first);
 void cpu_dropout_bwd(tt_real *dx, const tt_real *dy, const uint8_t *mask, long n, tt_real p);
 
 void cpu_relu_fwd(tt_real *y, const tt_real *x, long n);

@@ -137,7 +137,8 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
                 tt_real *pr = t->prob + (((size_t)b * s.heads + c) * n + i) * k;
                 for (int j = 0; j < end; j++) pr[j] = (tt_real)(sc[j] / z);
             }
-    cpu_dropout_fwd(t->pdrop, t->mask, t->prob, (long)nprob, s.dropatt, s.seed, s.stream);
+    cpu_dropout_fwd_at(t->pdrop, t->mask, t->prob, (long)nprob, s.dropatt, s.seed, s.stream,
+                       s.first);
     round_bf16(bf16 && !fused, t->prob, nprob);
     round_bf16(bf16, t->pdrop, nprob);
     if (fused) {

@@ -40,6 +40,7 @@ typedef struct {
     int batch, n, m, d, heads, dhead;
     tt_real dropatt;       /* dropout on P (0: none) */
     uint64_t seed, stream; /* its RNG: stream = tt_dropout_stream(step, site), like every dropout */
+    uint64_t first;        /* P's element 0 in the stream (a rank's share of a batch; else 0) */
 } cpu_txl_shape;
 
 typedef struct {

@@ -743,9 +743,13 @@ float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
 float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which) { return which ? lm->v : lm->m; }
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
 
-static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uint32_t site)
+/* Dropout site `site` of the run o at rate p, whose elements are per_seq a sequence (their
+ * numbering continues from where the batch's first sequence starts in the whole batch: seq0). */
+static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uint32_t site,
+                          unsigned long long per_seq)
 {
-    return (tt_dropout){o->train ? p : 0.f, o->seed, lm->step, site};
+    return (tt_dropout){o->train ? p : 0.f, o->seed, lm->step, site,
+                        (unsigned long long)o->seq0 * per_seq};
 }
 
 /* tt_gpu_lm_profile's events: event i ends a part of role[i] (event 0 starts the step). */
@@ -852,7 +856,8 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     const tt_layout *l = lm->l;
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
-    const tt_dropout drop = drop_at(lm, o, (float)l->m.dropout, 0);
+    const tt_dropout drop =
+        drop_at(lm, o, (float)l->m.dropout, 0, (unsigned long long)l->m.seq_len * l->m.d_model);
     const int rows = lm->rows, d = l->m.d_model, dl = lm->dl;
     if (!l->proj) {
         if (bwd)
@@ -1099,7 +1104,7 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
-                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0)));
+                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0), (unsigned long long)m->seq_len * d));
     mark(lm, TT_PROF_LAYERNORM);
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
@@ -1109,12 +1114,12 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     tt_gemm_fwd_ld(&lm->gemm, a->hd, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
                    lp->w1.pcol, fp, 0.f);
     tt_ffn_act_fwd(p, st, a->hd, a->hd, lw->ff1_b, rows, f, fp,
-                   drop_at(lm, o, drop, tail_site(lm, k, 1)));
+                   drop_at(lm, o, drop, tail_site(lm, k, 1), (unsigned long long)m->seq_len * f));
     tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), lp->w2.pcol,
                      pad_src(lm, &lp->b2), rows, fp, lp->w2.prow);
     mark(lm, TT_PROF_FFN);
     tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w, lw->ln2_b,
-                       rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2)));
+                       rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2), (unsigned long long)m->seq_len * d));
     mark(lm, TT_PROF_LAYERNORM);
 }
 
@@ -1169,7 +1174,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f, and db2 = dyf's sum */
     tt_residual_ln_bwd_parts(p, st, lm->dres, lm->dyf, sums_part(lm, SUMS_LN2, k), lm->dx, a->s2,
                              a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
-                             drop_at(lm, o, drop, tail_site(lm, k, 2)));
+                             drop_at(lm, o, drop, tail_site(lm, k, 2), (unsigned long long)m->seq_len * d));
     if (!lm->defer_sums) param_sums(lm, SUMS_LN2, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
@@ -1178,7 +1183,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
     tt_ffn_act_bwd_parts(p, st, lm->dff, sums_part(lm, SUMS_FFN, k), lm->dff, a->hd, rows, f, fp,
-                         drop_at(lm, o, drop, tail_site(lm, k, 1)).p);
+                         drop_at(lm, o, drop, tail_site(lm, k, 1), (unsigned long long)m->seq_len * f).p);
     if (!lm->defer_sums) param_sums(lm, SUMS_FFN, k, 1);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w1, 0, 1, true, 0.f, lm->dff, fp, a->x1, dl, rows);
@@ -1189,7 +1194,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
     tt_residual_ln_bwd_parts(p, st, lm->dx, lm->dy, sums_part(lm, SUMS_LN1, k), lm->dres, a->s1,
                              a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
-                             drop_at(lm, o, drop, tail_site(lm, k, 0)));
+                             drop_at(lm, o, drop, tail_site(lm, k, 0), (unsigned long long)m->seq_len * d));
     if (!lm->defer_sums) param_sums(lm, SUMS_LN1, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
 }
@@ -1310,7 +1315,8 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads_qkv(p, st, a->qu, a->qv, a->tk, a->tv, a->qkv, ml ? a->kvm : NULL, lm->wv.u,
                      lm->wv.v, B, n, ml, qkv_rows(lm));
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
-    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
+    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k),
+                                       (unsigned long long)m->n_head * n * klen);
     void *oh; /* P' V [H*B][n, dp] */
     if (lm->txl_fused) { /* scores, softmax, dropatt and P' V in one kernel */
         oh = a->oh;
@@ -1382,7 +1388,8 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     mark(lm, TT_PROF_O);
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
-    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k));
+    const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k),
+                                       (unsigned long long)m->n_head * n * klen);
     /* dBD's rows klen apart: padded to whole 16-byte groups (tt_row_pitch), dR's product ran
      * slower on H200 (290k against 320k tok/s at txl-wt103-base, one call each) */
     const int ldb = klen;
@@ -1452,7 +1459,8 @@ static void txl_update_memory(tt_gpu_lm *lm)
 static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double weights)
 {
     const tt_model_spec *m = &lm->l->m;
-    const float scale = weights > 0 ? (float)(1.0 / weights) : 0.f;
+    const double norm = o->norm > 0 ? o->norm : weights; /* a rank's share: the whole batch's */
+    const float scale = norm > 0 ? (float)(1.0 / norm) : 0.f;
 
     if (grads) zero_grads(lm);
     if (grads && lm->side) {
@@ -1469,7 +1477,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
         const size_t skip = txl_pe_skip(lm);
         tt_txl_pe(&lm->prog, lm->gpu->stream, (char *)lm->pe + skip * lm->dl * lm->es,
                   lm->pe_tab + skip * m->d_model, lm->mlen + m->seq_len, m->d_model, lm->dl,
-                  drop_at(lm, o, (float)m->dropout, 1));
+                  drop_at(lm, o, (float)m->dropout, 1, 0));
         mark(lm, TT_PROF_ATTENTION);
     }
     const void *x = lm->x0;
@@ -1633,13 +1641,13 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
     return host.norm;
 }
 
-/* A captured step is valid for the options and the padded counts it was captured with; the step
- * number is read from device memory, and so are the inputs, the routing and the optimizer's
+/* A captured step is valid for the options and the padded counts it was captured with (a rank's
+ * seq0 and norm are kernel arguments, as the seed is); the step number is read from device memory, and so are the inputs, the routing and the optimizer's
  * scalars. */
 static bool same_step_opts(const tt_lm_opts *a, const tt_lm_opts *b)
 {
     return a->train == b->train && a->seed == b->seed && a->label_smoothing == b->label_smoothing &&
-           !a->weight && !b->weight;
+           a->seq0 == b->seq0 && a->norm == b->norm && !a->weight && !b->weight;
 }
 
 /* The graph captured for o and the last batch's counts (*hit), else the slot to capture it into:

@@ -121,7 +121,7 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
     expect(k, "D", d);
     expect_pitch(k, d, ld, false);
     void *args[] = {&out, &sum, &mean, &rstd, &x, &y, &gamma, &beta, &rows, &ld,
-                    &drop.p, &drop.seed, &drop.step, &drop.site};
+                    &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "ROWS")), 1, 1}, args, st);
 }
 
@@ -137,7 +137,7 @@ int tt_residual_ln_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dx,
     expect(k, "ROWS", need(tt_gpu_kernel_of(p, "layernorm_bwd"), "ROWS"));
     int parts = tt_layernorm_bwd_parts(p, rows);
     void *args[] = {&dx, &dy, &part, &dout, &sum, &mean, &rstd, &gamma, &rows, &ld,
-                    &drop.p, &drop.seed, &drop.step, &drop.site};
+                    &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     tt_gpu_launch(k, (dim3){(unsigned)parts, 1, 1}, args, st);
     return parts;
 }
@@ -179,7 +179,7 @@ void tt_embedding_fwd(const tt_gpu_program *p, cudaStream_t st, void *x0, const 
     expect_aligned(k, emb, 4);
     expect_aligned(k, x0, 0);
     void *args[] = {&x0, &emb, &tokens, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
-                    &drop.site};
+                    &drop.site, &drop.first};
     launch_rows(k, rows, d, args, st);
 }
 
@@ -234,7 +234,7 @@ void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
         tt_panic(__FILE__, __LINE__, "%s: %d rows, more than the sorted keys", k->k->name, rows);
     if (rows == 0) return;
     void *args[] = {&part, &dx0, &keys, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
-                    &drop.site};
+                    &drop.site, &drop.first};
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "SPAN")), 1, 1}, args, st);
     sorted_sum(p, st, k, demb, part, keys, rows, 0, vocab, d);
 }
@@ -259,7 +259,7 @@ void tt_adaptive_emb_scatter(const tt_gpu_program *p, cudaStream_t st, void *x0,
     expect_pitch(k, d, ld, true);
     expect_aligned(k, x0, 0);
     expect_aligned(k, y, 4);
-    void *args[] = {&x0, &y, &idx, &count, &ld, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&x0, &y, &idx, &count, &ld, &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     launch_rows(k, count, d, args, st);
 }
 
@@ -271,7 +271,7 @@ void tt_adaptive_emb_grad(const tt_gpu_program *p, cudaStream_t st, void *dy, co
     expect_pitch(k, d, ld, true);
     expect_aligned(k, dy, 0);
     expect_aligned(k, dx0, 0);
-    void *args[] = {&dy, &dx0, &idx, &count, &ld, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&dy, &dx0, &idx, &count, &ld, &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     launch_rows(k, count, d, args, st);
 }
 
@@ -323,7 +323,7 @@ void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const vo
     expect(k, "LD", ld);
     expect_aligned(k, hd, 0);
     expect_aligned(k, z, 0);
-    void *args[] = {&hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&hd, &z, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     if (rows == 0) return;
     const long vectors = (long)rows * (ld / need(k, "VEC")); /* the padding's included */
     tt_gpu_launch(k, (dim3){ceil_div(vectors, need(k, "THREADS") * need(k, "UNROLL")), 1, 1}, args,
@@ -406,7 +406,7 @@ static void txl_softmax(const char *op, const tt_gpu_program *p, cudaStream_t st
     int rows = batch * heads * n;
     if (rows == 0) return;
     void *args[] = {&a,     &b,     &c,      &d,         &rows,     &n,         &m,        &batch,
-                    &heads, &scale, &drop.p, &drop.seed, &drop.step, &drop.site};
+                    &heads, &scale, &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     const long per_block = need(k, "THREADS") / 32;
     tt_gpu_launch(k, (dim3){ceil_div(rows, per_block), 1, 1}, args, st);
 }
@@ -444,7 +444,7 @@ void tt_txl_attn_fwd(const tt_gpu_program *p, cudaStream_t st, void *o, float *l
     TT_ASSERT(m >= 0 && n > 0 && batch >= 0 && heads > 0);
     if (batch == 0) return;
     void *args[] = {&o,     &lse, &qu,    &qv,     &k,         &v,         &r,        &batch,
-                    &heads, &n,   &m,     &scale,  &drop.p,    &drop.seed, &drop.step, &drop.site};
+                    &heads, &n,   &m,     &scale,  &drop.p,    &drop.seed, &drop.step, &drop.site, &drop.first};
     tt_gpu_launch(kk, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, args, st);
 }
 
@@ -471,7 +471,7 @@ void tt_txl_attn_bwd(const tt_gpu_program *p, cudaStream_t st, void *dqkv, void 
     void *kvargs[] = {&dqkv,  &dkvm,     &lay.ldq,  &lay.ldkv, &lay.hs,   &ds,        &lds,
                       &qu,    &qv,       &k,        &v,        &r,        &o,         &dout,
                       &lse,   &batch,    &heads,    &n,        &m,        &scale,     &drop.p,
-                      &drop.seed, &drop.step, &drop.site};
+                      &drop.seed, &drop.step, &drop.site, &drop.first};
     tt_gpu_launch(kv, (dim3){ceil_div(m + n, 64), (unsigned)batch, (unsigned)heads}, kvargs, st);
     void *qargs[] = {&dqkv, &lay.ldq, &uvpart, &dbd, &ldb, &ds, &lds, &k, &r, &batch, &n, &m};
     tt_gpu_launch(q, (dim3){ceil_div(n, 64), (unsigned)batch, (unsigned)heads}, qargs, st);
@@ -492,7 +492,7 @@ void tt_txl_pe(const tt_gpu_program *p, cudaStream_t st, void *pe, const float *
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "txl_pe");
     expect_pitch(k, d, ld, false);
-    void *args[] = {&pe, &src, &rows, &d, &ld, &drop.p, &drop.seed, &drop.step, &drop.site};
+    void *args[] = {&pe, &src, &rows, &d, &ld, &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
     tt_gpu_launch(k, (dim3){stride_blocks(k, (long long)rows * d), 1, 1}, args, st);
 }
 

@@ -28,6 +28,10 @@ typedef struct {
     uint64_t seed;
     const unsigned long long *step;
     uint32_t site;
+    /* where the batch's element 0 lies in the site's stream: 0 on one GPU; on a rank whose rows
+     * are sequences b0 .. of the step's batch, b0 times the site's elements a sequence, so that
+     * every element draws what it would draw on one GPU */
+    unsigned long long first;
 } tt_dropout;
 
 /* s = x + dropout(y), out = LayerNorm(s) (the residual variant of templates/layernorm.cu): out,

@@ -63,7 +63,7 @@ __device__ __forceinline__ float tt_embed_grad(float d, size_t index, float p,
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__restrict__ tokens,
           int rows, int ld, int vocab, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+          const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     int row, col;
@@ -72,7 +72,7 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ emb, const int *__res
     const bool known = t >= 0 && t < vocab;
     float v[TT_VEC];
     tt_load<TT_VEC>(v, emb + (size_t)(known ? t : 0) * TT_D + col);
-    tt_embed_out(v, (size_t)row * TT_D + col, p, seed, tt_dropout_stream(*step, site));
+    tt_embed_out(v, drop0 + (size_t)row * TT_D + col, p, seed, tt_dropout_stream(*step, site));
     if (!known)
 #pragma unroll
         for (int j = 0; j < TT_VEC; j++) v[j] = __uint_as_float(0x7fffffffu); // a token outside the vocabulary shows
@@ -110,7 +110,7 @@ TT_KERNEL(TT_T *__restrict__ e, const float *__restrict__ emb, const int *__rest
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restrict__ idx,
           int count, int ld, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+          const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     int i, col;
@@ -119,7 +119,7 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restr
     if (r < 0) return;
     float v[TT_VEC];
     tt_load<TT_VEC>(v, y + (size_t)i * TT_D + col);
-    tt_embed_out(v, (size_t)r * TT_D + col, p, seed, tt_dropout_stream(*step, site));
+    tt_embed_out(v, drop0 + (size_t)r * TT_D + col, p, seed, tt_dropout_stream(*step, site));
     tt_store<TT_VEC>(x0 + (size_t)r * ld + col, v);
 }
 #endif
@@ -129,7 +129,7 @@ TT_KERNEL(TT_T *__restrict__ x0, const float *__restrict__ y, const int *__restr
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__restrict__ idx,
           int count, int ld, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+          const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     int i, col;
@@ -137,7 +137,7 @@ TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__rest
     const int r = idx[i];
     float v[TT_VEC] = {}; // padding: a zero row
     if (r >= 0) {
-        const size_t base = (size_t)r * TT_D + col;
+        const size_t base = drop0 + (size_t)r * TT_D + col;
         const uint64_t stream = tt_dropout_stream(*step, site);
         tt_load<TT_VEC>(v, dx0 + (size_t)r * ld + col);
 #pragma unroll
@@ -315,14 +315,17 @@ TT_KERNEL(float *__restrict__ table, const float *__restrict__ part,
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ part, const TT_T *__restrict__ dx0,
           const unsigned long long *__restrict__ keys, int rows, int ld, int vocab, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     const uint64_t stream = tt_dropout_stream(*step, site);
+    // the rows' dropout elements from drop0 on, kept as the first row (drop0 is whole rows): a
+    // 64-bit offset held across the span made the kernel spill
+    const int row0 = (int)(drop0 / TT_D);
     tt_sorted_part<TT_D, TT_VEC>(
         part, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
         [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, dx0 + (size_t)row * ld + col); },
-        [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)row * TT_D + e, p, seed, stream); });
+        [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)(row0 + row) * TT_D + e, p, seed, stream); });
 }
 #endif
 

@@ -40,7 +40,7 @@ static_assert(TT_LD % TT_VEC == 0 && TT_LD >= TT_F, "whole vectors per row, each
 // b * TT_THREADS * TT_UNROLL + u * TT_THREADS + t.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *hd, const TT_T *z, const float *__restrict__ b1, int rows, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     const long long total = (long long)rows * TT_NV;
@@ -59,7 +59,7 @@ TT_KERNEL(TT_T *hd, const TT_T *z, const float *__restrict__ b1, int rows, float
         if (vi >= total) break;
         const long long row = vi / TT_NV;
         const int col = (int)(vi % TT_NV) * TT_VEC;
-        const uint64_t elem = (uint64_t)row * TT_F + col; // the mask's numbering
+        const uint64_t elem = drop0 + (uint64_t)row * TT_F + col; // the mask's numbering
 #pragma unroll
         for (int j = 0; j < TT_VEC; j++) {
             if (TT_LD != TT_F && col + j >= TT_F) break; // padding: stored back as read

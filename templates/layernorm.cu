@@ -183,7 +183,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
           float *__restrict__ rstd_out, const TT_T *__restrict__ x, const TT_T *__restrict__ y,
           const float *__restrict__ gamma, const float *__restrict__ beta, int rows, int ld,
           float p, unsigned long long seed, const unsigned long long *__restrict__ step,
-          unsigned site)
+          unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
@@ -193,7 +193,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
     if (row >= rows) return;
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float inv_keep = 1.f / (1.f - p);
-    const size_t base = (size_t)row * ld, drop = (size_t)row * TT_D;
+    const size_t base = (size_t)row * ld, drop = drop0 + (size_t)row * TT_D;
 
     float v[TT_VPT];
 #pragma unroll
@@ -244,7 +244,7 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
           const TT_T *__restrict__ dout, const TT_T *__restrict__ x,
           const float *__restrict__ mean_in, const float *__restrict__ rstd_in,
           const float *__restrict__ gamma, int rows, int ld, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+          const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 #endif
 {
     tt_pdl_begin();
@@ -273,9 +273,10 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
 
 #ifdef TT_OP_LAYERNORM_BWD
     const int ld = TT_D;
+    const unsigned long long drop0 = 0; // no dropout
 #endif
     for (int row = blockIdx.x * TT_ROWS + sub; row < rows; row += gridDim.x * TT_ROWS) {
-        const size_t base = (size_t)row * ld, drop = (size_t)row * TT_D;
+        const size_t base = (size_t)row * ld, drop = drop0 + (size_t)row * TT_D;
         (void)drop;
         float g[TT_VPT];
 #ifdef TT_OP_RESIDUAL_LN_BWD

@@ -19,7 +19,7 @@
 // tt_dropout_stream(step, site), as cpu_dropout_fwd draws it.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, int rows, int d, int ld, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     const uint64_t stream = tt_dropout_stream(*step, site);
@@ -27,7 +27,7 @@ TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, int rows, int d,
     const long long count = (long long)rows * d;
     for (long long e = (long long)blockIdx.x * TT_THREADS + threadIdx.x; e < count;
          e += (long long)gridDim.x * TT_THREADS) {
-        const float x = tt_dropout_keep(seed, stream, (uint64_t)e, p) ? src[e] * scale : 0.f;
+        const float x = tt_dropout_keep(seed, stream, drop0 + (uint64_t)e, p) ? src[e] * scale : 0.f;
         pe[e / d * ld + e % d] = tt_store_as<TT_T>(x);
     }
 }

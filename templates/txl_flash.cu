@@ -290,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(128)
 TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__restrict__ qu,
           const tt_bf16 *__restrict__ qv, const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v,
           const tt_bf16 *__restrict__ r, int batch, int heads, int n, int m, float scale, float p,
-          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     static_assert(TT_SMEM == (2 * TT_BK + TT_RT) * TT_SP * 2 + 4 * 16 * TT_XP * 4, "the plan's shared memory");
@@ -349,7 +349,7 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
                 float pd = pe;
                 if (p > 0.f) {
                     const int i = iw + tt_acc_row(lane, e), j = j0 + nt * 8 + tt_acc_col(lane, e);
-                    pd = i < n && tt_dropout_keep(seed, stream, tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                    pd = i < n && tt_dropout_keep(seed, stream, drop0 + tt_fl_ref(b, c, i, heads, n, klen) + j, p)
                              ? pe * keep_scale : 0.f;
                 }
                 s[nt][e] = pd;
@@ -495,7 +495,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
           const tt_bf16 *__restrict__ k, const tt_bf16 *__restrict__ v, const tt_bf16 *__restrict__ r,
           const tt_bf16 *__restrict__ o, const tt_bf16 *__restrict__ dout, const float *__restrict__ lse,
           int batch, int heads, int n, int m, float scale, float p, unsigned long long seed,
-          const unsigned long long *__restrict__ step, unsigned site)
+          const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     static_assert(TT_SMEM == (3 * TT_BQ + TT_RT) * TT_SP * 2 + TT_RT * TT_XQ * 4 + 2 * TT_BQ * 4 +
@@ -582,7 +582,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
                 const float pr = vis ? __expf(sc - slse[ii]) : 0.f;
                 float kp = 1.f;
                 if (p > 0.f)
-                    kp = vis && tt_dropout_keep(seed, stream, tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                    kp = vis && tt_dropout_keep(seed, stream, drop0 + tt_fl_ref(b, c, i, heads, n, klen) + j, p)
                              ? keep_scale : 0.f;
                 st[nt][e] = pr * kp;                                  // P'^T
                 dpt[nt][e] = pr * (dpt[nt][e] * kp - sd[ii]) * scale; // dS^T

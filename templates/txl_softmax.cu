@@ -34,7 +34,7 @@ __device__ __forceinline__ long long tt_txl_ref_row(long long row, int n, int ba
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__restrict__ ac,
           const float *__restrict__ bd, int rows, int n, int m, int batch, int heads, float scale,
-          float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     const int lane = threadIdx.x % 32;
@@ -61,7 +61,7 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
     z = tt_group_sum<32>(z);
     const float inv = 1.f / z, keep_scale = 1.f / (1.f - p);
     const uint64_t stream = tt_dropout_stream(*step, site);
-    const long long ref = tt_txl_ref_row(row, n, batch, heads) * klen;
+    const long long ref = (long long)drop0 + tt_txl_ref_row(row, n, batch, heads) * klen;
 #pragma unroll
     for (int q = 0; q < TT_PER_LANE; q++) {
         const int j = lane + 32 * q;
@@ -79,7 +79,7 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restrict__ dpdrop,
           const TT_T *__restrict__ prob, int rows, int n, int m, int batch, int heads, float scale,
-          float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site)
+          float p, unsigned long long seed, const unsigned long long *__restrict__ step, unsigned site, unsigned long long drop0)
 {
     tt_pdl_begin();
     const int lane = threadIdx.x % 32;
@@ -88,7 +88,7 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
     const int i = (int)(row % n), klen = m + n, end = m + i + 1, shift = n - 1 - i;
     const float keep_scale = 1.f / (1.f - p);
     const uint64_t stream = tt_dropout_stream(*step, site);
-    const long long ref = tt_txl_ref_row(row, n, batch, heads) * klen;
+    const long long ref = (long long)drop0 + tt_txl_ref_row(row, n, batch, heads) * klen;
     float pr[TT_PER_LANE], dp[TT_PER_LANE], dot = 0.f;
 #pragma unroll
     for (int q = 0; q < TT_PER_LANE; q++) {

@@ -1228,6 +1228,79 @@ static void test_determinism(void **state)
     print_message("  determinism: bit-identical loss, grads and d_emb (same and fresh lm)\n");
 }
 
+/* === 5b. a batch in shares (several GPUs) ====================================================
+ * Each of K ranks runs B/K of a step's sequences (tt_lm_opts' seq0, norm): every sequence run as
+ * a batch of its own, at its place in the whole batch and divided by the whole batch's weight,
+ * draws the dropout masks it draws in the whole batch (embedding, attention output, FFN, and
+ * Transformer-XL's dropatt), so the shares' loss sums and gradients add up to the whole batch's.
+ * Without seq0 the masks differ and so does the sum; the test sees that too. */
+static void check_shares(const model_cfg *c, uint64_t test_id)
+{
+    rng r = rng_for(test_id);
+    model m;
+    model_open(&m, c);
+    model_randomize(&m, &r);
+    const size_t nf = m.layout.n_floats;
+    const int seq = m.lm.rows / BATCH, d = m.layout.m.d_model, L = m.layout.m.layers;
+    tt_lm_result whole;
+    model_grad(&m, &whole);
+    tt_real *gs = alloc_real((long)nf);
+    tt_real *mem1 = m.mlen ? alloc_real((long)L * m.mlen * d) : NULL;
+    tt_cpu_lm one;
+    tt_cpu_lm_init(&one, &m.layout, 1);
+    for (int wrong = 0; wrong < 2; wrong++) {
+        memset(gs, 0, nf * sizeof *gs);
+        double loss = 0, nll = 0, scored = 0;
+        for (int b = 0; b < BATCH; b++) {
+            tt_lm_opts o = m.opts;
+            o.seq0 = wrong ? 0 : b;
+            o.norm = whole.scored;
+            if (m.weight) o.weight = m.weight + (size_t)b * seq;
+            const int32_t *in = m.inputs + (size_t)b * seq, *tg = m.targets + (size_t)b * seq;
+            tt_lm_result res;
+            if (m.layout.m.kind == TT_KIND_TXL) {
+                for (int k = 0; k < L && mem1; k++) /* the sequence's memories, [L, 1, mlen, D] */
+                    memcpy(mem1 + (size_t)k * m.mlen * d,
+                           m.mems + ((size_t)k * BATCH + b) * m.mlen * d,
+                           (size_t)m.mlen * d * sizeof *mem1);
+                tt_cpu_txl_lm_run(&one, m.w, gs, in, tg, mem1, m.mlen, NULL, &o, &res);
+            } else {
+                tt_cpu_lm_run(&one, m.w, gs, in, tg, &o, &res);
+            }
+            loss += res.loss_sum, nll += res.nll_sum, scored += res.scored;
+        }
+        double worst = 0, big = 0;
+        for (size_t i = 0; i < nf; i++) big = fmax(big, fabs(m.g[i]));
+        for (size_t i = 0; i < nf; i++) worst = fmax(worst, fabs(gs[i] - m.g[i]) / big);
+        const double dl = fabs(loss - whole.loss_sum) / fabs(whole.loss_sum);
+        print_message("  %s, %s: loss sum %.2e, gradients %.2e (of the largest) from the whole "
+                      "batch's\n", c->name, wrong ? "every share at seq0 0" : "shares at their seq0",
+                      dl, worst);
+        if (wrong) {
+            assert_true(dl > 1e-6 || worst > 1e-6); /* other masks: another sum */
+        } else {
+            assert_true(dl < 1e-12 && worst < 1e-12);
+            assert_true(fabs(nll - whole.nll_sum) <= 1e-12 * fabs(whole.nll_sum));
+            assert_true(scored == whole.scored);
+        }
+    }
+    tt_cpu_lm_free(&one);
+    free(gs), free(mem1);
+    model_close(&m);
+}
+
+static void test_batch_shares(void **state)
+{
+    (void)state;
+    const model_cfg t = {.name = "tensorized, dropout 0.2, adaptive", .causal = true, .key = true,
+                         .cores = 2, .dropout = 0.2, .adaptive = true, .div_val = 2, .train = true,
+                         .weighted = true};
+    check_shares(&t, 451);
+    const model_cfg x = {.name = "Transformer-XL, dropout and dropatt 0.2, memory", .txl = true,
+                         .tie = true, .mem_len = 4, .dropout = 0.2, .dropatt = 0.2, .train = true};
+    check_shares(&x, 452);
+}
+
 /* === 6. Transformer-XL's memory =============================================================
  * Segments run one after the other, each attending to the memories the previous one returned,
  * score each token exactly as a direct evaluation of the whole stream in which the query at
@@ -1400,6 +1473,7 @@ int main(void)
         cmocka_unit_test(test_causal_leak),
         cmocka_unit_test(test_cores_mean),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_batch_shares),
         cmocka_unit_test(test_txl_memory_carry),
     };
     const int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -734,6 +734,111 @@ static void test_txl(void **state)
     if (failures) fail_msg("%d comparisons over their bound", failures);
 }
 
+/* A batch in shares, as the ranks of a run on several GPUs hold it: each half of a batch of 4
+ * sequences run by a model of its own, with tt_lm_opts' seq0 (the half's first sequence) and norm
+ * (the whole batch's weight), gives the loss sums and gradients of the whole batch run at once:
+ * its rows draw the dropout masks they draw there, in every kernel that draws one (the
+ * embedding, the residual LayerNorms, the FFN; Transformer-XL's pos_emb and dropatt, unfused at
+ * fp32 and fused at bf16), over two segments (the second attending to the first's memories).
+ * Both halves at seq0 0 (masks drawn again from the start) must differ. fp32: 1e-5 (other
+ * products' shapes sum in other orders); bf16: 1e-2, each tensor's bound in test_step. */
+static void test_shares(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *model, *precision;
+        double bound;
+    } cases[] = {
+        {"tensorized fp32",
+         "kind: tensorized, vocab: 300, d_model: 32, layers: 2, rank: 8, cores: 2, seq_len: 8, "
+         "d_inner: 64, dropout: 0.2, position: key, adaptive: {cutoffs: [50, 120]}",
+         "fp32", 1e-5},
+        {"tensorized bf16",
+         "kind: tensorized, vocab: 300, d_model: 32, layers: 2, rank: 8, cores: 2, seq_len: 8, "
+         "d_inner: 64, dropout: 0.2", "bf16", 1e-2},
+        {"txl fp32 (unfused)",
+         "kind: transformer-xl, vocab: 300, d_model: 24, layers: 2, n_head: 3, d_head: 6, "
+         "seq_len: 8, mem_len: 12, d_inner: 36, dropout: 0.2, dropatt: 0.2",
+         "fp32", 1e-5},
+        {"txl bf16 (fused)",
+         "kind: transformer-xl, vocab: 300, d_model: 24, layers: 2, n_head: 3, d_head: 6, "
+         "seq_len: 8, mem_len: 12, d_inner: 36, dropout: 0.2, dropatt: 0.2",
+         "bf16", 1e-2},
+    };
+    enum { B = 4, H = 2 };
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        tt_spec s[2];
+        tt_layout l;
+        char err[1024];
+        for (int k = 0; k < 2; k++) {
+            char text[1024];
+            snprintf(text, sizeof text, "model: {%s}\ntrain: {batch: %d, precision: %s}\n",
+                     cases[ci].model, k ? H : B, cases[ci].precision);
+            if (tt_spec_parse(text, strlen(text), cases[ci].name, ".", &s[k], err, sizeof err))
+                fail_msg("%s", err);
+        }
+        if (tt_layout_build(&s[0].model, s[0].model.vocab, &l, err, sizeof err))
+            fail_msg("%s", err);
+        const int n = s[0].model.seq_len, rows = B * n;
+        const size_t nf = l.n_floats;
+        float *w = tt_xmalloc(nf * 4), *gw = tt_xmalloc(nf * 4), *gs = tt_xmalloc(nf * 4);
+        float *gh = tt_xmalloc(nf * 4);
+        weights(&l, w, 1, seed);
+        int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        tt_gpu_lm *whole, *half[2][2]; /* [wrong][h]: each half keeps its own memories */
+        if (tt_gpu_lm_open(&whole, &gpu, &s[0], &l, B, &cache, err, sizeof err)) fail_msg("%s", err);
+        for (int k = 0; k < 4; k++)
+            if (tt_gpu_lm_open(&half[k / 2][k % 2], &gpu, &s[1], &l, H, &cache, err, sizeof err))
+                fail_msg("%s", err);
+        tt_gpu_lm *all[5] = {whole, half[0][0], half[0][1], half[1][0], half[1][1]};
+        for (int k = 0; k < 5; k++) {
+            TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(all[k]), w, nf * 4, cudaMemcpyHostToDevice));
+            tt_gpu_lm_weights_changed(all[k]);
+        }
+        for (int seg = 0; seg < 2; seg++) {
+            for (int i = 0; i < rows; i++) {
+                in[i] = (int32_t)(tt_uniform(seed, 31 + 2 * seg, i) * 300);
+                tg[i] = (int32_t)(tt_uniform(seed, 32 + 2 * seg, i) * 300);
+            }
+            tt_lm_opts o = {.train = true, .seed = seed, .step = (uint64_t)(11 + seg)};
+            tt_lm_result rw, rh;
+            for (int k = 0; k < 5; k++) tt_gpu_lm_continue(all[k], seg > 0);
+            tt_gpu_lm_run(whole, in, tg, &o, true, &rw);
+            TT_CUDA(cudaMemcpy(gw, tt_gpu_lm_grads(whole), nf * 4, cudaMemcpyDeviceToHost));
+            for (int wrong = 0; wrong < 2; wrong++) {
+                double loss = 0;
+                memset(gs, 0, nf * 4);
+                for (int h = 0; h < 2; h++) {
+                    tt_lm_opts oh = o;
+                    oh.seq0 = wrong ? 0 : h * H;
+                    oh.norm = rw.scored;
+                    tt_gpu_lm_run(half[wrong][h], in + h * H * n, tg + h * H * n, &oh, true, &rh);
+                    TT_CUDA(cudaMemcpy(gh, tt_gpu_lm_grads(half[wrong][h]), nf * 4,
+                                       cudaMemcpyDeviceToHost));
+                    for (size_t i = 0; i < nf; i++) gs[i] += gh[i];
+                    loss += rh.loss_sum;
+                }
+                const double el = rel_diff(loss, rw.loss_sum), eg = tt_rel_l2(gs, gw, nf);
+                printf("%-20s segment %d  %s: loss sum %.2e, gradients %.2e from the whole "
+                       "batch's (bound %.0e)\n", cases[ci].name, seg,
+                       wrong ? "both halves at seq0 0" : "halves at their seq0", el, eg,
+                       cases[ci].bound);
+                if (wrong) {
+                    if (!(eg > 10 * cases[ci].bound))
+                        fail_msg("%s: the halves' masks drawn from the start agree", cases[ci].name);
+                } else if (!(el <= cases[ci].bound && eg <= cases[ci].bound)) {
+                    fail_msg("%s, segment %d: the halves differ from the whole batch",
+                             cases[ci].name, seg);
+                }
+            }
+        }
+        for (int k = 0; k < 5; k++) tt_gpu_lm_close(all[k]);
+        free(w), free(gw), free(gs), free(gh), free(in), free(tg);
+        tt_layout_free(&l);
+        tt_spec_free(&s[0]), tt_spec_free(&s[1]);
+    }
+}
+
 /* With causal: true the loss at position i has no gradient on the embeddings of positions
  * > i; untied weights, so the embedding's gradient comes from the input side alone, and distinct
  * tokens, so a row of dE belongs to one position. */
@@ -1040,7 +1145,8 @@ int main(void)
                (unsigned long long)seed, (unsigned long long)(seed + (uint64_t)n_seeds - 1),
                n_seeds);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_step), cmocka_unit_test(test_planted),
-                                       cmocka_unit_test(test_txl), cmocka_unit_test(test_leak),
+                                       cmocka_unit_test(test_txl), cmocka_unit_test(test_shares),
+                                       cmocka_unit_test(test_leak),
                                        cmocka_unit_test(test_graph),
                                        cmocka_unit_test(test_products_recorded)};
     const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_txl: only the tests it matches */

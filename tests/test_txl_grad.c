@@ -223,7 +223,7 @@ static void check_gradients(cpu_txl_shape s, int clamp, uint64_t id, const char 
     case_close(&t);
 }
 
-static const cpu_txl_shape TINY = {2, 4, 3, 8, 2, 3, 0, 0, 0}; /* B N M D H dh */
+static const cpu_txl_shape TINY = {2, 4, 3, 8, 2, 3, 0, 0, 0, 0}; /* B N M D H dh */
 
 static void test_grad_plain(void **state)
 {
@@ -262,7 +262,7 @@ static double rel_l2(const tt_real *x, const tt_real *y, long n)
 static void test_rounded(void **state)
 {
     (void)state;
-    const cpu_txl_shape s = {2, 40, 100, 16, 2, 8, (tt_real)0.2, 99, 3}; /* B N M D H dh */
+    const cpu_txl_shape s = {2, 40, 100, 16, 2, 8, (tt_real)0.2, 99, 3, 0}; /* B N M D H dh */
     txl_case t;
     case_open(&t, s, 0, 5);
     const long hd = hd_of(&s), no = (long)s.batch * s.n * s.d;
