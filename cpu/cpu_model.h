@@ -48,6 +48,8 @@ typedef struct {
     double loss_sum; /* sum over scored tokens of the training loss (label smoothing included) */
     double nll_sum;  /* sum over scored tokens of -log p(target) */
     double scored;   /* sum of the tokens' weights */
+    double flags;    /* several GPUs: the sum over the ranks of the flags they raised for the
+                      * step (tt_gpu_lm_flag); 0 elsewhere */
 } tt_lm_result;
 
 /* For either kind (a Transformer-XL LM runs only through tt_cpu_txl_lm_run). */

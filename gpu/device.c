@@ -65,6 +65,15 @@ static int load_driver(void)
     return cu.loaded = 1;
 }
 
+int tt_device_count(char *why, size_t whylen)
+{
+    if (load_driver() < 0) return tt_errf(why, whylen, "%s", cu.why);
+    int count = 0;
+    const CUresult r = cu.get_count(&count);
+    if (r != CUDA_SUCCESS) return tt_errf(why, whylen, "no CUDA device: %s", cu_error(r));
+    return count;
+}
+
 int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen)
 {
     if (load_driver() < 0) return tt_errf(why, whylen, "%s", cu.why);

@@ -17,6 +17,8 @@ typedef struct {
 /* Fills info for device `ordinal`. Returns 0, or -1 with why (e.g. "no CUDA device: libcuda.so.1
  * not found (no NVIDIA driver on this machine)"). */
 int tt_device_query(int ordinal, tt_device_info *info, char *why, size_t whylen);
+/* The CUDA devices this process sees, or -1 with why ("no CUDA device: ...", or no driver). */
+int tt_device_count(char *why, size_t whylen);
 
 /* A CUtensorMap's bytes (the driver's type, 64-byte aligned where a kernel takes it). */
 #define TT_TENSOR_MAP_BYTES 128

@@ -12,6 +12,7 @@
 #include "cpu_ops.h"
 #include "cpu_txl.h"
 #include "mla_mat.h"
+#include "nccl_lib.h"
 #include "optim.h"
 #include "tune.h"
 #include "util.h"
@@ -134,7 +135,9 @@ struct tt_gpu_lm {
     void *logits;       /* the head's [rows, columns], then each tail's [count, its words], of
                          * the storage type; each part's dlogits overwrite its logits */
     float *loss, *nll;  /* per row of the head, then of each tail's list */
-    double *sums;
+    double *sums;       /* the loss's and the nll's sums, and (several GPUs) the ranks' flags */
+    void *comm;         /* several GPUs: the ranks' ncclComm_t (tt_gpu_lm_set_comm); else NULL */
+    double flag;        /* this rank's flag for the next step (tt_gpu_lm_flag) */
     void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
     void *tail_h, *tail_dh;  /* [pad, D] with projections: the input of a cluster's logits, its d */
     void *emb_e[TT_MAX_CLUSTERS]; /* div_val > 1: [pad, dim c] cluster c's gathered table rows */
@@ -428,7 +431,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->logits = take(b, logit_elements(lm) * es);
     lm->loss = take(b, (rows + nc * pad) * 4);
     lm->nll = take(b, (rows + nc * pad) * 4);
-    lm->sums = take(b, 2 * 8);
+    lm->sums = take(b, 3 * 8);
     if (nc) {
         lm->tail_x = take(b, pad * d * es);
         lm->tail_dx = take(b, pad * d * es);
@@ -1537,16 +1540,44 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     }
 }
 
-/* The sums of the last run back to the host: the one synchronization of a run or a step. */
-static void download_sums(tt_gpu_lm *lm, double weights, tt_lm_result *res)
+/* The sums of the last run back to the host: the one synchronization of a run or a step.
+ * reduced: a training step's on several GPUs, summed over the ranks (weights: the whole batch's). */
+static void download_sums(tt_gpu_lm *lm, double weights, bool reduced, tt_lm_result *res)
 {
-    double sums[2];
+    double sums[3];
     TT_CUDA(cudaMemcpyAsync(sums, lm->sums, sizeof sums, cudaMemcpyDeviceToHost, lm->gpu->stream));
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
     res->loss_sum = sums[0];
     res->nll_sum = sums[1];
     res->scored = weights;
+    res->flags = reduced ? sums[2] : 0;
 }
+
+/* Several GPUs: the ranks' gradients and sums (and flags) summed over comm, in place, on the
+ * stream (so in the step's graph): every rank then clips and steps from the same gradient. */
+static void enqueue_reduce(tt_gpu_lm *lm)
+{
+#if TT_HAVE_NCCL
+    const tt_nccl *nc = tt_nccl_get();
+    const cudaStream_t st = lm->gpu->stream;
+    ncclComm_t comm = lm->comm;
+    TT_ASSERT(nc);
+    ncclResult_t r = nc->group_start();
+    if (r == ncclSuccess)
+        r = nc->all_reduce(lm->g, lm->g, lm->l->n_floats, ncclFloat32, ncclSum, comm, st);
+    if (r == ncclSuccess) r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
+    const ncclResult_t e = nc->group_end();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: the gradients' all-reduce: %s", nc->get_error_string(r));
+#else
+    (void)lm;
+    TT_ASSERT(!"built without NCCL");
+#endif
+}
+
+void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm) { lm->comm = comm; }
+void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag) { lm->flag = flag; }
 
 /* After a Transformer-XL run: the memories it wrote are the next run's. */
 static void txl_advance(tt_gpu_lm *lm)
@@ -1609,7 +1640,7 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
     const double weights = upload_inputs(lm, inputs, targets, o);
     enqueue_run(lm, o, grads, weights);
     txl_advance(lm);
-    download_sums(lm, weights, res);
+    download_sums(lm, weights, false, res);
 }
 
 /* The host owns lr and the bias corrections of step s; tt_grad_norm writes norm and clip after
@@ -1676,8 +1707,11 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     const double weights = upload_inputs(lm, inputs, targets, o);
     tt_adam_scalars host;
     upload_adam_scalars(lm, &host, s);
+    if (lm->comm) /* summed over the ranks after the backward: device memory the graph reads */
+        TT_CUDA(cudaMemcpyAsync(lm->sums + 2, &lm->flag, sizeof lm->flag, cudaMemcpyHostToDevice, st));
     if (!lm->graphs || o->weight) {
         enqueue_run(lm, o, true, weights);
+        if (lm->comm) enqueue_reduce(lm);
         enqueue_adam(lm);
     } else {
         bool hit;
@@ -1691,6 +1725,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
             for (int attempt = 0;; attempt++) {
                 TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
                 enqueue_run(lm, o, true, weights);
+                if (lm->comm) enqueue_reduce(lm);
                 enqueue_adam(lm);
                 TT_CUDA(cudaStreamEndCapture(st, &g));
                 /* a product met for the first time in the capture has no algorithm yet: the
@@ -1713,7 +1748,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     }
     txl_advance(lm);
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
-    download_sums(lm, weights, res);
+    download_sums(lm, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, res);
     return host.norm;
 }
 

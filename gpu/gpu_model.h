@@ -54,6 +54,15 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s);
  * kernels: the results are bit-identical). Returns the gradient norm before clipping. */
 double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, tt_lm_result *res);
+/* Several GPUs: comm (an ncclComm_t) is the communicator of the run's ranks, each of which holds
+ * a share of every step's batch (tt_lm_opts' seq0 and norm). Each training step then sums the
+ * ranks' gradients and loss sums over it between the backward and Adam, inside the step's graph,
+ * so that every rank takes the same step; its result's sums are the whole batch's, and its
+ * flags the sum of the flags the ranks raised for it (tt_gpu_lm_flag: a rank that was asked to
+ * stop raises 1, and every rank sees it after the same step). NULL: this GPU alone. */
+void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm);
+void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag);
+
 /* Transformer-XL: whether the next run continues the segments of the last one (each row the
  * segment right after the same row's), attending to the memories the last run left, or starts
  * without memory. Each run leaves the memories for the next: the last min(mlen + N, M) inputs

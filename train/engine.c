@@ -6,6 +6,7 @@
 
 #include "cache.h"
 #include "gpu_model.h"
+#include "nccl_lib.h"
 #include "optim.h"
 #include "util.h"
 
@@ -24,36 +25,94 @@ struct tt_engine {
     tt_real *mem;
     int mlen;
     long mem_step;
+    /* several GPUs: this rank of world holds sequences seq0 .. seq0 + batch - 1 of the step's
+     * whole batch of world * batch; comm its communicator (ncclComm_t) */
+    int rank, world, seq0;
+    void *comm;
 };
 
 int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, const tt_layout *l,
                    int batch, char *desc, size_t desclen, char *err, size_t errlen)
 {
+    return tt_engine_open_rank(out, device, spec, l, batch, NULL, 0, desc, desclen, err, errlen);
+}
+
+/* Several GPUs: NCCL's communicator among the ranks of dist, for the GPU already current. */
+static int open_comm(tt_engine *e, const tt_dist_env *dist, int timeout_ms, char *err,
+                     size_t errlen)
+{
+#if TT_HAVE_NCCL
+    char why[1024];
+    if (tt_nccl_load(why, sizeof why) != 0)
+        return tt_errf(err, errlen, "rank %d of %d: %s", dist->rank, dist->world, why);
+    const tt_nccl *nc = tt_nccl_get();
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ncclResult_t r = ncclSuccess;
+    if (dist->rank == 0 && (r = nc->get_unique_id(&id)) != ncclSuccess)
+        return tt_errf(err, errlen, "rank 0: ncclGetUniqueId: %s", nc->get_error_string(r));
+    if (tt_rendezvous(dist, &id, sizeof id, timeout_ms, why, sizeof why) != 0)
+        return tt_errf(err, errlen, "rank %d of %d: %s", dist->rank, dist->world, why);
+    ncclComm_t comm;
+    if ((r = nc->comm_init_rank(&comm, dist->world, id, dist->rank)) != ncclSuccess)
+        return tt_errf(err, errlen, "rank %d of %d: ncclCommInitRank: %s", dist->rank, dist->world,
+                       nc->get_error_string(r));
+    e->comm = comm;
+    return 0;
+#else
+    (void)e, (void)timeout_ms;
+    return tt_errf(err, errlen, "rank %d of %d: no NCCL: this build has none (nccl.h was not found "
+                   "when it was built)", dist->rank, dist->world);
+#endif
+}
+
+int tt_engine_open_rank(tt_engine **out, const char *device, const tt_spec *spec,
+                        const tt_layout *l, int batch, const tt_dist_env *dist, int timeout_ms,
+                        char *desc, size_t desclen, char *err, size_t errlen)
+{
     if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
         return tt_errf(err, errlen, "--device is cpu, cuda or auto, not '%s'", device);
+    const int world = dist ? dist->world : 1;
+    if (world > 1 && !strcmp(device, "cpu"))
+        return tt_errf(err, errlen, "rank %d of %d: several ranks train on GPUs, not --device cpu",
+                       dist->rank, world);
+    if (batch % world)
+        return tt_errf(err, errlen, "train.batch %d is not divisible by the %d GPUs (each trains "
+                       "an equal share of every step's batch)", batch, world);
     tt_engine *e = tt_xcalloc(1, sizeof *e);
     e->spec = spec;
     e->l = l;
-    e->batch = batch;
+    e->world = world;
+    e->rank = dist ? dist->rank : 0;
+    e->batch = batch / world;
+    e->seq0 = e->rank * e->batch;
     for (int i = 0; i < 3; i++) e->host[i] = tt_xcalloc(l->n_floats, sizeof(float));
     e->mem_step = -1;
     char why[512] = "";
     const bool txl = spec->model.kind == TT_KIND_TXL;
     if (strcmp(device, "cpu") != 0) {
-        if (tt_gpu_open(&e->gpu, 0, why, sizeof why) == 0) {
+        if (tt_gpu_open(&e->gpu, dist ? dist->local : 0, why, sizeof why) == 0) {
             e->on_gpu = true;
-        } else if (!strcmp(device, "cuda")) {
-            tt_errf(err, errlen, "--device cuda: %s", why);
+        } else if (!strcmp(device, "cuda") || world > 1) {
+            if (world > 1)
+                tt_errf(err, errlen, "rank %d of %d: %s", e->rank, world, why);
+            else
+                tt_errf(err, errlen, "--device cuda: %s", why);
             tt_engine_close(e);
             return -1;
         }
     }
+    if (world > 1 && open_comm(e, dist, timeout_ms, err, errlen) != 0) {
+        tt_engine_close(e);
+        return -1;
+    }
     if (e->on_gpu) {
         if (tt_cache_open(&e->cache, NULL, err, errlen) != 0 ||
-            tt_gpu_lm_open(&e->glm, &e->gpu, spec, l, batch, &e->cache, err, errlen) != 0) {
+            tt_gpu_lm_open(&e->glm, &e->gpu, spec, l, e->batch, &e->cache, err, errlen) != 0) {
             tt_engine_close(e);
             return -1;
         }
+        tt_gpu_lm_set_comm(e->glm, e->comm);
         snprintf(desc, desclen, "%s", e->gpu.name);
     } else {
         e->grad = tt_xcalloc(l->n_floats, sizeof(float));
@@ -71,6 +130,9 @@ void tt_engine_close(tt_engine *e)
 {
     if (!e) return;
     tt_gpu_lm_close(e->glm);
+#if TT_HAVE_NCCL
+    if (e->comm) tt_nccl_get()->comm_destroy(e->comm);
+#endif
     if (e->cache.dir) tt_cache_close(&e->cache);
     if (e->on_gpu) tt_gpu_close(&e->gpu);
     tt_cpu_lm_free(&e->cpu);
@@ -111,7 +173,15 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
         /* Transformer-XL: the memories the last step left, when this batch continues it */
         tt_gpu_lm_continue(e->glm, continues && e->mem_step == s - 1);
         e->mem_step = s;
-        return tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
+        if (e->world == 1) return tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
+        /* this rank's share: its sequences, the masks they draw in the whole batch, and the
+         * whole batch's weight as the loss's divisor */
+        TT_ASSERT(!o->weight);
+        const size_t off = (size_t)e->seq0 * e->l->m.seq_len;
+        tt_lm_opts share = *o;
+        share.seq0 = e->seq0;
+        share.norm = (double)e->batch * e->world * e->l->m.seq_len;
+        return tt_gpu_lm_train_step(e->glm, inputs + off, targets + off, &share, s, res);
     }
     const size_t nf = e->l->n_floats;
     memset(e->grad, 0, nf * sizeof *e->grad);
@@ -129,8 +199,52 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
     return norm;
 }
 
+void tt_engine_flag(tt_engine *e, int flag)
+{
+    if (e->on_gpu) tt_gpu_lm_flag(e->glm, flag);
+}
+
+/* Several GPUs: the memories [L, world * batch, mlen, D] of every rank's share (as
+ * tt_gpu_lm_memory_get gives each, [L, batch, mlen, D]) into out, through an all-gather. */
+static void gather_memory(tt_engine *e, int mlen, float *out)
+{
+#if TT_HAVE_NCCL
+    const tt_model_spec *m = &e->l->m;
+    const size_t share = (size_t)m->layers * e->batch * mlen * m->d_model;
+    const size_t row = (size_t)e->batch * mlen * m->d_model; /* a layer of a share */
+    float *mine = tt_xmalloc(share * sizeof *mine), *dev;
+    tt_gpu_lm_memory_get(e->glm, mine);
+    TT_CUDA(cudaMalloc((void **)&dev, share * e->world * sizeof *dev));
+    TT_CUDA(cudaMemcpy(dev + share * e->rank, mine, share * sizeof *dev, cudaMemcpyHostToDevice));
+    const tt_nccl *nc = tt_nccl_get();
+    const ncclResult_t r = nc->all_gather(dev + share * e->rank, dev, share, ncclFloat32, e->comm,
+                                          e->gpu.stream);
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: the memories' all-gather: %s", nc->get_error_string(r));
+    float *all = tt_xmalloc(share * e->world * sizeof *all);
+    TT_CUDA(cudaMemcpyAsync(all, dev, share * e->world * sizeof *all, cudaMemcpyDeviceToHost,
+                            e->gpu.stream));
+    TT_CUDA(cudaStreamSynchronize(e->gpu.stream));
+    for (int k = 0; k < m->layers; k++) /* rank q's layer k is row q share + k row */
+        for (int q = 0; q < e->world; q++)
+            memcpy(out + ((size_t)k * e->world + q) * row, all + (size_t)q * share + (size_t)k * row,
+                   row * sizeof *out);
+    TT_CUDA(cudaFree(dev));
+    free(all), free(mine);
+#else
+    (void)e, (void)mlen, (void)out;
+    TT_ASSERT(!"built without NCCL");
+#endif
+}
+
 int tt_engine_memory(tt_engine *e, float *out, long *mem_step)
 {
+    if (e->world > 1) {
+        const int mlen = e->mem_step < 0 ? 0 : tt_gpu_lm_memory(e->glm);
+        if (mem_step) *mem_step = mlen ? e->mem_step : -1;
+        if (mlen && out) gather_memory(e, mlen, out);
+        return mlen;
+    }
     const int mlen = e->mem_step < 0 ? 0 : e->on_gpu ? tt_gpu_lm_memory_get(e->glm, out) : e->mlen;
     if (mem_step) *mem_step = mlen ? e->mem_step : -1;
     if (!e->on_gpu && out) {
@@ -146,6 +260,17 @@ void tt_engine_set_memory(tt_engine *e, const float *mems, int mlen, long mem_st
     TT_ASSERT(mlen >= 0 && mlen <= (m->kind == TT_KIND_TXL ? m->mem_len : 0));
     if (mem_step < 0) mlen = 0;
     e->mem_step = mlen ? mem_step : -1;
+    if (e->on_gpu && e->world > 1 && m->kind == TT_KIND_TXL && mlen) {
+        /* the rank's sequences of each layer of the whole batch's [L, world * batch, mlen, D] */
+        const size_t row = (size_t)e->batch * mlen * m->d_model;
+        float *mine = tt_xmalloc((size_t)m->layers * row * sizeof *mine);
+        for (int k = 0; k < m->layers; k++)
+            memcpy(mine + (size_t)k * row, mems + ((size_t)k * e->world + e->rank) * row,
+                   row * sizeof *mine);
+        tt_gpu_lm_memory_set(e->glm, mine, mlen);
+        free(mine);
+        return;
+    }
     if (e->on_gpu) {
         if (m->kind == TT_KIND_TXL) tt_gpu_lm_memory_set(e->glm, mems, mlen);
         return;

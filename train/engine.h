@@ -10,6 +10,7 @@
 #include "cpu_model.h"
 #include "evaluate.h"
 #include "model.h"
+#include "rendezvous.h"
 #include "spec.h"
 
 typedef struct tt_engine tt_engine;
@@ -18,6 +19,20 @@ typedef struct tt_engine tt_engine;
  * "the cpu" or "NVIDIA H200". -1 with one line in err. */
 int tt_engine_open(tt_engine **e, const char *device, const tt_spec *spec, const tt_layout *layout,
                    int batch, char *desc, size_t desclen, char *err, size_t errlen);
+
+/* The same as rank dist->rank of a run on dist->world GPUs (dist NULL or world 1: this device
+ * alone): the GPU dist->local, NCCL opened and its communicator made with the other ranks
+ * (rank 0's unique id handed over by tt_rendezvous within timeout_ms), and a share of batch,
+ * the step's whole batch: the rank's batch / world sequences from rank * batch / world on
+ * (batch not divisible by world: an error). A training step then takes the whole batch's tokens
+ * and returns the whole batch's sums; the memories (tt_engine_memory, tt_engine_set_memory) are
+ * the whole batch's, gathered from the ranks (every rank must call both, together). */
+int tt_engine_open_rank(tt_engine **e, const char *device, const tt_spec *spec,
+                        const tt_layout *layout, int batch, const tt_dist_env *dist,
+                        int timeout_ms, char *desc, size_t desclen, char *err, size_t errlen);
+/* Several GPUs: whether a rank raised a stop at this step is in the step's result (flags); this
+ * rank raises one for the next step with flag 1. */
+void tt_engine_flag(tt_engine *e, int flag);
 void tt_engine_close(tt_engine *e);
 /* Device memory the model holds (one allocation); 0 on the CPU. */
 size_t tt_engine_device_bytes(const tt_engine *e);

@@ -10,13 +10,16 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cards.h"
 #include "checkpoint.h"
 #include "cpu_model.h"
+#include "device.h"
 #include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
+#include "ranks.h"
 #include "report.h"
 #include "session.h"
 #include "util.h"
@@ -30,6 +33,10 @@ static void usage(FILE *f)
             "usage: tt-train SPEC [options]\n"
             "Trains the model SPEC describes on its data.train, validating on data.valid.\n\n"
             "  --device D           cpu, cuda, or auto (default: the GPU when there is one)\n"
+            "  --gpus N             train on N GPUs of this host (or all), one process each,\n"
+            "                       each an equal share of every step's batch (train.batch);\n"
+            "                       under a launcher (torchrun, mpirun, srun) its variables\n"
+            "                       say the ranks instead\n"
             "  --resume             continue from the newest checkpoint in the checkpoint folder\n"
             "  --checkpoint-dir D   checkpoint folder (default: train.checkpoint.dir, else\n"
             "                       runs/SPEC-NAME)\n"
@@ -48,6 +55,7 @@ typedef struct {
     const char *spec, *device, *ckpt_dir, *log_json;
     int resume, quiet;
     long stop_after, log_every, eval_tokens, patience;
+    long gpus; /* --gpus: 0 none given, -1 all */
 } options;
 
 static int parse_long(const char *opt, const char *s, long lo, long *out)
@@ -64,13 +72,13 @@ static int parse_long(const char *opt, const char *s, long lo, long *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE };
+    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE, GPUS };
     static const struct option longs[] = {
         {"device", required_argument, 0, DEVICE},  {"resume", no_argument, 0, RESUME},
         {"checkpoint-dir", required_argument, 0, CKPT}, {"stop-after", required_argument, 0, STOP},
         {"log-every", required_argument, 0, LOGEVERY}, {"log-json", required_argument, 0, LOGJSON},
         {"eval-tokens", required_argument, 0, EVALTOK}, {"quiet", no_argument, 0, 'q'},
-        {"patience", required_argument, 0, PATIENCE},
+        {"patience", required_argument, 0, PATIENCE}, {"gpus", required_argument, 0, GPUS},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     o->device = "auto";
     o->log_every = 10;
@@ -86,6 +94,10 @@ static int parse_args(int argc, char **argv, options *o)
         case LOGJSON: o->log_json = optarg; break;
         case EVALTOK: if (parse_long("--eval-tokens", optarg, 0, &o->eval_tokens)) return 2; break;
         case PATIENCE: if (parse_long("--patience", optarg, 0, &o->patience)) return 2; break;
+        case GPUS:
+            if (!strcmp(optarg, "all")) o->gpus = -1;
+            else if (parse_long("--gpus", optarg, 1, &o->gpus)) return 2;
+            break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         default:
@@ -134,13 +146,15 @@ static void print_mfu(const tt_session *s, const char *device, double tokens_per
 }
 
 /* Brings the engine's weights, moments and memories to the host and writes them, with the early
- * stopping's state in st, as step's checkpoint. */
+ * stopping's state in st, as step's checkpoint. Several GPUs: every rank takes part (the
+ * memories are gathered from all), rank 0 alone (lead) writes. */
 static int save(tt_engine *eng, const tt_session *s, tt_train_state *st, const char *dir, long step,
-                char *where, size_t wlen, char *err, size_t errlen)
+                bool lead, char *where, size_t wlen, char *err, size_t errlen)
 {
-    tt_engine_download(eng);
     st->step = step;
     st->mem_len = tt_engine_memory(eng, st->mems, &st->mem_step);
+    if (!lead) return 0;
+    tt_engine_download(eng);
     tt_checkpoint ck = {&s->spec, &s->layout, &s->vocab, tt_engine_host(eng, 0),
                         tt_engine_host(eng, 1), tt_engine_host(eng, 2), step, st};
     return tt_checkpoint_save(dir, &ck, where, wlen, err, errlen);
@@ -174,12 +188,64 @@ static int resume_state(tt_engine *eng, const tt_session *s, const char *model_f
     return 0;
 }
 
+/* --gpus N: N copies of this program as the ranks of one run (ranks.h), the same arguments
+ * without --gpus; the run's status. */
+static int launch_ranks(int argc, char **argv, long gpus)
+{
+    char why[1024];
+    const int have = tt_device_count(why, sizeof why);
+    if (have < 0) {
+        fprintf(stderr, "tt-train: --gpus: %s\n", why);
+        return 1;
+    }
+    const int n = gpus < 0 ? have : (int)gpus;
+    if (n > have) {
+        fprintf(stderr, "tt-train: --gpus %d: this host has %d GPU%s\n", n, have, have == 1 ? "" : "s");
+        return 2;
+    }
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = 0;
+    char **args = tt_xcalloc((size_t)argc + 1, sizeof *args);
+    int k = 0;
+    args[k++] = len > 0 ? self : argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpus")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(argv[i], "--gpus=", 7)) continue;
+        args[k++] = argv[i];
+    }
+    const tt_ranks_opts ro = {.n = n, .argv = args};
+    const int rc = tt_ranks_run(&ro, why, sizeof why);
+    if (rc) fprintf(stderr, "tt-train: %s\n", why);
+    free(args);
+    return rc < 0 ? 1 : rc;
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc;
     char err[2048];
+    tt_dist_env dist;
+    if (tt_dist_from_env(&dist, err, sizeof err) != 0) {
+        fprintf(stderr, "tt-train: %s\n", err);
+        return 2;
+    }
+    if (o.gpus && dist.world > 1) {
+        fprintf(stderr, "tt-train: --gpus under a launcher (%s's variables: rank %d of %d): the "
+                "launcher starts the ranks\n", dist.from, dist.rank, dist.world);
+        return 2;
+    }
+    if (o.gpus && o.gpus != 1) {
+        if (o.gpus > 1 || tt_device_count(err, sizeof err) != 1)
+            return launch_ranks(argc, argv, o.gpus);
+    }
+    const bool lead = dist.rank == 0; /* prints, logs and writes checkpoints */
+    if (!lead) o.quiet = 1, o.log_json = NULL;
     tt_session s;
     if (tt_session_open(&s, o.spec, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -207,8 +273,8 @@ int main(int argc, char **argv)
     const int have_valid = s.spec.data.valid != NULL;
     if (have_valid && tt_session_tokens(&s, "valid", &valid, err, sizeof err) != 0) goto fail;
 
-    if (tt_engine_open(&eng, o.device, &s.spec, &s.layout, batch, where_runs, sizeof where_runs,
-                       err, sizeof err) != 0)
+    if (tt_engine_open_rank(&eng, o.device, &s.spec, &s.layout, batch, &dist, 60000, where_runs,
+                            sizeof where_runs, err, sizeof err) != 0)
         goto fail;
     float *w = tt_engine_host(eng, 0), *am = tt_engine_host(eng, 1), *av = tt_engine_host(eng, 2);
     long step = 0;
@@ -241,12 +307,20 @@ int main(int argc, char **argv)
     }
     double params = 0;
     for (int i = 0; i < s.layout.n_params; i++) params += (double)s.layout.params[i].numel;
-    if (!o.quiet)
-        printf("tt-train %s on %s: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
+    if (!o.quiet) {
+        char gpus[64] = "", share[96] = "";
+        if (dist.world > 1) {
+            snprintf(gpus, sizeof gpus, "%d x ", dist.world);
+            snprintf(share, sizeof share, " (each %d sequences of a batch; NCCL)", batch / dist.world);
+        }
+        printf("tt-train %s on %s%s%s: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
                "%d, %ld steps; checkpoints in %s\n",
-               o.spec, where_runs, params, s.vocab.n, train.n, batch, n, ts->steps, ckpt_dir);
+               o.spec, gpus, where_runs, share, params, s.vocab.n, train.n, batch, n, ts->steps,
+               ckpt_dir);
+    }
     if (!o.quiet && tt_engine_device_bytes(eng))
-        printf("device memory: %.1f MiB in one allocation (weights, gradients, Adam, activations)\n",
+        printf("device memory%s: %.1f MiB in one allocation (weights, gradients, Adam, activations)\n",
+               dist.world > 1 ? " a GPU" : "",
                tt_engine_device_bytes(eng) / 1048576.0);
     in = tt_xmalloc((size_t)batch * n * sizeof *in);
     tg = tt_xmalloc((size_t)batch * n * sizeof *tg);
@@ -263,13 +337,18 @@ int main(int argc, char **argv)
     long saved_step = -1;
     char where[1024];
     const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
-    while (step < last && !g_stop_signal) {
+    /* a stop asked for by a signal: on several GPUs every rank stops after the same step, the
+     * first whose flags (the ranks' signals summed over them) are not 0 */
+    bool interrupted = dist.world == 1 && g_stop_signal != 0;
+    while (step < last && !interrupted) {
         step++;
+        tt_engine_flag(eng, g_stop_signal != 0);
         const bool continues = tt_tokens_batch(&train, batch, n, step, in, tg);
         tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
                          .label_smoothing = (float)ts->label_smoothing};
         tt_lm_result r;
         const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
+        interrupted = dist.world > 1 ? r.flags > 0 : g_stop_signal != 0;
         const double loss = r.loss_sum / r.scored;
         if (!isfinite(loss)) {
             tt_errf(err, sizeof err, "step %ld: the loss is %f; stopping (lower train.optimizer.lr?)",
@@ -323,7 +402,7 @@ int main(int argc, char **argv)
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
-            if (save(eng, &s, &st, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
+            if (save(eng, &s, &st, ckpt_dir, step, lead, where, sizeof where, err, sizeof err)) {
                 status = 1;
                 goto fail;
             }
@@ -337,16 +416,18 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if ((stopped_early && saved_step != step) || g_stop_signal) {
-        if (save(eng, &s, &st, ckpt_dir, step, where, sizeof where, err, sizeof err)) {
+    if ((stopped_early && saved_step != step) || interrupted) {
+        if (save(eng, &s, &st, ckpt_dir, step, lead, where, sizeof where, err, sizeof err)) {
             status = 1;
             goto fail;
         }
-        if (!o.quiet && !g_stop_signal) printf("checkpoint %s\n", where);
+        if (!o.quiet && !interrupted) printf("checkpoint %s\n", where);
     }
-    if (g_stop_signal) {
+    if (!lead) {
+        /* rank 0 reports the run */
+    } else if (interrupted) {
         printf("interrupted (%s) after step %ld: checkpoint %s; continue with --resume",
-               strsignal(g_stop_signal), step, where);
+               g_stop_signal ? strsignal(g_stop_signal) : "another rank's signal", step, where);
         if (st.best_step)
             printf(" (best valid ppl %.3f at step %ld)", st.best_valid_ppl, st.best_step);
         printf("\n");
@@ -358,7 +439,7 @@ int main(int argc, char **argv)
         if (st.best_step) printf(" (best %.3f at step %ld)", st.best_valid_ppl, st.best_step);
         printf("\n");
         if (tt_engine_device_bytes(eng) && step > first)
-            print_mfu(&s, where_runs, (double)(step - first) * batch * n / secs);
+            print_mfu(&s, where_runs, (double)(step - first) * batch * n / secs / dist.world);
     }
     status = 0;
     goto done;
