@@ -1006,6 +1006,55 @@ static void test_checkpoint_and_usage_errors(void **state)
     free(model), free(bytes), free(prefix);
 }
 
+/* --- several GPUs: what is refused before any GPU is used --------------------------------------
+ * A run under a launcher's variables (RANK, WORLD_SIZE, LOCAL_RANK) or with --gpus: a batch the
+ * ranks cannot share equally, ranks on the CPU, --gpus under a launcher, and (without a driver)
+ * no GPU to run on, each refused in one line. */
+static void run_as_rank(const fixture *f, tu_proc *p, int world, const char *const *argv)
+{
+    char *ws = tt_xasprintf("WORLD_SIZE=%d", world);
+    const char *env[] = {f->env[0], "RANK=0", ws, "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1",
+                         "MASTER_PORT=1", NULL};
+    tu_proc_start(p, argv, env);
+    tu_proc_wait(p, TIMEOUT);
+    free(ws);
+}
+
+static void test_ranks_refused(void **state)
+{
+    fixture *f = *state;
+    char *a = write_words(f, "a.txt", "a", 30), *ckpt = in_root(f, "ckpt-ranks");
+    char *spec = write_spec(f, "r.yaml", (spec_opts){.train = a, .valid = a}); /* batch 8 */
+    tu_proc p;
+    run_as_rank(f, &p, 3, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, NULL});
+    expect_error(&p, "batch 8 on 3 ranks", NULL, "train.batch 8 is not divisible by the 3 GPUs");
+    tu_proc_free(&p);
+    run_as_rank(f, &p, 2, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt,
+                                                 "--device", "cpu", NULL});
+    expect_error(&p, "2 ranks on the CPU", "rank 0 of 2: several ranks train on GPUs", NULL);
+    tu_proc_free(&p);
+    run_as_rank(f, &p, 2, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt,
+                                                 "--gpus", "2", NULL});
+    expect_error(&p, "--gpus under a launcher", "tt-train: --gpus under a launcher", "rank 0 of 2");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--gpus", "0");
+    expect_error(&p, "--gpus 0", "tt-train: --gpus takes a number of at least 1", NULL);
+    tu_proc_free(&p);
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (driver) {
+        dlclose(driver);
+        print_message("  (a GPU driver is here: the no-device messages of ranks not checked)\n");
+    } else {
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--gpus", "2");
+        expect_error(&p, "--gpus 2 without a GPU", "tt-train: --gpus: no CUDA device", NULL);
+        tu_proc_free(&p);
+        run_as_rank(f, &p, 2, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, NULL});
+        expect_error(&p, "a rank without a GPU", "rank 0 of 2: no CUDA device", NULL);
+        tu_proc_free(&p);
+    }
+    free(a), free(ckpt), free(spec);
+}
+
 /* --- causal: false --------------------------------------------------------------------------- */
 
 static void test_causal_false_note(void **state)
@@ -1113,6 +1162,7 @@ int main(void)
         IN_OWN_FOLDER(test_eval_other_vocabulary),
         IN_OWN_FOLDER(test_eval_other_model),
         IN_OWN_FOLDER(test_checkpoint_and_usage_errors),
+        IN_OWN_FOLDER(test_ranks_refused),
         IN_OWN_FOLDER(test_txl_trains),
         IN_OWN_FOLDER(test_causal_false_note),
         IN_OWN_FOLDER(test_learns_context),

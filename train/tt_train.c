@@ -196,7 +196,7 @@ static int launch_ranks(int argc, char **argv, long gpus)
     const int have = tt_device_count(why, sizeof why);
     if (have < 0) {
         fprintf(stderr, "tt-train: --gpus: %s\n", why);
-        return 1;
+        return 2;
     }
     const int n = gpus < 0 ? have : (int)gpus;
     if (n > have) {
