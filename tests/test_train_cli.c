@@ -1025,13 +1025,14 @@ static void test_ranks_refused(void **state)
     fixture *f = *state;
     char *a = write_words(f, "a.txt", "a", 30), *ckpt = in_root(f, "ckpt-ranks");
     char *spec = write_spec(f, "r.yaml", (spec_opts){.train = a, .valid = a}); /* batch 8 */
+    train_small(f, a, 2, ckpt);
     tu_proc p;
     run_as_rank(f, &p, 3, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, NULL});
     expect_error(&p, "batch 8 on 3 ranks", NULL, "train.batch 8 is not divisible by the 3 GPUs");
     tu_proc_free(&p);
     run_as_rank(f, &p, 2, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt,
                                                  "--device", "cpu", NULL});
-    expect_error(&p, "2 ranks on the CPU", "rank 0 of 2: several ranks train on GPUs", NULL);
+    expect_error(&p, "2 ranks on the CPU", "rank 0 of 2: several ranks run on GPUs", NULL);
     tu_proc_free(&p);
     run_as_rank(f, &p, 2, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt,
                                                  "--gpus", "2", NULL});
@@ -1040,6 +1041,14 @@ static void test_ranks_refused(void **state)
     RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--gpus", "0");
     expect_error(&p, "--gpus 0", "tt-train: --gpus takes a number of at least 1", NULL);
     tu_proc_free(&p);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--gpus", "x");
+    expect_error(&p, "tt-eval --gpus x", "tt-eval: --gpus takes a positive number or all", NULL);
+    tu_proc_free(&p);
+    run_as_rank(f, &p, 3, (const char *const[]){TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--device",
+                                                 "cpu", NULL});
+    expect_error(&p, "tt-eval as a rank on the CPU", "rank 0 of 3: several ranks run on GPUs",
+                 NULL);
+    tu_proc_free(&p);
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (driver) {
         dlclose(driver);
@@ -1047,6 +1056,9 @@ static void test_ranks_refused(void **state)
     } else {
         RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--gpus", "2");
         expect_error(&p, "--gpus 2 without a GPU", "tt-train: --gpus: no CUDA device", NULL);
+        tu_proc_free(&p);
+        RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt, "--gpus", "all");
+        expect_error(&p, "tt-eval --gpus all without one", "tt-eval: --gpus: no CUDA device", NULL);
         tu_proc_free(&p);
         run_as_rank(f, &p, 2, (const char *const[]){TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, NULL});
         expect_error(&p, "a rank without a GPU", "rank 0 of 2: no CUDA device", NULL);

@@ -206,6 +206,84 @@ static void check_spec(const tt_spec *s, int clusters)
 
 /* Both spec files; wt103 also as the large configuration's div_val 4, tied and untied:
  * per-cluster tables and projections. */
+/* --- an evaluation in parts (several GPUs) ------------------------------------------------------
+ * A stand-in for a model: each scored token adds its id plus its position's distance back to
+ * what its stream saw (Transformer-XL: how far into its stream it is) to the nll, so a token run
+ * twice, never, or in another stream's context changes the sum. The parts of an evaluation (every
+ * parts-th group of windows; Transformer-XL: each part its own streams) add up to the whole's. */
+typedef struct {
+    int n;
+    int streams;   /* Transformer-XL: the streams a call runs */
+    long seen[64]; /* and the tokens each has read */
+} fake_model;
+
+static void fake_run(void *ctx, const int32_t *in, const int32_t *tg, const float *wt,
+                     tt_lm_result *r)
+{
+    const fake_model *f = ctx;
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < 8 * f->n; i++) {
+        r->nll_sum += wt[i] * (tg[i] + 0.001 * in[i] + 1e-6 * (i % f->n));
+        r->scored += wt[i];
+    }
+}
+
+static void fake_run_txl(void *ctx, const int32_t *in, const int32_t *tg, const float *wt,
+                         bool continues, tt_lm_result *r)
+{
+    fake_model *f = ctx;
+    memset(r, 0, sizeof *r);
+    for (int s = 0; s < f->streams; s++) {
+        if (!continues) f->seen[s] = 0;
+        for (int t = 0; t < f->n; t++) {
+            const int i = s * f->n + t;
+            r->nll_sum += wt[i] * (tg[i] + 0.001 * in[i] + 1e-6 * (double)f->seen[s]);
+            r->scored += wt[i];
+            f->seen[s] += wt[i] > 0;
+        }
+    }
+}
+
+static void test_eval_parts(void **state)
+{
+    (void)state;
+    enum { TOKENS = 1003, N = 7 };
+    tt_tokens t = {.ids = tt_xmalloc(TOKENS * sizeof(int32_t)), .n = TOKENS};
+    for (int i = 0; i < TOKENS; i++) t.ids[i] = (int32_t)((i * 7919) % 101);
+    char err[256];
+    for (int stride = 3; stride <= N; stride += 4) {
+        fake_model f = {.n = N};
+        tt_eval_result whole, part, sum = {0};
+        assert_int_equal(tt_evaluate(fake_run, &f, 8, N, &t, stride, 0, &whole, err, sizeof err), 0);
+        for (int p = 0; p < 3; p++) {
+            assert_int_equal(tt_evaluate_part(fake_run, &f, 8, N, &t, stride, 0, p, 3, &part, err,
+                                              sizeof err), 0);
+            sum.nll += part.nll, sum.scored += part.scored, sum.windows += part.windows;
+        }
+        assert_int_equal(whole.scored, TOKENS - 1);
+        assert_int_equal(sum.scored, whole.scored);
+        assert_int_equal(sum.windows, whole.windows);
+        assert_true(fabs(sum.nll - whole.nll) <= 1e-9 * whole.nll);
+    }
+    /* Transformer-XL: 8 streams, as parts of 3, 3 and 2 of them */
+    fake_model f = {.n = N, .streams = 8};
+    tt_eval_result whole, part, sum = {0};
+    assert_int_equal(tt_evaluate_txl_part(fake_run_txl, &f, 8, 0, 8, N, &t, 0, &whole, err,
+                                          sizeof err), 0);
+    const int cut[] = {0, 3, 6, 8};
+    for (int p = 0; p < 3; p++) {
+        memset(&f, 0, sizeof f);
+        f.n = N, f.streams = cut[p + 1] - cut[p];
+        assert_int_equal(tt_evaluate_txl_part(fake_run_txl, &f, 8, cut[p], cut[p + 1], N, &t, 0,
+                                              &part, err, sizeof err), 0);
+        sum.nll += part.nll, sum.scored += part.scored;
+    }
+    assert_int_equal(whole.scored, TOKENS - 1);
+    assert_int_equal(sum.scored, whole.scored);
+    assert_true(fabs(sum.nll - whole.nll) <= 1e-9 * whole.nll);
+    free(t.ids);
+}
+
 static void test_spec_files(void **state)
 {
     (void)state;
@@ -738,6 +816,7 @@ static void test_train_state_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_eval_parts),
         cmocka_unit_test(test_spec_files),
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_checkpoint_round_trip),

@@ -6,7 +6,9 @@
 
 #include "cache.h"
 #include "gpu_model.h"
+#include "device.h"
 #include "nccl_lib.h"
+#include "ranks.h"
 #include "optim.h"
 #include "util.h"
 
@@ -74,7 +76,7 @@ int tt_engine_open_rank(tt_engine **out, const char *device, const tt_spec *spec
         return tt_errf(err, errlen, "--device is cpu, cuda or auto, not '%s'", device);
     const int world = dist ? dist->world : 1;
     if (world > 1 && !strcmp(device, "cpu"))
-        return tt_errf(err, errlen, "rank %d of %d: several ranks train on GPUs, not --device cpu",
+        return tt_errf(err, errlen, "rank %d of %d: several ranks run on GPUs, not --device cpu",
                        dist->rank, world);
     if (batch % world)
         return tt_errf(err, errlen, "train.batch %d is not divisible by the %d GPUs (each trains "
@@ -199,6 +201,24 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
     return norm;
 }
 
+int tt_engine_launch(const char *tool, int argc, char **argv, long gpus)
+{
+    char why[1024];
+    const int have = tt_device_count(why, sizeof why);
+    if (have < 0) {
+        fprintf(stderr, "%s: --gpus: %s\n", tool, why);
+        return 2;
+    }
+    const int n = gpus < 0 ? have : (int)gpus;
+    if (n > have) {
+        fprintf(stderr, "%s: --gpus %d: this host has %d GPU%s\n", tool, n, have, have == 1 ? "" : "s");
+        return 2;
+    }
+    const int rc = tt_ranks_relaunch(argc, argv, n, why, sizeof why);
+    if (rc) fprintf(stderr, "%s: %s\n", tool, why);
+    return rc < 0 ? 1 : rc;
+}
+
 void tt_engine_flag(tt_engine *e, int flag)
 {
     if (e->on_gpu) tt_gpu_lm_flag(e->glm, flag);
@@ -303,11 +323,16 @@ static int evaluate_txl_gpu(tt_engine *e, const tt_tokens *tokens, long max_toke
 {
     const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
     if (total < 0) return -1;
+    /* the streams of the whole batch; several GPUs: this rank's share of them */
+    const int streams = tt_txl_eval_streams(total, e->batch * e->world);
+    const int s0 = (int)((long)streams * e->rank / e->world);
+    const int s1 = (int)((long)streams * (e->rank + 1) / e->world);
+    if (s1 == s0) return 0;
     tt_spec s = *e->spec;
     s.model.seq_len = s.eval.tgt_len;
     s.model.mem_len = s.eval.mem_len;
     s.model.clamp_len = s.eval.clamp_len;
-    s.train.batch = tt_txl_eval_streams(total, e->batch);
+    s.train.batch = s1 - s0;
     tt_layout l = *e->l;
     l.m = s.model;
     tt_gpu_lm *lm;
@@ -315,15 +340,53 @@ static int evaluate_txl_gpu(tt_engine *e, const tt_tokens *tokens, long max_toke
     TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), tt_gpu_lm_weights(e->glm), e->l->n_floats * 4,
                        cudaMemcpyDeviceToDevice));
     tt_gpu_lm_weights_changed(lm);
-    const int rc = tt_evaluate_txl(run_txl_gpu, lm, s.train.batch, s.model.seq_len, tokens,
-                                   max_tokens, res, err, errlen);
+    const int rc = tt_evaluate_txl_part(run_txl_gpu, lm, streams, s0, s1, s.model.seq_len, tokens,
+                                        max_tokens, res, err, errlen);
     tt_gpu_lm_close(lm);
     return rc;
+}
+
+/* Several GPUs: n values summed over the ranks, in place (in a fixed order: every rank gets the
+ * same bits). */
+static void sum_over_ranks(tt_engine *e, double *v, int n)
+{
+#if TT_HAVE_NCCL
+    double *dev;
+    TT_CUDA(cudaMalloc((void **)&dev, (size_t)n * sizeof *dev));
+    TT_CUDA(cudaMemcpy(dev, v, (size_t)n * sizeof *dev, cudaMemcpyHostToDevice));
+    const tt_nccl *nc = tt_nccl_get();
+    const ncclResult_t r = nc->all_reduce(dev, dev, (size_t)n, ncclFloat64, ncclSum, e->comm,
+                                          e->gpu.stream);
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: the evaluation's sums: %s", nc->get_error_string(r));
+    TT_CUDA(cudaMemcpyAsync(v, dev, (size_t)n * sizeof *dev, cudaMemcpyDeviceToHost, e->gpu.stream));
+    TT_CUDA(cudaStreamSynchronize(e->gpu.stream));
+    TT_CUDA(cudaFree(dev));
+#else
+    (void)e, (void)v, (void)n;
+    TT_ASSERT(!"built without NCCL");
+#endif
 }
 
 int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long max_tokens,
                        tt_eval_result *res, char *err, size_t errlen)
 {
+    if (e->world > 1) {
+        /* each rank its share (its streams; every world-th group of windows), then the sums of
+         * all: every rank returns the whole split's perplexity. The inputs are the same on every
+         * rank, so an error is every rank's. */
+        const int rc = e->spec->model.kind == TT_KIND_TXL
+                           ? evaluate_txl_gpu(e, tokens, max_tokens, res, err, errlen)
+                           : tt_evaluate_part(run_gpu, e->glm, e->batch, e->l->m.seq_len, tokens,
+                                              stride, max_tokens, e->rank, e->world, res, err,
+                                              errlen);
+        if (rc) return rc;
+        double v[3] = {res->nll, (double)res->scored, (double)res->windows};
+        sum_over_ranks(e, v, 3);
+        res->nll = v[0], res->scored = (long)v[1];
+        if (e->spec->model.kind != TT_KIND_TXL) res->windows = (long)v[2]; /* else: segments */
+        return 0;
+    }
     if (e->on_gpu && e->spec->model.kind == TT_KIND_TXL)
         return evaluate_txl_gpu(e, tokens, max_tokens, res, err, errlen);
     if (e->mem) { /* Transformer-XL: the spec's eval segment, memory and clamp lengths */

@@ -30,6 +30,12 @@ int tt_engine_open(tt_engine **e, const char *device, const tt_spec *spec, const
 int tt_engine_open_rank(tt_engine **e, const char *device, const tt_spec *spec,
                         const tt_layout *layout, int batch, const tt_dist_env *dist,
                         int timeout_ms, char *desc, size_t desclen, char *err, size_t errlen);
+/* A tool's --gpus N (-1: every GPU of this host): N copies of this program as the ranks of one
+ * run (ranks.h's tt_ranks_relaunch), each finding its place as under torchrun. Returns the
+ * run's status; a failure to start says why in one line after "tool: " (2: no GPU, or fewer than
+ * N). */
+int tt_engine_launch(const char *tool, int argc, char **argv, long gpus);
+
 /* Several GPUs: whether a rank raised a stop at this step is in the step's result (flags); this
  * rank raises one for the next step with flag 1. */
 void tt_engine_flag(tt_engine *e, int flag);

@@ -9,6 +9,13 @@
 int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens, int stride,
                 long max_tokens, tt_eval_result *res, char *err, size_t errlen)
 {
+    return tt_evaluate_part(run, ctx, batch, n, tokens, stride, max_tokens, 0, 1, res, err, errlen);
+}
+
+int tt_evaluate_part(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
+                     int stride, long max_tokens, int part, int parts, tt_eval_result *res,
+                     char *err, size_t errlen)
+{
     const long total = max_tokens > 0 && max_tokens < tokens->n ? max_tokens : tokens->n;
     memset(res, 0, sizeof *res);
     if (stride < 1 || stride > n)
@@ -21,7 +28,7 @@ int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *to
     int32_t *tg = tt_xmalloc((size_t)batch * n * sizeof *tg);
     float *wt = tt_xmalloc((size_t)batch * n * sizeof *wt);
     long next = 1; /* the first token not yet scored */
-    while (next <= last) {
+    for (long group = 0; next <= last; group++) {
         int b = 0;
         for (; b < batch && next <= last; b++) {
             /* The window predicts tokens start+1 .. start+n and scores those from `next`. */
@@ -34,8 +41,9 @@ int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *to
                 wt[b * n + t] = start + t + 1 >= next ? 1.f : 0.f;
             }
             next = end + 1;
-            res->windows++;
+            res->windows += group % parts == part;
         }
+        if (group % parts != part) continue; /* another part's group */
         for (; b < batch; b++) /* pad the last group: repeated windows that score nothing */
             for (int t = 0; t < n; t++) {
                 in[b * n + t] = in[t];
@@ -96,17 +104,28 @@ int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_to
 {
     const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
     if (total < 0) return -1;
+    const int b = tt_txl_eval_streams(total, batch);
+    return tt_evaluate_txl_part(run, ctx, b, 0, b, n, tokens, max_tokens, res, err, errlen);
+}
+
+int tt_evaluate_txl_part(tt_txl_eval_fn run, void *ctx, int streams, int s0, int s1, int n,
+                         const tt_tokens *tokens, long max_tokens, tt_eval_result *res, char *err,
+                         size_t errlen)
+{
+    const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
+    if (total < 0) return -1;
+    if (s0 >= s1) return 0;
     /* predictions p = 0 .. preds-1 read token p and predict token p + 1 */
     const long preds = total - 1;
-    const int b = tt_txl_eval_streams(total, batch);
-    long *first = txl_streams(preds, b);
+    long *first = txl_streams(preds, streams);
     const long longest = first[1] - first[0], segments = (longest + n - 1) / n;
+    const int b = s1 - s0;
     int32_t *in = tt_xmalloc((size_t)b * n * sizeof *in), *tg = tt_xmalloc((size_t)b * n * sizeof *tg);
     float *wt = tt_xmalloc((size_t)b * n * sizeof *wt);
     for (long g = 0; g < segments; g++) {
         for (int s = 0; s < b; s++)
             for (int t = 0; t < n; t++) {
-                const long p = first[s] + g * n + t, last = first[s + 1] - 1;
+                const long p = first[s0 + s] + g * n + t, last = first[s0 + s + 1] - 1;
                 const long q = p <= last ? p : last; /* past the stream's end: its last, unscored */
                 in[s * n + t] = tokens->ids[q];
                 tg[s * n + t] = tokens->ids[q + 1];

@@ -22,6 +22,12 @@ typedef void (*tt_eval_fn)(void *ctx, const int32_t *inputs, const int32_t *targ
  * through run. -1 with a message when the split is shorter than N + 1. */
 int tt_evaluate(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens, int stride,
                 long max_tokens, tt_eval_result *res, char *err, size_t errlen);
+/* Its part `part` of `parts` (several GPUs): the same groups of batch windows, of which this part
+ * runs every parts-th from the part-th; res holds this part's sums, and the parts' sums add up
+ * to the whole evaluation's. */
+int tt_evaluate_part(tt_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
+                     int stride, long max_tokens, int part, int parts, tt_eval_result *res,
+                     char *err, size_t errlen);
 
 /* tt_evaluate with the CPU reference (lm's batch windows at a time). */
 int tt_evaluate_cpu(tt_cpu_lm *lm, float *w, const tt_tokens *tokens, int stride, long max_tokens,
@@ -45,6 +51,11 @@ typedef void (*tt_txl_eval_fn)(void *ctx, const int32_t *inputs, const int32_t *
                                const float *weights, bool continues, tt_lm_result *res);
 int tt_evaluate_txl(tt_txl_eval_fn run, void *ctx, int batch, int n, const tt_tokens *tokens,
                     long max_tokens, tt_eval_result *res, char *err, size_t errlen);
+/* Streams s0 .. s1-1 of that evaluation in `streams` streams (s1 - s0 of them a call; several
+ * GPUs: each rank its own streams, every token with the context it has in the whole). */
+int tt_evaluate_txl_part(tt_txl_eval_fn run, void *ctx, int streams, int s0, int s1, int n,
+                         const tt_tokens *tokens, long max_tokens, tt_eval_result *res, char *err,
+                         size_t errlen);
 int tt_txl_eval_streams(long total, int batch);
 /* The tokens an evaluation reads: all of them, or the first max_tokens (> 0); res zeroed. -1 with
  * a message when they are fewer than 2 (nothing to predict). */

@@ -181,3 +181,24 @@ int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen)
     free(pid);
     return rc;
 }
+
+int tt_ranks_relaunch(int argc, char **argv, int n, char *why, size_t whylen)
+{
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = 0;
+    char **args = tt_xcalloc((size_t)argc + 1, sizeof *args);
+    int k = 0;
+    args[k++] = len > 0 ? self : argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpus")) {
+            i++; /* and its value */
+            continue;
+        }
+        if (strncmp(argv[i], "--gpus=", 7) != 0) args[k++] = argv[i];
+    }
+    const tt_ranks_opts o = {.n = n, .argv = args};
+    const int rc = tt_ranks_run(&o, why, whylen);
+    free(args);
+    return rc;
+}

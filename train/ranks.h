@@ -27,4 +27,8 @@ typedef struct {
  * why when the ranks cannot be started. */
 int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen);
 
+/* A tool's --gpus N: N copies of this program (/proc/self/exe) as the ranks of one run, with the
+ * arguments argv[1..] less --gpus and its value; tt_ranks_run's status and why. */
+int tt_ranks_relaunch(int argc, char **argv, int n, char *why, size_t whylen);
+
 #endif

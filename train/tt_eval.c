@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "cpu_model.h"
+#include "device.h"
 #include "engine.h"
 #include "evaluate.h"
 #include "session.h"
@@ -25,20 +26,24 @@ static void usage(FILE *f)
             "  --batch B           windows per forward pass (default: train.batch); Transformer-XL:\n"
             "                      streams read side by side, each with its own memory\n"
             "  --device D          cpu, cuda, or auto (default: the GPU when there is one)\n"
+            "  --gpus N            share the split among N GPUs of this host (or all), one\n"
+            "                      process each; under a launcher (torchrun, mpirun, srun) its\n"
+            "                      variables say the ranks instead\n"
             "  --json              one JSON object\n"
             "  -h, --help\n");
 }
 
 int main(int argc, char **argv)
 {
-    enum { CKPT = 256, SPLIT, STRIDE, BATCH, DEVICE, JSON };
+    enum { CKPT = 256, SPLIT, STRIDE, BATCH, DEVICE, JSON, GPUS };
     static const struct option longs[] = {
         {"checkpoint", required_argument, 0, CKPT}, {"split", required_argument, 0, SPLIT},
         {"stride", required_argument, 0, STRIDE},   {"batch", required_argument, 0, BATCH},
         {"device", required_argument, 0, DEVICE},   {"json", no_argument, 0, JSON},
+        {"gpus", required_argument, 0, GPUS},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     const char *ckpt = NULL, *split = "valid", *device = "auto";
-    long stride = 0, batch = 0;
+    long stride = 0, batch = 0, gpus = 0; /* gpus: 0 not given, -1 all */
     int json = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -58,6 +63,17 @@ int main(int argc, char **argv)
             break;
         }
         case DEVICE: device = optarg; break;
+        case GPUS: {
+            long v = strtol(optarg, &end, 10);
+            if (!strcmp(optarg, "all")) {
+                v = -1;
+            } else if (!*optarg || *end || v < 1) {
+                fprintf(stderr, "tt-eval: --gpus takes a positive number or all, not '%s'\n", optarg);
+                return 2;
+            }
+            gpus = v;
+            break;
+        }
         case JSON: json = 1; break;
         case 'h': usage(stdout); return 0;
         default:
@@ -74,6 +90,18 @@ int main(int argc, char **argv)
         return 2;
     }
     char err[2048];
+    tt_dist_env dist;
+    if (tt_dist_from_env(&dist, err, sizeof err) != 0) {
+        fprintf(stderr, "tt-eval: %s\n", err);
+        return 2;
+    }
+    if (gpus && dist.world > 1) {
+        fprintf(stderr, "tt-eval: --gpus under a launcher (%s's variables: rank %d of %d): the "
+                "launcher starts the ranks\n", dist.from, dist.rank, dist.world);
+        return 2;
+    }
+    if (gpus && gpus != 1 && (gpus > 1 || tt_device_count(err, sizeof err) != 1))
+        return tt_engine_launch("tt-eval", argc, argv, gpus);
     tt_session s;
     if (tt_session_open(&s, argv[optind], err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -86,9 +114,11 @@ int main(int argc, char **argv)
     char where_runs[300];
     long step = 0;
     char *file = tt_checkpoint_model_file(ckpt, err, sizeof err);
-    if (!file || tt_engine_open(&eng, device, &s.spec, &s.layout,
-                                (int)(batch ? batch : s.spec.train.batch), where_runs,
-                                sizeof where_runs, err, sizeof err) ||
+    /* several GPUs: the windows (or streams) a pass rounded up to a whole number a rank */
+    const long want = batch ? batch : s.spec.train.batch;
+    const int passes = (int)((want + dist.world - 1) / dist.world * dist.world);
+    if (!file || tt_engine_open_rank(&eng, device, &s.spec, &s.layout, passes, &dist, 60000,
+                                     where_runs, sizeof where_runs, err, sizeof err) ||
         tt_checkpoint_load(file, &s.spec, &s.layout, &s.vocab, tt_engine_host(eng, 0), &step, err,
                            sizeof err) ||
         tt_session_tokens(&s, split, &tokens, err, sizeof err))
@@ -109,6 +139,13 @@ int main(int argc, char **argv)
     const double t0 = tt_now_seconds();
     if (tt_engine_evaluate(eng, &tokens, (int)stride, 0, &r, err, sizeof err)) goto fail;
     const double secs = tt_now_seconds() - t0, ppl = exp(r.nll / r.scored);
+    if (dist.rank != 0) { /* rank 0 reports the run */
+        status = 0;
+        goto done;
+    }
+    char on[320];
+    snprintf(on, sizeof on, "%s", where_runs);
+    if (dist.world > 1) snprintf(on, sizeof on, "%d x %.280s", dist.world, where_runs);
     const char *note = "causal: false: every position sees later tokens of its window, so this "
                        "perplexity is not a causal language-model score";
     const tt_eval_spec *ev = &s.spec.eval;
@@ -121,7 +158,7 @@ int main(int argc, char **argv)
         printf("%s perplexity %.3f over %ld tokens (tgt_len %d, mem_len %d, clamp_len %d, %ld "
                "segments; checkpoint step %ld) in %.1f s on %s\n",
                split, ppl, r.scored, ev->tgt_len, ev->mem_len, ev->clamp_len, r.windows, step, secs,
-               where_runs);
+               on);
     else if (json)
         printf("{\"split\":\"%s\",\"perplexity\":%.6f,\"nll\":%.17g,\"tokens\":%ld,\"windows\":%ld,"
                "\"seq_len\":%d,\"stride\":%ld,\"step\":%ld,\"causal\":%s,\"seconds\":%.3f%s%s%s}\n",
@@ -131,7 +168,7 @@ int main(int argc, char **argv)
     else {
         printf("%s perplexity %.3f over %ld tokens (seq_len %d, stride %ld, %ld windows; "
                "checkpoint step %ld) in %.1f s on %s\n",
-               split, ppl, r.scored, m->seq_len, stride, r.windows, step, secs, where_runs);
+               split, ppl, r.scored, m->seq_len, stride, r.windows, step, secs, on);
         if (!m->causal) printf("NOTE: %s\n", note);
     }
     status = 0;

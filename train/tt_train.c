@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cards.h"
 #include "checkpoint.h"
@@ -19,7 +18,6 @@
 #include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
-#include "ranks.h"
 #include "report.h"
 #include "session.h"
 #include "util.h"
@@ -188,42 +186,6 @@ static int resume_state(tt_engine *eng, const tt_session *s, const char *model_f
     return 0;
 }
 
-/* --gpus N: N copies of this program as the ranks of one run (ranks.h), the same arguments
- * without --gpus; the run's status. */
-static int launch_ranks(int argc, char **argv, long gpus)
-{
-    char why[1024];
-    const int have = tt_device_count(why, sizeof why);
-    if (have < 0) {
-        fprintf(stderr, "tt-train: --gpus: %s\n", why);
-        return 2;
-    }
-    const int n = gpus < 0 ? have : (int)gpus;
-    if (n > have) {
-        fprintf(stderr, "tt-train: --gpus %d: this host has %d GPU%s\n", n, have, have == 1 ? "" : "s");
-        return 2;
-    }
-    char self[4096];
-    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[len > 0 ? len : 0] = 0;
-    char **args = tt_xcalloc((size_t)argc + 1, sizeof *args);
-    int k = 0;
-    args[k++] = len > 0 ? self : argv[0];
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--gpus")) {
-            i++;
-            continue;
-        }
-        if (!strncmp(argv[i], "--gpus=", 7)) continue;
-        args[k++] = argv[i];
-    }
-    const tt_ranks_opts ro = {.n = n, .argv = args};
-    const int rc = tt_ranks_run(&ro, why, sizeof why);
-    if (rc) fprintf(stderr, "tt-train: %s\n", why);
-    free(args);
-    return rc < 0 ? 1 : rc;
-}
-
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -242,7 +204,7 @@ int main(int argc, char **argv)
     }
     if (o.gpus && o.gpus != 1) {
         if (o.gpus > 1 || tt_device_count(err, sizeof err) != 1)
-            return launch_ranks(argc, argv, o.gpus);
+            return tt_engine_launch("tt-train", argc, argv, o.gpus);
     }
     const bool lead = dist.rank == 0; /* prints, logs and writes checkpoints */
     if (!lead) o.quiet = 1, o.log_json = NULL;
