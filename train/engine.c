@@ -31,6 +31,7 @@ struct tt_engine {
      * whole batch of world * batch; comm its communicator (ncclComm_t) */
     int rank, world, seq0;
     void *comm;
+    int eval_batch; /* Transformer-XL: an evaluation's streams, all ranks' (tt_engine_eval_batch) */
 };
 
 int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, const tt_layout *l,
@@ -219,6 +220,8 @@ int tt_engine_launch(const char *tool, int argc, char **argv, long gpus)
     return rc < 0 ? 1 : rc;
 }
 
+void tt_engine_eval_batch(tt_engine *e, int batch) { e->eval_batch = batch; }
+
 void tt_engine_flag(tt_engine *e, int flag)
 {
     if (e->on_gpu) tt_gpu_lm_flag(e->glm, flag);
@@ -324,7 +327,8 @@ static int evaluate_txl_gpu(tt_engine *e, const tt_tokens *tokens, long max_toke
     const long total = tt_eval_total(tokens, max_tokens, res, err, errlen);
     if (total < 0) return -1;
     /* the streams of the whole batch; several GPUs: this rank's share of them */
-    const int streams = tt_txl_eval_streams(total, e->batch * e->world);
+    const int want = e->eval_batch ? e->eval_batch : e->batch * e->world;
+    const int streams = tt_txl_eval_streams(total, want);
     const int s0 = (int)((long)streams * e->rank / e->world);
     const int s1 = (int)((long)streams * (e->rank + 1) / e->world);
     if (s1 == s0) return 0;

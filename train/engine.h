@@ -65,6 +65,11 @@ int tt_engine_memory(tt_engine *e, float *out, long *mem_step);
  * mlen 0 or mem_step -1: none. */
 void tt_engine_set_memory(tt_engine *e, const float *mems, int mlen, long mem_step);
 
+/* Transformer-XL: the streams an evaluation reads side by side, all ranks' together (default:
+ * the batch the engine was opened with), which need not be divisible by the ranks: each rank
+ * reads its share of them, every token with the context it has on one device. */
+void tt_engine_eval_batch(tt_engine *e, int batch);
+
 /* Perplexity over tokens: the tensorized model in windows of seq_len advancing by stride
  * (tt_evaluate); Transformer-XL in streams with memory at the spec's eval lengths
  * (tt_evaluate_txl_cpu; stride does not apply). */

@@ -124,6 +124,7 @@ int main(int argc, char **argv)
         tt_session_tokens(&s, split, &tokens, err, sizeof err))
         goto fail;
     tt_engine_upload(eng);
+    tt_engine_eval_batch(eng, (int)want); /* Transformer-XL's streams, as on one GPU */
     const bool txl = m->kind == TT_KIND_TXL;
     if (txl && stride) {
         tt_errf(err, sizeof err, "tt-eval: --stride is for kind: tensorized; Transformer-XL reads "
