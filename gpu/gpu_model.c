@@ -137,6 +137,11 @@ struct tt_gpu_lm {
     float *loss, *nll;  /* per row of the head, then of each tail's list */
     double *sums;       /* the loss's and the nll's sums, and (several GPUs) the ranks' flags */
     void *comm;         /* several GPUs: the ranks' ncclComm_t (tt_gpu_lm_set_comm); else NULL */
+    /* several GPUs with the optimizer sharded (tt_gpu_lm_shard): this rank clips and steps
+     * elements shard_off .. shard_off + shard_len - 1 of the parameter arrays (the ranks' shards
+     * tile them, past n_floats into TT_SHARD_SLACK zeros); shard_len 0: not sharded */
+    size_t shard_off, shard_len;
+    int shard_world;
     double flag;        /* this rank's flag for the next step (tt_gpu_lm_flag) */
     void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
     void *tail_h, *tail_dh;  /* [pad, D] with projections: the input of a cluster's logits, its d */
@@ -355,6 +360,10 @@ static long long layer_stride(const tt_layout *l)
     return stride < 0 ? 0 : stride;
 }
 
+/* The zeros past the parameter arrays' ends, so that the shards of a sharded optimizer
+ * (tt_gpu_lm_shard) can all be 4 x (n_floats / 4 ranks, rounded up) long: up to 1024 ranks. */
+#define TT_SHARD_SLACK 4096
+
 static void carve(tt_gpu_lm *lm, bump *b)
 {
     const tt_layout *l = lm->l;
@@ -362,11 +371,11 @@ static void carve(tt_gpu_lm *lm, bump *b)
     const size_t rows = (size_t)lm->rows, d = (size_t)lm->dl, fp = (size_t)lm->fp, r = m->rank;
     const size_t n = m->seq_len, es = lm->es, nf = l->n_floats, pad = (size_t)lm->pad;
     const size_t nc = (size_t)l->n_clusters - 1;
-    lm->w = take(b, nf * 4);
-    lm->g = take(b, nf * 4);
-    lm->m = take(b, nf * 4);
-    lm->v = take(b, nf * 4);
-    lm->wc = es == 4 ? lm->w : take(b, nf * es);
+    lm->w = take(b, (nf + TT_SHARD_SLACK) * 4);
+    lm->g = take(b, (nf + TT_SHARD_SLACK) * 4);
+    lm->m = take(b, (nf + TT_SHARD_SLACK) * 4);
+    lm->v = take(b, (nf + TT_SHARD_SLACK) * 4);
+    lm->wc = es == 4 ? lm->w : take(b, (nf + TT_SHARD_SLACK) * es);
     /* the padded copies, and the gradients' scratch: one on each stream they run on */
     size_t most[2] = {0, 0}; /* floats: the main stream's, the FFN's */
     padded *pd;
@@ -1563,7 +1572,10 @@ static void enqueue_reduce(tt_gpu_lm *lm)
     ncclComm_t comm = lm->comm;
     TT_ASSERT(nc);
     ncclResult_t r = nc->group_start();
-    if (r == ncclSuccess)
+    if (r == ncclSuccess && lm->shard_len) /* in place: this rank's shard of the sums */
+        r = nc->reduce_scatter(lm->g, lm->g + lm->shard_off, lm->shard_len, ncclFloat32, ncclSum,
+                               comm, st);
+    else if (r == ncclSuccess)
         r = nc->all_reduce(lm->g, lm->g, lm->l->n_floats, ncclFloat32, ncclSum, comm, st);
     if (r == ncclSuccess) r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
     const ncclResult_t e = nc->group_end();
@@ -1573,6 +1585,69 @@ static void enqueue_reduce(tt_gpu_lm *lm)
 #else
     (void)lm;
     TT_ASSERT(!"built without NCCL");
+#endif
+}
+
+/* The sharded optimizer's step after the gradients' reduce-scatter: the norm of the whole
+ * gradient from the ranks' sums of squares of their shards, Adam on this rank's shard (the
+ * clip factor of the whole), and every rank's new weights (and their storage-type copy)
+ * gathered into every rank. */
+static void enqueue_adam_shard(tt_gpu_lm *lm)
+{
+#if TT_HAVE_NCCL
+    const tt_train_spec *t = &lm->spec->train;
+    const cudaStream_t st = lm->gpu->stream;
+    const tt_nccl *nc = tt_nccl_get();
+    ncclComm_t comm = lm->comm;
+    const size_t off = lm->shard_off, len = lm->shard_len, es = lm->es;
+    tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g + off, len, t->clip, 1, NULL);
+    ncclResult_t r = nc->all_reduce(&lm->sc->norm, &lm->sc->norm, 1, ncclFloat64, ncclSum, comm, st);
+    tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g, 0, t->clip, 0, &lm->sc->norm);
+    char *wc = es == 4 ? NULL : (char *)lm->wc;
+    tt_adam(&lm->prog, st, lm->w + off, lm->m + off, lm->v + off, wc ? wc + off * es : NULL,
+            lm->g + off, lm->sc, len, t);
+    if (r == ncclSuccess) r = nc->group_start();
+    if (r == ncclSuccess) r = nc->all_gather(lm->w + off, lm->w, len, ncclFloat32, comm, st);
+    if (r == ncclSuccess && wc)
+        r = nc->all_gather(wc + off * es, wc, len, ncclBfloat16, comm, st);
+    const ncclResult_t e = nc->group_end();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: the sharded optimizer's step: %s", nc->get_error_string(r));
+    refresh_padded(lm);
+#else
+    (void)lm;
+    TT_ASSERT(!"built without NCCL");
+#endif
+}
+
+void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world)
+{
+    TT_ASSERT(lm->comm && world > 1 && rank >= 0 && rank < world);
+    TT_ASSERT(lm->es == 4 || lm->es == 2); /* fp32, or bf16 copies */
+    const size_t nf = lm->l->n_floats, len = (nf + 4 * (size_t)world - 1) / (4 * (size_t)world) * 4;
+    TT_ASSERT(len * (size_t)world <= nf + TT_SHARD_SLACK);
+    lm->shard_len = len;
+    lm->shard_off = len * (size_t)rank;
+    lm->shard_world = world;
+}
+
+void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm)
+{
+#if TT_HAVE_NCCL
+    if (!lm->shard_len) return;
+    const tt_nccl *nc = tt_nccl_get();
+    const size_t off = lm->shard_off, len = lm->shard_len;
+    ncclResult_t r = nc->group_start();
+    if (r == ncclSuccess) r = nc->all_gather(lm->m + off, lm->m, len, ncclFloat32, lm->comm, lm->gpu->stream);
+    if (r == ncclSuccess) r = nc->all_gather(lm->v + off, lm->v, len, ncclFloat32, lm->comm, lm->gpu->stream);
+    const ncclResult_t e = nc->group_end();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: the moments' all-gather: %s", nc->get_error_string(r));
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+#else
+    (void)lm;
 #endif
 }
 
@@ -1712,7 +1787,8 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     if (!lm->graphs || o->weight) {
         enqueue_run(lm, o, true, weights);
         if (lm->comm) enqueue_reduce(lm);
-        enqueue_adam(lm);
+        if (lm->shard_len) enqueue_adam_shard(lm);
+        else enqueue_adam(lm);
     } else {
         bool hit;
         step_graph *sg = graph_for(lm, o, &hit);
@@ -1726,7 +1802,8 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
                 TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
                 enqueue_run(lm, o, true, weights);
                 if (lm->comm) enqueue_reduce(lm);
-                enqueue_adam(lm);
+                if (lm->shard_len) enqueue_adam_shard(lm);
+                else enqueue_adam(lm);
                 TT_CUDA(cudaStreamEndCapture(st, &g));
                 /* a product met for the first time in the capture has no algorithm yet: the
                  * capture never runs, the products get theirs, and the step is captured again */

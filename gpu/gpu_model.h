@@ -62,6 +62,14 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
  * stop raises 1, and every rank sees it after the same step). NULL: this GPU alone. */
 void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm);
 void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag);
+/* The optimizer sharded over the communicator's world ranks (after tt_gpu_lm_set_comm), this one
+ * rank: each training step reduce-scatters the gradients (each rank gets the sums of its shard,
+ * a world-th of the parameters), clips with the norm of the whole gradient (the ranks' sums of
+ * squares all-reduced), runs Adam on its shard alone, and all-gathers the new weights (and
+ * their bf16 copy). The moments outside a rank's shard are stale until
+ * tt_gpu_lm_unshard_moments gathers them (every rank must call it, together). */
+void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world);
+void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm);
 
 /* Transformer-XL: whether the next run continues the segments of the last one (each row the
  * segment right after the same row's), attending to the memories the last run left, or starts

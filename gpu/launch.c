@@ -591,11 +591,17 @@ size_t tt_grad_norm_parts(const tt_gpu_program *p)
 void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                   const float *g, size_t n, double max_norm)
 {
+    tt_grad_norm_ex(p, st, sc, part, g, n, max_norm, 0, NULL);
+}
+
+void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                     const float *g, size_t n, double max_norm, int raw, const double *add)
+{
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "grad_norm");
     long long nn = (long long)n;
     double *norm = &sc->norm, *clip = &sc->clip; /* device addresses, not dereferenced here */
     unsigned *done = (unsigned *)(part + need(k, "BLOCKS"));
-    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm};
+    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm, &raw, &add};
     tt_gpu_launch(k, (dim3){(unsigned)need(k, "BLOCKS"), 1, 1}, args, st);
 }
 

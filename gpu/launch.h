@@ -253,6 +253,11 @@ size_t tt_grad_norm_parts(const tt_gpu_program *p);
  * tt_clip_grad_norm, which scales g itself; here tt_adam applies the factor. */
 void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                   const float *g, size_t n, double max_norm);
+/* The same, with the sharded optimizer's two steps (templates/adam.cu): raw 1 leaves the sum of
+ * g's squares in sc->norm (no clip factor); add (a device address, NULL: none) is added to the
+ * sum before the norm is taken (n 0 and add &sc->norm: the norm of the ranks' summed squares). */
+void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                     const float *g, size_t n, double max_norm, int raw, const double *add);
 /* tt_adam_step on w, m, v [n] with gradient g * sc->clip; wcopy (may be NULL) gets the new w in
  * the storage type (the bf16 weights of the GEMMs). */
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,

@@ -30,10 +30,13 @@ __device__ __forceinline__ bool tt_aligned16(const void *a, const void *b, const
 #ifdef TT_OP_GRAD_NORM
 // part[blockIdx.x] = the sum of g[i]^2 over this block's grid-stride share of i; the block that
 // finishes last (counted in *done, which it leaves at 0 for the next launch) adds the TT_BLOCKS
-// partials in a fixed order and writes norm and the clip factor.
+// partials in a fixed order and writes norm and the clip factor. Several GPUs with the optimizer
+// sharded: raw writes the sum of squares of this rank's shard to norm instead (the ranks'
+// all-reduce adds them), and a launch over no elements with add (which may be norm) then writes
+// the norm and clip factor of that sum.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, double *part, unsigned *done,
-          const float *__restrict__ g, long long n, double maxnorm)
+TT_KERNEL(double *norm, double *__restrict__ clip, double *part, unsigned *done,
+          const float *__restrict__ g, long long n, double maxnorm, int raw, const double *add)
 {
     tt_pdl_begin();
     __shared__ double scratch[32];
@@ -65,9 +68,14 @@ TT_KERNEL(double *__restrict__ norm, double *__restrict__ clip, double *part, un
     for (int i = threadIdx.x; i < TT_BLOCKS; i += TT_THREADS) acc += __ldcg(part + i);
     acc = tt_block_sum(acc, scratch);
     if (threadIdx.x == 0) {
-        const double nn = sqrt(acc);
-        *norm = nn;
-        *clip = maxnorm > 0 && nn > maxnorm ? maxnorm / (nn + 1e-6) : 1.0;
+        if (add) acc += *add; // the other ranks' sums (several GPUs: n is 0 then)
+        if (raw) { // several GPUs: this rank's sum of squares, for the ranks' all-reduce
+            *norm = acc;
+        } else {
+            const double nn = sqrt(acc);
+            *norm = nn;
+            *clip = maxnorm > 0 && nn > maxnorm ? maxnorm / (nn + 1e-6) : 1.0;
+        }
         *done = 0;
     }
 }

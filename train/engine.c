@@ -165,6 +165,7 @@ void tt_engine_upload(tt_engine *e)
 void tt_engine_download(tt_engine *e)
 {
     if (!e->on_gpu) return;
+    tt_gpu_lm_unshard_moments(e->glm); /* a sharded optimizer's moments: every rank's shard */
     for (int i = 0; i < 3; i++)
         TT_CUDA(cudaMemcpy(e->host[i], device_array(e, i), e->l->n_floats * 4, cudaMemcpyDeviceToHost));
 }
@@ -221,6 +222,13 @@ int tt_engine_launch(const char *tool, int argc, char **argv, long gpus)
 }
 
 void tt_engine_eval_batch(tt_engine *e, int batch) { e->eval_batch = batch; }
+
+int tt_engine_shard_optimizer(tt_engine *e)
+{
+    if (e->world == 1 || !e->on_gpu) return 0;
+    tt_gpu_lm_shard(e->glm, e->rank, e->world);
+    return 1;
+}
 
 void tt_engine_flag(tt_engine *e, int flag)
 {

@@ -65,6 +65,12 @@ int tt_engine_memory(tt_engine *e, float *out, long *mem_step);
  * mlen 0 or mem_step -1: none. */
 void tt_engine_set_memory(tt_engine *e, const float *mems, int mlen, long mem_step);
 
+/* Several GPUs: the optimizer's work and state sharded over the ranks (tt_gpu_lm_shard): each
+ * rank clips and steps a world-th of the parameters, after a reduce-scatter of the gradients,
+ * and the weights are all-gathered. tt_engine_download (every rank, together) gathers the
+ * moments. Returns whether it is sharded (not on one device). */
+int tt_engine_shard_optimizer(tt_engine *e);
+
 /* Transformer-XL: the streams an evaluation reads side by side, all ranks' together (default:
  * the batch the engine was opened with), which need not be divisible by the ranks: each rank
  * reads its share of them, every token with the context it has on one device. */

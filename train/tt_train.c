@@ -35,6 +35,8 @@ static void usage(FILE *f)
             "                       each an equal share of every step's batch (train.batch);\n"
             "                       under a launcher (torchrun, mpirun, srun) its variables\n"
             "                       say the ranks instead\n"
+            "  --shard-optimizer    several GPUs: each rank clips and steps a share of the\n"
+            "                       parameters (reduce-scatter, then all-gather the weights)\n"
             "  --resume             continue from the newest checkpoint in the checkpoint folder\n"
             "  --checkpoint-dir D   checkpoint folder (default: train.checkpoint.dir, else\n"
             "                       runs/SPEC-NAME)\n"
@@ -54,6 +56,7 @@ typedef struct {
     int resume, quiet;
     long stop_after, log_every, eval_tokens, patience;
     long gpus; /* --gpus: 0 none given, -1 all */
+    int shard;
 } options;
 
 static int parse_long(const char *opt, const char *s, long lo, long *out)
@@ -70,13 +73,14 @@ static int parse_long(const char *opt, const char *s, long lo, long *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE, GPUS };
+    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE, GPUS, SHARD };
     static const struct option longs[] = {
         {"device", required_argument, 0, DEVICE},  {"resume", no_argument, 0, RESUME},
         {"checkpoint-dir", required_argument, 0, CKPT}, {"stop-after", required_argument, 0, STOP},
         {"log-every", required_argument, 0, LOGEVERY}, {"log-json", required_argument, 0, LOGJSON},
         {"eval-tokens", required_argument, 0, EVALTOK}, {"quiet", no_argument, 0, 'q'},
         {"patience", required_argument, 0, PATIENCE}, {"gpus", required_argument, 0, GPUS},
+        {"shard-optimizer", no_argument, 0, SHARD},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     o->device = "auto";
     o->log_every = 10;
@@ -92,6 +96,7 @@ static int parse_args(int argc, char **argv, options *o)
         case LOGJSON: o->log_json = optarg; break;
         case EVALTOK: if (parse_long("--eval-tokens", optarg, 0, &o->eval_tokens)) return 2; break;
         case PATIENCE: if (parse_long("--patience", optarg, 0, &o->patience)) return 2; break;
+        case SHARD: o->shard = 1; break;
         case GPUS:
             if (!strcmp(optarg, "all")) o->gpus = -1;
             else if (parse_long("--gpus", optarg, 1, &o->gpus)) return 2;
@@ -151,8 +156,8 @@ static int save(tt_engine *eng, const tt_session *s, tt_train_state *st, const c
 {
     st->step = step;
     st->mem_len = tt_engine_memory(eng, st->mems, &st->mem_step);
+    tt_engine_download(eng); /* every rank: a sharded optimizer's moments are gathered */
     if (!lead) return 0;
-    tt_engine_download(eng);
     tt_checkpoint ck = {&s->spec, &s->layout, &s->vocab, tt_engine_host(eng, 0),
                         tt_engine_host(eng, 1), tt_engine_host(eng, 2), step, st};
     return tt_checkpoint_save(dir, &ck, where, wlen, err, errlen);
@@ -263,6 +268,9 @@ int main(int argc, char **argv)
         tt_layout_init(&s.layout, w, ts->seed);
     }
     tt_engine_upload(eng);
+    const int sharded = o.shard && tt_engine_shard_optimizer(eng);
+    if (o.shard && !sharded && !o.quiet)
+        printf("note: --shard-optimizer: one device, nothing to share the optimizer with\n");
     if (o.log_json && !(json = fopen(o.log_json, o.resume ? "a" : "w"))) {
         tt_errf(err, sizeof err, "%s: cannot open for writing", o.log_json);
         goto fail;
@@ -273,7 +281,8 @@ int main(int argc, char **argv)
         char gpus[64] = "", share[96] = "";
         if (dist.world > 1) {
             snprintf(gpus, sizeof gpus, "%d x ", dist.world);
-            snprintf(share, sizeof share, " (each %d sequences of a batch; NCCL)", batch / dist.world);
+            snprintf(share, sizeof share, " (each %d sequences of a batch; NCCL%s)",
+                     batch / dist.world, sharded ? "; the optimizer sharded" : "");
         }
         printf("tt-train %s on %s%s%s: %.0f parameters, vocab %ld, %ld training tokens, batch %d x "
                "%d, %ld steps; checkpoints in %s\n",
