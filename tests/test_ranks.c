@@ -219,6 +219,56 @@ static void test_signal_passed_on(void **state)
     }
 }
 
+/* A hung rank (heartbeats, tt_rank_beat's files): the run is stopped within the stall time
+ * (1.5 s here) plus the grace, with one line naming the rank that lags (one that stops beating,
+ * one that stops itself with SIGSTOP), or saying that all wait at one count. Before every rank
+ * has beaten, nothing is judged (the ranks' start: compiling, timing products). */
+static int run_stall(const char *script, char *why, size_t whylen, double *secs)
+{
+    char *const argv[] = {"sh", "-c", (char *)script, NULL};
+    const tt_ranks_opts o = {.n = 3, .argv = argv, .grace_ms = 500, .stall_ms = 1500};
+    const double t0 = now();
+    const int rc = tt_ranks_run(&o, why, whylen);
+    *secs = now() - t0;
+    return rc;
+}
+
+#define BEAT "printf '%020d\\n' $i > $TT_RANK_HEARTBEAT.tmp && mv $TT_RANK_HEARTBEAT.tmp $TT_RANK_HEARTBEAT"
+
+static void test_hang(void **state)
+{
+    (void)state;
+    char why[512];
+    double secs;
+    /* rank 1 stops beating after 3 beats; the others beat on */
+    int rc = run_stall("i=0; while :; do i=$((i+1)); " BEAT "; "
+                       "if [ $RANK = 1 ] && [ $i = 3 ]; then sleep 100; fi; sleep 0.1; done",
+                       why, sizeof why, &secs);
+    print_message("  a rank that stops beating: status %d after %.1f s: %s\n", rc, secs, why);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(why, "rank 1 made no progress"));
+    assert_true(secs < 6);
+    /* rank 2 stops itself */
+    rc = run_stall("i=0; while :; do i=$((i+1)); " BEAT "; "
+                   "if [ $RANK = 2 ] && [ $i = 3 ]; then kill -STOP $$; fi; sleep 0.1; done",
+                   why, sizeof why, &secs);
+    print_message("  a stopped rank: status %d after %.1f s: %s\n", rc, secs, why);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(why, "rank 2 made no progress"));
+    assert_non_null(strstr(why, "(stopped)"));
+    assert_true(secs < 6);
+    /* every rank waits at one count */
+    rc = run_stall("i=0; while [ $i -lt 3 ]; do i=$((i+1)); " BEAT "; sleep 0.1; done; sleep 100",
+                   why, sizeof why, &secs);
+    print_message("  all waiting: status %d after %.1f s: %s\n", rc, secs, why);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(why, "no rank made progress"));
+    assert_true(secs < 6);
+    /* no beat yet: a long start is not a hang */
+    rc = run_stall("sleep 2.5; exit 0", why, sizeof why, &secs);
+    assert_int_equal(rc, 0);
+}
+
 static void test_logs(void **state)
 {
     (void)state;
@@ -250,6 +300,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signal_passed_on, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hang, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,14 +58,15 @@ static void start_rank(const tt_ranks_opts *o, char *const *env, const char *log
 }
 
 /* environ with the rank's variables set (replacing any of the same name). */
-static char **rank_env(int rank, const tt_ranks_opts *o, const char *addr, int port)
+static char **rank_env(int rank, const tt_ranks_opts *o, const char *addr, int port,
+                       const char *beat_dir)
 {
     extern char **environ;
     static const char *const ours[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "MASTER_ADDR=",
-                                       "MASTER_PORT=", "NCCL_NVLS_ENABLE="};
+                                       "MASTER_PORT=", "NCCL_NVLS_ENABLE=", "TT_RANK_HEARTBEAT="};
     size_t n = 0;
     while (environ[n]) n++;
-    char **env = tt_xcalloc(n + 7, sizeof *env);
+    char **env = tt_xcalloc(n + 8, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         int mine = 0;
@@ -79,6 +80,7 @@ static char **rank_env(int rank, const tt_ranks_opts *o, const char *addr, int p
     env[k++] = tt_xasprintf("MASTER_ADDR=%s", addr);
     env[k++] = tt_xasprintf("MASTER_PORT=%d", port);
     env[k++] = tt_xstrdup("NCCL_NVLS_ENABLE=0"); /* NVLink multicast off in every rank */
+    if (beat_dir) env[k++] = tt_xasprintf("TT_RANK_HEARTBEAT=%s/rank-%d", beat_dir, rank);
     env[k] = NULL;
     return env;
 }
@@ -87,6 +89,99 @@ static void free_env(char **env)
 {
     for (size_t i = 0; env[i]; i++) free(env[i]);
     free(env);
+}
+
+/* --- heartbeats ------------------------------------------------------------------------------ */
+
+void tt_rank_beat(void)
+{
+    static int fd = -2;
+    static unsigned long long count;
+    if (fd == -2) {
+        const char *path = getenv("TT_RANK_HEARTBEAT");
+        fd = path && *path ? open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : -1;
+    }
+    if (fd < 0) return;
+    char buf[24];
+    snprintf(buf, sizeof buf, "%020llu\n", ++count); /* one fixed-width write: never half read */
+    if (pwrite(fd, buf, 21, 0) != 21) return;
+}
+
+/* A rank's count (-1: none yet, or not readable). */
+static long long read_beat(const char *dir, int rank)
+{
+    char path[512], buf[32];
+    snprintf(path, sizeof path, "%s/rank-%d", dir, rank);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 21) return -1;
+    buf[n] = 0;
+    return strtoll(buf, NULL, 10);
+}
+
+/* Whether process p is stopped (state T in /proc/p/stat). */
+static int stopped(pid_t p)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close_paren = strrchr(buf, ')');
+    return close_paren && (close_paren[2] == 'T' || close_paren[2] == 't');
+}
+
+typedef struct {
+    long long count; /* the last count read */
+    double since;    /* when it last changed */
+} beat_state;
+
+/* Once every live rank has beaten: the rank that has made no progress for stall_ms, with why in
+ * one line, or -1. The one that lags behind the highest count, else one that is stopped, else
+ * (all waiting at one count) rank 0, saying so. */
+static int stalled(const char *dir, const pid_t *pid, int n, beat_state *b, double stall_ms,
+                   char *why, size_t whylen)
+{
+    const double now = now_ms();
+    long long top = -1;
+    int armed = 1;
+    for (int r = 0; r < n; r++) {
+        if (pid[r] <= 0) continue;
+        const long long c = read_beat(dir, r);
+        if (c != b[r].count) b[r].count = c, b[r].since = now;
+        armed &= c >= 1;
+        top = c > top ? c : top;
+    }
+    if (!armed) return -1;
+    double quiet = 0; /* the last beat of any rank */
+    for (int r = 0; r < n; r++)
+        if (pid[r] > 0 && b[r].since > quiet) quiet = b[r].since;
+    for (int r = 0; r < n; r++)
+        if (pid[r] > 0 && b[r].count < top && now - b[r].since >= stall_ms) {
+            tt_errf(why, whylen, "rank %d made no progress for %.0f s (at step %lld of its "
+                    "heartbeat, the others at %lld): it hangs%s; the run is stopped", r,
+                    (now - b[r].since) / 1e3, b[r].count, top, stopped(pid[r]) ? " (stopped)" : "");
+            return r;
+        }
+    if (now - quiet < stall_ms) return -1; /* somebody beat within stall_ms: no lag, no hang */
+    for (int r = 0; r < n; r++)
+        if (pid[r] > 0 && stopped(pid[r])) {
+            tt_errf(why, whylen, "rank %d is stopped and the others have waited %.0f s for it (at "
+                    "step %lld of their heartbeats); the run is stopped", r, (now - quiet) / 1e3, top);
+            return r;
+        }
+    for (int r = 0; r < n; r++)
+        if (pid[r] > 0) {
+            tt_errf(why, whylen, "no rank made progress for %.0f s (every one at step %lld of its "
+                    "heartbeat: one hangs in a collective); the run is stopped", (now - quiet) / 1e3,
+                    top);
+            return r;
+        }
+    return -1;
 }
 
 /* A rank's end in words, and the status the run takes from it. */
@@ -120,11 +215,16 @@ int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
+    const double stall = o->stall_ms < 0 ? 0 : o->stall_ms > 0 ? o->stall_ms : 45000;
+    char beat_dir[64] = "/tmp/tt-ranks-XXXXXX";
+    const int beats = stall > 0 && mkdtemp(beat_dir) != NULL;
+    beat_state *bs = tt_xcalloc((size_t)o->n, sizeof *bs);
+    for (int r = 0; r < o->n; r++) bs[r].count = -1, bs[r].since = now_ms();
     pid_t *pid = tt_xcalloc((size_t)o->n, sizeof *pid);
     int started = 0, rc = 0;
     fflush(NULL);
     for (int r = 0; r < o->n; r++) {
-        char **env = rank_env(r, o, addr, port);
+        char **env = rank_env(r, o, addr, port, beats ? beat_dir : NULL);
         char *log = r > 0 && o->log_dir ? tt_xasprintf("%s/rank-%d.log", o->log_dir, r) : NULL;
         const pid_t p = fork();
         if (p == 0) start_rank(o, env, log);
@@ -140,7 +240,7 @@ int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen)
     }
 
     int live = started, failed = rc != 0; /* a failed start ends the others as a failure does */
-    double deadline = failed ? now_ms() + grace : 0;
+    double deadline = failed ? now_ms() + grace : 0, next_look = now_ms() + 500;
     if (failed)
         for (int r = 0; r < started; r++) kill(-pid[r], SIGTERM);
     while (live > 0) {
@@ -151,13 +251,23 @@ int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen)
                 if (pid[r] > 0) kill(-pid[r], sig);
         }
         int st;
-        const pid_t p = waitpid(-1, &st, failed ? WNOHANG : 0);
+        const pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno == EINTR) continue;
         if (p < 0) break; /* no children left (ECHILD) */
-        if (p == 0) { /* after a failure: the others' grace runs out */
-            if (now_ms() >= deadline)
+        if (p == 0) { /* nothing ended: a failure's grace, or a look at the heartbeats */
+            if (failed && now_ms() >= deadline)
                 for (int r = 0; r < started; r++)
                     if (pid[r] > 0) kill(-pid[r], SIGKILL);
+            if (!failed && beats && now_ms() >= next_look) {
+                next_look = now_ms() + 500;
+                if (stalled(beat_dir, pid, started, bs, stall, why, whylen) >= 0) {
+                    failed = 1;
+                    rc = 1;
+                    deadline = now_ms() + grace;
+                    for (int k = 0; k < started; k++)
+                        if (pid[k] > 0) kill(-pid[k], SIGTERM);
+                }
+            }
             struct timespec t = {0, 10 * 1000 * 1000};
             nanosleep(&t, NULL);
             continue;
@@ -178,7 +288,15 @@ int tt_ranks_run(const tt_ranks_opts *o, char *why, size_t whylen)
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    free(pid);
+    if (beats) {
+        for (int r = 0; r < o->n; r++) {
+            char path[128];
+            snprintf(path, sizeof path, "%s/rank-%d", beat_dir, r);
+            unlink(path);
+        }
+        rmdir(beat_dir);
+    }
+    free(pid), free(bs);
     return rc;
 }
 
@@ -197,7 +315,9 @@ int tt_ranks_relaunch(int argc, char **argv, int n, char *why, size_t whylen)
         }
         if (strncmp(argv[i], "--gpus=", 7) != 0) args[k++] = argv[i];
     }
-    const tt_ranks_opts o = {.n = n, .argv = args};
+    /* TT_RANKS_STALL_S: the seconds without progress that end the run (0: never) */
+    const long stall = tt_env_long("TT_RANKS_STALL_S", 0, 86400, 45);
+    const tt_ranks_opts o = {.n = n, .argv = args, .stall_ms = stall ? (int)stall * 1000 : -1};
     const int rc = tt_ranks_run(&o, why, whylen);
     free(args);
     return rc;

@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
+#include "ranks.h"
 #include "report.h"
 #include "session.h"
 #include "util.h"
@@ -320,6 +321,7 @@ int main(int argc, char **argv)
         tt_lm_result r;
         const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
         interrupted = dist.world > 1 ? r.flags > 0 : g_stop_signal != 0;
+        tt_rank_beat(); /* several GPUs: the launcher sees this rank's progress */
         const double loss = r.loss_sum / r.scored;
         if (!isfinite(loss)) {
             tt_errf(err, sizeof err, "step %ld: the loss is %f; stopping (lower train.optimizer.lr?)",
@@ -371,6 +373,7 @@ int main(int argc, char **argv)
                 fflush(json);
             }
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
+            tt_rank_beat();
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
             if (save(eng, &s, &st, ckpt_dir, step, lead, where, sizeof where, err, sizeof err)) {
@@ -379,6 +382,7 @@ int main(int argc, char **argv)
             }
             if (!o.quiet) printf("checkpoint %s\n", where);
             saved_step = step;
+            tt_rank_beat();
         }
         if (o.patience && st.stale >= o.patience) {
             printf("validation perplexity has not improved for %ld validations (best %.3f at step "
