@@ -1,7 +1,7 @@
 /* train/ranks.c: several ranks of one run on this host, with /bin/sh standing in for tt-train:
  * every rank's variables, a failure ending the others (SIGTERM, then SIGKILL for a rank that
  * ignores it) with the run's status and one line naming the rank, a signal to the launcher
- * passed on to every rank once, and the ranks' logs. */
+ * passed on to every rank once, the ranks' logs, and a hung rank found by its heartbeat. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -269,6 +269,29 @@ static void test_hang(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* tt_rank_beat writes the count the launcher reads (in a child: its state is the process's). */
+static void test_beat(void **state)
+{
+    (void)state;
+    char *path = tt_xasprintf("%s/beat", dir);
+    fflush(NULL);
+    const pid_t p = fork();
+    if (p == 0) {
+        setenv("TT_RANK_HEARTBEAT", path, 1);
+        for (int i = 0; i < 12; i++) tt_rank_beat();
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *text = slurp("beat");
+    assert_non_null(text);
+    assert_string_equal(text, "00000000000000000012\n");
+    free(text), free(path);
+    unsetenv("TT_RANK_HEARTBEAT");
+    tt_rank_beat(); /* without the variable: nothing, and no failure */
+}
+
 static void test_logs(void **state)
 {
     (void)state;
@@ -301,6 +324,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_signal_passed_on, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_beat, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
