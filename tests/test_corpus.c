@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -634,6 +635,46 @@ static void test_vocab_cache(void **state)
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
+/* The ranks of a run on one host meet an empty cache at once: three processes build the
+ * vocabulary and the ids of one split together (one at a time, under the cache's lock) and all
+ * get what a build without a cache gives. */
+static void test_cache_together(void **state)
+{
+    (void)state;
+    char *train = tu_data_path(ptb.train);
+    char *dir = tmp_path("together");
+    tt_vocab ref;
+    build_ok(train, &ref);
+    tt_tokens want;
+    load_ok(train, &ref, NULL, &want);
+    enum { PROCS = 3 };
+    pid_t pid[PROCS];
+    fflush(NULL);
+    for (int k = 0; k < PROCS; k++) {
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            char err[512];
+            tt_vocab v;
+            tt_tokens t;
+            if (tt_vocab_build(train, dir, &v, err, sizeof err) != 0) _exit(2);
+            if (v.n != ref.n || memcmp(v.hash, ref.hash, sizeof v.hash) != 0) _exit(3);
+            if (tt_corpus_load(train, &v, dir, &t, err, sizeof err) != 0) _exit(4);
+            if (t.n != want.n || memcmp(t.ids, want.ids, (size_t)t.n * sizeof *t.ids) != 0) _exit(5);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < PROCS; k++) {
+        int st;
+        assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail_msg("process %d of %d: status %d", k, PROCS, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    tt_tokens_free(&want);
+    tt_vocab_free(&ref);
+    free(train), free(dir);
+}
+
 static void test_file_errors(void **state)
 {
     (void)state;
@@ -888,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_vocab_load_errors),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_vocab_cache),
+        cmocka_unit_test(test_cache_together),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_utf8_len),

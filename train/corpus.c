@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -446,13 +447,40 @@ static int cache_write(const char *cache_dir, const char *path, const tt_tokens 
                        size_t errlen);
 #define CACHE_TAG "tt-corpus-ids/2"
 
+/* A lock on cache_dir (an flock of its corpus.lock, made if missing): processes that meet a
+ * missing entry at once (the ranks of a run on one host) build it one at a time, and the later
+ * ones find it once they hold the lock. -1 where the folder or the lock cannot be made: then
+ * each builds its own, as without it. */
+static int lock_cache(const char *cache_dir)
+{
+    char ignored[64];
+    if (tt_mkdir_p(cache_dir, ignored, sizeof ignored) != 0) return -1;
+    char *p = tt_xasprintf("%s/corpus.lock", cache_dir);
+    const int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(p);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
+static void unlock_cache(int fd)
+{
+    if (fd >= 0) close(fd); /* closing releases the flock */
+}
+
 int tt_vocab_build(const char *train_path, const char *cache_dir, tt_vocab *v, char *err, size_t errlen)
 {
     if (!cache_dir) return vocab_build_text(train_path, v, NULL, err, errlen);
     char *path = cache_entry(cache_dir, train_path, VOCAB_CACHE_TAG, NULL, "vocab", err, errlen);
     if (!path) return -1;
-    int rc = 0;
-    if (!vocab_cache_read(path, v)) {
+    int rc = 0, lock = -1;
+    /* a miss: built under the cache's lock, unless another process built it meanwhile */
+    if (!vocab_cache_read(path, v) &&
+        ((lock = lock_cache(cache_dir)) < 0 || !vocab_cache_read(path, v))) {
         /* counted from the text, which gives the split's ids in the same pass: their cache
          * entry too, so that the first run does not read the text again */
         tt_tokens ids = {0};
@@ -467,6 +495,7 @@ int tt_vocab_build(const char *train_path, const char *cache_dir, tt_vocab *v, c
         free(ids_path);
         tt_tokens_free(&ids);
     }
+    unlock_cache(lock);
     free(path);
     return rc;
 }
@@ -750,9 +779,12 @@ int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, t
     TT_ASSERT(v->n > 0 && v->table && v->eos >= 0 && v->unk >= 0);
     memset(out, 0, sizeof *out);
     char *cpath = NULL;
+    int lock = -1;
     if (cache_dir) {
         if (!(cpath = cache_entry(cache_dir, path, CACHE_TAG, v, "ids", err, errlen))) return -1;
-        if (cache_read(cpath, v, out)) {
+        if (cache_read(cpath, v, out) ||
+            ((lock = lock_cache(cache_dir)) >= 0 && cache_read(cpath, v, out))) {
+            unlock_cache(lock);
             free(cpath);
             return 0;
         }
@@ -771,6 +803,7 @@ int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, t
         }
         free(raw);
     }
+    unlock_cache(lock);
     free(cpath);
     return rc;
 }
