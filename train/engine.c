@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "cache.h"
-#include "gpu_model.h"
 #include "device.h"
+#include "gpu_model.h"
 #include "nccl_lib.h"
-#include "ranks.h"
 #include "optim.h"
+#include "ranks.h"
 #include "util.h"
 
 struct tt_engine {
