@@ -134,14 +134,19 @@ int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size
         goto out;
     if (ck->state && write_state(state, ck->layout, ck->state, err, errlen) != 0) goto out;
     if (tt_vocab_save(ck->vocab, vocab, err, errlen) != 0) goto out;
-    /* Replace an older folder of the same step, then point latest at the new one. */
+    /* Replace an older folder of the same step (moved aside, the new one put in its place, and
+     * only then removed: no more than two renames apart is there no whole folder under the
+     * name), then point latest at the new one. */
     char *old = tt_xasprintf("%s.old.%ld", final, (long)getpid());
-    if (rename(final, old) == 0) rm_tree(old);
-    free(old);
+    const int had_old = rename(final, old) == 0;
     if (rename(tmp, final) != 0) {
         tt_errf(err, errlen, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
+        if (had_old) rename(old, final); /* the old one back */
+        free(old);
         goto out;
     }
+    if (had_old) rm_tree(old);
+    free(old);
     char *latest = tt_xasprintf("%s/latest", dir);
     char *line = tt_xasprintf("%s\n", name);
     const void *parts[] = {line};

@@ -391,7 +391,9 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if ((stopped_early && saved_step != step) || interrupted) {
+    /* a stop (early, or asked for) writes its step's checkpoint unless the step just wrote it:
+     * saving a step twice only replaced a whole folder with another */
+    if ((stopped_early || interrupted) && saved_step != step) {
         if (save(eng, &s, &st, ckpt_dir, step, lead, where, sizeof where, err, sizeof err)) {
             status = 1;
             goto fail;
