@@ -1006,6 +1006,45 @@ static void test_checkpoint_and_usage_errors(void **state)
     free(model), free(bytes), free(prefix);
 }
 
+/* --- a checkpoint's step is checked, not trusted ----------------------------------------------
+ * model.safetensors' metadata step, rewritten in place (the header's length kept) to a negative
+ * number or to letters: tt-eval and tt-train --resume refuse it in one line naming the file, and
+ * never train from it (a negative step read outside the batch's buffer; letters resumed at step
+ * 0 and overwrote the step folders). */
+static void test_checkpoint_step_checked(void **state)
+{
+    fixture *f = *state;
+    char *a = write_words(f, "a.txt", "a", 30), *ckpt = in_root(f, "ckpt-step");
+    char *spec = write_spec(f, "st.yaml", (spec_opts){.train = a, .valid = a, .steps = 12});
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "-q");
+    tu_expect_exit(&p, 0, "a 12-step run");
+    tu_proc_free(&p);
+    char *model = tt_xasprintf("%s/step-00000012/model.safetensors", ckpt);
+    size_t len;
+    char *bytes = tu_read_file(model, &len);
+    char *at = NULL;
+    for (size_t i = 0; i + 11 <= len && !at; i++)
+        if (!memcmp(bytes + i, "\"step\":\"12\"", 11)) at = bytes + i + 8;
+    assert_non_null(at);
+    static const char *const bad[] = {"-5", "ab"};
+    for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+        memcpy(at, bad[b], 2);
+        tu_write_file(model, bytes, len);
+        char *what = tt_xasprintf("step '%s' (tt-eval)", bad[b]), *part = tt_xasprintf("'%s'", bad[b]);
+        RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint", ckpt);
+        expect_error(&p, what, model, part);
+        tu_proc_free(&p);
+        free(what);
+        what = tt_xasprintf("step '%s' (--resume)", bad[b]);
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ckpt, "--resume");
+        expect_error(&p, what, model, part);
+        tu_proc_free(&p);
+        free(what), free(part);
+    }
+    free(a), free(ckpt), free(spec), free(model), free(bytes);
+}
+
 /* --- several GPUs: what is refused before any GPU is used --------------------------------------
  * A run under a launcher's variables (RANK, WORLD_SIZE, LOCAL_RANK) or with --gpus: a batch the
  * ranks cannot share equally, ranks on the CPU, --gpus under a launcher, and (without a driver)
@@ -1175,6 +1214,7 @@ int main(void)
         IN_OWN_FOLDER(test_eval_other_model),
         IN_OWN_FOLDER(test_checkpoint_and_usage_errors),
         IN_OWN_FOLDER(test_ranks_refused),
+        IN_OWN_FOLDER(test_checkpoint_step_checked),
         IN_OWN_FOLDER(test_txl_trains),
         IN_OWN_FOLDER(test_causal_false_note),
         IN_OWN_FOLDER(test_learns_context),

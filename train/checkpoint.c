@@ -269,6 +269,9 @@ static bool tied_alias(const tt_layout *l, const char *name, char *alias, size_t
     return false;
 }
 
+static int meta_long(const tt_st_file *f, const char *path, const char *key, long lo, long hi,
+                     long *out, char *err, size_t errlen);
+
 /* A state_dict that PyTorch saved with the safetensors package (no tt metadata): every tensor of
  * the layout by its name (or, tied, by the output layer's name), any dtype the reader converts;
  * besides them only the tied copies (equal to the embedding's, value for value) and
@@ -376,7 +379,9 @@ int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_lay
             goto out;
         }
     }
-    *step = strtol(st, NULL, 10);
+    /* checked, not trusted: a negative step read outside the batch's buffer, letters resumed
+     * at step 0 over the step folders */
+    if (meta_long(f, model_file, "step", 0, LONG_MAX, step, err, errlen) != 0) goto out;
     rc = 0;
 out:
     tt_spec_free(&ck);
