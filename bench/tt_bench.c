@@ -68,7 +68,7 @@ static int parse_args(int argc, char **argv, options *o)
                                           {0, 0, 0, 0}};
     opterr = 0;
     int c, formats = 0;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
         if (c == PROFILE) {
             o->profile = 1;
         } else if (c == VS) {
@@ -87,8 +87,7 @@ static int parse_args(int argc, char **argv, options *o)
             usage(stdout);
             exit(0);
         } else {
-            fprintf(stderr, "tt-bench: unknown option '%s' (see tt-bench --help)\n", argv[optind - 1]);
-            return 2;
+            return tt_opt_refuse("tt-bench", c, argv);
         }
     }
     if (formats > 1) {
@@ -723,7 +722,7 @@ static int sweep_main(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
         char *end;
         if (c == RANK && parse_list("--rank", optarg, 1, 4096, &ranks) != 0) return 2;
         if (c == CORES && parse_list("--cores", optarg, 1, 64, &cores) != 0) return 2;
@@ -742,11 +741,7 @@ static int sweep_main(int argc, char **argv)
             sweep_usage(stdout);
             return 0;
         }
-        if (c == '?') {
-            fprintf(stderr, "tt-bench sweep: unknown option '%s' (see tt-bench sweep --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
+        if (c == '?' || c == ':') return tt_opt_refuse("tt-bench sweep", c, argv);
     }
     if (optind != argc - 1 || !ranks.n || !cores.n) {
         fprintf(stderr, "tt-bench sweep: expected one spec, --rank and --cores (see tt-bench sweep "

@@ -70,7 +70,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"card", required_argument, 0, CARD},       {0, 0, 0, 0}};
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "qh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qh", longs, NULL)) != -1) {
         switch (c) {
         case ARCH: o->arch = optarg; break;
         case DUMP: o->dump = optarg; break;
@@ -112,9 +112,7 @@ static int parse_args(int argc, char **argv, options *o)
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
         case VERSION: printf("ttgen %s\n", TT_VERSION); exit(0);
-        default:
-            fprintf(stderr, "ttgen: unknown option '%s' (see ttgen --help)\n", argv[optind - 1]);
-            return 2;
+        default: return tt_opt_refuse("ttgen", c, argv);
         }
     }
     if (optind != argc - 1) {

@@ -165,6 +165,16 @@ int tt_mkdir_p(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+int tt_opt_refuse(const char *tool, int c, char *const *argv)
+{
+    const char *opt = argv[optind - 1];
+    if (c == ':')
+        fprintf(stderr, "%s: %s needs a value (see %s --help)\n", tool, opt, tool);
+    else
+        fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", tool, opt, tool);
+    return 2;
+}
+
 long tt_env_long(const char *name, long lo, long hi, long fallback)
 {
     const char *s = getenv(name);

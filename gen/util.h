@@ -45,6 +45,12 @@ double tt_rel_l2(const float *got, const float *want, size_t n);
  * and benchmarks, never worth stopping a run for). */
 long tt_env_long(const char *name, long lo, long hi, long fallback);
 
+/* A tool's command-line error after getopt_long (with an optstring that starts with ':', so that
+ * an option given without its value returns ':'): "TOOL: --opt needs a value" or "TOOL: unknown
+ * option '--opt'", each with "(see TOOL --help)", one line on stderr. Returns 2, the usage
+ * status. */
+int tt_opt_refuse(const char *tool, int c, char *const *argv);
+
 /* What write(arg, f) prints, as a malloc'd string: stages that are written to a FILE (a spec,
  * a plan, a report) also become text for a file, a checkpoint's metadata or a comparison. */
 char *tt_capture(void (*write)(const void *arg, FILE *f), const void *arg);

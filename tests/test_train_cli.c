@@ -974,6 +974,16 @@ static void test_checkpoint_and_usage_errors(void **state)
     RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--patience", "x");
     expect_error(&p, "--patience x", "tt-train: --patience", "'x'");
     tu_proc_free(&p);
+    /* an option's value left out: said so, not "unknown option" */
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--stop-after");
+    expect_error(&p, "--stop-after (no value)", "tt-train: --stop-after needs a value", NULL);
+    tu_proc_free(&p);
+    RUN(f, &p, TT_EVAL_BIN, spec, "--checkpoint");
+    expect_error(&p, "--checkpoint (no value)", "tt-eval: --checkpoint needs a value", NULL);
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--bogus");
+    expect_error(&p, "--bogus", "tt-train: unknown option '--bogus'", NULL);
+    tu_proc_free(&p);
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (driver) {
         dlclose(driver);

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     long stride = 0, batch = 0, gpus = 0; /* gpus: 0 not given, -1 all */
     int json = 0, c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
         char *end;
         switch (c) {
         case CKPT: ckpt = optarg; break;
@@ -76,9 +76,7 @@ int main(int argc, char **argv)
         }
         case JSON: json = 1; break;
         case 'h': usage(stdout); return 0;
-        default:
-            fprintf(stderr, "tt-eval: unknown option '%s' (see tt-eval --help)\n", argv[optind - 1]);
-            return 2;
+        default: return tt_opt_refuse("tt-eval", c, argv);
         }
     }
     if (optind != argc - 1 || !ckpt) {

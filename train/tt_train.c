@@ -87,7 +87,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->log_every = 10;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "qh", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":qh", longs, NULL)) != -1) {
         switch (c) {
         case DEVICE: o->device = optarg; break;
         case RESUME: o->resume = 1; break;
@@ -104,9 +104,7 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); exit(0);
-        default:
-            fprintf(stderr, "tt-train: unknown option '%s' (see tt-train --help)\n", argv[optind - 1]);
-            return 2;
+        default: return tt_opt_refuse("tt-train", c, argv);
         }
     }
     if (optind != argc - 1) {
