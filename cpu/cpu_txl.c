@@ -90,6 +90,22 @@ static void flash_row(tt_real *a, const double *sc, const tt_real *keep, int end
     free(acc);
 }
 
+/* The scaled scores (q+u).k_j + (q+v).r of query i of sequence b, head c, over its visible keys
+ * j = 0 .. i+m into sc; returns their count. qu, qv: scratch of d_head. */
+static int row_scores(double *sc, tt_real *qu, tt_real *qv, const txl_acts *t, cpu_txl_weights w,
+                      cpu_txl_shape s, int b, int c, int i, bool bf16)
+{
+    const int n = s.n, k = t->k, dh = s.dhead, hd = t->hd, end = i + s.m + 1;
+    const double scale = 1.0 / sqrt((double)dh);
+    biased_query(qu, qv, t, w, s, b, c, i, bf16);
+    for (int j = 0; j < end; j++) {
+        const tt_real *kj = t->qkv + ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dh;
+        const tt_real *rj = t->r + (size_t)(n - 1 - i + j) * hd + (size_t)c * dh;
+        sc[j] = (cpu_dot(qu, kj, dh) + cpu_dot(qv, rj, dh)) * scale;
+    }
+    return end;
+}
+
 /* bf16: q, k, v and r stored, P and P' stored from the same fp32 P, P' V stored; the scores
  * AC + BD fp32. Fused (templates/txl_flash.cu): P' V as flash_row forms it; P fp32 (the backward
  * forms it again from the scores and the row's log-sum-exp), P' stored as the backward's product
@@ -118,21 +134,14 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
     round_bf16(bf16, t->qkv, rows * 3 * hd);
     round_bf16(bf16, t->r, (size_t)k * hd);
 
-    const double scale = 1.0 / sqrt((double)dh);
     tt_real *qu = tt_xmalloc((size_t)dh * sizeof *qu), *qv = tt_xmalloc((size_t)dh * sizeof *qv);
     double *sc = tt_xmalloc((size_t)k * sizeof *sc);
     for (int b = 0; b < s.batch; b++)
         for (int c = 0; c < s.heads; c++)
             for (int i = 0; i < n; i++) {
-                biased_query(qu, qv, t, w, s, b, c, i, bf16);
-                const int end = i + m + 1; /* keys 0 .. i+m are visible */
+                const int end = row_scores(sc, qu, qv, t, w, s, b, c, i, bf16);
                 double mx = -INFINITY, z = 0;
-                for (int j = 0; j < end; j++) {
-                    const tt_real *kj = t->qkv + ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dh;
-                    const tt_real *rj = t->r + (size_t)(n - 1 - i + j) * hd + (size_t)c * dh;
-                    sc[j] = (cpu_dot(qu, kj, dh) + cpu_dot(qv, rj, dh)) * scale;
-                    mx = sc[j] > mx ? sc[j] : mx;
-                }
+                for (int j = 0; j < end; j++) mx = sc[j] > mx ? sc[j] : mx;
                 for (int j = 0; j < end; j++) z += sc[j] = exp(sc[j] - mx);
                 tt_real *pr = t->prob + (((size_t)b * s.heads + c) * n + i) * k;
                 for (int j = 0; j < end; j++) pr[j] = (tt_real)(sc[j] / z);
@@ -148,17 +157,12 @@ static void txl_forward(txl_acts *t, const tt_real *h, const tt_real *mem, const
         for (int b = 0; b < s.batch; b++)
             for (int c = 0; c < s.heads; c++)
                 for (int i = 0; i < n; i++) {
-                    biased_query(qu, qv, t, w, s, b, c, i, bf16);
-                    const int end = i + m + 1;
+                    const int end = row_scores(sc, qu, qv, t, w, s, b, c, i, bf16);
                     const size_t row = (((size_t)b * s.heads + c) * n + i) * k;
-                    for (int j = 0; j < end; j++) {
-                        const tt_real *kj = t->qkv + ((size_t)b * k + j) * 3 * hd + hd + (size_t)c * dh;
-                        const tt_real *rj = t->r + (size_t)(n - 1 - i + j) * hd + (size_t)c * dh;
-                        sc[j] = (cpu_dot(qu, kj, dh) + cpu_dot(qv, rj, dh)) * scale;
+                    for (int j = 0; j < end; j++)
                         keep[j] = s.dropatt > 0 && !t->mask[row + j] ? 0 : kscale;
-                    }
-                    flash_row(t->a + ((size_t)b * n + i) * hd + (size_t)c * dh, sc, keep, end, t, s, b,
-                              c);
+                    flash_row(t->a + ((size_t)b * n + i) * hd + (size_t)c * dh, sc, keep, end, t, s,
+                              b, c);
                 }
         free(keep), free(sc), free(qu), free(qv);
         return;

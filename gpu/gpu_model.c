@@ -141,7 +141,6 @@ struct tt_gpu_lm {
      * elements shard_off .. shard_off + shard_len - 1 of the parameter arrays (the ranks' shards
      * tile them, past n_floats into TT_SHARD_SLACK zeros); shard_len 0: not sharded */
     size_t shard_off, shard_len;
-    int shard_world;
     double flag;        /* this rank's flag for the next step (tt_gpu_lm_flag) */
     void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
     void *tail_h, *tail_dh;  /* [pad, D] with projections: the input of a cluster's logits, its d */
@@ -1629,7 +1628,6 @@ void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world)
     TT_ASSERT(len * (size_t)world <= nf + TT_SHARD_SLACK);
     lm->shard_len = len;
     lm->shard_off = len * (size_t)rank;
-    lm->shard_world = world;
 }
 
 void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm)
@@ -1748,8 +1746,8 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
 }
 
 /* A captured step is valid for the options and the padded counts it was captured with (a rank's
- * seq0 and norm are kernel arguments, as the seed is); the step number is read from device memory, and so are the inputs, the routing and the optimizer's
- * scalars. */
+ * seq0 and norm are kernel arguments, as the seed is); the step number is read from device
+ * memory, and so are the inputs, the routing and the optimizer's scalars. */
 static bool same_step_opts(const tt_lm_opts *a, const tt_lm_opts *b)
 {
     return a->train == b->train && a->seed == b->seed && a->label_smoothing == b->label_smoothing &&

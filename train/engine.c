@@ -205,6 +205,7 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
 
 int tt_engine_launch(const char *tool, int argc, char **argv, long gpus)
 {
+    if (gpus == 1) return -1;
     char why[1024];
     const int have = tt_device_count(why, sizeof why);
     if (have < 0) {
@@ -212,6 +213,7 @@ int tt_engine_launch(const char *tool, int argc, char **argv, long gpus)
         return 2;
     }
     const int n = gpus < 0 ? have : (int)gpus;
+    if (n == 1) return -1; /* --gpus all on a host of one */
     if (n > have) {
         fprintf(stderr, "%s: --gpus %d: this host has %d GPU%s\n", tool, n, have, have == 1 ? "" : "s");
         return 2;

@@ -33,7 +33,7 @@ int tt_engine_open_rank(tt_engine **e, const char *device, const tt_spec *spec,
 /* A tool's --gpus N (-1: every GPU of this host): N copies of this program as the ranks of one
  * run (ranks.h's tt_ranks_relaunch), each finding its place as under torchrun. Returns the
  * run's status; a failure to start says why in one line after "tool: " (2: no GPU, or fewer than
- * N). */
+ * N); -1 when there is one GPU to run on, which the caller then runs on itself. */
 int tt_engine_launch(const char *tool, int argc, char **argv, long gpus);
 
 /* Several GPUs: whether a rank raised a stop at this step is in the step's result (flags); this

@@ -7,7 +7,6 @@
 
 #include "checkpoint.h"
 #include "cpu_model.h"
-#include "device.h"
 #include "engine.h"
 #include "evaluate.h"
 #include "session.h"
@@ -98,8 +97,8 @@ int main(int argc, char **argv)
                 "launcher starts the ranks\n", dist.from, dist.rank, dist.world);
         return 2;
     }
-    if (gpus && gpus != 1 && (gpus > 1 || tt_device_count(err, sizeof err) != 1))
-        return tt_engine_launch("tt-eval", argc, argv, gpus);
+    int launched;
+    if (gpus && (launched = tt_engine_launch("tt-eval", argc, argv, gpus)) >= 0) return launched;
     tt_session s;
     if (tt_session_open(&s, argv[optind], err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);

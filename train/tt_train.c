@@ -14,7 +14,6 @@
 #include "cards.h"
 #include "checkpoint.h"
 #include "cpu_model.h"
-#include "device.h"
 #include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
@@ -206,10 +205,7 @@ int main(int argc, char **argv)
                 "launcher starts the ranks\n", dist.from, dist.rank, dist.world);
         return 2;
     }
-    if (o.gpus && o.gpus != 1) {
-        if (o.gpus > 1 || tt_device_count(err, sizeof err) != 1)
-            return tt_engine_launch("tt-train", argc, argv, o.gpus);
-    }
+    if (o.gpus && (rc = tt_engine_launch("tt-train", argc, argv, o.gpus)) >= 0) return rc;
     const bool lead = dist.rank == 0; /* prints, logs and writes checkpoints */
     if (!lead) o.quiet = 1, o.log_json = NULL;
     tt_session s;
