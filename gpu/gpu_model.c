@@ -754,13 +754,14 @@ float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
 float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which) { return which ? lm->v : lm->m; }
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
 
-/* Dropout site `site` of the run o at rate p, whose elements are per_seq a sequence (their
- * numbering continues from where the batch's first sequence starts in the whole batch: seq0). */
+/* Dropout site `site` of the run o at rate p, whose elements are `width` a position (the
+ * numbering continues from where the batch's first sequence starts in the whole batch: seq0
+ * sequences of seq_len positions; 0: a site the sequences share, pos_emb's). */
 static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uint32_t site,
-                          unsigned long long per_seq)
+                          unsigned long long width)
 {
     return (tt_dropout){o->train ? p : 0.f, o->seed, lm->step, site,
-                        (unsigned long long)o->seq0 * per_seq};
+                        (unsigned long long)o->seq0 * lm->l->m.seq_len * width};
 }
 
 /* tt_gpu_lm_profile's events: event i ends a part of role[i] (event 0 starts the step). */
@@ -867,8 +868,7 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     const tt_layout *l = lm->l;
     const tt_gpu_program *p = &lm->prog;
     const cudaStream_t st = lm->gpu->stream;
-    const tt_dropout drop =
-        drop_at(lm, o, (float)l->m.dropout, 0, (unsigned long long)l->m.seq_len * l->m.d_model);
+    const tt_dropout drop = drop_at(lm, o, (float)l->m.dropout, 0, l->m.d_model);
     const int rows = lm->rows, d = l->m.d_model, dl = lm->dl;
     if (!l->proj) {
         if (bwd)
@@ -1115,7 +1115,7 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
     tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
-                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0), (unsigned long long)m->seq_len * d));
+                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0), d));
     mark(lm, TT_PROF_LAYERNORM);
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
@@ -1125,12 +1125,12 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     tt_gemm_fwd_ld(&lm->gemm, a->hd, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
                    lp->w1.pcol, fp, 0.f);
     tt_ffn_act_fwd(p, st, a->hd, a->hd, lw->ff1_b, rows, f, fp,
-                   drop_at(lm, o, drop, tail_site(lm, k, 1), (unsigned long long)m->seq_len * f));
+                   drop_at(lm, o, drop, tail_site(lm, k, 1), f));
     tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), lp->w2.pcol,
                      pad_src(lm, &lp->b2), rows, fp, lp->w2.prow);
     mark(lm, TT_PROF_FFN);
     tt_residual_ln_fwd(p, st, a->x2, a->s2, a->mean2, a->rstd2, a->x1, a->f, lw->ln2_w, lw->ln2_b,
-                       rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2), (unsigned long long)m->seq_len * d));
+                       rows, d, dl, drop_at(lm, o, drop, tail_site(lm, k, 2), d));
     mark(lm, TT_PROF_LAYERNORM);
 }
 
@@ -1185,7 +1185,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     /* x2 = LN(x1 + drop(W2 hd + b2)): dres = d x1 (residual), dyf = d f, and db2 = dyf's sum */
     tt_residual_ln_bwd_parts(p, st, lm->dres, lm->dyf, sums_part(lm, SUMS_LN2, k), lm->dx, a->s2,
                              a->mean2, a->rstd2, lw->ln2_w, rows, d, dl,
-                             drop_at(lm, o, drop, tail_site(lm, k, 2), (unsigned long long)m->seq_len * d));
+                             drop_at(lm, o, drop, tail_site(lm, k, 2), d));
     if (!lm->defer_sums) param_sums(lm, SUMS_LN2, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
     if (gw != gm) tt_gpu_fork(lm->side, st);
@@ -1194,7 +1194,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
                      lp->w2.prow, 0.f);
     tt_ffn_act_bwd_parts(p, st, lm->dff, sums_part(lm, SUMS_FFN, k), lm->dff, a->hd, rows, f, fp,
-                         drop_at(lm, o, drop, tail_site(lm, k, 1), (unsigned long long)m->seq_len * f).p);
+                         drop_at(lm, o, drop, tail_site(lm, k, 1), f).p);
     if (!lm->defer_sums) param_sums(lm, SUMS_FFN, k, 1);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w1, 0, 1, true, 0.f, lm->dff, fp, a->x1, dl, rows);
@@ -1205,7 +1205,7 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     /* x1 = LN(x + drop(attention(x))): dx = d x (residual), dy = d y */
     tt_residual_ln_bwd_parts(p, st, lm->dx, lm->dy, sums_part(lm, SUMS_LN1, k), lm->dres, a->s1,
                              a->mean1, a->rstd1, lw->ln1_w, rows, d, dl,
-                             drop_at(lm, o, drop, tail_site(lm, k, 0), (unsigned long long)m->seq_len * d));
+                             drop_at(lm, o, drop, tail_site(lm, k, 0), d));
     if (!lm->defer_sums) param_sums(lm, SUMS_LN1, k, 1);
     mark(lm, TT_PROF_LAYERNORM);
 }
@@ -1327,7 +1327,7 @@ static void txl_attn_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
                      lm->wv.v, B, n, ml, qkv_rows(lm));
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
     const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k),
-                                       (unsigned long long)m->n_head * n * klen);
+                                       (unsigned long long)m->n_head * klen);
     void *oh; /* P' V [H*B][n, dp] */
     if (lm->txl_fused) { /* scores, softmax, dropatt and P' V in one kernel */
         oh = a->oh;
@@ -1400,7 +1400,7 @@ static void txl_attn_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void *
     tt_txl_heads(p, st, lm->doh, lm->dom, rows, hl, 0);
     const float scale = (float)(1.0 / sqrt((double)m->d_head));
     const tt_dropout dropatt = drop_at(lm, o, (float)m->dropatt, (uint32_t)(3 + 4 * k),
-                                       (unsigned long long)m->n_head * n * klen);
+                                       (unsigned long long)m->n_head * klen);
     /* dBD's rows klen apart: padded to whole 16-byte groups (tt_row_pitch), dR's product ran
      * slower on H200 (290k against 320k tok/s at txl-wt103-base, one call each) */
     const int ldb = klen;
@@ -1748,6 +1748,14 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
 /* A captured step is valid for the options and the padded counts it was captured with (a rank's
  * seq0 and norm are kernel arguments, as the seed is); the step number is read from device
  * memory, and so are the inputs, the routing and the optimizer's scalars. */
+/* What follows a training step's run: several GPUs' reduce, then Adam (sharded or not). */
+static void enqueue_step_end(tt_gpu_lm *lm)
+{
+    if (lm->comm) enqueue_reduce(lm);
+    if (lm->shard_len) enqueue_adam_shard(lm);
+    else enqueue_adam(lm);
+}
+
 static bool same_step_opts(const tt_lm_opts *a, const tt_lm_opts *b)
 {
     return a->train == b->train && a->seed == b->seed && a->label_smoothing == b->label_smoothing &&
@@ -1784,9 +1792,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
         TT_CUDA(cudaMemcpyAsync(lm->sums + 2, &lm->flag, sizeof lm->flag, cudaMemcpyHostToDevice, st));
     if (!lm->graphs || o->weight) {
         enqueue_run(lm, o, true, weights);
-        if (lm->comm) enqueue_reduce(lm);
-        if (lm->shard_len) enqueue_adam_shard(lm);
-        else enqueue_adam(lm);
+        enqueue_step_end(lm);
     } else {
         bool hit;
         step_graph *sg = graph_for(lm, o, &hit);
@@ -1799,9 +1805,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
             for (int attempt = 0;; attempt++) {
                 TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
                 enqueue_run(lm, o, true, weights);
-                if (lm->comm) enqueue_reduce(lm);
-                if (lm->shard_len) enqueue_adam_shard(lm);
-                else enqueue_adam(lm);
+                enqueue_step_end(lm);
                 TT_CUDA(cudaStreamEndCapture(st, &g));
                 /* a product met for the first time in the capture has no algorithm yet: the
                  * capture never runs, the products get theirs, and the step is captured again */
