@@ -142,6 +142,18 @@ struct tt_gpu_lm {
      * tile them, past n_floats into TT_SHARD_SLACK zeros); shard_len 0: not sharded */
     size_t shard_off, shard_len;
     double flag;        /* this rank's flag for the next step (tt_gpu_lm_flag) */
+    /* several GPUs, the gradients all-reduced in buckets (not sharded): each layer's weight
+     * matrices as soon as its backward has written them, on comm_stream beside the backward,
+     * and the rest (rest_at, rest_len: n_rest ranges) after the backward */
+    cudaStream_t comm_stream;
+    cudaEvent_t *bucket_ev; /* [2 L]: a layer's end on the main stream and on the side stream */
+    cudaEvent_t comm_done;
+    size_t *bucket_at, *bucket_len; /* [L][TT_BUCKET_MAX] */
+    int *bucket_n;                  /* [L] */
+    size_t *rest_at, *rest_len;
+    int n_rest;
+    bool buckets;    /* the above are planned and used (TT_NCCL_BUCKETS=0: one all-reduce) */
+    bool reduce_now; /* a training step's run, whose buckets are reduced as it goes */
     void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
     void *tail_h, *tail_dh;  /* [pad, D] with projections: the input of a cluster's logits, its d */
     void *emb_e[TT_MAX_CLUSTERS]; /* div_val > 1: [pad, dim c] cluster c's gathered table rows */
@@ -672,6 +684,13 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     free(lm->pw);
     free(lm->host_route_mem);
     free(lm->written_at), free(lm->written_len), free(lm->zero_at), free(lm->zero_len);
+    if (lm->bucket_ev) {
+        for (int e = 0; e < 2 * lm->l->m.layers; e++) cudaEventDestroy(lm->bucket_ev[e]);
+        cudaEventDestroy(lm->comm_done);
+        cudaStreamDestroy(lm->comm_stream);
+    }
+    free(lm->bucket_ev), free(lm->bucket_at), free(lm->bucket_len), free(lm->bucket_n);
+    free(lm->rest_at), free(lm->rest_len);
     free(lm->mem[0]);
     free(lm->mem[1]);
     free(lm);
@@ -1463,6 +1482,8 @@ static void txl_update_memory(tt_gpu_lm *lm)
     }
 }
 
+static void reduce_bucket(tt_gpu_lm *lm, int k);
+
 /* Forward, and with grads the backward, as kernels on the stream: no host copy, no
  * synchronization, nothing that changes from one training step to the next but device memory,
  * the batch's padded counts and Transformer-XL's memory length and buffer (so that it can be
@@ -1526,6 +1547,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                 txl_attn_bwd(lm, o, k, xin);
             else
                 mla_attn_bwd(lm, k, xin, gw);
+            if (lm->reduce_now && lm->buckets) reduce_bucket(lm, k); /* several GPUs */
         }
         if (!lm->txl) {
             cores(lm, true);
@@ -1587,6 +1609,103 @@ static void enqueue_reduce(tt_gpu_lm *lm)
 #endif
 }
 
+/* --- the gradients' all-reduce in buckets beside the backward ------------------------------- */
+
+/* The weight matrices of a layer whose gradients are whole once that layer's backward has run
+ * on both streams: its products write them there and nothing writes them again in the step
+ * (the biases and LayerNorms are summed after the last layer's backward, the cores after that,
+ * the tensorized model's r_net with the cores). Transformer-XL's r_net is its layer's. */
+static const char *const bucket_names[] = {"dec_attn.qkv_net.weight", "dec_attn.o_net.weight",
+                                           "pos_ff.CoreNet.0.weight", "pos_ff.CoreNet.3.weight",
+                                           "dec_attn.r_net.weight"};
+#define TT_BUCKET_MAX 5
+
+/* Each layer's bucket (its weight matrices' ranges of the gradient) and the rest's ranges,
+ * adjacent ones merged; the stream and events the buckets' all-reduces run with. */
+static void plan_buckets(tt_gpu_lm *lm)
+{
+    const tt_layout *l = lm->l;
+    const int layers = l->m.layers, np = l->n_params;
+    const int kinds = lm->txl ? TT_BUCKET_MAX : TT_BUCKET_MAX - 1;
+    lm->bucket_at = tt_xcalloc((size_t)layers * TT_BUCKET_MAX, sizeof *lm->bucket_at);
+    lm->bucket_len = tt_xcalloc((size_t)layers * TT_BUCKET_MAX, sizeof *lm->bucket_len);
+    lm->bucket_n = tt_xcalloc((size_t)layers, sizeof *lm->bucket_n);
+    lm->rest_at = tt_xcalloc((size_t)np, sizeof *lm->rest_at);
+    lm->rest_len = tt_xcalloc((size_t)np, sizeof *lm->rest_len);
+    lm->n_rest = 0;
+    for (int i = 0; i < np; i++) {
+        const tt_param *p = &l->params[i];
+        int k, at = 0, mine = 0;
+        if (sscanf(p->name, "layers.%d.%n", &k, &at) == 1 && at > 0 && k >= 0 && k < layers)
+            for (int b = 0; b < kinds && !mine; b++)
+                if (!strcmp(p->name + at, bucket_names[b])) {
+                    const int j = lm->bucket_n[k]++;
+                    lm->bucket_at[(size_t)k * TT_BUCKET_MAX + j] = p->offset;
+                    lm->bucket_len[(size_t)k * TT_BUCKET_MAX + j] = p->numel;
+                    mine = 1;
+                }
+        if (mine) continue;
+        const int r = lm->n_rest;
+        if (r && lm->rest_at[r - 1] + lm->rest_len[r - 1] == p->offset)
+            lm->rest_len[r - 1] += p->numel;
+        else
+            lm->rest_at[r] = p->offset, lm->rest_len[r] = p->numel, lm->n_rest++;
+    }
+    TT_CUDA(cudaStreamCreateWithFlags(&lm->comm_stream, cudaStreamNonBlocking));
+    lm->bucket_ev = tt_xcalloc((size_t)2 * layers, sizeof *lm->bucket_ev);
+    for (int e = 0; e < 2 * layers; e++)
+        TT_CUDA(cudaEventCreateWithFlags(&lm->bucket_ev[e], cudaEventDisableTiming));
+    TT_CUDA(cudaEventCreateWithFlags(&lm->comm_done, cudaEventDisableTiming));
+}
+
+/* n ranges of the gradient summed over the ranks on stream st, in one group. */
+static void reduce_ranges(tt_gpu_lm *lm, const size_t *at, const size_t *len, int n,
+                          bool sums, cudaStream_t st)
+{
+#if TT_HAVE_NCCL
+    const tt_nccl *nc = tt_nccl_get();
+    ncclComm_t comm = lm->comm;
+    ncclResult_t r = nc->group_start();
+    for (int i = 0; i < n && r == ncclSuccess; i++)
+        r = nc->all_reduce(lm->g + at[i], lm->g + at[i], len[i], ncclFloat32, ncclSum, comm, st);
+    if (r == ncclSuccess && sums)
+        r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
+    const ncclResult_t e = nc->group_end();
+    if (r == ncclSuccess) r = e;
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: the gradients' all-reduce: %s", nc->get_error_string(r));
+#else
+    (void)lm, (void)at, (void)len, (void)n, (void)sums, (void)st;
+    TT_ASSERT(!"built without NCCL");
+#endif
+}
+
+/* After layer k's backward: its bucket all-reduced on comm_stream, once both streams have
+ * written it. */
+static void reduce_bucket(tt_gpu_lm *lm, int k)
+{
+    const cudaStream_t st = lm->gpu->stream;
+    TT_CUDA(cudaEventRecord(lm->bucket_ev[2 * k], st));
+    TT_CUDA(cudaStreamWaitEvent(lm->comm_stream, lm->bucket_ev[2 * k], 0));
+    if (lm->side && !lm->txl) {
+        TT_CUDA(cudaEventRecord(lm->bucket_ev[2 * k + 1], lm->side->stream));
+        TT_CUDA(cudaStreamWaitEvent(lm->comm_stream, lm->bucket_ev[2 * k + 1], 0));
+    }
+    const size_t o = (size_t)k * TT_BUCKET_MAX;
+    reduce_ranges(lm, lm->bucket_at + o, lm->bucket_len + o, lm->bucket_n[k], false,
+                  lm->comm_stream);
+}
+
+/* After the backward: the rest and the sums on the main stream, which then waits for the
+ * buckets. */
+static void reduce_rest(tt_gpu_lm *lm)
+{
+    const cudaStream_t st = lm->gpu->stream;
+    reduce_ranges(lm, lm->rest_at, lm->rest_len, lm->n_rest, true, st);
+    TT_CUDA(cudaEventRecord(lm->comm_done, lm->comm_stream));
+    TT_CUDA(cudaStreamWaitEvent(st, lm->comm_done, 0));
+}
+
 /* The sharded optimizer's step after the gradients' reduce-scatter: the norm of the whole
  * gradient from the ranks' sums of squares of their shards, Adam on this rank's shard (the
  * clip factor of the whole), and every rank's new weights (and their storage-type copy)
@@ -1628,6 +1747,7 @@ void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world)
     TT_ASSERT(len * (size_t)world <= nf + TT_SHARD_SLACK);
     lm->shard_len = len;
     lm->shard_off = len * (size_t)rank;
+    lm->buckets = false; /* the reduce-scatter takes the whole array at once */
 }
 
 void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm)
@@ -1649,7 +1769,14 @@ void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm)
 #endif
 }
 
-void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm) { lm->comm = comm; }
+void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm)
+{
+    lm->comm = comm;
+    if (comm && !lm->bucket_n && tt_env_long("TT_NCCL_BUCKETS", 0, 1, 1)) {
+        plan_buckets(lm);
+        lm->buckets = true;
+    }
+}
 void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag) { lm->flag = flag; }
 
 /* After a Transformer-XL run: the memories it wrote are the next run's. */
@@ -1751,7 +1878,8 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
 /* What follows a training step's run: several GPUs' reduce, then Adam (sharded or not). */
 static void enqueue_step_end(tt_gpu_lm *lm)
 {
-    if (lm->comm) enqueue_reduce(lm);
+    if (lm->comm && lm->buckets) reduce_rest(lm);
+    else if (lm->comm) enqueue_reduce(lm);
     if (lm->shard_len) enqueue_adam_shard(lm);
     else enqueue_adam(lm);
 }
@@ -1791,7 +1919,9 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     if (lm->comm) /* summed over the ranks after the backward: device memory the graph reads */
         TT_CUDA(cudaMemcpyAsync(lm->sums + 2, &lm->flag, sizeof lm->flag, cudaMemcpyHostToDevice, st));
     if (!lm->graphs || o->weight) {
+        lm->reduce_now = true;
         enqueue_run(lm, o, true, weights);
+        lm->reduce_now = false;
         enqueue_step_end(lm);
     } else {
         bool hit;
@@ -1804,7 +1934,9 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
             cudaGraph_t g;
             for (int attempt = 0;; attempt++) {
                 TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+                lm->reduce_now = true;
                 enqueue_run(lm, o, true, weights);
+                lm->reduce_now = false;
                 enqueue_step_end(lm);
                 TT_CUDA(cudaStreamEndCapture(st, &g));
                 /* a product met for the first time in the capture has no algorithm yet: the
