@@ -14,6 +14,12 @@ each tail cluster only for the rows whose targets fall in it).
                                              (so the softmax clusters see the rows a real run
                                              sees), else uniform random ids. --no-capture: let
                                              torch.compile break its graph at each nonzero
+  torchrun --nproc_per_node K torch_tt.py time SPEC_VALUES --ddp [--compile] [--bf16] ...
+                                             the same on K GPUs with DistributedDataParallel over
+                                             NCCL, B sequences a GPU (weak scaling): the model
+                                             compiled (not the optimizer, fused Adam), the
+                                             all-reduce in DDP's buckets; rank 0 prints the K
+                                             GPUs' tokens/s
 
 SPEC_VALUES is "V,D,L,R,H,N,F,B,dropout,causal,label_smoothing[,CUTOFFS,DIV_VAL[,TIE]]" (the model
 and batch of a spec): CUTOFFS the adaptive cutoffs joined by ':' ("20000:40000:200000"; '-' for
@@ -21,6 +27,7 @@ none, the full softmax), DIV_VAL the width divisor (default 1), TIE true or fals
 This file is the project's own code; it uses only torch and safetensors.
 """
 import math
+import os
 import random
 import sys
 
@@ -267,8 +274,29 @@ def check(values, ckpt_dir, split_path):
           f"{nll / count:.12f})")
 
 
-def time_training(values, compile_, bf16, steps, corpus, capture):
+class Net(torch.nn.Module):
+    """The parameters of init_params as a module (DistributedDataParallel wraps modules): the
+    mean loss of a batch."""
+
+    def __init__(self, c, p, mask):
+        super().__init__()
+        self.c, self.mask, self.names = c, mask, list(p)
+        self.ps = torch.nn.ParameterList([torch.nn.Parameter(p[k].detach()) for k in self.names])
+
+    def forward(self, tok, tgt):
+        p = dict(zip(self.names, self.ps))
+        x = hidden(p, self.c, tok, True, self.mask)
+        return row_losses(p, self.c, x.reshape(-1, self.c["D"]), tgt.reshape(-1), self.c["eps"]).mean()
+
+
+def time_training(values, compile_, bf16, steps, corpus, capture, ddp=False):
     c = parse_values(values)
+    rank, world = 0, 1
+    if ddp:  # under torchrun: its variables, NCCL
+        import torch.distributed as dist
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group("nccl")
+        rank, world = dist.get_rank(), dist.get_world_size()
     dev = "cuda"
     # nonzero's data-dependent sizes inside the graph (dynamo's own hint at that graph break), so
     # that the adaptive softmax compiles with the rest instead of running eagerly between graphs
@@ -277,21 +305,40 @@ def time_training(values, compile_, bf16, steps, corpus, capture):
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     p = init_params(c, dev)
-    opt = torch.optim.Adam(p.values(), lr=2.5e-4)
     mask = causal_mask(c["N"], dev) if c["causal"] else None
     B, N, V, D = c["B"], c["N"], c["V"], c["D"]
 
-    def step(tok, tgt):
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
-            x = hidden(p, c, tok, True, mask)
-            loss = row_losses(p, c, x.reshape(-1, D), tgt.reshape(-1), c["eps"]).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(p.values(), 0.25)
-        opt.step()
-        return loss
+    if ddp:
+        net = Net(c, p, mask)
+        model = torch.nn.parallel.DistributedDataParallel(net, device_ids=[torch.cuda.current_device()],
+                                                          gradient_as_bucket_view=True)
+        fwd = torch.compile(model) if compile_ else model
+        opt = torch.optim.Adam(net.parameters(), lr=2.5e-4, fused=True)
 
-    fn = torch.compile(step) if compile_ else step
+        def step(tok, tgt):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                loss = fwd(tok, tgt)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 0.25)
+            opt.step()
+            return loss
+
+        fn = step
+    else:
+        opt = torch.optim.Adam(p.values(), lr=2.5e-4)
+
+        def step(tok, tgt):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                x = hidden(p, c, tok, True, mask)
+                loss = row_losses(p, c, x.reshape(-1, D), tgt.reshape(-1), c["eps"]).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(p.values(), 0.25)
+            opt.step()
+            return loss
+
+        fn = torch.compile(step) if compile_ else step
     if corpus:  # B random windows of N + 1 tokens each
         words = read_words(corpus)
         vocab = vocabulary(words)
@@ -300,11 +347,12 @@ def time_training(values, compile_, bf16, steps, corpus, capture):
         if len(words) <= N + 1:
             sys.exit(f"torch_tt.py: {corpus} has {len(words)} tokens, too few for windows of {N + 1}")
         ids = torch.tensor(to_ids(words, vocab), device=dev)
-        rng = random.Random(0)
+        rng = random.Random(rank)
         at = torch.arange(N + 1, device=dev)
         batches = [ids[torch.tensor([rng.randrange(len(ids) - N) for _ in range(B)],
                                     device=dev)[:, None] + at] for _ in range(8)]
     else:
+        torch.manual_seed(1 + rank)
         batches = [torch.randint(0, V, (B, N + 1), device=dev) for _ in range(8)]  # never zeros
     for i in range(10):
         fn(batches[i % 8][:, :N], batches[i % 8][:, 1:])
@@ -320,8 +368,12 @@ def time_training(values, compile_, bf16, steps, corpus, capture):
     mode = ("torch.compile" if compile_ else "eager") + (" bf16 autocast" if bf16 else " tf32")
     if compile_ and c["cutoffs"] and not capture:
         mode += " (nonzero outside the graph)"
-    print(f"peer {mode}: {ms:.3f} ms/step, {B * N / ms * 1e3:.0f} tokens/s, peak memory "
-          f"{torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
+    if ddp:
+        mode += f", DistributedDataParallel on {world} GPUs, {B} sequences each"
+        torch.distributed.destroy_process_group()
+    if rank == 0:
+        print(f"peer {mode}: {ms:.3f} ms/step, {world * B * N / ms * 1e3:.0f} tokens/s, peak "
+              f"memory {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
 
 
 def option(name, default):
@@ -334,4 +386,4 @@ if __name__ == "__main__":
     else:
         time_training(sys.argv[2], "--compile" in sys.argv, "--bf16" in sys.argv,
                       int(option("--steps", 50)), option("--corpus", None),
-                      "--no-capture" not in sys.argv)
+                      "--no-capture" not in sys.argv, "--ddp" in sys.argv)

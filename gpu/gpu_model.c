@@ -95,6 +95,36 @@ typedef struct {
 
 #define TT_MAX_GRAPHS 64
 
+/* Ranges of the gradient array (offsets and lengths in floats), ascending, adjacent ones merged. */
+typedef struct {
+    size_t *at, *len;
+    int n, cap;
+} span_list;
+
+static void add_span(span_list *s, size_t at, size_t len)
+{
+    if (s->n && s->at[s->n - 1] + s->len[s->n - 1] == at) {
+        s->len[s->n - 1] += len;
+        return;
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        s->at = tt_xrealloc(s->at, (size_t)s->cap * sizeof *s->at);
+        s->len = tt_xrealloc(s->len, (size_t)s->cap * sizeof *s->len);
+    }
+    s->at[s->n] = at, s->len[s->n] = len, s->n++;
+}
+
+static void free_spans(span_list *s)
+{
+    free(s->at), free(s->len);
+    *s = (span_list){0};
+}
+
+/* comm_ev's events after the layers' 2 L: the step's start, the output layer's backward, the
+ * backward's end (main stream), and the parts' end (comm_stream). */
+enum { TT_EV_START, TT_EV_OUTPUT, TT_EV_BWD_END, TT_EV_COMM_DONE, TT_COMM_EVENTS };
+
 struct tt_gpu_lm {
     tt_gpu *gpu;
     const tt_spec *spec;
@@ -142,18 +172,22 @@ struct tt_gpu_lm {
      * tile them, past n_floats into TT_SHARD_SLACK zeros); shard_len 0: not sharded */
     size_t shard_off, shard_len;
     double flag;        /* this rank's flag for the next step (tt_gpu_lm_flag) */
-    /* several GPUs, the gradients all-reduced in buckets (not sharded): each layer's weight
-     * matrices as soon as its backward has written them, on comm_stream beside the backward,
-     * and the rest (rest_at, rest_len: n_rest ranges) after the backward */
+    /* several GPUs, not sharded: the gradients all-reduced in parts on comm_stream beside the
+     * backward (plan_buckets), each as soon as the backward has written it: the output layer's,
+     * each layer's weight matrices, then the rest. With one table (div_val 1) the embedding's
+     * backward runs on every rank over the whole batch (its rows' tokens and d x0 gathered:
+     * gtokens, gkeys, gdx), so its table is not summed (tied: after the output layer's sum). */
     cudaStream_t comm_stream;
-    cudaEvent_t *bucket_ev; /* [2 L]: a layer's end on the main stream and on the side stream */
-    cudaEvent_t comm_done;
-    size_t *bucket_at, *bucket_len; /* [L][TT_BUCKET_MAX] */
-    int *bucket_n;                  /* [L] */
-    size_t *rest_at, *rest_len;
-    int n_rest;
+    cudaEvent_t *comm_ev; /* [2 L + TT_COMM_EVENTS]: a layer's end on the main and side streams */
+    span_list *bucket;    /* [L] */
+    span_list early, rest;
+    int rank, world;
     bool buckets;    /* the above are planned and used (TT_NCCL_BUCKETS=0: one all-reduce) */
-    bool reduce_now; /* a training step's run, whose buckets are reduced as it goes */
+    bool reduce_now; /* a training step's run, whose parts are reduced as it goes */
+    bool emb_global; /* the embedding's backward over the whole batch */
+    int32_t *gtokens;
+    uint64_t *gkeys;
+    void *gdx;
     void *tail_x, *tail_dx;  /* [pad, D] a tail's gathered rows of x, and their d x */
     void *tail_h, *tail_dh;  /* [pad, D] with projections: the input of a cluster's logits, its d */
     void *emb_e[TT_MAX_CLUSTERS]; /* div_val > 1: [pad, dim c] cluster c's gathered table rows */
@@ -684,13 +718,14 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     free(lm->pw);
     free(lm->host_route_mem);
     free(lm->written_at), free(lm->written_len), free(lm->zero_at), free(lm->zero_len);
-    if (lm->bucket_ev) {
-        for (int e = 0; e < 2 * lm->l->m.layers; e++) cudaEventDestroy(lm->bucket_ev[e]);
-        cudaEventDestroy(lm->comm_done);
+    if (lm->comm_ev) {
+        for (int e = 0; e < 2 * lm->l->m.layers + TT_COMM_EVENTS; e++) cudaEventDestroy(lm->comm_ev[e]);
         cudaStreamDestroy(lm->comm_stream);
+        cudaFree(lm->gtokens), cudaFree(lm->gkeys), cudaFree(lm->gdx);
+        for (int k = 0; k < lm->l->m.layers; k++) free_spans(&lm->bucket[k]);
+        free_spans(&lm->early), free_spans(&lm->rest);
     }
-    free(lm->bucket_ev), free(lm->bucket_at), free(lm->bucket_len), free(lm->bucket_n);
-    free(lm->rest_at), free(lm->rest_len);
+    free(lm->comm_ev), free(lm->bucket);
     free(lm->mem[0]);
     free(lm->mem[1]);
     free(lm);
@@ -1482,7 +1517,10 @@ static void txl_update_memory(tt_gpu_lm *lm)
     }
 }
 
+static void gather_tokens(tt_gpu_lm *lm);
+static void reduce_output(tt_gpu_lm *lm);
 static void reduce_bucket(tt_gpu_lm *lm, int k);
+static void reduce_rest(tt_gpu_lm *lm, const tt_lm_opts *o);
 
 /* Forward, and with grads the backward, as kernels on the stream: no host copy, no
  * synchronization, nothing that changes from one training step to the next but device memory,
@@ -1494,12 +1532,17 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     const double norm = o->norm > 0 ? o->norm : weights; /* a rank's share: the whole batch's */
     const float scale = norm > 0 ? (float)(1.0 / norm) : 0.f;
 
+    /* several GPUs: the gradients summed in parts as the backward writes them */
+    const bool parts = grads && lm->reduce_now && lm->buckets;
+    const bool local_emb = !parts || !lm->emb_global; /* the embedding's backward, this rank's */
+
     if (grads) zero_grads(lm);
+    if (parts) gather_tokens(lm);
     if (grads && lm->side) {
         /* the order the embedding's backward adds rows in, known from the tokens alone: sorted
          * beside the forward (one block), joined before the embedding's backward */
         tt_gpu_fork(lm->side, lm->gpu->stream);
-        tt_embedding_sort(&lm->prog, lm->side->stream, lm->keys, lm->tokens, lm->rows);
+        if (local_emb) tt_embedding_sort(&lm->prog, lm->side->stream, lm->keys, lm->tokens, lm->rows);
     }
     mark(lm, TT_PROF_OPTIMIZER);
     /* forward */
@@ -1528,6 +1571,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     if (lm->txl) txl_update_memory(lm);
     mark(lm, TT_PROF_ATTENTION);
     enqueue_output(lm, o, grads, scale, x); /* and its backward: dx = d loss / d x */
+    if (parts) reduce_output(lm);
     mark(lm, TT_PROF_SOFTMAX);
     if (lm->prof) lm->prof->in_bwd = true;
 
@@ -1547,7 +1591,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                 txl_attn_bwd(lm, o, k, xin);
             else
                 mla_attn_bwd(lm, k, xin, gw);
-            if (lm->reduce_now && lm->buckets) reduce_bucket(lm, k); /* several GPUs */
+            if (parts) reduce_bucket(lm, k);
         }
         if (!lm->txl) {
             cores(lm, true);
@@ -1561,12 +1605,13 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             mark(lm, TT_PROF_FFN);
         }
         if (lm->side)
-            tt_gpu_join(lm->side, lm->gpu->stream); /* the keys */
-        else
+            tt_gpu_join(lm->side, lm->gpu->stream); /* the keys, and the weights' products */
+        else if (local_emb)
             tt_embedding_sort(&lm->prog, lm->gpu->stream, lm->keys, lm->tokens, lm->rows);
-        enqueue_embedding(lm, o, true);
+        if (local_emb) enqueue_embedding(lm, o, true);
         if (gw != &lm->gemm) tt_gpu_join(lm->side, lm->gpu->stream);
         mark(lm, TT_PROF_EMBEDDING);
+        if (parts) reduce_rest(lm, o);
     }
 }
 
@@ -1609,7 +1654,7 @@ static void enqueue_reduce(tt_gpu_lm *lm)
 #endif
 }
 
-/* --- the gradients' all-reduce in buckets beside the backward ------------------------------- */
+/* --- the gradients' all-reduce in parts beside the backward ---------------------------------- */
 
 /* The weight matrices of a layer whose gradients are whole once that layer's backward has run
  * on both streams: its products write them there and nothing writes them again in the step
@@ -1618,92 +1663,148 @@ static void enqueue_reduce(tt_gpu_lm *lm)
 static const char *const bucket_names[] = {"dec_attn.qkv_net.weight", "dec_attn.o_net.weight",
                                            "pos_ff.CoreNet.0.weight", "pos_ff.CoreNet.3.weight",
                                            "dec_attn.r_net.weight"};
-#define TT_BUCKET_MAX 5
 
-/* Each layer's bucket (its weight matrices' ranges of the gradient) and the rest's ranges,
- * adjacent ones merged; the stream and events the buckets' all-reduces run with. */
+/* Which part of the step's all-reduce parameter p's gradient is summed in: a layer's bucket
+ * (its k), the output layer's (early: whole once enqueue_output has run, as nothing later writes
+ * it), none (-2: the one table's embedding, untied, which every rank computes for the whole
+ * batch), or the rest (-3). With one table the tied embedding is the output layer's (the
+ * embedding's backward adds into it after the sum); with projections it stays in the rest, as
+ * the embedding's backward adds into it on every rank. */
+enum { PART_EARLY = -1, PART_NONE = -2, PART_REST = -3 };
+static int part_of(const tt_gpu_lm *lm, const tt_param *p)
+{
+    const tt_layout *l = lm->l;
+    const int kinds = lm->txl ? 5 : 4;
+    int k, at = 0;
+    if (sscanf(p->name, "layers.%d.%n", &k, &at) == 1 && at > 0 && k >= 0 && k < l->m.layers) {
+        for (int b = 0; b < kinds; b++)
+            if (!strcmp(p->name + at, bucket_names[b])) return k;
+        return PART_REST;
+    }
+    if (!strncmp(p->name, "crit.", 5)) return PART_EARLY;
+    if (lm->emb_global && !strcmp(p->name, "word_emb.emb_layers.0.weight"))
+        return l->m.tie_weights ? PART_EARLY : PART_NONE;
+    return PART_REST;
+}
+
+/* The parts, the stream and events they run with, and the embedding's whole-batch buffers. */
 static void plan_buckets(tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
-    const int layers = l->m.layers, np = l->n_params;
-    const int kinds = lm->txl ? TT_BUCKET_MAX : TT_BUCKET_MAX - 1;
-    lm->bucket_at = tt_xcalloc((size_t)layers * TT_BUCKET_MAX, sizeof *lm->bucket_at);
-    lm->bucket_len = tt_xcalloc((size_t)layers * TT_BUCKET_MAX, sizeof *lm->bucket_len);
-    lm->bucket_n = tt_xcalloc((size_t)layers, sizeof *lm->bucket_n);
-    lm->rest_at = tt_xcalloc((size_t)np, sizeof *lm->rest_at);
-    lm->rest_len = tt_xcalloc((size_t)np, sizeof *lm->rest_len);
-    lm->n_rest = 0;
-    for (int i = 0; i < np; i++) {
+    const int layers = l->m.layers;
+    lm->emb_global = !l->proj && tt_env_long("TT_NCCL_EMB_GLOBAL", 0, 1, 1);
+    lm->bucket = tt_xcalloc((size_t)layers, sizeof *lm->bucket);
+    for (int i = 0; i < l->n_params; i++) {
         const tt_param *p = &l->params[i];
-        int k, at = 0, mine = 0;
-        if (sscanf(p->name, "layers.%d.%n", &k, &at) == 1 && at > 0 && k >= 0 && k < layers)
-            for (int b = 0; b < kinds && !mine; b++)
-                if (!strcmp(p->name + at, bucket_names[b])) {
-                    const int j = lm->bucket_n[k]++;
-                    lm->bucket_at[(size_t)k * TT_BUCKET_MAX + j] = p->offset;
-                    lm->bucket_len[(size_t)k * TT_BUCKET_MAX + j] = p->numel;
-                    mine = 1;
-                }
-        if (mine) continue;
-        const int r = lm->n_rest;
-        if (r && lm->rest_at[r - 1] + lm->rest_len[r - 1] == p->offset)
-            lm->rest_len[r - 1] += p->numel;
-        else
-            lm->rest_at[r] = p->offset, lm->rest_len[r] = p->numel, lm->n_rest++;
+        const int part = part_of(lm, p);
+        if (part >= 0) add_span(&lm->bucket[part], p->offset, p->numel);
+        if (part == PART_EARLY) add_span(&lm->early, p->offset, p->numel);
+        if (part == PART_REST) add_span(&lm->rest, p->offset, p->numel);
     }
     TT_CUDA(cudaStreamCreateWithFlags(&lm->comm_stream, cudaStreamNonBlocking));
-    lm->bucket_ev = tt_xcalloc((size_t)2 * layers, sizeof *lm->bucket_ev);
-    for (int e = 0; e < 2 * layers; e++)
-        TT_CUDA(cudaEventCreateWithFlags(&lm->bucket_ev[e], cudaEventDisableTiming));
-    TT_CUDA(cudaEventCreateWithFlags(&lm->comm_done, cudaEventDisableTiming));
+    const int ne = 2 * layers + TT_COMM_EVENTS;
+    lm->comm_ev = tt_xcalloc((size_t)ne, sizeof *lm->comm_ev);
+    for (int e = 0; e < ne; e++)
+        TT_CUDA(cudaEventCreateWithFlags(&lm->comm_ev[e], cudaEventDisableTiming));
+    if (lm->emb_global) {
+        const size_t rows = (size_t)lm->rows * (size_t)lm->world;
+        TT_CUDA(cudaMalloc((void **)&lm->gtokens, rows * sizeof *lm->gtokens));
+        TT_CUDA(cudaMalloc((void **)&lm->gkeys, tt_embedding_keys(&lm->prog) * sizeof *lm->gkeys));
+        TT_CUDA(cudaMalloc(&lm->gdx, rows * (size_t)lm->dl * lm->es));
+    }
 }
 
-/* n ranges of the gradient summed over the ranks on stream st, in one group. */
-static void reduce_ranges(tt_gpu_lm *lm, const size_t *at, const size_t *len, int n,
-                          bool sums, cudaStream_t st)
+/* comm_stream waits for what stream st has queued so far (event e of comm_ev). */
+static void comm_wait(tt_gpu_lm *lm, cudaStream_t st, int e)
+{
+    TT_CUDA(cudaEventRecord(lm->comm_ev[e], st));
+    TT_CUDA(cudaStreamWaitEvent(lm->comm_stream, lm->comm_ev[e], 0));
+}
+
+#if TT_HAVE_NCCL
+static void nccl_check(ncclResult_t r, const char *what)
+{
+    if (r != ncclSuccess)
+        tt_panic(__FILE__, __LINE__, "NCCL: %s: %s", what, tt_nccl_get()->get_error_string(r));
+}
+#endif
+
+/* The spans of the gradient (and with sums the loss sums and flags) summed over the ranks on
+ * comm_stream, in one group. Every NCCL call of a step goes to comm_stream, so the ranks' calls
+ * run in the order they were made, which is the same on every rank. */
+static void reduce_spans(tt_gpu_lm *lm, const span_list *s, bool sums)
 {
 #if TT_HAVE_NCCL
     const tt_nccl *nc = tt_nccl_get();
     ncclComm_t comm = lm->comm;
+    const cudaStream_t st = lm->comm_stream;
     ncclResult_t r = nc->group_start();
-    for (int i = 0; i < n && r == ncclSuccess; i++)
-        r = nc->all_reduce(lm->g + at[i], lm->g + at[i], len[i], ncclFloat32, ncclSum, comm, st);
+    for (int i = 0; i < s->n && r == ncclSuccess; i++)
+        r = nc->all_reduce(lm->g + s->at[i], lm->g + s->at[i], s->len[i], ncclFloat32, ncclSum,
+                           comm, st);
     if (r == ncclSuccess && sums)
         r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
     const ncclResult_t e = nc->group_end();
-    if (r == ncclSuccess) r = e;
-    if (r != ncclSuccess)
-        tt_panic(__FILE__, __LINE__, "NCCL: the gradients' all-reduce: %s", nc->get_error_string(r));
+    nccl_check(r == ncclSuccess ? e : r, "the gradients' all-reduce");
 #else
-    (void)lm, (void)at, (void)len, (void)n, (void)sums, (void)st;
+    (void)lm, (void)s, (void)sums;
     TT_ASSERT(!"built without NCCL");
 #endif
 }
 
-/* After layer k's backward: its bucket all-reduced on comm_stream, once both streams have
- * written it. */
-static void reduce_bucket(tt_gpu_lm *lm, int k)
+/* At the step's start, with the embedding's backward over the whole batch: every rank's tokens
+ * gathered (rank r's rows r-th: the whole batch's order) and sorted, beside the forward. */
+static void gather_tokens(tt_gpu_lm *lm)
 {
-    const cudaStream_t st = lm->gpu->stream;
-    TT_CUDA(cudaEventRecord(lm->bucket_ev[2 * k], st));
-    TT_CUDA(cudaStreamWaitEvent(lm->comm_stream, lm->bucket_ev[2 * k], 0));
-    if (lm->side && !lm->txl) {
-        TT_CUDA(cudaEventRecord(lm->bucket_ev[2 * k + 1], lm->side->stream));
-        TT_CUDA(cudaStreamWaitEvent(lm->comm_stream, lm->bucket_ev[2 * k + 1], 0));
-    }
-    const size_t o = (size_t)k * TT_BUCKET_MAX;
-    reduce_ranges(lm, lm->bucket_at + o, lm->bucket_len + o, lm->bucket_n[k], false,
-                  lm->comm_stream);
+    comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_START);
+    if (!lm->emb_global) return;
+#if TT_HAVE_NCCL
+    nccl_check(tt_nccl_get()->all_gather(lm->tokens, lm->gtokens, (size_t)lm->rows, ncclInt32,
+                                         lm->comm, lm->comm_stream),
+               "the batch's tokens");
+#endif
+    tt_embedding_sort(&lm->prog, lm->comm_stream, lm->gkeys, lm->gtokens, lm->rows * lm->world);
 }
 
-/* After the backward: the rest and the sums on the main stream, which then waits for the
- * buckets. */
-static void reduce_rest(tt_gpu_lm *lm)
+/* After the output layer's backward: its gradients summed. */
+static void reduce_output(tt_gpu_lm *lm)
 {
-    const cudaStream_t st = lm->gpu->stream;
-    reduce_ranges(lm, lm->rest_at, lm->rest_len, lm->n_rest, true, st);
-    TT_CUDA(cudaEventRecord(lm->comm_done, lm->comm_stream));
-    TT_CUDA(cudaStreamWaitEvent(st, lm->comm_done, 0));
+    comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_OUTPUT);
+    reduce_spans(lm, &lm->early, false);
+}
+
+/* After layer k's backward: its bucket summed, once both streams have written it. */
+static void reduce_bucket(tt_gpu_lm *lm, int k)
+{
+    comm_wait(lm, lm->gpu->stream, 2 * k);
+    if (lm->side && !lm->txl) comm_wait(lm, lm->side->stream, 2 * k + 1);
+    reduce_spans(lm, &lm->bucket[k], false);
+}
+
+/* After the backward (both streams joined): the embedding's backward over the whole batch (d x0
+ * gathered) on comm_stream, into a table every rank then holds the same, and the rest and the
+ * sums; the main stream then waits for all of it. */
+static void reduce_rest(tt_gpu_lm *lm, const tt_lm_opts *o)
+{
+    const int layers = lm->l->m.layers;
+    comm_wait(lm, lm->gpu->stream, 2 * layers + TT_EV_BWD_END);
+    if (lm->emb_global) {
+#if TT_HAVE_NCCL
+        nccl_check(tt_nccl_get()->all_gather(lm->dx, lm->gdx, (size_t)lm->rows * lm->dl * lm->es,
+                                             ncclInt8, lm->comm, lm->comm_stream),
+                   "the embedding's d x0");
+#endif
+        const tt_layout *l = lm->l;
+        tt_lm_opts whole = *o;
+        whole.seq0 = 0; /* rank r's rows start at its seq0 = r x its sequences */
+        TT_ASSERT(o->seq0 == lm->rank * lm->batch);
+        tt_embedding_bwd(&lm->prog, lm->comm_stream, lm->gv.emb[0], lm->gkeys, lm->emb_part,
+                         lm->gdx, lm->rows * lm->world, l->m.d_model, lm->dl, (int)l->vocab,
+                         drop_at(lm, &whole, (float)l->m.dropout, 0, l->m.d_model));
+    }
+    reduce_spans(lm, &lm->rest, true);
+    TT_CUDA(cudaEventRecord(lm->comm_ev[2 * layers + TT_EV_COMM_DONE], lm->comm_stream));
+    TT_CUDA(cudaStreamWaitEvent(lm->gpu->stream, lm->comm_ev[2 * layers + TT_EV_COMM_DONE], 0));
 }
 
 /* The sharded optimizer's step after the gradients' reduce-scatter: the norm of the whole
@@ -1769,10 +1870,12 @@ void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm)
 #endif
 }
 
-void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm)
+void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world)
 {
     lm->comm = comm;
-    if (comm && !lm->bucket_n && tt_env_long("TT_NCCL_BUCKETS", 0, 1, 1)) {
+    lm->rank = rank;
+    lm->world = world;
+    if (comm && !lm->comm_ev && tt_env_long("TT_NCCL_BUCKETS", 0, 1, 1)) {
         plan_buckets(lm);
         lm->buckets = true;
     }
@@ -1878,8 +1981,7 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
 /* What follows a training step's run: several GPUs' reduce, then Adam (sharded or not). */
 static void enqueue_step_end(tt_gpu_lm *lm)
 {
-    if (lm->comm && lm->buckets) reduce_rest(lm);
-    else if (lm->comm) enqueue_reduce(lm);
+    if (lm->comm && !lm->buckets) enqueue_reduce(lm); /* else enqueue_run's reduce_rest */
     if (lm->shard_len) enqueue_adam_shard(lm);
     else enqueue_adam(lm);
 }

@@ -59,8 +59,12 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
  * ranks' gradients and loss sums over it between the backward and Adam, inside the step's graph,
  * so that every rank takes the same step; its result's sums are the whole batch's, and its
  * flags the sum of the flags the ranks raised for it (tt_gpu_lm_flag: a rank that was asked to
- * stop raises 1, and every rank sees it after the same step). NULL: this GPU alone. */
-void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm);
+ * stop raises 1, and every rank sees it after the same step). NULL: this GPU alone. This is
+ * rank of world, holding sequences rank x batch .. (rank + 1) x batch - 1 of the whole batch.
+ * The sums run in parts beside the backward, each as soon as it is written (TT_NCCL_BUCKETS=0:
+ * one all-reduce after it); with one embedding table every rank runs the embedding's backward
+ * over the whole batch instead of summing the table (TT_NCCL_EMB_GLOBAL=0: not). */
+void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world);
 void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag);
 /* The optimizer sharded over the communicator's world ranks (after tt_gpu_lm_set_comm), this one
  * rank: each training step reduce-scatters the gradients (each rank gets the sums of its shard,

@@ -115,7 +115,7 @@ int tt_engine_open_rank(tt_engine **out, const char *device, const tt_spec *spec
             tt_engine_close(e);
             return -1;
         }
-        tt_gpu_lm_set_comm(e->glm, e->comm);
+        tt_gpu_lm_set_comm(e->glm, e->comm, e->rank, e->world);
         snprintf(desc, desclen, "%s", e->gpu.name);
     } else {
         e->grad = tt_xcalloc(l->n_floats, sizeof(float));
