@@ -149,7 +149,8 @@ struct tt_gpu_lm {
     int hl;    /* Transformer-XL: H d_head padded; a row of qkv holds q, k, v hl apart */
     char *arena;
     size_t bytes;
-    float *w, *g, *m, *v;
+    float *w, *g, *m, *v; /* m, v: in one allocation (m's) of 2 moment_floats */
+    size_t moment_floats; /* n_floats + TT_SHARD_SLACK, or a sharded optimizer's shard_len */
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
     layer_padded *pw;  /* [layers] */
     padded out[TT_MAX_CLUSTERS], cluster; /* the output layer's (div_val 1: no projections) */
@@ -409,6 +410,16 @@ static long long layer_stride(const tt_layout *l)
  * (tt_gpu_lm_shard) can all be 4 x (n_floats / 4 ranks, rounded up) long: up to 1024 ranks. */
 #define TT_SHARD_SLACK 4096
 
+static size_t l_floats_slack(const tt_gpu_lm *lm) { return lm->l->n_floats + TT_SHARD_SLACK; }
+
+/* Adam's moments, moment_floats each, zero. */
+static void alloc_moments(tt_gpu_lm *lm)
+{
+    TT_CUDA(cudaMalloc((void **)&lm->m, 2 * lm->moment_floats * 4));
+    TT_CUDA(cudaMemset(lm->m, 0, 2 * lm->moment_floats * 4));
+    lm->v = lm->m + lm->moment_floats;
+}
+
 static void carve(tt_gpu_lm *lm, bump *b)
 {
     const tt_layout *l = lm->l;
@@ -418,8 +429,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     const size_t nc = (size_t)l->n_clusters - 1;
     lm->w = take(b, (nf + TT_SHARD_SLACK) * 4);
     lm->g = take(b, (nf + TT_SHARD_SLACK) * 4);
-    lm->m = take(b, (nf + TT_SHARD_SLACK) * 4);
-    lm->v = take(b, (nf + TT_SHARD_SLACK) * 4);
     lm->wc = es == 4 ? lm->w : take(b, (nf + TT_SHARD_SLACK) * es);
     /* the padded copies, and the gradients' scratch: one on each stream they run on */
     size_t most[2] = {0, 0}; /* floats: the main stream's, the FFN's */
@@ -635,7 +644,10 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         b = (bump){0};
         carve(lm, &b);
     }
-    lm->bytes = b.used;
+    /* Adam's moments in an allocation of their own, which a sharded optimizer replaces by its
+     * shards (tt_gpu_lm_shard) */
+    lm->moment_floats = l_floats_slack(lm);
+    lm->bytes = b.used + 2 * lm->moment_floats * 4;
     if (lm->bytes > free_b) {
         tt_errf(err, errlen, "%s needs %.2f GiB of device memory for batch %d; %s has %.2f GiB free "
                 "of %.2f: lower train.batch (or seq_len, d_inner, the vocabulary)", spec->path,
@@ -647,7 +659,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
     /* zero: the padding of every copy and activation stays so (nothing writes it but the
      * products, with zeros: see padded) */
-    TT_CUDA(cudaMemset(lm->arena, 0, lm->bytes));
+    TT_CUDA(cudaMemset(lm->arena, 0, b.used));
+    alloc_moments(lm);
     b = (bump){lm->arena, 0};
     carve(lm, &b);
     TT_CUBLAS(cublasCreate(&lm->blas));
@@ -709,6 +722,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
         if (lm->side_blas) TT_CUBLAS(cublasDestroy(lm->side_blas));
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
+        cudaFree(lm->m);
     }
     tt_gemm_free(&lm->gemm);
     tt_view_free(&lm->wv);
@@ -805,8 +819,13 @@ void tt_gpu_lm_weights_changed(tt_gpu_lm *lm)
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 }
 float *tt_gpu_lm_grads(tt_gpu_lm *lm) { return lm->g; }
-float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which) { return which ? lm->v : lm->m; }
+float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which)
+{
+    TT_ASSERT(!lm->shard_len); /* a shard's are not the whole arrays: tt_gpu_lm_moments_io */
+    return which ? lm->v : lm->m;
+}
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
+size_t tt_gpu_lm_moment_bytes(const tt_gpu_lm *lm) { return 2 * lm->moment_floats * 4; }
 
 /* Dropout site `site` of the run o at rate p, whose elements are `width` a position (the
  * numbering continues from where the batch's first sequence starts in the whole batch: seq0
@@ -1823,7 +1842,7 @@ static void enqueue_adam_shard(tt_gpu_lm *lm)
     ncclResult_t r = nc->all_reduce(&lm->sc->norm, &lm->sc->norm, 1, ncclFloat64, ncclSum, comm, st);
     tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g, 0, t->clip, 0, &lm->sc->norm);
     char *wc = es == 4 ? NULL : (char *)lm->wc;
-    tt_adam(&lm->prog, st, lm->w + off, lm->m + off, lm->v + off, wc ? wc + off * es : NULL,
+    tt_adam(&lm->prog, st, lm->w + off, lm->m, lm->v, wc ? wc + off * es : NULL,
             lm->g + off, lm->sc, len, t);
     if (r == ncclSuccess) r = nc->group_start();
     if (r == ncclSuccess) r = nc->all_gather(lm->w + off, lm->w, len, ncclFloat32, comm, st);
@@ -1849,25 +1868,46 @@ void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world)
     lm->shard_len = len;
     lm->shard_off = len * (size_t)rank;
     lm->buckets = false; /* the reduce-scatter takes the whole array at once */
+    /* the moments of this rank's shard alone (the arrays' zero slack past n_floats included) */
+    float *whole = lm->m;
+    const size_t was = lm->moment_floats;
+    lm->moment_floats = len;
+    alloc_moments(lm);
+    TT_CUDA(cudaMemcpy(lm->m, whole + lm->shard_off, len * 4, cudaMemcpyDeviceToDevice));
+    TT_CUDA(cudaMemcpy(lm->v, whole + was + lm->shard_off, len * 4, cudaMemcpyDeviceToDevice));
+    TT_CUDA(cudaFree(whole));
+    lm->bytes -= 2 * (was - len) * 4;
 }
 
-void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm)
+void tt_gpu_lm_moments_io(tt_gpu_lm *lm, float *m, float *v, bool upload)
 {
+    const size_t nf = lm->l->n_floats, off = lm->shard_off, len = lm->shard_len;
+    float *host[2] = {m, v}, *dev[2] = {lm->m, lm->v};
+    for (int i = 0; i < 2; i++) {
+        if (!len) {
+            TT_CUDA(cudaMemcpy(upload ? (void *)dev[i] : host[i], upload ? (void *)host[i] : dev[i],
+                               nf * 4, upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+            continue;
+        }
+        if (upload) { /* this rank's shard, zero past n_floats */
+            TT_CUDA(cudaMemset(dev[i], 0, len * 4));
+            if (off < nf)
+                TT_CUDA(cudaMemcpy(dev[i], host[i] + off, (nf - off < len ? nf - off : len) * 4,
+                                   cudaMemcpyHostToDevice));
+            continue;
+        }
 #if TT_HAVE_NCCL
-    if (!lm->shard_len) return;
-    const tt_nccl *nc = tt_nccl_get();
-    const size_t off = lm->shard_off, len = lm->shard_len;
-    ncclResult_t r = nc->group_start();
-    if (r == ncclSuccess) r = nc->all_gather(lm->m + off, lm->m, len, ncclFloat32, lm->comm, lm->gpu->stream);
-    if (r == ncclSuccess) r = nc->all_gather(lm->v + off, lm->v, len, ncclFloat32, lm->comm, lm->gpu->stream);
-    const ncclResult_t e = nc->group_end();
-    if (r == ncclSuccess) r = e;
-    if (r != ncclSuccess)
-        tt_panic(__FILE__, __LINE__, "NCCL: the moments' all-gather: %s", nc->get_error_string(r));
-    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+        /* every rank's shard gathered into the gradients' array (n_floats + TT_SHARD_SLACK
+         * floats, scratch between steps) */
+        const tt_nccl *nc = tt_nccl_get();
+        nccl_check(nc->all_gather(dev[i], lm->g, len, ncclFloat32, lm->comm, lm->gpu->stream),
+                   "the moments' all-gather");
+        TT_CUDA(cudaMemcpyAsync(host[i], lm->g, nf * 4, cudaMemcpyDeviceToHost, lm->gpu->stream));
+        TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 #else
-    (void)lm;
+        TT_ASSERT(!"built without NCCL");
 #endif
+    }
 }
 
 void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world)

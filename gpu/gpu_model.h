@@ -70,10 +70,15 @@ void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag);
  * rank: each training step reduce-scatters the gradients (each rank gets the sums of its shard,
  * a world-th of the parameters), clips with the norm of the whole gradient (the ranks' sums of
  * squares all-reduced), runs Adam on its shard alone, and all-gathers the new weights (and
- * their bf16 copy). The moments outside a rank's shard are stale until
- * tt_gpu_lm_unshard_moments gathers them (every rank must call it, together). */
+ * their bf16 copy). Each rank keeps the moments of its shard alone (a world-th of the memory):
+ * tt_gpu_lm_moments_io moves them. */
 void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world);
-void tt_gpu_lm_unshard_moments(tt_gpu_lm *lm);
+/* Adam's moments (exp_avg m, exp_avg_sq v: n_floats each, on the host) to the device (upload)
+ * or back. With a sharded optimizer each rank holds its shard alone: an upload takes this rank's
+ * part of the arrays, and a download gathers every rank's (every rank must call it, together). */
+void tt_gpu_lm_moments_io(tt_gpu_lm *lm, float *m, float *v, bool upload);
+/* Bytes of device memory the moments take (a sharded optimizer's: its shard). */
+size_t tt_gpu_lm_moment_bytes(const tt_gpu_lm *lm);
 
 /* Transformer-XL: whether the next run continues the segments of the last one (each row the
  * segment right after the same row's), attending to the memories the last run left, or starts

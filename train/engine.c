@@ -147,27 +147,28 @@ void tt_engine_close(tt_engine *e)
 
 float *tt_engine_host(tt_engine *e, int which) { return e->host[which]; }
 
-size_t tt_engine_device_bytes(const tt_engine *e) { return e->on_gpu ? tt_gpu_lm_bytes(e->glm) : 0; }
-
-static float *device_array(tt_engine *e, int which)
+size_t tt_engine_device_bytes(const tt_engine *e, size_t *moments)
 {
-    return which == 0 ? tt_gpu_lm_weights(e->glm) : tt_gpu_lm_moments(e->glm, which - 1);
+    if (moments) *moments = e->on_gpu ? tt_gpu_lm_moment_bytes(e->glm) : 0;
+    return e->on_gpu ? tt_gpu_lm_bytes(e->glm) : 0;
 }
 
 void tt_engine_upload(tt_engine *e)
 {
     if (!e->on_gpu) return;
-    for (int i = 0; i < 3; i++)
-        TT_CUDA(cudaMemcpy(device_array(e, i), e->host[i], e->l->n_floats * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(e->glm), e->host[0], e->l->n_floats * 4,
+                       cudaMemcpyHostToDevice));
+    tt_gpu_lm_moments_io(e->glm, e->host[1], e->host[2], true);
     tt_gpu_lm_weights_changed(e->glm);
 }
 
 void tt_engine_download(tt_engine *e)
 {
     if (!e->on_gpu) return;
-    tt_gpu_lm_unshard_moments(e->glm); /* a sharded optimizer's moments: every rank's shard */
-    for (int i = 0; i < 3; i++)
-        TT_CUDA(cudaMemcpy(e->host[i], device_array(e, i), e->l->n_floats * 4, cudaMemcpyDeviceToHost));
+    TT_CUDA(cudaMemcpy(e->host[0], tt_gpu_lm_weights(e->glm), e->l->n_floats * 4,
+                       cudaMemcpyDeviceToHost));
+    /* a sharded optimizer's moments: every rank's shard, gathered (every rank calls this) */
+    tt_gpu_lm_moments_io(e->glm, e->host[1], e->host[2], false);
 }
 
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,

@@ -40,8 +40,9 @@ int tt_engine_launch(const char *tool, int argc, char **argv, long gpus);
  * rank raises one for the next step with flag 1. */
 void tt_engine_flag(tt_engine *e, int flag);
 void tt_engine_close(tt_engine *e);
-/* Device memory the model holds (one allocation); 0 on the CPU. */
-size_t tt_engine_device_bytes(const tt_engine *e);
+/* Device memory the model holds, and in *moments (when not NULL) the part Adam's moments take
+ * (with a sharded optimizer, this rank's shard); 0 on the CPU. */
+size_t tt_engine_device_bytes(const tt_engine *e, size_t *moments);
 
 /* Host arrays of layout->n_floats: weights, exp_avg, exp_avg_sq. */
 float *tt_engine_host(tt_engine *e, int which);

@@ -284,10 +284,11 @@ int main(int argc, char **argv)
                o.spec, gpus, where_runs, share, params, s.vocab.n, train.n, batch, n, ts->steps,
                ckpt_dir);
     }
-    if (!o.quiet && tt_engine_device_bytes(eng))
-        printf("device memory%s: %.1f MiB in one allocation (weights, gradients, Adam, activations)\n",
-               dist.world > 1 ? " a GPU" : "",
-               tt_engine_device_bytes(eng) / 1048576.0);
+    size_t moments = 0;
+    if (!o.quiet && tt_engine_device_bytes(eng, &moments))
+        printf("device memory%s: %.1f MiB (weights, gradients, activations; Adam's moments %.1f MiB%s)\n",
+               dist.world > 1 ? " a GPU" : "", tt_engine_device_bytes(eng, NULL) / 1048576.0,
+               moments / 1048576.0, sharded ? ", this rank's shard" : "");
     in = tt_xmalloc((size_t)batch * n * sizeof *in);
     tg = tt_xmalloc((size_t)batch * n * sizeof *tg);
     struct sigaction sa = {0};
@@ -409,7 +410,7 @@ int main(int argc, char **argv)
         if (have_valid && ev.scored) printf("; valid ppl %.3f", exp(ev.nll / ev.scored));
         if (st.best_step) printf(" (best %.3f at step %ld)", st.best_valid_ppl, st.best_step);
         printf("\n");
-        if (tt_engine_device_bytes(eng) && step > first)
+        if (tt_engine_device_bytes(eng, NULL) && step > first)
             print_mfu(&s, where_runs, (double)(step - first) * batch * n / secs / dist.world);
     }
     status = 0;
