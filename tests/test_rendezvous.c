@@ -23,7 +23,7 @@
 static const char *const vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "MASTER_ADDR", "MASTER_PORT"};
+    "MASTER_ADDR", "MASTER_PORT", "TT_MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"};
 
 static void clear_env(void)
 {
@@ -63,6 +63,21 @@ static void test_env(void **state)
     assert_string_equal(e.addr, "node7");
     assert_int_equal(e.port, 6000);
 
+    /* torchrun's agent holds MASTER_PORT: the port after it; TT_MASTER_PORT over both */
+    assert_int_equal(parse(&e, err, sizeof err, "RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1",
+                           "MASTER_PORT", "6000", "TORCHELASTIC_USE_AGENT_STORE", "True", NULL), 0);
+    assert_int_equal(e.port, 6001);
+    assert_int_equal(parse(&e, err, sizeof err, "RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1",
+                           "MASTER_PORT", "6000", "TORCHELASTIC_USE_AGENT_STORE", "False", NULL), 0);
+    assert_int_equal(e.port, 6000);
+    assert_int_equal(parse(&e, err, sizeof err, "RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1",
+                           "MASTER_PORT", "6000", "TORCHELASTIC_USE_AGENT_STORE", "True",
+                           "TT_MASTER_PORT", "7100", NULL), 0);
+    assert_int_equal(e.port, 7100);
+    assert_int_equal(parse(&e, err, sizeof err, "RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1",
+                           "MASTER_PORT", "65535", "TORCHELASTIC_USE_AGENT_STORE", "True", NULL), -1);
+    assert_non_null(strstr(err, "TT_MASTER_PORT"));
+
     assert_int_equal(parse(&e, err, sizeof err, "OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE",
                            "8", "OMPI_COMM_WORLD_LOCAL_RANK", "2", NULL), 0);
     assert_string_equal(e.from, "mpirun");
@@ -88,6 +103,7 @@ static void test_env(void **state)
         {{"WORLD_SIZE", "LOCAL_RANK"}, {"2", "0"}, "RANK is not"},
         {{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"}, {"0", "2", "0", "70000"}, "MASTER_PORT=70000"},
         {{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"}, {"0", "2", "0", "80x"}, "MASTER_PORT=80x"},
+        {{"RANK", "WORLD_SIZE", "LOCAL_RANK", "TT_MASTER_PORT"}, {"0", "2", "0", "0"}, "TT_MASTER_PORT=0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         clear_env();

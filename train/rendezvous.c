@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,7 +66,19 @@ int tt_dist_from_env(tt_dist_env *e, char *err, size_t errlen)
         if (strlen(addr) >= sizeof e->addr) return tt_errf(err, errlen, "MASTER_ADDR is too long");
         snprintf(e->addr, sizeof e->addr, "%s", addr);
     }
-    return env_int("MASTER_PORT", 1, 65535, &e->port, err, errlen) < 0 ? -1 : 0;
+    /* TT_MASTER_PORT, else MASTER_PORT; torchrun's agent holds its own store on MASTER_PORT
+     * (TORCHELASTIC_USE_AGENT_STORE=True), so there the port after it */
+    int rc = env_int("TT_MASTER_PORT", 1, 65535, &e->port, err, errlen);
+    if (rc != 0) return rc < 0 ? -1 : 0;
+    if (env_int("MASTER_PORT", 1, 65535, &e->port, err, errlen) < 0) return -1;
+    const char *agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    if (agent && !strcasecmp(agent, "true")) {
+        if (e->port == 65535)
+            return tt_errf(err, errlen, "MASTER_PORT=65535 is torchrun's store, and no port "
+                           "follows it: set TT_MASTER_PORT");
+        e->port++;
+    }
+    return 0;
 }
 
 /* --- the exchange ---------------------------------------------------------------------------- */

@@ -10,7 +10,7 @@ typedef struct {
     int rank, world; /* this process's rank among world */
     int local;       /* its rank on its host: the GPU it takes */
     char addr[256];  /* where rank 0 listens: MASTER_ADDR, default 127.0.0.1 */
-    int port;        /* MASTER_PORT, default 29500 */
+    int port;        /* TT_MASTER_PORT, else MASTER_PORT (+ 1 under torchrun), default 29500 */
     const char *from; /* whose variables: "torchrun", "mpirun", "srun", or "none" (one rank) */
 } tt_dist_env;
 
@@ -18,7 +18,9 @@ typedef struct {
  *   RANK, WORLD_SIZE, LOCAL_RANK             (torchrun and launchers like it)
  *   OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK (Open MPI's mpirun)
  *   SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (srun)
- * with MASTER_ADDR and MASTER_PORT in every case; none present: one rank. Returns 0, or -1 with
+ * with MASTER_ADDR and MASTER_PORT in every case; none present: one rank. Rank 0 listens on
+ * TT_MASTER_PORT when that is set, else on MASTER_PORT, or on the port after it where torchrun's
+ * agent holds its own store there (TORCHELASTIC_USE_AGENT_STORE=True). Returns 0, or -1 with
  * err (one line) for a value that is not a number, out of range, or missing from its set. */
 int tt_dist_from_env(tt_dist_env *e, char *err, size_t errlen);
 
