@@ -4,6 +4,7 @@ timed at a real corpus' shapes (WikiText-103: 267,735 words, adaptive softmax) w
 
   zipf_corpus.py OUTDIR [--vocab V] [--train-tokens T] [--valid-tokens T] [--test-tokens T]
                         [--exponent S] [--min-len A] [--max-len B] [--seed K] [--cutoffs C1,C2,..]
+                        [--chunk-words W]
 
 Writes OUTDIR/train.txt, valid.txt and test.txt: lines ("sentences") of A to B words (uniform),
 each word w<r> drawn with probability proportional to 1 / (r + 1)^S, r in [0, V - 2). Our
@@ -11,7 +12,10 @@ vocabulary (train/corpus.c) is every distinct word of the training text plus <eo
 line) and <unk> (always added, count 0 here), so V - 2 word types give a vocabulary of exactly V:
 every type is made to occur in train (the types that sampling missed are added once each, shuffled
 in), and valid and test use only those types (no <unk>). Token counts include the <eos> of each
-line, as the trainer counts them. The same seed writes the same files. Prints how the training
+line, as the trainer counts them. The same seed writes the same files. --chunk-words W draws and
+writes the training text W words at a time (a One-Billion-Word-sized corpus does not fit in memory
+as one list), the missing types shuffled into the last chunk: other files than without it, the
+same for the same W. Prints how the training
 tokens fall into the clusters of --cutoffs under our vocabulary's order (most frequent first).
 This file is the project's own code; it uses only the standard library.
 """
@@ -63,6 +67,8 @@ def main():
     ap.add_argument("--min-len", type=int, default=5)
     ap.add_argument("--max-len", type=int, default=45)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--chunk-words", type=int, default=0,
+                    help="draw and write the training text this many words at a time (0: at once)")
     ap.add_argument("--cutoffs", default="20000,40000,200000",
                     help="clusters to report the training tokens' shares of")
     a = ap.parse_args()
@@ -79,25 +85,39 @@ def main():
     # train: sampled, then each type that sampling missed once more, shuffled in (rare types
     # are missed when T is small against V: rank r occurs about T / ((r + 1)^S H) times)
     rng = random.Random(f"zipf-corpus {a.seed} train")
-    words = sample_words(rng, cum, a.train_tokens, mean_len)
     counts = [0] * types
-    for r in words:
-        counts[r] += 1
-    missing = [r for r in range(types) if counts[r] == 0]
-    for r in missing:
-        counts[r] = 1
-    words.extend(missing)
-    rng.shuffle(words)
-    lines = split_lines(rng, words, a.min_len, a.max_len)
-    write(os.path.join(a.outdir, "train.txt"), lines, names)
-    n = len(words) + len(lines)
-    print(f"train: {n} tokens ({len(words)} words, {len(lines)} lines), {types} word types + "
+    n_words = n_lines = 0
+    want = max(1, round(a.train_tokens * mean_len / (mean_len + 1)))  # as sample_words
+    chunk = a.chunk_words if a.chunk_words > 0 else want
+    with open(os.path.join(a.outdir, "train.txt"), "w", encoding="ascii") as f:
+        while n_words < want or n_words == 0:
+            k = min(chunk, want - n_words)
+            words = rng.choices(range(types), cum_weights=cum, k=k)
+            n_words += k
+            for r in words:
+                counts[r] += 1
+            if n_words >= want:  # the last chunk: each type that sampling missed, shuffled in
+                missing = [r for r in range(types) if counts[r] == 0]
+                for r in missing:
+                    counts[r] = 1
+                words.extend(missing)
+                n_words += len(missing)
+                rng.shuffle(words)
+            elif a.chunk_words <= 0:
+                raise AssertionError("one draw makes the whole text")
+            lines = split_lines(rng, words, a.min_len, a.max_len)
+            n_lines += len(lines)
+            for line in lines:
+                f.write(" ".join(names[r] for r in line))
+                f.write("\n")
+    n = n_words + n_lines
+    print(f"train: {n} tokens ({n_words} words, {n_lines} lines), {types} word types + "
           f"<eos> + <unk> = vocabulary {a.vocab}; {len(missing)} rare types added once each "
           f"({100 * len(missing) / n:.2f}% of the tokens)")
 
     # the clusters' shares of training targets, ids in our vocabulary's order (count, then bytes:
     # equal counts have equal shares, so the tie order does not matter here)
-    ordered = sorted(counts + [len(lines), 0], reverse=True)
+    ordered = sorted(counts + [n_lines, 0], reverse=True)
     total = sum(ordered)
     bounds = [0] + [c for c in cutoffs if c < a.vocab] + [a.vocab]
     shares = [sum(ordered[lo:hi]) / total for lo, hi in zip(bounds, bounds[1:])]
