@@ -5,11 +5,8 @@
 #include "gpu_model.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bf16.h"
 #include "cpu_ops.h"
@@ -186,7 +183,6 @@ struct tt_gpu_lm {
     span_list *bucket;    /* [L] */
     span_list early, rest;
     int rank, world;
-    long reduced_steps; /* training steps waited for (wait_reduced) */
     bool buckets;    /* the above are planned and used (TT_NCCL_BUCKETS=0: one all-reduce) */
     bool reduce_now; /* a training step's run, whose parts are reduced as it goes */
     bool emb_global; /* the embedding's backward over the whole batch */
@@ -1638,54 +1634,13 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     }
 }
 
-/* Several GPUs: the end of training step s waited for with a deadline, as a rank that has
- * stopped or hangs would keep the others in NCCL's sums for ever, whatever started them (a
- * launcher of our own sees the ranks' heartbeats; torchrun, mpirun and srun see only exits).
- * TT_RANK_TIMEOUT_S seconds (default 50; the first step 300: it may wait for ranks still
- * building their graphs; 0: no deadline), past which this rank says so in one line, aborts its
- * communicator and ends (exit status 3), and its launcher ends the others. Polled as
- * cudaStreamSynchronize spins when there are more cores than GPUs. */
-static void wait_reduced(tt_gpu_lm *lm, long s)
-{
-    const cudaStream_t st = lm->gpu->stream;
-    const long limit = tt_env_long("TT_RANK_TIMEOUT_S", 0, 86400, 50);
-    const double most = lm->reduced_steps++ ? (double)limit : limit > 300 ? (double)limit : 300.0;
-    if (!limit) {
-        TT_CUDA(cudaStreamSynchronize(st));
-        return;
-    }
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (unsigned long i = 1;; i++) {
-        const cudaError_t e = cudaStreamQuery(st);
-        if (e == cudaSuccess) return;
-        if (e != cudaErrorNotReady) TT_CUDA(e);
-        if (i % 4096) continue;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        const double waited = (double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9;
-        if (waited < most) continue;
-        fprintf(stderr, "rank %d of %d: step %ld has waited %.0f s for the other ranks' sums "
-                "(TT_RANK_TIMEOUT_S): one of them has stopped, hangs or died; this rank ends\n",
-                lm->rank, lm->world, s, waited);
-        fflush(stderr);
-#if TT_HAVE_NCCL
-        tt_nccl_get()->comm_abort(lm->comm);
-#endif
-        _exit(3);
-    }
-}
-
 /* The sums of the last run back to the host: the one synchronization of a run or a step.
- * reduced: training step s's on several GPUs, summed over the ranks (weights: the whole
- * batch's). */
-static void download_sums(tt_gpu_lm *lm, double weights, bool reduced, long s, tt_lm_result *res)
+ * reduced: a training step's on several GPUs, summed over the ranks (weights: the whole batch's). */
+static void download_sums(tt_gpu_lm *lm, double weights, bool reduced, tt_lm_result *res)
 {
     double sums[3];
     TT_CUDA(cudaMemcpyAsync(sums, lm->sums, sizeof sums, cudaMemcpyDeviceToHost, lm->gpu->stream));
-    if (reduced)
-        wait_reduced(lm, s);
-    else
-        TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
     res->loss_sum = sums[0];
     res->nll_sum = sums[1];
     res->scored = weights;
@@ -2028,7 +1983,7 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
     const double weights = upload_inputs(lm, inputs, targets, o);
     enqueue_run(lm, o, grads, weights);
     txl_advance(lm);
-    download_sums(lm, weights, false, 0, res);
+    download_sums(lm, weights, false, res);
 }
 
 /* The host owns lr and the bias corrections of step s; tt_grad_norm writes norm and clip after
@@ -2146,7 +2101,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     }
     txl_advance(lm);
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
-    download_sums(lm, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, s, res);
+    download_sums(lm, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, res);
     return host.norm;
 }
 
