@@ -5,6 +5,8 @@
  * time, device memory and model-FLOPs utilization (without a GPU those print "-" and a line
  * says why).
  * Exit codes: 0 done, 2 bad usage, a bad spec or a vocabulary that cannot be read. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -592,8 +594,10 @@ static int parse_list(const char *opt, const char *text, long lo, long hi, value
     const char *p = text;
     while (*p) {
         char *end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end && *end != ',') || l->n == SWEEP_MAX) {
+        errno = 0;
+        const long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : (end = (char *)p, 0);
+        if (end == p || errno || v < lo || v > hi || (*end && *end != ',') ||
+            (*end == ',' && !end[1]) || l->n == SWEEP_MAX) {
             fprintf(stderr, "tt-bench sweep: %s takes up to %d integers from %ld to %ld separated by "
                     "commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
             return -1;

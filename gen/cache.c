@@ -3,9 +3,14 @@
  * where sha256 covers everything before it and the payload, so any flipped byte is caught. */
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sha256.h"
@@ -29,6 +34,32 @@ char *tt_cache_root(const char *flag_dir)
     return NULL;
 }
 
+/* The temporaries tt_write_file_atomic names NAME.tmp.PID.THREAD, of processes no longer running
+ * (an interrupted ttgen's, which would stay for ever), removed; a live process's are its own.
+ * Only those older than a minute: a cache folder shared with another PID namespace (a
+ * container) holds its writers' temporaries under PIDs this one cannot see. */
+static void remove_stale_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        if (!t) continue;
+        char *end;
+        errno = 0;
+        const long pid = strtol(t + 5, &end, 10);
+        if (errno || end == t + 5 || pid <= 0 || pid > INT_MAX || *end != '.') continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char *path = tt_xasprintf("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime > 60)
+            unlink(path);
+        free(path);
+    }
+    closedir(d);
+}
+
 int tt_cache_open(tt_cache *cache, const char *flag_dir, char *err, size_t errlen)
 {
     char *base = tt_cache_root(flag_dir);
@@ -40,6 +71,7 @@ int tt_cache_open(tt_cache *cache, const char *flag_dir, char *err, size_t errle
         tt_cache_close(cache);
         return -1;
     }
+    remove_stale_temporaries(cache->dir);
     return 0;
 }
 
@@ -98,7 +130,7 @@ tt_cache_status tt_cache_get(const tt_cache *cache, const uint8_t key[32], void 
     }
     char *data;
     size_t len;
-    int rc = tt_read_file(path, &data, &len, why, whylen);
+    int rc = tt_read_file(path, TT_CACHE_ENTRY_MAX_BYTES, &data, &len, why, whylen);
     free(path);
     if (rc != 0) return TT_CACHE_CORRUPT;
 

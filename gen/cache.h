@@ -5,6 +5,10 @@
 #ifndef TT_CACHE_H
 #define TT_CACHE_H
 
+/* The most bytes a cache entry (a cubin and its header) may have: sm_90 cubins of our kernels
+ * are tens to hundreds of KB. */
+#define TT_CACHE_ENTRY_MAX_BYTES (64u << 20)
+
 #include <stddef.h>
 #include <stdint.h>
 

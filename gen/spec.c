@@ -416,20 +416,6 @@ static int range_error(ctx *c, const char *path, const yaml_node_t *n, const cha
                 shown(scalar(n), scalar_len(n), text, sizeof text), range);
 }
 
-/* Tags would change what a scalar means; the default ones are all the spec uses. */
-static int check_tag(ctx *c, const char *path, const yaml_node_t *n)
-{
-    const char *want = n->type == YAML_SCALAR_NODE     ? YAML_DEFAULT_SCALAR_TAG
-                       : n->type == YAML_SEQUENCE_NODE ? YAML_DEFAULT_SEQUENCE_TAG
-                                                       : YAML_DEFAULT_MAPPING_TAG;
-    if (n->tag == NULL || strcmp((const char *)n->tag, want) == 0)
-        return 0;
-    char text[48];
-    const char *tag = (const char *)n->tag;
-    return fail(c, &n->start_mark, "%s: YAML tags are not supported, got '%s'",
-                path[0] ? path : "spec", shown(tag, strlen(tag), text, sizeof text));
-}
-
 static const yaml_node_t *seen_value(const ctx *c, const char *path)
 {
     for (int i = 0; i < c->n_seen; i++)
@@ -513,9 +499,15 @@ static int get_double(ctx *c, const char *path, const yaml_node_t *n, const key_
         ok = strchr("0123456789.eE+-", s[i]) != NULL && s[i] != '\0';
     }
     char *end;
+    errno = 0;
     double v = ok && digit ? strtod(s, &end) : 0;
     if (!ok || !digit || end != s + len)
         return type_error(c, path, n, "a number", false);
+    if (errno == ERANGE && fabs(v) < 1.0) { /* underflow: 1e-400 would be 0 (or lose digits) */
+        char text[48];
+        return fail(c, &n->start_mark, "%s: %s is too small for a double (it would be %g): "
+                    "write 0 or a larger number", path, shown(s, len, text, sizeof text), v);
+    }
     bool in = isfinite(v) && (d->flo_open ? v > d->flo : v >= d->flo) &&
               (d->fhi_open ? v < d->fhi : v <= d->fhi);
     if (!in) {
@@ -614,7 +606,7 @@ static int get_cutoffs(ctx *c, const char *path, const yaml_node_t *n, const key
     for (int i = 0; i < count; i++) {
         const yaml_node_t *e = item(c, n, i);
         long v;
-        if (check_tag(c, path, e) || get_long(c, path, e, d->ilo, d->ihi, &v))
+        if (get_long(c, path, e, d->ilo, d->ihi, &v))
             return -1;
         if (i > 0 && v <= m->cutoffs[i - 1])
             return fail(c, &e->start_mark, "%s: %ld is not above the previous cutoff %ld", path, v,
@@ -637,7 +629,7 @@ static int get_betas(ctx *c, const char *path, const yaml_node_t *n, const key_d
     double b[2];
     for (int i = 0; i < 2; i++) {
         const yaml_node_t *e = item(c, n, i);
-        if (check_tag(c, path, e) || get_double(c, path, e, d, &b[i]))
+        if (get_double(c, path, e, d, &b[i]))
             return -1;
     }
     c->spec->train.beta1 = b[0];
@@ -655,8 +647,6 @@ static int parse_value(ctx *c, const key_desc *d, const char *path, const yaml_n
     long l = 0;
     int e = 0;
     const char *s = "";
-    if (check_tag(c, path, v))
-        return -1;
     switch (d->type) {
     case V_INT:
         if (get_long(c, path, v, d->ilo, d->ihi, &l))
@@ -786,8 +776,7 @@ static int parse_mapping(ctx *c, const section *sec, const yaml_node_t *n)
             const yaml_node_t *k = yaml_document_get_node(c->doc, pairs[p].key);
             if (k->type == YAML_SCALAR_NODE && scalar_is(k, d->name)) {
                 key_path(sec, d, path, sizeof path);
-                if (check_tag(c, path, k) ||
-                    read_key(c, d, path, k, yaml_document_get_node(c->doc, pairs[p].value)))
+                if (read_key(c, d, path, k, yaml_document_get_node(c->doc, pairs[p].value)))
                     return -1;
                 first_pair = p;
                 c->kind_known = true;
@@ -799,8 +788,6 @@ static int parse_mapping(ctx *c, const section *sec, const yaml_node_t *n)
     for (int p = 0; p < count; p++) {
         const yaml_node_t *k = yaml_document_get_node(c->doc, pairs[p].key);
         const yaml_node_t *v = yaml_document_get_node(c->doc, pairs[p].value);
-        if (check_tag(c, sec->path, k))
-            return -1;
         if (k->type != YAML_SCALAR_NODE) {
             char buf[64];
             if (root)
@@ -973,12 +960,55 @@ static int check_document(ctx *c, const yaml_node_t *root)
 {
     if (root == NULL || (is_plain(root) && scalar_len(root) == 0))
         return fail_line(c->name, c->err, c->errlen, 1, 1, "empty spec");
-    if (check_tag(c, "", root))
-        return -1;
     if (root->type != YAML_MAPPING_NODE)
         return fail(c, &root->start_mark,
                     "a spec is a mapping with sections model, train, eval, data, kernels");
     return parse_mapping(c, &root_sec, root);
+}
+
+/* The spec's YAML as events, before it is loaded: a tag (explicit, even one naming the type the
+ * value would have anyway: `!!str 40` is refused as `!!map`), or nesting deeper than
+ * TT_SPEC_MAX_DEPTH, refused at its place (deep nesting also before libyaml's loader spends time
+ * quadratic in it). 0 also on a YAML error, which the loader then reports. */
+static int scan_events(const char *text, size_t len, const char *name, char *err, size_t errlen)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) return fail_line(name, err, errlen, 1, 1, "out of memory");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, rc = 0;
+    for (bool done = false; !done && rc == 0;) {
+        yaml_event_t e;
+        if (!yaml_parser_parse(&p, &e)) break;
+        const yaml_char_t *tag = NULL;
+        switch (e.type) {
+        case YAML_SCALAR_EVENT: tag = e.data.scalar.tag; break;
+        case YAML_SEQUENCE_START_EVENT: tag = e.data.sequence_start.tag, depth++; break;
+        case YAML_MAPPING_START_EVENT: tag = e.data.mapping_start.tag, depth++; break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_STREAM_END_EVENT: done = true; break;
+        default: break;
+        }
+        const int line = (int)e.start_mark.line + 1, col = (int)e.start_mark.column + 1;
+        if (tag) { /* as written (the event's mark is the tag's '!'), else as resolved */
+            char shown_tag[48];
+            const char *t = (const char *)tag;
+            size_t n = strlen(t);
+            const size_t at = e.start_mark.index;
+            if (at < len && text[at] == '!') {
+                t = text + at;
+                n = strcspn(t, " \t\r\n,[]{}");
+            }
+            rc = fail_line(name, err, errlen, line, col, "YAML tags are not supported, got '%s'",
+                           shown(t, n, shown_tag, sizeof shown_tag));
+        } else if (depth > TT_SPEC_MAX_DEPTH) {
+            rc = fail_line(name, err, errlen, line, col,
+                           "nested more than %d levels deep (a spec nests 3)", TT_SPEC_MAX_DEPTH);
+        }
+        yaml_event_delete(&e);
+    }
+    yaml_parser_delete(&p);
+    return rc;
 }
 
 int tt_spec_parse(const char *text, size_t len, const char *name, const char *dir, tt_spec *spec,
@@ -998,6 +1028,10 @@ int tt_spec_parse(const char *text, size_t len, const char *name, const char *di
         return fail_line(name, err, errlen, 1, 1, "out of memory");
     }
     set_defaults(spec);
+    if (scan_events(text, len, name, err, errlen) != 0) {
+        tt_spec_free(spec);
+        return -1;
+    }
 
     yaml_parser_t parser;
     yaml_document_t doc, extra;
@@ -1039,7 +1073,7 @@ int tt_spec_load(const char *path, tt_spec *spec, char *err, size_t errlen)
     memset(spec, 0, sizeof *spec);
     char *buf;
     size_t len;
-    if (tt_read_file(path, &buf, &len, err, errlen) != 0) return -1;
+    if (tt_read_file(path, TT_SPEC_MAX_BYTES, &buf, &len, err, errlen) != 0) return -1;
     char *dir = dir_of(path);
     int rc = dir ? tt_spec_parse(buf, len, path, dir, spec, err, errlen)
                  : fail_line(path, err, errlen, 1, 1, "out of memory");

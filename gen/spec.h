@@ -11,6 +11,10 @@
 
 #define TT_MAX_CUTOFFS 8
 #define TT_ARCH_MAX 16
+/* The most bytes a spec file may have (a spec is a few hundred; nothing needs more than a few KB),
+ * and the deepest its YAML may nest (a spec nests 3 levels: section, key, list or mapping). */
+#define TT_SPEC_MAX_BYTES (1u << 20)
+#define TT_SPEC_MAX_DEPTH 16
 
 typedef enum { TT_KIND_TENSORIZED, TT_KIND_TXL } tt_kind;
 typedef enum { TT_POS_NONE, TT_POS_KEY } tt_position;

@@ -11,7 +11,7 @@ int tt_template_load(const char *dir, const char *name, char **text, size_t *len
 {
     if (dir) {
         char *path = tt_xasprintf("%s/%s", dir, name);
-        int rc = tt_read_file(path, text, len, err, errlen);
+        int rc = tt_read_file(path, 16u << 20, text, len, err, errlen);
         free(path);
         return rc;
     }

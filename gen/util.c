@@ -75,20 +75,42 @@ int tt_errf(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-int tt_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: a FIFO without a writer would block the open; it is refused below */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int e = errno;
+        close(fd);
+        return S_ISREG(st.st_mode) ? tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(e))
+                                   : tt_errf(err, errlen, "%s: not a regular file", path);
+    }
+    if (max && (unsigned long long)st.st_size > max) {
+        close(fd);
+        return tt_errf(err, errlen, "%s: %lld bytes, more than the %zu this file may have", path,
+                       (long long)st.st_size, max);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    }
     tt_buf b = {0};
     char chunk[65536];
     size_t n;
     errno = 0;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tt_buf_append(&b, chunk, n);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        tt_buf_append(&b, chunk, n);
+        if (max && b.len > max) break; /* grew while read */
+    }
     const int bad = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
-    if (bad) {
+    if (bad || (max && b.len > max)) {
         tt_buf_free(&b);
-        return tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(bad));
+        return bad ? tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(bad))
+                   : tt_errf(err, errlen, "%s: more than the %zu bytes this file may have", path, max);
     }
     tt_buf_append(&b, "", 1); /* NUL terminator, not counted */
     *data = b.data;

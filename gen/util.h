@@ -24,8 +24,9 @@ char *tt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* snprintf into err, for the error-message convention of every module: return -1 afterwards. */
 int tt_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Reads a whole file into a NUL-terminated buffer. -1 with "PATH: reason" in err. */
-int tt_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
+/* Reads a whole regular file (not a FIFO, a device or a directory) of at most max bytes (0: any
+ * size) into a NUL-terminated buffer. -1 with "PATH: reason" in err. */
+int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen);
 
 /* Writes a file atomically: a temporary beside it, fsync, rename. A crash leaves either the old
  * file or the new one, never half of one. */

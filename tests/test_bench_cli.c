@@ -564,6 +564,10 @@ static void test_sweep(void **state)
     REFUSES("sweep of a transformer-xl", "the sweep is over rank and cores of kind: tensorized",
             "sweep", TXL_PTB, "--rank", "8", "--cores", "1");
     REFUSES("--rank 8,x", "--rank takes up to", "sweep", spec, "--rank", "8,x", "--cores", "1");
+    REFUSES("--rank 8, (a trailing comma)", "--rank takes up to", "sweep", spec, "--rank", "8,",
+            "--cores", "1");
+    REFUSES("--cores +2", "--cores takes up to", "sweep", spec, "--rank", "8", "--cores", "+2");
+    REFUSES("--rank ' 8'", "--rank takes up to", "sweep", spec, "--rank", " 8", "--cores", "1");
     REFUSES("no --cores", "expected one spec, --rank and --cores", "sweep", spec, "--rank", "8");
     REFUSES("--train-steps x", "--train-steps is a count from 1, not 'x'", "sweep", spec, "--rank",
             "8", "--cores", "1", "--train-steps", "x");

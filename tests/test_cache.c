@@ -12,6 +12,8 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +193,7 @@ static void test_truncated_entry(void **state)
     char *path = tt_cache_path(&f->cache, key), err[512];
     char *orig;
     size_t len;
-    assert_int_equal(tt_read_file(path, &orig, &len, err, sizeof err), 0);
+    assert_int_equal(tt_read_file(path, 0, &orig, &len, err, sizeof err), 0);
     const size_t payload_at = len - clen - strlen(log); /* header + its checksum */
     const size_t cuts[] = {0, 1, 7, 8, 16, 47, 48, payload_at / 2, payload_at - 1, payload_at,
                            payload_at + 1, payload_at + clen / 2, payload_at + clen, len - 1};
@@ -224,7 +226,7 @@ static void flip_every_byte(const tt_cache *c, const uint8_t key[32], size_t str
     char *path = tt_cache_path(c, key), err[512];
     char *orig;
     size_t len;
-    assert_int_equal(tt_read_file(path, &orig, &len, err, sizeof err), 0);
+    assert_int_equal(tt_read_file(path, 0, &orig, &len, err, sizeof err), 0);
     char *bad = tt_xmalloc(len);
     static const uint8_t masks[] = {0x01, 0x80};
     int checked = 0;
@@ -244,6 +246,35 @@ static void flip_every_byte(const tt_cache *c, const uint8_t key[32], size_t str
     tu_write_file(path, orig, len);
     free(bad);
     free(orig);
+    free(path);
+}
+
+/* An entry that is not a regular file (a link to /dev/zero, a FIFO: either would be read for
+ * ever), or larger than any cubin, is corrupt at once: nothing is read into memory. */
+static void test_entry_not_a_file(void **state)
+{
+    fixture *f = *state;
+    uint8_t key[32];
+    key_of("odd kinds", key);
+    char *path = tt_cache_path(&f->cache, key);
+    assert_int_equal(symlink("/dev/zero", path), 0);
+    expect_no_data(&f->cache, key, TT_CACHE_CORRUPT, "a link to /dev/zero");
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    expect_no_data(&f->cache, key, TT_CACHE_CORRUPT, "a FIFO without a writer");
+    assert_int_equal(unlink(path), 0);
+    FILE *big = fopen(path, "wb");
+    assert_non_null(big);
+    assert_int_equal(ftruncate(fileno(big), (off_t)TT_CACHE_ENTRY_MAX_BYTES + 1), 0);
+    fclose(big);
+    char why[256] = "";
+    void *got = NULL;
+    size_t got_len = 0;
+    char *got_log = NULL;
+    assert_int_equal(tt_cache_get(&f->cache, key, &got, &got_len, &got_log, why, sizeof why),
+                     TT_CACHE_CORRUPT);
+    assert_non_null(strstr(why, "more than"));
+    assert_int_equal(unlink(path), 0);
     free(path);
 }
 
@@ -311,6 +342,35 @@ static void test_put_leaves_no_temporaries(void **state)
 }
 
 /* A put that cannot write reports it, and leaves neither an entry nor a temporary. */
+/* A temporary an interrupted ttgen left (its PID gone) is removed when the cache is opened; one
+ * of a running process is not. */
+static void test_stale_temporaries_removed(void **state)
+{
+    fixture *f = *state;
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    assert_true(child > 0);
+    waitpid(child, NULL, 0);
+    char stale[600], live[600];
+    snprintf(stale, sizeof stale, "%s/%064d.cubin.tmp.%ld.7f3a", f->cache.dir, 0, (long)child);
+    snprintf(live, sizeof live, "%s/%064d.cubin.tmp.%ld.7f3a", f->cache.dir, 1, (long)getpid());
+    tu_write_file(stale, "half", 4);
+    tu_write_file(live, "half", 4);
+    tt_cache again;
+    char err[256];
+    assert_int_equal(tt_cache_open(&again, f->root, err, sizeof err), 0);
+    assert_int_equal(access(stale, F_OK), 0); /* a minute old at least, first */
+    const struct timeval old[2] = {{time(NULL) - 120, 0}, {time(NULL) - 120, 0}};
+    assert_int_equal(utimes(stale, old), 0);
+    assert_int_equal(utimes(live, old), 0);
+    tt_cache_close(&again);
+    assert_int_equal(tt_cache_open(&again, f->root, err, sizeof err), 0);
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(live, F_OK), 0);
+    unlink(live);
+    tt_cache_close(&again);
+}
+
 static void test_put_failure_reported(void **state)
 {
     fixture *f = *state;
@@ -530,9 +590,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_miss_put_hit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_entry_not_a_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_flipped_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entry_under_other_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_leaves_no_temporaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_temporaries_removed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_failure_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_put_and_get, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_precedence, setup_env, teardown_env),

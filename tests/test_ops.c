@@ -99,7 +99,7 @@ static int registered_test(const char *file, const char *fn)
 {
     char *path = tt_xasprintf("%s/%s", TT_SOURCE_DIR, file), *text, err[256];
     size_t len;
-    if (tt_read_file(path, &text, &len, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_read_file(path, 0, &text, &len, err, sizeof err) != 0) fail_msg("%s", err);
     char *def = tt_xasprintf("static void %s(void **state)", fn);
     char *reg = tt_xasprintf("cmocka_unit_test(%s)", fn);
     const int ok = strstr(text, def) && strstr(text, reg);

@@ -558,7 +558,7 @@ static void test_kernels_wait_first(void **state)
     for (size_t f = 0; f < g.gl_pathc; f++) {
         size_t len;
         char *text = NULL, err[256];
-        if (tt_read_file(g.gl_pathv[f], &text, &len, err, sizeof err) != 0) fail_msg("%s", err);
+        if (tt_read_file(g.gl_pathv[f], 0, &text, &len, err, sizeof err) != 0) fail_msg("%s", err);
         for (const char *k = strstr(text, "TT_KERNEL("); k; k = strstr(k + 1, "TT_KERNEL(")) {
             const char *c = k + strlen("TT_KERNEL(");
             for (int depth = 1; *c && depth; c++) depth += (*c == '(') - (*c == ')');

@@ -171,7 +171,7 @@ static void test_writer_header_text(void **state)
         "\"\xc3\xa9\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]}}";
     char *file;
     size_t len;
-    assert_int_equal(tt_read_file(f->path, &file, &len, err, sizeof err), 0);
+    assert_int_equal(tt_read_file(f->path, 0, &file, &len, err, sizeof err), 0);
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++) hl |= (uint64_t)(unsigned char)file[i] << (8 * i);
     assert_int_equal(hl % 8, 0);
@@ -185,7 +185,7 @@ static void test_writer_header_text(void **state)
 
     /* No tensors and no metadata: "{}" and six spaces. */
     assert_int_equal(tt_st_write(f->path, NULL, 0, NULL, NULL, 0, err, sizeof err), 0);
-    assert_int_equal(tt_read_file(f->path, &file, &len, err, sizeof err), 0);
+    assert_int_equal(tt_read_file(f->path, 0, &file, &len, err, sizeof err), 0);
     assert_int_equal(len, 16);
     assert_memory_equal(file, "\x08\0\0\0\0\0\0\0{}      ", 16);
     free(file);
@@ -642,7 +642,7 @@ static void test_mutated_headers(void **state)
     assert_int_equal(tt_st_write(f->path, t, 4, keys, values, 1, err, sizeof err), 0);
     char *orig;
     size_t len;
-    assert_int_equal(tt_read_file(f->path, &orig, &len, err, sizeof err), 0);
+    assert_int_equal(tt_read_file(f->path, 0, &orig, &len, err, sizeof err), 0);
     size_t hl = (unsigned char)orig[0] | (size_t)(unsigned char)orig[1] << 8;
     assert_true(hl > 100 && 8 + hl < len);
     assert_int_equal(check_survives(f->path), 1);

@@ -573,6 +573,41 @@ static void test_accepted_forms(void **state)
 }
 
 /* Diagnostics that need no file of their own: the error buffer and rules about suggestions. */
+/* A spec that is not a regular file (a device, a FIFO, a directory) or larger than any spec
+ * needs is refused in one line without being read: /dev/zero would fill memory, a FIFO or
+ * /dev/urandom would never end. */
+static void test_spec_file_kinds(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tt-spec-kinds-XXXXXX", path[512], err[512];
+    assert_non_null(mkdtemp(dir));
+    tt_spec s;
+    const char *odd[] = {"/dev/zero", "/dev/urandom", "/dev/null", dir};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        err[0] = 0;
+        assert_int_equal(tt_spec_load(odd[i], &s, err, sizeof err), -1);
+        char want[600];
+        snprintf(want, sizeof want, "%s: not a regular file", odd[i]);
+        assert_string_equal(err, want);
+        assert_true(is_zeroed(&s));
+    }
+    snprintf(path, sizeof path, "%s/fifo.yaml", dir);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    assert_int_equal(tt_spec_load(path, &s, err, sizeof err), -1); /* no writer: must not block */
+    assert_non_null(strstr(err, "not a regular file"));
+    unlink(path);
+    snprintf(path, sizeof path, "%s/big.yaml", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (size_t n = 0; n <= TT_SPEC_MAX_BYTES; n += 16) fputs("# a long comment\n", f);
+    fclose(f);
+    assert_int_equal(tt_spec_load(path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "more than the 1048576"));
+    assert_null(strchr(err, '\n'));
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_inline_errors(void **state)
 {
 #define MODEL "model: {kind: tensorized, rank: 1, d_model: 8, layers: 1, seq_len: 1, d_inner: 1}\n"
@@ -675,7 +710,7 @@ static void test_paths(void **state)
     assert_string_equal(err, msg);
     assert_true(is_zeroed(&s));
     assert_int_equal(tt_spec_load(sub, &s, err, sizeof err), -1);
-    snprintf(msg, sizeof msg, "%s: cannot read: Is a directory", sub);
+    snprintf(msg, sizeof msg, "%s: not a regular file", sub);
     assert_string_equal(err, msg);
 
     remove(file);
@@ -743,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_defaults_tensorized), cmocka_unit_test(test_defaults_txl),
         cmocka_unit_test(test_full_specs),          cmocka_unit_test(test_eval),
         cmocka_unit_test(test_accepted_forms),
+        cmocka_unit_test(test_spec_file_kinds),
         cmocka_unit_test(test_inline_errors),       cmocka_unit_test(test_paths),
         cmocka_unit_test(test_check_vocab),         cmocka_unit_test(test_names),
         cmocka_unit_test(test_free_zeroed),

@@ -127,7 +127,7 @@ static void use_warm_cache(fixture *f)
         assert_int_equal(tt_mkdir_p(dir, err, sizeof err), 0);
         char *data;
         size_t len;
-        assert_int_equal(tt_read_file(g.gl_pathv[i], &data, &len, err, sizeof err), 0);
+        assert_int_equal(tt_read_file(g.gl_pathv[i], 0, &data, &len, err, sizeof err), 0);
         tu_write_file(dst, data, len);
         free(data), free(dir), free(dst);
     }

@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "engine.h"
@@ -813,6 +816,81 @@ static void test_train_state_refusals(void **state)
     tt_spec_free(&s);
 }
 
+/* tt_checkpoint_prepare: a folder tt-train cannot use is refused before training (issue 19's
+ * seventh point), and what a killed run left is put right (its ninth): temporaries of dead
+ * processes removed, a step folder moved aside whose replacement never came put back, one whose
+ * replacement is there removed; a live process's temporary kept. */
+static void test_checkpoint_prepare(void **state)
+{
+    (void)state;
+    char err[512] = "", dir[] = "/tmp/tt-ckprep-XXXXXX";
+    int cleaned = -1;
+    assert_int_equal(tt_checkpoint_prepare("", &cleaned, err, sizeof err), -1);
+    assert_non_null(strstr(err, "empty path"));
+    assert_non_null(mkdtemp(dir));
+    char path[256], file[320];
+    snprintf(file, sizeof file, "%s/a-file", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    char sub[400];
+    snprintf(sub, sizeof sub, "%s/sub", file);
+    assert_int_equal(tt_checkpoint_prepare(sub, &cleaned, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot create directory"));
+    assert_null(strchr(err, '\n'));
+    unlink(file);
+
+    const pid_t child = fork(); /* a PID no process has once it is reaped */
+    if (child == 0) _exit(0);
+    assert_true(child > 0);
+    waitpid(child, NULL, 0);
+    const long dead = (long)child, live = (long)getpid();
+    const char *made[] = {"step-00000005.tmp.%ld", "step-00000007.old.%ld", "step-00000006.old.%ld",
+                          "step-00000006", "step-00000008.tmp.%ld"};
+    const long pids[] = {dead, dead, dead, 0, live};
+    for (int i = 0; i < 5; i++) {
+        char name[64];
+        snprintf(name, sizeof name, made[i], pids[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(file, sizeof file, "%s/model.safetensors", path);
+        f = fopen(file, "w");
+        assert_non_null(f);
+        fputs(name, f);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/latest.tmp.%ld.7f00", dir, dead);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(tt_checkpoint_prepare(dir, &cleaned, err, sizeof err), 0);
+    assert_int_equal(cleaned, 4);
+    struct stat st;
+    const char *gone[] = {"step-00000005.tmp.%ld", "step-00000007.old.%ld", "step-00000006.old.%ld",
+                          "latest.tmp.%ld.7f00"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, gone[i], dead);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (stat(path, &st) == 0) fail_msg("%s is still there", path);
+    }
+    snprintf(path, sizeof path, "%s/step-00000007/model.safetensors", dir); /* put back whole */
+    char *text = tu_read_file(path, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "step-00000007.old.%ld", dead);
+    assert_string_equal(text, want);
+    free(text);
+    snprintf(path, sizeof path, "%s/step-00000006/model.safetensors", dir);
+    assert_int_equal(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/step-00000008.tmp.%ld", dir, live);
+    assert_int_equal(stat(path, &st), 0); /* a running process's */
+    assert_int_equal(tt_checkpoint_prepare(dir, &cleaned, err, sizeof err), 0);
+    assert_int_equal(cleaned, 0);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -826,6 +904,7 @@ int main(void)
         cmocka_unit_test(test_state_dict),
         cmocka_unit_test(test_engine_memory_resume),
         cmocka_unit_test(test_train_state_refusals),
+        cmocka_unit_test(test_checkpoint_prepare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,7 @@ char *tu_read_file(const char *path, size_t *len)
 {
     char *data = NULL, err[512];
     size_t n;
-    if (tt_read_file(path, &data, &n, err, sizeof err) != 0) fail_msg("%s", err);
+    if (tt_read_file(path, 0, &data, &n, err, sizeof err) != 0) fail_msg("%s", err);
     if (len) *len = n;
     return data;
 }

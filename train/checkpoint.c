@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,75 @@ static int write_state(const char *path, const tt_layout *l, const tt_train_stat
     return rc;
 }
 
+/* Whether name is prefix + a number + suffix + "." + a PID of a process that is not running
+ * (another user's process counts as running). */
+static bool left_by_dead(const char *name, const char *prefix, const char *suffix, size_t *stem)
+{
+    const size_t np = strlen(prefix), ns = strlen(suffix);
+    if (strncmp(name, prefix, np) != 0) return false;
+    const char *d = name + np, *e = d;
+    while (isdigit((unsigned char)*e)) e++;
+    if (e == d || strncmp(e, suffix, ns) != 0 || e[ns] != '.') return false;
+    char *end;
+    errno = 0;
+    const long pid = strtol(e + ns + 1, &end, 10);
+    if (errno || pid <= 0 || pid > INT_MAX || (*end && *end != '.')) return false;
+    *stem = (size_t)(e - name);
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errlen)
+{
+    if (cleaned) *cleaned = 0;
+    if (!dir || !dir[0])
+        return tt_errf(err, errlen, "the checkpoint folder is an empty path (--checkpoint-dir, "
+                       "or train.checkpoint.dir)");
+    if (tt_mkdir_p(dir, err, errlen) != 0) return -1;
+    char *probe = tt_xasprintf("%s/.write-test.%ld", dir, (long)getpid());
+    FILE *f = fopen(probe, "wb");
+    const bool wrote = f && fputc('\n', f) != EOF;
+    const int e = errno;
+    if (f && fclose(f) != 0 && wrote) {
+        unlink(probe);
+        free(probe);
+        return tt_errf(err, errlen, "%s: cannot write: %s", dir, strerror(errno));
+    }
+    unlink(probe);
+    free(probe);
+    if (!wrote) return tt_errf(err, errlen, "%s: cannot write: %s", dir, strerror(e));
+    DIR *d = opendir(dir);
+    if (!d) return tt_errf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        size_t stem;
+        char *p = tt_xasprintf("%s/%s", dir, de->d_name);
+        if (left_by_dead(de->d_name, "step-", ".tmp", &stem)) {
+            rm_tree(p), n++;
+        } else if (left_by_dead(de->d_name, "step-", ".old", &stem)) {
+            char *final = tt_xasprintf("%s/%.*s", dir, (int)stem, de->d_name);
+            struct stat st;
+            if (stat(final, &st) != 0) { /* its replacement never came: it is the step's */
+                if (rename(p, final) == 0) n++;
+            } else {
+                rm_tree(p), n++;
+            }
+            free(final);
+        } else if (!strncmp(de->d_name, "latest.tmp.", 11)) {
+            char *end;
+            errno = 0;
+            const long pid = strtol(de->d_name + 11, &end, 10);
+            if (!errno && pid > 0 && pid <= INT_MAX && *end == '.' && kill((pid_t)pid, 0) != 0 &&
+                errno == ESRCH && unlink(p) == 0)
+                n++;
+        }
+        free(p);
+    }
+    closedir(d);
+    if (cleaned) *cleaned = n;
+    return 0;
+}
+
 int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size_t outlen,
                        char *err, size_t errlen)
 {
@@ -187,7 +257,7 @@ char *tt_checkpoint_model_file(const char *path, char *err, size_t errlen)
     free(file);
     char *latest = tt_xasprintf("%s/latest", path), *text = NULL;
     size_t len;
-    if (tt_read_file(latest, &text, &len, NULL, 0) != 0) {
+    if (tt_read_file(latest, 4096, &text, &len, NULL, 0) != 0) {
         tt_errf(err, errlen, "%s: not a checkpoint (no model.safetensors, no latest)", path);
         free(latest);
         return NULL;

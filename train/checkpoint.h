@@ -38,6 +38,15 @@ typedef struct {
     const tt_train_state *state; /* NULL: no state.safetensors (weights only) */
 } tt_checkpoint;
 
+/* Before a run writes checkpoints under dir: dir created (with its parents) and written to (a
+ * file made and removed), so that a folder the run cannot use is found before it trains, not
+ * at its first save; and what an interrupted run of an earlier process left there put right:
+ * a step folder's temporary (step-N.tmp.PID) or latest's removed, and a step folder moved
+ * aside while its replacement was written (step-N.old.PID) put back where that replacement
+ * never arrived, else removed, all for PIDs no longer running. *cleaned (may be NULL): how many.
+ * -1 with a line in err (an empty path, a folder that cannot be made or written). */
+int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errlen);
+
 /* Writes ck under dir; the step folder's path goes to out (may be NULL). */
 int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size_t outlen,
                        char *err, size_t errlen);

@@ -27,7 +27,7 @@
 /* Raw bytes of a file; "PATH: empty file" for a file without any. */
 static int read_raw(const char *path, char **raw, size_t *len, char *err, size_t errlen)
 {
-    if (tt_read_file(path, raw, len, err, errlen) != 0) return -1;
+    if (tt_read_file(path, 0, raw, len, err, errlen) != 0) return -1;
     if (*len == 0) {
         free(*raw);
         *raw = NULL;
@@ -386,7 +386,7 @@ static int vocab_cache_read(const char *path, tt_vocab *v)
     char *data;
     size_t len;
     char err[64];
-    if (access(path, F_OK) != 0 || tt_read_file(path, &data, &len, err, sizeof err) != 0) return 0;
+    if (access(path, F_OK) != 0 || tt_read_file(path, 0, &data, &len, err, sizeof err) != 0) return 0;
     long n = -1;
     unsigned long crc = 0;
     int head = 0;

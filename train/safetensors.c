@@ -756,7 +756,7 @@ int tt_st_open(const char *path, tt_st_file **out, char *err, size_t errlen)
     *out = NULL;
     char *buf;
     size_t len;
-    if (tt_read_file(path, &buf, &len, err, errlen)) return -1;
+    if (tt_read_file(path, 0, &buf, &len, err, errlen)) return -1;
     if (len < 8) {
         free(buf);
         return tt_errf(err, errlen,

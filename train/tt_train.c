@@ -226,6 +226,11 @@ int main(int argc, char **argv)
     char *ckpt_dir = o.ckpt_dir ? tt_xstrdup(o.ckpt_dir)
                      : ts->checkpoint_dir ? tt_xstrdup(ts->checkpoint_dir)
                                           : default_ckpt_dir(o.spec);
+    int cleaned = 0; /* the folder checked before training, not at its first save */
+    if (lead && tt_checkpoint_prepare(ckpt_dir, &cleaned, err, sizeof err) != 0) goto fail;
+    if (cleaned && !o.quiet)
+        printf("note: %s: %d temporar%s of an interrupted run put right\n", ckpt_dir, cleaned,
+               cleaned == 1 ? "y" : "ies");
     if (tt_session_tokens(&s, "train", &train, err, sizeof err) != 0) goto fail;
     if (train.n / batch < n + 2) {
         tt_errf(err, sizeof err, "%s: %ld training tokens are too few for batch %d x seq_len %d",
