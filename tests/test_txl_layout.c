@@ -388,6 +388,33 @@ static void test_checkpoint_round_trip(void **state)
     }
     expect(&l, "crit.out_projs.1", 2, 16, 8);
 
+    /* A NaN or an infinity in the weights or the moments: refused at load, naming the tensor
+     * and the element (issue 19's eighth point), not scored as perplexity nan. */
+    {
+        const tt_param *p = &l.params[l.n_params / 2];
+        float *m = tt_xcalloc(l.n_floats, sizeof *m), *v = tt_xcalloc(l.n_floats, sizeof *v);
+        float *bad = tt_xmalloc(l.n_floats * sizeof *bad);
+        memcpy(bad, w, l.n_floats * sizeof *bad);
+        bad[p->offset + 3] = NAN;
+        char *dir2 = tt_xasprintf("%s/ckpt-bad", root), want[256];
+        tt_checkpoint nan_ck = ck;
+        nan_ck.w = bad, nan_ck.m = m, nan_ck.v = v;
+        if (tt_checkpoint_save(dir2, &nan_ck, NULL, 0, err, sizeof err) != 0) fail_msg("%s", err);
+        char *bad_model = tt_checkpoint_model_file(dir2, err, sizeof err);
+        assert_non_null(bad_model);
+        assert_int_equal(tt_checkpoint_load(bad_model, &s, &l, &vocab, w2, &step, err, sizeof err), -1);
+        snprintf(want, sizeof want, "tensor '%s' holds NaN at element 3 of %zu", p->name, p->numel);
+        if (!strstr(err, want) || strchr(err, '\n')) fail_msg("a NaN weight: '%s'", err);
+        bad[p->offset + 3] = w[p->offset + 3];
+        v[p->offset + 1] = INFINITY;
+        if (tt_checkpoint_save(dir2, &nan_ck, NULL, 0, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_int_equal(tt_checkpoint_load(bad_model, &s, &l, &vocab, w2, &step, err, sizeof err), 0);
+        assert_int_equal(tt_checkpoint_load_optim(bad_model, &l, m, v, err, sizeof err), -1);
+        snprintf(want, sizeof want, "tensor 'exp_avg_sq.%s' holds an infinity at element 1", p->name);
+        if (!strstr(err, want)) fail_msg("an infinite moment: '%s'", err);
+        free(bad_model), free(dir2), free(bad), free(m), free(v);
+    }
+
     /* Without a training state there is no state.safetensors, and reading it says so. */
     char *state_file = tt_xasprintf("%s/state.safetensors", step_dir);
     assert_false(tu_exists(state_file));

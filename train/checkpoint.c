@@ -342,6 +342,21 @@ static bool tied_alias(const tt_layout *l, const char *name, char *alias, size_t
 static int meta_long(const tt_st_file *f, const char *path, const char *key, long lo, long hi,
                      long *out, char *err, size_t errlen);
 
+/* tt_st_read_f32 of tensor name (p's shape) into out, then every value checked finite: a NaN
+ * or an infinity in a checkpoint's weights or moments is damage (a run never saves one: its
+ * steps stop first), which would otherwise score as `perplexity nan` or train on it. */
+static int read_finite(tt_st_file *f, const char *file, const char *name, const tt_param *p,
+                       float *out, char *err, size_t errlen)
+{
+    if (tt_st_read_f32(f, name, p->ndim, p->shape, out, err, errlen) != 0) return -1;
+    for (size_t i = 0; i < p->numel; i++)
+        if (!isfinite(out[i]))
+            return tt_errf(err, errlen, "%s: tensor '%s' holds %s at element %zu of %zu: the "
+                           "checkpoint is damaged", file, name, isnan(out[i]) ? "NaN" : "an infinity",
+                           i, p->numel);
+    return 0;
+}
+
 /* A state_dict that PyTorch saved with the safetensors package (no tt metadata): every tensor of
  * the layout by its name (or, tied, by the output layer's name), any dtype the reader converts;
  * besides them only the tied copies (equal to the embedding's, value for value) and
@@ -357,7 +372,7 @@ static int load_state_dict(tt_st_file *f, const char *file, const tt_layout *l, 
             name = alias;
         if (!tt_st_find(f, name))
             return tt_errf(err, errlen, "%s: tensor '%s' is missing", file, p->name);
-        if (tt_st_read_f32(f, name, p->ndim, p->shape, w + p->offset, err, errlen) != 0) return -1;
+        if (read_finite(f, file, name, p, w + p->offset, err, errlen) != 0) return -1;
     }
     for (int i = 0; i < tt_st_count(f); i++) {
         const char *n = tt_st_get(f, i)->name;
@@ -439,8 +454,7 @@ int tt_checkpoint_load(const char *model_file, const tt_spec *spec, const tt_lay
             tt_errf(err, errlen, "%s: tensor '%s' is missing", model_file, p->name);
             goto out;
         }
-        if (tt_st_read_f32(f, p->name, p->ndim, p->shape, w + p->offset, err, errlen) != 0)
-            goto out;
+        if (read_finite(f, model_file, p->name, p, w + p->offset, err, errlen) != 0) goto out;
     }
     for (int i = 0; i < tt_st_count(f); i++) {
         const char *n = tt_st_get(f, i)->name;
@@ -480,8 +494,8 @@ int tt_checkpoint_load_optim(const char *model_file, const tt_layout *l, float *
         snprintf(b, sizeof b, "exp_avg_sq.%s", p->name);
         if (!tt_st_find(f, a) || !tt_st_find(f, b))
             rc = tt_errf(err, errlen, "%s: the moments of '%s' are missing", path, p->name);
-        else if (tt_st_read_f32(f, a, p->ndim, p->shape, m + p->offset, err, errlen) != 0 ||
-                 tt_st_read_f32(f, b, p->ndim, p->shape, v + p->offset, err, errlen) != 0)
+        else if (read_finite(f, path, a, p, m + p->offset, err, errlen) != 0 ||
+                 read_finite(f, path, b, p, v + p->offset, err, errlen) != 0)
             rc = -1;
     }
     if (f) tt_st_close(f);
