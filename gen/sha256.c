@@ -50,6 +50,85 @@ static void compress(uint32_t h[8], const uint8_t *p)
     h[7] += k;
 }
 
+/* n whole blocks: FIPS 180-4's compression as written above, or with the x86 SHA extensions
+ * (SHA-NI: sha256rnds2 does two rounds, sha256msg1/msg2 the message schedule), where the CPU
+ * has them: 5-10 times faster, which is what makes hashing every tensor of a checkpoint cheap. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define TT_SHA_NI 1
+
+__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8], const uint8_t *p,
+                                                                   size_t n)
+{
+    /* the state as sha256rnds2 takes it: ABEF (lanes F, E, B, A) and CDGH (H, G, D, C) */
+    const __m128i abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)h), 0xB1);
+    const __m128i hgfe = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)(h + 4)), 0x1B);
+    __m128i abef = _mm_alignr_epi8(abcd, hgfe, 8), cdgh = _mm_blend_epi16(hgfe, abcd, 0xF0);
+    const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    for (; n; n--, p += 64) {
+        const __m128i abef0 = abef, cdgh0 = cdgh;
+        __m128i w[4]; /* w[j % 4]: words 4j .. 4j + 3 of the schedule */
+        for (int j = 0; j < 16; j++) {
+            __m128i *m = &w[j & 3];
+            if (j < 4) {
+                *m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * j)), swap);
+            } else { /* W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16] */
+                const __m128i prev = w[(j + 3) & 3], t7 = _mm_alignr_epi8(prev, w[(j + 2) & 3], 4);
+                *m = _mm_sha256msg2_epu32(
+                    _mm_add_epi32(_mm_sha256msg1_epu32(*m, w[(j + 1) & 3]), t7), prev);
+            }
+            __m128i k = _mm_add_epi32(*m, _mm_loadu_si128((const __m128i *)(K + 4 * j)));
+            /* two rounds: their ABEF into cdgh; two more from it, the old ABEF being the CDGH
+             * of two rounds on: ABEF into abef, and cdgh holds the CDGH it leaves */
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, k);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(k, 0x0E));
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+    const __m128i feba = _mm_shuffle_epi32(abef, 0x1B), dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)h, _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)(h + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+
+static int have_ni(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        unsigned a, b, c, d;
+        have = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 29 & 1); /* CPUID.7.0:EBX.SHA */
+    }
+    return have;
+}
+#else
+#define TT_SHA_NI 0
+#endif
+
+static int portable_only;
+
+void tt_sha256_force_portable(int on) { portable_only = on; }
+
+int tt_sha256_accelerated(void)
+{
+#if TT_SHA_NI
+    return !portable_only && have_ni();
+#else
+    return 0;
+#endif
+}
+
+static void blocks(uint32_t h[8], const uint8_t *p, size_t n)
+{
+#if TT_SHA_NI
+    if (tt_sha256_accelerated()) {
+        blocks_ni(h, p, n);
+        return;
+    }
+#endif
+    for (; n; n--, p += 64) compress(h, p);
+}
+
 void tt_sha256_init(tt_sha256_ctx *s)
 {
     static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -64,6 +143,13 @@ void tt_sha256_update(tt_sha256_ctx *s, const void *data, size_t len)
     const uint8_t *p = data;
     s->bytes += len;
     while (len) {
+        if (s->fill == 0 && len >= 64) { /* whole blocks straight from the input */
+            const size_t n = len / 64;
+            blocks(s->h, p, n);
+            p += 64 * n;
+            len -= 64 * n;
+            continue;
+        }
         size_t n = 64 - s->fill;
         if (n > len) n = len;
         memcpy(s->block + s->fill, p, n);
@@ -71,7 +157,7 @@ void tt_sha256_update(tt_sha256_ctx *s, const void *data, size_t len)
         p += n;
         len -= n;
         if (s->fill == 64) {
-            compress(s->h, s->block);
+            blocks(s->h, s->block, 1);
             s->fill = 0;
         }
     }

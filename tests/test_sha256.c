@@ -174,10 +174,48 @@ static void test_hex(void **state)
     assert_string_equal(out, "");
 }
 
+/* The SHA extensions' path (where this CPU has it) against the portable one: FIPS's vectors with
+ * the portable path forced, then random inputs of every length to 300 bytes and a few large
+ * ones, fed whole and in pieces, the same digest both ways. */
+static void test_accelerated_equals_portable(void **state)
+{
+    (void)state;
+    tt_sha256_force_portable(1);
+    assert_int_equal(tt_sha256_accelerated(), 0);
+    test_fips_vectors(NULL);
+    tt_sha256_force_portable(0);
+    print_message("  this CPU: %s\n", tt_sha256_accelerated() ? "SHA extensions" : "portable only");
+    const size_t most = 1 << 20;
+    uint8_t *buf = malloc(most);
+    assert_non_null(buf);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < most; i++) buf[i] = (uint8_t)((x = x * 1664525u + 1013904223u) >> 24);
+    const size_t big[] = {4096, 65536 + 7, most};
+    for (size_t len = 0; len <= 300 + sizeof big / sizeof *big; len++) {
+        const size_t n = len <= 300 ? len : big[len - 301];
+        uint8_t a[32], b[32], c[32];
+        tt_sha256(buf, n, a);
+        tt_sha256_force_portable(1);
+        tt_sha256(buf, n, b);
+        tt_sha256_force_portable(0);
+        tt_sha256_ctx s;
+        tt_sha256_init(&s);
+        for (size_t at = 0; at < n;) { /* pieces of 1 to 130 bytes */
+            const size_t k = 1 + (at * 7 + n) % 130 < n - at ? 1 + (at * 7 + n) % 130 : n - at;
+            tt_sha256_update(&s, buf + at, k);
+            at += k;
+        }
+        tt_sha256_final(&s, c);
+        if (memcmp(a, b, 32) || memcmp(a, c, 32)) fail_msg("length %zu: the digests differ", n);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fips_vectors),
+        cmocka_unit_test(test_accelerated_equals_portable),
         cmocka_unit_test(test_million_a_uneven_chunks),
         cmocka_unit_test(test_padding_boundaries),
         cmocka_unit_test(test_incremental_equals_oneshot),
