@@ -412,6 +412,20 @@ static void test_checkpoint_round_trip(void **state)
         assert_int_equal(tt_checkpoint_load_optim(bad_model, &l, m, v, err, sizeof err), -1);
         snprintf(want, sizeof want, "tensor 'exp_avg_sq.%s' holds an infinity at element 1", p->name);
         if (!strstr(err, want)) fail_msg("an infinite moment: '%s'", err);
+        /* 20 bytes flipped in the tensor data (the file's end): the tensor named, not a
+         * perplexity of 6e23 */
+        v[p->offset + 1] = 0;
+        if (tt_checkpoint_save(dir2, &nan_ck, NULL, 0, err, sizeof err) != 0) fail_msg("%s", err);
+        size_t flen;
+        char *bytes = tu_read_file(bad_model, &flen);
+        for (size_t i = flen - 20; i < flen; i++) bytes[i] ^= 0x5a;
+        tu_write_file(bad_model, bytes, flen);
+        free(bytes);
+        assert_int_equal(tt_checkpoint_load(bad_model, &s, &l, &vocab, w2, &step, err, sizeof err), -1);
+        if (!strstr(err, "does not match its SHA-256") || !strstr(err, "the file is damaged") ||
+            !strstr(err, "tensor '"))
+            fail_msg("flipped bytes: '%s'", err);
+        print_message("  %s\n", err);
         free(bad_model), free(dir2), free(bad), free(m), free(v);
     }
 

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +21,10 @@
 #include "util.h"
 
 #define FORMAT "tt-checkpoint-1"
+/* Since the nineteenth session each tensor's SHA-256 is in its file's metadata, under SUM_PREFIX
+ * and its name, and SUMS_KEY says so (older checkpoints have neither, and load unchecked). */
+#define SUMS_KEY "tensor_sums"
+#define SUM_PREFIX "sha256:"
 #define STATE_FORMAT "tt-train-state-1"
 
 static void rm_tree(const char *dir)
@@ -37,29 +42,78 @@ static void rm_tree(const char *dir)
     rmdir(dir);
 }
 
-/* Writes every parameter of l from each of nsets buffers, named prefix[k] + the parameter's name. */
+/* The SHA-256 (hex) of each of n tensors, several at a time (a wt103 checkpoint's weights and
+ * moments, 1 GB, hash in about a second on one core with the SHA extensions). */
+typedef struct {
+    const tt_st_tensor *t;
+    const size_t *bytes;
+    char **hex;
+    int n, next;
+    pthread_mutex_t lock;
+} sum_job;
+
+static void *sum_worker(void *arg)
+{
+    sum_job *j = arg;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        const int i = j->next++;
+        pthread_mutex_unlock(&j->lock);
+        if (i >= j->n) return NULL;
+        uint8_t d[32];
+        tt_sha256(j->t[i].data, j->bytes[i], d);
+        tt_hex(d, 32, j->hex[i]);
+    }
+}
+
+static void sum_tensors(const tt_st_tensor *t, const size_t *bytes, int n, char **hex)
+{
+    sum_job j = {t, bytes, hex, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const int nt = (int)(cores < 1 ? 1 : cores > 8 ? 8 : cores) - 1; /* and this thread */
+    pthread_t th[8];
+    int started = 0;
+    for (int i = 0; i < nt && i < n - 1; i++)
+        if (pthread_create(&th[started], NULL, sum_worker, &j) == 0) started++;
+    sum_worker(&j);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+/* Writes every parameter of l from each of nsets buffers, named prefix[k] + the parameter's name,
+ * each one's SHA-256 in the metadata. */
 static int write_tensors(const char *path, const tt_layout *l, int nsets, const float *const *base,
                          const char *const *prefix, const char *const *keys,
                          const char *const *vals, int n_meta, char *err, size_t errlen)
 {
-    const int n = l->n_params * nsets;
+    const int n = l->n_params * nsets, nm = n_meta + 1 + n;
     tt_st_tensor *t = tt_xcalloc((size_t)n, sizeof *t);
-    char **names = tt_xcalloc((size_t)n, sizeof *names);
+    char **names = tt_xcalloc((size_t)n, sizeof *names), **sums = tt_xcalloc((size_t)n, sizeof *sums);
+    const char **mk = tt_xcalloc((size_t)nm, sizeof *mk), **mv = tt_xcalloc((size_t)nm, sizeof *mv);
+    size_t *bytes = tt_xcalloc((size_t)n, sizeof *bytes);
+    for (int i = 0; i < n_meta; i++) mk[i] = keys[i], mv[i] = vals[i];
+    mk[n_meta] = SUMS_KEY, mv[n_meta] = "sha256";
     for (int k = 0; k < nsets; k++)
         for (int i = 0; i < l->n_params; i++) {
             const tt_param *p = &l->params[i];
-            tt_st_tensor *e = &t[k * l->n_params + i];
-            names[k * l->n_params + i] = tt_xasprintf("%s%s", prefix[k], p->name);
-            e->name = names[k * l->n_params + i];
+            const int j = k * l->n_params + i;
+            tt_st_tensor *e = &t[j];
+            names[j] = tt_xasprintf("%s%s", prefix[k], p->name);
+            e->name = names[j];
             e->dtype = TT_ST_F32;
             e->ndim = p->ndim;
             e->shape[0] = p->shape[0];
             e->shape[1] = p->shape[1];
             e->data = base[k] + p->offset;
+            bytes[j] = p->numel * sizeof(float); /* the bytes written: little-endian f32 */
+            sums[j] = tt_xmalloc(65);
+            mk[n_meta + 1 + j] = tt_xasprintf(SUM_PREFIX "%s", names[j]);
+            mv[n_meta + 1 + j] = sums[j];
         }
-    int rc = tt_st_write(path, t, n, keys, vals, n_meta, err, errlen);
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
+    sum_tensors(t, bytes, n, sums);
+    free(bytes);
+    int rc = tt_st_write(path, t, n, mk, mv, nm, err, errlen);
+    for (int i = 0; i < n; i++) free(names[i]), free(sums[i]), free((char *)mk[n_meta + 1 + i]);
+    free(names), free(sums), free(mk), free(mv);
     free(t);
     return rc;
 }
@@ -349,6 +403,21 @@ static int read_finite(tt_st_file *f, const char *file, const char *name, const 
                        float *out, char *err, size_t errlen)
 {
     if (tt_st_read_f32(f, name, p->ndim, p->shape, out, err, errlen) != 0) return -1;
+    const char *kind = tt_st_meta(f, SUMS_KEY);
+    if (kind) { /* the file says its tensors' SHA-256 are in its metadata: each checked */
+        char key[160], hex[65];
+        snprintf(key, sizeof key, SUM_PREFIX "%s", name);
+        const char *want = tt_st_meta(f, key);
+        if (strcmp(kind, "sha256") != 0 || !want)
+            return tt_errf(err, errlen, "%s: tensor '%s' has no %s sum in the metadata", file,
+                           name, kind);
+        uint8_t d[32];
+        tt_sha256(out, p->numel * sizeof(float), d);
+        tt_hex(d, 32, hex);
+        if (strcmp(hex, want) != 0)
+            return tt_errf(err, errlen, "%s: tensor '%s' does not match its SHA-256 (%.12s..., "
+                           "recorded %.12s...): the file is damaged", file, name, hex, want);
+    }
     for (size_t i = 0; i < p->numel; i++)
         if (!isfinite(out[i]))
             return tt_errf(err, errlen, "%s: tensor '%s' holds %s at element %zu of %zu: the "
