@@ -2,7 +2,6 @@
 #include "compile.h"
 
 #include <nvrtc.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,27 +162,19 @@ static void compile_one(tt_build *b, const tt_build_opts *o)
 
 typedef struct {
     tt_build **todo;
-    int n, next;
     const tt_build_opts *o;
-    pthread_mutex_t lock;
 } work_queue;
 
-static void *worker(void *arg)
+static void build_at(void *ctx, int i)
 {
-    work_queue *q = arg;
-    for (;;) {
-        pthread_mutex_lock(&q->lock);
-        int i = q->next < q->n ? q->next++ : -1;
-        pthread_mutex_unlock(&q->lock);
-        if (i < 0) return NULL;
-        compile_one(q->todo[i], q->o);
-    }
+    const work_queue *q = ctx;
+    compile_one(q->todo[i], q->o);
 }
 
 int tt_builds_run(tt_build *builds, int n, const tt_build_opts *o)
 {
     work_queue q = {.todo = tt_xcalloc((size_t)n, sizeof(tt_build *)), .o = o};
-    pthread_mutex_init(&q.lock, NULL);
+    int todo = 0;
     for (int i = 0; i < n; i++) {
         tt_build *b = &builds[i];
         /* Two instances of one plan with the same key would be compiled twice; plans dedupe. */
@@ -200,19 +191,9 @@ int tt_builds_run(tt_build *builds, int n, const tt_build_opts *o)
                 snprintf(b->cache_note, sizeof b->cache_note, "rebuilt: cache entry %.16s... %s",
                          b->key_hex, why);
         }
-        q.todo[q.n++] = b;
+        q.todo[todo++] = b;
     }
-    int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs > q.n) jobs = q.n;
-    if (jobs <= 1) {
-        worker(&q);
-    } else {
-        pthread_t *t = tt_xcalloc((size_t)jobs, sizeof *t);
-        for (int i = 0; i < jobs; i++) TT_ASSERT(pthread_create(&t[i], NULL, worker, &q) == 0);
-        for (int i = 0; i < jobs; i++) pthread_join(t[i], NULL);
-        free(t);
-    }
-    pthread_mutex_destroy(&q.lock);
+    tt_parallel_for(todo, o->jobs, build_at, &q);
     free(q.todo);
     int failed = 0;
     for (int i = 0; i < n; i++) failed += builds[i].error != NULL;

@@ -75,6 +75,39 @@ int tt_errf(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+typedef struct {
+    void (*fn)(void *, int);
+    void *ctx;
+    int n, next;
+    pthread_mutex_t lock;
+} pfor;
+
+static void *pfor_worker(void *arg)
+{
+    pfor *q = arg;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        const int i = q->next < q->n ? q->next++ : -1;
+        pthread_mutex_unlock(&q->lock);
+        if (i < 0) return NULL;
+        q->fn(q->ctx, i);
+    }
+}
+
+void tt_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx)
+{
+    pfor q = {fn, ctx, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads > n) threads = n;
+    pthread_t *t = threads > 1 ? tt_xcalloc((size_t)threads - 1, sizeof *t) : NULL;
+    int started = 0;
+    for (int i = 0; i < threads - 1; i++)
+        if (pthread_create(&t[started], NULL, pfor_worker, &q) == 0) started++;
+    pfor_worker(&q);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    free(t);
+}
+
 int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen)
 {
     /* O_NONBLOCK: a FIFO without a writer would block the open; it is refused below */

@@ -24,6 +24,10 @@ char *tt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* snprintf into err, for the error-message convention of every module: return -1 afterwards. */
 int tt_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* fn(ctx, i) for every i in [0, n), on up to threads threads (this one among them; 0: one a
+ * core), each taking the next i in turn; returns when all are done. */
+void tt_parallel_for(int n, int threads, void (*fn)(void *ctx, int i), void *ctx);
+
 /* Reads a whole regular file (not a FIFO, a device or a directory) of at most max bytes (0: any
  * size) into a NUL-terminated buffer. -1 with "PATH: reason" in err. */
 int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *err, size_t errlen);

@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,41 +41,20 @@ static void rm_tree(const char *dir)
     rmdir(dir);
 }
 
-/* The SHA-256 (hex) of each of n tensors, several at a time (a wt103 checkpoint's weights and
+/* The SHA-256 (hex) of each tensor, several at a time (a wt103 checkpoint's weights and
  * moments, 1 GB, hash in about a second on one core with the SHA extensions). */
 typedef struct {
     const tt_st_tensor *t;
     const size_t *bytes;
     char **hex;
-    int n, next;
-    pthread_mutex_t lock;
 } sum_job;
 
-static void *sum_worker(void *arg)
+static void sum_at(void *ctx, int i)
 {
-    sum_job *j = arg;
-    for (;;) {
-        pthread_mutex_lock(&j->lock);
-        const int i = j->next++;
-        pthread_mutex_unlock(&j->lock);
-        if (i >= j->n) return NULL;
-        uint8_t d[32];
-        tt_sha256(j->t[i].data, j->bytes[i], d);
-        tt_hex(d, 32, j->hex[i]);
-    }
-}
-
-static void sum_tensors(const tt_st_tensor *t, const size_t *bytes, int n, char **hex)
-{
-    sum_job j = {t, bytes, hex, n, 0, PTHREAD_MUTEX_INITIALIZER};
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const int nt = (int)(cores < 1 ? 1 : cores > 8 ? 8 : cores) - 1; /* and this thread */
-    pthread_t th[8];
-    int started = 0;
-    for (int i = 0; i < nt && i < n - 1; i++)
-        if (pthread_create(&th[started], NULL, sum_worker, &j) == 0) started++;
-    sum_worker(&j);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    const sum_job *j = ctx;
+    uint8_t d[32];
+    tt_sha256(j->t[i].data, j->bytes[i], d);
+    tt_hex(d, 32, j->hex[i]);
 }
 
 /* Writes every parameter of l from each of nsets buffers, named prefix[k] + the parameter's name,
@@ -109,7 +87,8 @@ static int write_tensors(const char *path, const tt_layout *l, int nsets, const 
             mk[n_meta + 1 + j] = tt_xasprintf(SUM_PREFIX "%s", names[j]);
             mv[n_meta + 1 + j] = sums[j];
         }
-    sum_tensors(t, bytes, n, sums);
+    sum_job job = {t, bytes, sums};
+    tt_parallel_for(n, 8, sum_at, &job);
     free(bytes);
     int rc = tt_st_write(path, t, n, mk, mv, nm, err, errlen);
     for (int i = 0; i < n; i++) free(names[i]), free(sums[i]), free((char *)mk[n_meta + 1 + i]);
