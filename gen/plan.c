@@ -1279,8 +1279,8 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             "A and KV (rows of T's factors) a block per (sequence, position)",
             "zeros where the causal mask hides (j, k) from row i, a block per row",
             "dQ, dK, dV from dT KV and dT^T A; parts of dP, dg, du, dv: fixed order",
-            "dP a warp an output, dg, du, dv a block an output over the parts: fixed orders, "
-            "deterministic"};
+            ("dP a warp an output, dg, du, dv a block an output over the parts: fixed orders, "
+             "deterministic")};
         whyf(k, "%s", what[i]);
     }
     return 0;

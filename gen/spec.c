@@ -995,9 +995,9 @@ static int scan_events(const char *text, size_t len, const char *name, char *err
             const char *t = (const char *)tag;
             size_t n = strlen(t);
             const size_t at = e.start_mark.index;
-            if (at < len && text[at] == '!') {
+            if (at < len && text[at] == '!') { /* text need not end in a NUL */
                 t = text + at;
-                n = strcspn(t, " \t\r\n,[]{}");
+                for (n = 0; at + n < len && !strchr(" \t\r\n,[]{}", t[n]); n++) {}
             }
             rc = fail_line(name, err, errlen, line, col, "YAML tags are not supported, got '%s'",
                            shown(t, n, shown_tag, sizeof shown_tag));
