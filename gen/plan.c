@@ -311,12 +311,13 @@ static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *o
     b->grid[0] = ceil_div(rows, EMB_SPAN);
     snprintf(b->grid_rule, sizeof b->grid_rule, "x = ceil(rows / %d) (a block per span of sorted keys)",
              EMB_SPAN);
+    const int at = (int)(b - plan->kernels); /* add_kernel moves the array: b is found again */
     tt_kernel *sum = span_kernel(plan, "embedding_bwd_sum", "OP_EMBEDDING_BWD_SUM", "f32", "W", w);
     sum->grid[0] = (unsigned)rows;
     snprintf(sum->grid_rule, sizeof sum->grid_rule, "x = rows (a block per sorted key)");
     whyf(sum, "a block per run of equal tokens adds its spans' sums into the table's row in order: "
               "no atomics, the same bits every run");
-    return b;
+    return &plan->kernels[at];
 }
 
 /* The word embedding of one table (div_val 1) with its dropout; the backward's scatter-add made

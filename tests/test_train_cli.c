@@ -796,6 +796,157 @@ static void check_stop_signal(const fixture *f, int sig, const char *name)
     ptb_free(&d);
 }
 
+/* --- faults: kill -9 anywhere, a full disk (issue 19) ------------------------------------------ */
+
+#define FAULT_STEPS 60
+
+/* Runs spec into dir until a run ends with status 0: --resume when dir holds a checkpoint, else
+ * from the start. */
+static void run_to_end(const fixture *f, const char *spec, const char *dir, int *runs)
+{
+    for (*runs = 0; *runs < 5; (*runs)++) {
+        char *latest = tt_xasprintf("%s/latest", dir);
+        const int have = tu_exists(latest);
+        free(latest);
+        const char *argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu",
+                              "--quiet", have ? "--resume" : NULL, NULL};
+        tu_proc p;
+        start(f, &p, argv);
+        tu_proc_wait(&p, TIMEOUT);
+        const int ok = !p.timed_out && p.status == 0;
+        tu_proc_free(&p);
+        if (ok) return;
+    }
+    fail_msg("%s: no run ended well in 5", dir);
+}
+
+/* Only step folders and latest in dir: no temporary of a killed run left behind. */
+static void expect_tidy(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("%s: cannot open", dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "latest")) continue;
+        if (strncmp(n, "step-", 5) || strlen(n) != 13) fail_msg("%s: '%s' left behind", dir, n);
+    }
+    closedir(d);
+}
+
+/* One run of spec into dir (--resume where it holds a checkpoint) with `fault` in its environment,
+ * which must end it with SIGKILL. */
+static void run_to_end_killed(const fixture *f, const char *spec, const char *dir, const char *fault)
+{
+    char *latest = tt_xasprintf("%s/latest", dir);
+    const int have = tu_exists(latest);
+    free(latest);
+    const char *argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu",
+                          "--quiet", have ? "--resume" : NULL, NULL};
+    const char *env[] = {f->env[0], fault, NULL};
+    tu_proc p;
+    tu_proc_start(&p, argv, env);
+    tu_proc_wait(&p, TIMEOUT);
+    if (p.signal != SIGKILL)
+        fail_msg("%s: the run did not end by SIGKILL at the save (status %d):\n%s%s", fault,
+                 p.status, p.out, p.err);
+    tu_proc_free(&p);
+}
+
+/* kill -9 at 20 points of training on the CPU reference, each followed by --resume (or a new start
+ * where no checkpoint was written yet) until the run ends: every time the same checkpoint, byte
+ * for byte, as the run never killed, and nothing left behind. Three points are inside a save
+ * (TT_FAULT_SAVE: its files written, not renamed; an older folder of the step moved aside, the
+ * new one not yet in; the new one in, latest not yet moved); 17 at times spread over the run. */
+static void test_kill_anywhere(void **state)
+{
+    fixture *f = *state;
+    char *train = write_words_stride(f, "fault.train.txt", "w", 120, 3);
+    char *spec = write_spec(f, "fault.yaml", (spec_opts){.train = train, .steps = FAULT_STEPS,
+                                                        .dropout = 0.1, .seed = 5, .ckpt_every = 3});
+    char *ref = in_root(f, "ckpt-ref");
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ref, "--device", "cpu", "--quiet");
+    tu_expect_exit(&p, 0, "the run never killed");
+    const double t = p.seconds;
+    tu_proc_free(&p);
+    int in_save = 0;
+    for (int k = 0; k < 20; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "ckpt-kill-%d", k);
+        char *dir = in_root(f, name);
+        int runs = 0;
+        if (k < 3) {
+            /* point 2 needs an older folder of the step: a run killed at point 3 leaves one */
+            if (k == 1) run_to_end_killed(f, spec, dir, "TT_FAULT_SAVE=3");
+            char fault[32];
+            snprintf(fault, sizeof fault, "TT_FAULT_SAVE=%d", k + 1);
+            run_to_end_killed(f, spec, dir, fault);
+            in_save++;
+        } else { /* SIGKILL at (k - 3 + 0.5) / 17 of the run's time */
+            const char *argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu",
+                                  "--quiet", NULL};
+            start(f, &p, argv);
+            const double at = t * (k - 3 + 0.5) / 17;
+            const struct timespec nap = {(time_t)at, (long)((at - (long)at) * 1e9)};
+            nanosleep(&nap, NULL);
+            tu_proc_signal(&p, SIGKILL);
+            tu_proc_wait(&p, TIMEOUT);
+            tu_proc_free(&p);
+        }
+        run_to_end(f, spec, dir, &runs);
+        expect_latest(dir, FAULT_STEPS);
+        expect_same_checkpoint(ref, dir, FAULT_STEPS);
+        expect_tidy(dir);
+        free(dir);
+    }
+    print_message("  20 kills (%d inside a save, 17 over %.2f s of training): each resumed to the "
+                  "same checkpoint\n", in_save, t);
+    free(ref), free(spec), free(train);
+}
+
+/* A full disk during a save (every file limited to fewer bytes than the moments' file, with
+ * SIGXFSZ ignored, so that the write fails as on a full disk): the run stops with one line, latest
+ * names the previous checkpoint, whole; --resume without the limit ends where the run never
+ * stopped does, byte for byte. */
+static void test_full_disk(void **state)
+{
+    fixture *f = *state;
+    char *train = write_words_stride(f, "disk.train.txt", "w", 120, 3);
+    char *spec = write_spec(f, "disk.yaml", (spec_opts){.train = train, .steps = 12,
+                                                       .dropout = 0.1, .seed = 5, .ckpt_every = 3});
+    char *ref = in_root(f, "ckpt-ref"), *dir = in_root(f, "ckpt-full");
+    tu_proc p;
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ref, "--device", "cpu", "--quiet");
+    tu_expect_exit(&p, 0, "the run with room");
+    tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu", "--quiet",
+        "--stop-after", "6");
+    tu_expect_exit(&p, 0, "up to step 6");
+    tu_proc_free(&p);
+    char *model = tt_xasprintf("%s/step-%08d/model.safetensors", dir, 6);
+    size_t model_bytes;
+    free(tu_read_file(model, &model_bytes));
+    /* ulimit -f counts 512-byte blocks in sh: room for the weights, not for the moments */
+    char limit[32];
+    snprintf(limit, sizeof limit, "%zu", (model_bytes * 3 / 2) / 512);
+    RUN(f, &p, "/bin/sh", "-c", "trap '' XFSZ; ulimit -f \"$1\"; shift; exec \"$@\"", "sh", limit,
+        TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu", "--quiet", "--resume");
+    tu_expect_exit(&p, 1, "a save on a full disk");
+    if (tu_count_lines(p.err) != 1 || !strstr(p.err, "optim.safetensors"))
+        fail_msg("a save on a full disk: stderr is not one line naming the file:\n%s", p.err);
+    print_message("  full disk: %s", p.err);
+    tu_proc_free(&p);
+    expect_latest(dir, 6);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu", "--quiet",
+        "--resume");
+    tu_expect_exit(&p, 0, "--resume with room");
+    tu_proc_free(&p);
+    expect_latest(dir, 12);
+    expect_same_checkpoint(ref, dir, 12);
+    expect_tidy(dir);
+    free(model), free(ref), free(dir), free(spec), free(train);
+}
+
 static void test_sigint(void **state) { check_stop_signal(*state, SIGINT, "SIGINT"); }
 static void test_sigterm(void **state) { check_stop_signal(*state, SIGTERM, "SIGTERM"); }
 
@@ -1232,6 +1383,8 @@ int main(void)
         IN_OWN_FOLDER(test_resume_needs_memory),
         IN_OWN_FOLDER(test_sigint),
         IN_OWN_FOLDER(test_sigterm),
+        IN_OWN_FOLDER(test_kill_anywhere),
+        IN_OWN_FOLDER(test_full_disk),
         /* These two wait for the 300-step run of the group setup. */
         cmocka_unit_test(test_tiny_trains_on_ptb),
         cmocka_unit_test(test_eval_counts_every_token_once),

@@ -205,6 +205,16 @@ int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errle
     return 0;
 }
 
+/* The fault test's kill -9 inside a save (test_train_cli's test_kill_anywhere): TT_FAULT_SAVE=K
+ * ends this process with SIGKILL at point K of its first save that reaches it: 1, every file
+ * written under the temporary name; 2, an older folder of the same step moved aside; 3, the new
+ * folder in place, latest not yet pointed at it. Unset (always, but in that test): nothing. */
+static void fault_point(int k)
+{
+    const char *v = getenv("TT_FAULT_SAVE");
+    if (v && atoi(v) == k) raise(SIGKILL);
+}
+
 int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size_t outlen,
                        char *err, size_t errlen)
 {
@@ -237,11 +247,13 @@ int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size
         goto out;
     if (ck->state && write_state(state, ck->layout, ck->state, err, errlen) != 0) goto out;
     if (tt_vocab_save(ck->vocab, vocab, err, errlen) != 0) goto out;
+    fault_point(1);
     /* Replace an older folder of the same step (moved aside, the new one put in its place, and
      * only then removed: no more than two renames apart is there no whole folder under the
      * name), then point latest at the new one. */
     char *old = tt_xasprintf("%s.old.%ld", final, (long)getpid());
     const int had_old = rename(final, old) == 0;
+    if (had_old) fault_point(2);
     if (rename(tmp, final) != 0) {
         tt_errf(err, errlen, "%s: cannot rename to %s: %s", tmp, final, strerror(errno));
         if (had_old) rename(old, final); /* the old one back */
@@ -250,6 +262,7 @@ int tt_checkpoint_save(const char *dir, const tt_checkpoint *ck, char *out, size
     }
     if (had_old) rm_tree(old);
     free(old);
+    fault_point(3);
     char *latest = tt_xasprintf("%s/latest", dir);
     char *line = tt_xasprintf("%s\n", name);
     const void *parts[] = {line};
