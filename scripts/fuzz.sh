@@ -2,6 +2,7 @@
 # The libFuzzer targets (fuzz/): builds them with clang, AddressSanitizer and UBSan in
 # build-fuzz/ (TT_FUZZ_BUILD), makes their seed corpora, and runs each for SECONDS (default 60):
 #   scripts/fuzz.sh [SECONDS] [TARGET...]        TARGET: spec safetensors corpus tuning (default all)
+#   TT_FUZZ_RUNS=N scripts/fuzz.sh 0 ...          N executions each instead of a time
 # Seeds: specs/ and tests/specs-invalid/ (spec); tests/data's reference file and a real checkpoint
 # of a tiny model trained one step on the CPU (safetensors); small texts, plain and gzip, and
 # PTB's validation text's first lines where ../shared/data has it (corpus); a tuning.tsv line
@@ -49,10 +50,13 @@ status=0
 for t in $targets; do
     mkdir -p "$work/$t"
     log=$B/fuzz-$t.log
-    if "$B/fuzz_$t" "$work/$t" "$seeds/$t" -max_total_time="$secs" -rss_limit_mb=2048 \
+    limit=(-max_total_time="$secs")
+    [ -n "${TT_FUZZ_RUNS:-}" ] && limit=(-runs="$TT_FUZZ_RUNS")
+    t0=$(date +%s)
+    if "$B/fuzz_$t" "$work/$t" "$seeds/$t" "${limit[@]}" -rss_limit_mb=2048 \
         -artifact_prefix="$findings/$t-" -print_final_stats=1 >"$log" 2>&1; then
         echo "fuzz_$t: $(grep -o 'number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*') executions" \
-            "in ${secs} s, $(ls "$work/$t" | wc -l) inputs in its corpus, no finding"
+            "in $(( $(date +%s) - t0 )) s, $(ls "$work/$t" | wc -l) inputs in its corpus, no finding"
     else
         status=1
         echo "fuzz_$t: FINDING (input in $findings/):"
