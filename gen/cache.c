@@ -5,8 +5,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,13 +42,7 @@ static void remove_stale_temporaries(const char *dir)
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        const char *t = strstr(e->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        errno = 0;
-        const long pid = strtol(t + 5, &end, 10);
-        if (errno || end == t + 5 || pid <= 0 || pid > INT_MAX || *end != '.') continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (!tt_pid_gone(tt_temp_pid(e->d_name))) continue;
         char *path = tt_xasprintf("%s/%s", dir, e->d_name);
         struct stat st;
         if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime > 60)

@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,11 +116,14 @@ int tt_read_file(const char *path, size_t max, char **data, size_t *len, char *e
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return tt_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         const int e = errno;
         close(fd);
-        return S_ISREG(st.st_mode) ? tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(e))
-                                   : tt_errf(err, errlen, "%s: not a regular file", path);
+        return tt_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return tt_errf(err, errlen, "%s: not a regular file", path);
     }
     if (max && (unsigned long long)st.st_size > max) {
         close(fd);
@@ -218,6 +223,21 @@ int tt_mkdir_p(const char *path, char *err, size_t errlen)
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return tt_errf(err, errlen, "%s: not a directory", path);
     return 0;
+}
+
+int tt_pid_gone(long pid)
+{
+    return pid > 0 && pid <= INT_MAX && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+long tt_temp_pid(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    if (!t) return -1;
+    char *end;
+    errno = 0;
+    const long pid = strtol(t + 5, &end, 10);
+    return errno || end == t + 5 || pid <= 0 || (*end && *end != '.') ? -1 : pid;
 }
 
 int tt_opt_refuse(const char *tool, int c, char *const *argv)

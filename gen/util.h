@@ -50,6 +50,12 @@ double tt_rel_l2(const float *got, const float *want, size_t n);
  * and benchmarks, never worth stopping a run for). */
 long tt_env_long(const char *name, long lo, long hi, long fallback);
 
+/* 1 when no process pid runs (another user's process counts as running), else 0. */
+int tt_pid_gone(long pid);
+/* The PID in a temporary's name, "NAME.tmp.PID" or "NAME.tmp.PID.MORE" (tt_write_file_atomic's and
+ * the checkpoints' step folders'), or -1 when name is not one. */
+long tt_temp_pid(const char *name);
+
 /* A tool's command-line error after getopt_long (with an optstring that starts with ':', so that
  * an option given without its value returns ':'): "TOOL: --opt needs a value" or "TOOL: unknown
  * option '--opt'", each with "(see TOOL --help)", one line on stderr. Returns 2, the usage

@@ -800,18 +800,26 @@ static void check_stop_signal(const fixture *f, int sig, const char *name)
 
 #define FAULT_STEPS 60
 
-/* Runs spec into dir until a run ends with status 0: --resume when dir holds a checkpoint, else
- * from the start. */
+/* Starts tt-train spec into dir on the CPU (--resume where dir holds a checkpoint, else from the
+ * start), with `fault` (NULL: none) in its environment. */
+static void start_in(const fixture *f, tu_proc *p, const char *spec, const char *dir,
+                     const char *fault)
+{
+    char *latest = tt_xasprintf("%s/latest", dir);
+    const int have = tu_exists(latest);
+    free(latest);
+    const char *argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu",
+                          "--quiet", have ? "--resume" : NULL, NULL};
+    const char *env[] = {f->env[0], fault, NULL};
+    tu_proc_start(p, argv, env);
+}
+
+/* Runs spec into dir until a run ends with status 0 (start_in, at most 5 runs). */
 static void run_to_end(const fixture *f, const char *spec, const char *dir, int *runs)
 {
     for (*runs = 0; *runs < 5; (*runs)++) {
-        char *latest = tt_xasprintf("%s/latest", dir);
-        const int have = tu_exists(latest);
-        free(latest);
-        const char *argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu",
-                              "--quiet", have ? "--resume" : NULL, NULL};
         tu_proc p;
-        start(f, &p, argv);
+        start_in(f, &p, spec, dir, NULL);
         tu_proc_wait(&p, TIMEOUT);
         const int ok = !p.timed_out && p.status == 0;
         tu_proc_free(&p);
@@ -833,18 +841,12 @@ static void expect_tidy(const char *dir)
     closedir(d);
 }
 
-/* One run of spec into dir (--resume where it holds a checkpoint) with `fault` in its environment,
- * which must end it with SIGKILL. */
+/* One run of spec into dir (start_in) with `fault` in its environment, which must end it with
+ * SIGKILL. */
 static void run_to_end_killed(const fixture *f, const char *spec, const char *dir, const char *fault)
 {
-    char *latest = tt_xasprintf("%s/latest", dir);
-    const int have = tu_exists(latest);
-    free(latest);
-    const char *argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", dir, "--device", "cpu",
-                          "--quiet", have ? "--resume" : NULL, NULL};
-    const char *env[] = {f->env[0], fault, NULL};
     tu_proc p;
-    tu_proc_start(&p, argv, env);
+    start_in(f, &p, spec, dir, fault);
     tu_proc_wait(&p, TIMEOUT);
     if (p.signal != SIGKILL)
         fail_msg("%s: the run did not end by SIGKILL at the save (status %d):\n%s%s", fault,

@@ -45,7 +45,6 @@ static void rm_tree(const char *dir)
  * moments, 1 GB, hash in about a second on one core with the SHA extensions). */
 typedef struct {
     const tt_st_tensor *t;
-    const size_t *bytes;
     char **hex;
 } sum_job;
 
@@ -53,7 +52,7 @@ static void sum_at(void *ctx, int i)
 {
     const sum_job *j = ctx;
     uint8_t d[32];
-    tt_sha256(j->t[i].data, j->bytes[i], d);
+    tt_sha256(j->t[i].data, tt_st_nbytes(&j->t[i]), d); /* the bytes written: little-endian f32 */
     tt_hex(d, 32, j->hex[i]);
 }
 
@@ -67,7 +66,6 @@ static int write_tensors(const char *path, const tt_layout *l, int nsets, const 
     tt_st_tensor *t = tt_xcalloc((size_t)n, sizeof *t);
     char **names = tt_xcalloc((size_t)n, sizeof *names), **sums = tt_xcalloc((size_t)n, sizeof *sums);
     const char **mk = tt_xcalloc((size_t)nm, sizeof *mk), **mv = tt_xcalloc((size_t)nm, sizeof *mv);
-    size_t *bytes = tt_xcalloc((size_t)n, sizeof *bytes);
     for (int i = 0; i < n_meta; i++) mk[i] = keys[i], mv[i] = vals[i];
     mk[n_meta] = SUMS_KEY, mv[n_meta] = "sha256";
     for (int k = 0; k < nsets; k++)
@@ -82,14 +80,12 @@ static int write_tensors(const char *path, const tt_layout *l, int nsets, const 
             e->shape[0] = p->shape[0];
             e->shape[1] = p->shape[1];
             e->data = base[k] + p->offset;
-            bytes[j] = p->numel * sizeof(float); /* the bytes written: little-endian f32 */
             sums[j] = tt_xmalloc(65);
             mk[n_meta + 1 + j] = tt_xasprintf(SUM_PREFIX "%s", names[j]);
             mv[n_meta + 1 + j] = sums[j];
         }
-    sum_job job = {t, bytes, sums};
+    sum_job job = {t, sums};
     tt_parallel_for(n, 8, sum_at, &job);
-    free(bytes);
     int rc = tt_st_write(path, t, n, mk, mv, nm, err, errlen);
     for (int i = 0; i < n; i++) free(names[i]), free(sums[i]), free((char *)mk[n_meta + 1 + i]);
     free(names), free(sums), free(mk), free(mv);
@@ -136,21 +132,19 @@ static int write_state(const char *path, const tt_layout *l, const tt_train_stat
     return rc;
 }
 
-/* Whether name is prefix + a number + suffix + "." + a PID of a process that is not running
- * (another user's process counts as running). */
-static bool left_by_dead(const char *name, const char *prefix, const char *suffix, size_t *stem)
+/* Whether name is "step-" + a number + kind (".tmp", ".old") + "." + a PID no longer running;
+ * *stem: the length of "step-N". */
+static bool step_left_by_dead(const char *name, const char *kind, size_t *stem)
 {
-    const size_t np = strlen(prefix), ns = strlen(suffix);
-    if (strncmp(name, prefix, np) != 0) return false;
-    const char *d = name + np, *e = d;
+    const char *d = name + 5, *e = d;
+    if (strncmp(name, "step-", 5) != 0) return false;
     while (isdigit((unsigned char)*e)) e++;
-    if (e == d || strncmp(e, suffix, ns) != 0 || e[ns] != '.') return false;
+    if (e == d || strncmp(e, kind, strlen(kind)) != 0 || e[strlen(kind)] != '.') return false;
+    *stem = (size_t)(e - name);
     char *end;
     errno = 0;
-    const long pid = strtol(e + ns + 1, &end, 10);
-    if (errno || pid <= 0 || pid > INT_MAX || (*end && *end != '.')) return false;
-    *stem = (size_t)(e - name);
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    const long pid = strtol(e + strlen(kind) + 1, &end, 10);
+    return !errno && !*end && tt_pid_gone(pid);
 }
 
 int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errlen)
@@ -162,16 +156,12 @@ int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errle
     if (tt_mkdir_p(dir, err, errlen) != 0) return -1;
     char *probe = tt_xasprintf("%s/.write-test.%ld", dir, (long)getpid());
     FILE *f = fopen(probe, "wb");
-    const bool wrote = f && fputc('\n', f) != EOF;
-    const int e = errno;
-    if (f && fclose(f) != 0 && wrote) {
-        unlink(probe);
-        free(probe);
-        return tt_errf(err, errlen, "%s: cannot write: %s", dir, strerror(errno));
-    }
+    bool bad = !f || fputc('\n', f) == EOF;
+    int e = errno;
+    if (f && fclose(f) != 0 && !bad) bad = true, e = errno;
     unlink(probe);
     free(probe);
-    if (!wrote) return tt_errf(err, errlen, "%s: cannot write: %s", dir, strerror(e));
+    if (bad) return tt_errf(err, errlen, "%s: cannot write: %s", dir, strerror(e));
     DIR *d = opendir(dir);
     if (!d) return tt_errf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
     struct dirent *de;
@@ -179,9 +169,9 @@ int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errle
     while ((de = readdir(d))) {
         size_t stem;
         char *p = tt_xasprintf("%s/%s", dir, de->d_name);
-        if (left_by_dead(de->d_name, "step-", ".tmp", &stem)) {
+        if (step_left_by_dead(de->d_name, ".tmp", &stem)) {
             rm_tree(p), n++;
-        } else if (left_by_dead(de->d_name, "step-", ".old", &stem)) {
+        } else if (step_left_by_dead(de->d_name, ".old", &stem)) {
             char *final = tt_xasprintf("%s/%.*s", dir, (int)stem, de->d_name);
             struct stat st;
             if (stat(final, &st) != 0) { /* its replacement never came: it is the step's */
@@ -190,13 +180,9 @@ int tt_checkpoint_prepare(const char *dir, int *cleaned, char *err, size_t errle
                 rm_tree(p), n++;
             }
             free(final);
-        } else if (!strncmp(de->d_name, "latest.tmp.", 11)) {
-            char *end;
-            errno = 0;
-            const long pid = strtol(de->d_name + 11, &end, 10);
-            if (!errno && pid > 0 && pid <= INT_MAX && *end == '.' && kill((pid_t)pid, 0) != 0 &&
-                errno == ESRCH && unlink(p) == 0)
-                n++;
+        } else if (!strncmp(de->d_name, "latest.tmp.", 11) &&
+                   tt_pid_gone(tt_temp_pid(de->d_name)) && unlink(p) == 0) {
+            n++;
         }
         free(p);
     }
@@ -388,9 +374,9 @@ static bool tied_alias(const tt_layout *l, const char *name, char *alias, size_t
 static int meta_long(const tt_st_file *f, const char *path, const char *key, long lo, long hi,
                      long *out, char *err, size_t errlen);
 
-/* tt_st_read_f32 of tensor name (p's shape) into out, then every value checked finite: a NaN
- * or an infinity in a checkpoint's weights or moments is damage (a run never saves one: its
- * steps stop first), which would otherwise score as `perplexity nan` or train on it. */
+/* tt_st_read_f32 of tensor name (p's shape) into out, checked against its SHA-256 where the file
+ * records them, and every value finite: a NaN or an infinity in a checkpoint's weights or
+ * moments would otherwise score as `perplexity nan`, or be trained on. */
 static int read_finite(tt_st_file *f, const char *file, const char *name, const tt_param *p,
                        float *out, char *err, size_t errlen)
 {
