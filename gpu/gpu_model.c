@@ -1843,7 +1843,7 @@ static void enqueue_adam_shard(tt_gpu_lm *lm)
     tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g, 0, t->clip, 0, &lm->sc->norm);
     char *wc = es == 4 ? NULL : (char *)lm->wc;
     tt_adam(&lm->prog, st, lm->w + off, lm->m, lm->v, wc ? wc + off * es : NULL,
-            lm->g + off, lm->sc, len, t);
+            lm->g + off, lm->sc, lm->sums, len, t);
     if (r == ncclSuccess) r = nc->group_start();
     if (r == ncclSuccess) r = nc->all_gather(lm->w + off, lm->w, len, ncclFloat32, comm, st);
     if (r == ncclSuccess && wc)
@@ -2001,7 +2001,7 @@ static void enqueue_adam(tt_gpu_lm *lm)
     const cudaStream_t st = lm->gpu->stream;
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
-            lm->l->n_floats, t);
+            lm->sums, lm->l->n_floats, t);
     refresh_padded(lm);
 }
 

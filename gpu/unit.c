@@ -1406,7 +1406,8 @@ static void adam_init(tt_unit *u, const tt_unit_opts *o)
 static void adam_launch(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, size_t n)
 {
     const adam_in *a = u->h;
-    tt_adam(p, gpu->stream, a->d_w, a->d_m, a->d_v, a->d_copy, a->d_g, a->d_sc, n, &a->t);
+    tt_adam(p, gpu->stream, a->d_w, a->d_m, a->d_v, a->d_copy, a->d_g, a->d_sc, NULL, n,
+            &a->t);
 }
 
 static void adam_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)

@@ -6,6 +6,10 @@
 //                                     (tt_adam_step)
 // lr, bc1 and bc2 (written by the host) and norm and clip (written by grad_norm) are read
 // from device memory, so that a step captured in a CUDA graph takes each replay's values.
+// The guarded step: adam also reads the gradient's norm and the step's loss sum (when given)
+// and leaves w, m and v as they are when either is not finite (a NaN or an infinity anywhere in
+// the gradient makes the norm so): the weights stay the last step's without the host looking
+// inside the step, and the host, which reads both after the step, reports it.
 // The sum of squares is accumulated in double: a float's square is exact in double, and the sum
 // of ~1e8 of them keeps ~1e-16 relative error in any order, so the norm is the CPU's to the last
 // float bit (bar ties), and so is the clip factor. Its order is fixed by TT_BLOCKS and TT_THREADS
@@ -99,10 +103,12 @@ extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
           TT_T *__restrict__ wcopy, const float *__restrict__ g, const double *__restrict__ lr,
           const double *__restrict__ bc1, const double *__restrict__ bc2,
-          const double *__restrict__ clip, long long n, float beta1, float beta2, float eps,
+          const double *__restrict__ clip, const double *__restrict__ norm,
+          const double *__restrict__ loss, long long n, float beta1, float beta2, float eps,
           float weight_decay)
 {
     tt_pdl_begin();
+    if (!isfinite(*norm) || (loss && !isfinite(*loss))) return; // the same for every thread
     // As tt_adam_step: the step size and sqrt(bc2) in double, then rounded to float.
     const float step = (float)(*lr / *bc1), sbc2 = (float)sqrt(*bc2), cf = (float)*clip;
     const long long stride = (long long)gridDim.x * TT_THREADS;

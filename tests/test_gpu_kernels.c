@@ -1091,7 +1091,9 @@ static long max_ulps(const float *a, const float *b, size_t n, size_t *differ)
 /* Gradient norm, clipping and Adam against tt_clip_grad_norm and tt_adam_step: w, m and v within
  * one float rounding (the kernels do the CPU's operations in its order, so bit-equal is what is
  * expected), with and without clipping and weight decay, on whole arrays (16-byte path) and on
- * arrays shifted by one float (the scalar path). The bf16 copy is the rounded w. */
+ * arrays shifted by one float (the scalar path). The bf16 copy is the rounded w. The guarded
+ * step: with one NaN in the gradient (variant 3), or an infinite loss (variant 4), w, m, v and
+ * the copy keep their bits. */
 static void test_adam(void **state)
 {
     (void)state;
@@ -1100,8 +1102,9 @@ static void test_adam(void **state)
         tt_spec s;
         tt_gpu_program p;
         load_program(c, &s, &p);
-        for (int variant = 0; variant < 3; variant++) {
+        for (int variant = 0; variant < 5; variant++) {
             const size_t off = variant == 2, n = 100003 - off;
+            const bool guarded = variant >= 3;
             const double clip = variant == 1 ? 0 : 0.25;
             tt_train_spec t = s.train;
             t.weight_decay = variant == 1 ? 0 : 0.01;
@@ -1114,10 +1117,15 @@ static void test_adam(void **state)
             randn(m, n + 1, 0.01f);
             randn(v, n + 1, 1e-4f);
             for (size_t i = 0; i < n + 1; i++) v[i] = fabsf(v[i]);
+            if (variant == 3) g[n / 3] = NAN;
+            const double loss = variant == 4 ? INFINITY : 4.25; /* the loss sum adam reads */
             /* GPU first (the CPU updates in place) */
             float *d_w = upload(w, n + 1, 0), *d_g = upload(g, n + 1, 0), *d_m = upload(m, n + 1, 0),
                   *d_v = upload(v, n + 1, 0);
+            double *d_loss = upload_bytes(&loss, sizeof loss);
             void *d_copy = poisoned(n + 1, c->bf16 ? 2 : 4);
+            void *copy0 = tt_xmalloc((n + 1) * (c->bf16 ? 2 : 4));
+            TT_CUDA(cudaMemcpy(copy0, d_copy, (n + 1) * (c->bf16 ? 2 : 4), cudaMemcpyDeviceToHost));
             tt_adam_scalars host;
             tt_adam_scalars_at(&host, &t, lr, step);
             tt_adam_scalars *d_sc = upload_bytes(&host, sizeof host);
@@ -1126,10 +1134,25 @@ static void test_adam(void **state)
             TT_CUDA(cudaMemset(part + np - 1, 0, 8)); /* the count of blocks done */
             tt_grad_norm(&p, gpu.stream, d_sc, part, d_g + off, n, clip);
             tt_adam(&p, gpu.stream, d_w + off, d_m + off, d_v + off,
-                    (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, n, &t);
+                    (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, d_loss, n, &t);
             float *g_w = download(d_w, n + 1, 0), *g_m = download(d_m, n + 1, 0),
                   *g_v = download(d_v, n + 1, 0), *g_copy = download(d_copy, n + 1, c->bf16);
             TT_CUDA(cudaMemcpy(&host, d_sc, sizeof host, cudaMemcpyDeviceToHost));
+            if (guarded) {
+                const char *name = variant == 3 ? "adam, a NaN gradient" : "adam, an infinite loss";
+                void *g_copy0 = tt_xmalloc((n + 1) * (c->bf16 ? 2 : 4));
+                TT_CUDA(cudaMemcpy(g_copy0, d_copy, (n + 1) * (c->bf16 ? 2 : 4),
+                                   cudaMemcpyDeviceToHost));
+                const bool same = !memcmp(g_w, w, (n + 1) * 4) && !memcmp(g_m, m, (n + 1) * 4) &&
+                                  !memcmp(g_v, v, (n + 1) * 4) &&
+                                  !memcmp(g_copy0, copy0, (n + 1) * (c->bf16 ? 2 : 4));
+                printf("  %-28s norm %g: w, m, v and the copy %s\n", name, host.norm,
+                       same ? "unchanged" : "CHANGED");
+                if (variant == 3 && !isnan(host.norm)) fail_msg("%s: norm %g, want NaN", name, host.norm);
+                if (!same) fail_msg("%s: the step changed the weights or moments", name);
+                free(g_copy0);
+            }
+            if (guarded) goto next;
             /* CPU */
             const double norm = tt_clip_grad_norm(g + off, n, clip);
             tt_adam_step(w + off, g + off, m + off, v + off, n, &t, lr, step);
@@ -1158,10 +1181,12 @@ static void test_adam(void **state)
             config cc = *c;
             cc.name = name;
             compare("  copy of w", &cc, g_copy + off, want_copy, n, c->bf16 ? 1e-3 : 1e-6);
-            cudaFree(d_w), cudaFree(d_g), cudaFree(d_m), cudaFree(d_v), cudaFree(d_copy);
-            cudaFree(d_sc), cudaFree(part);
-            free(w), free(g), free(m), free(v), free(g_w), free(g_m), free(g_v), free(g_copy);
             free(want_copy);
+        next:
+            cudaFree(d_w), cudaFree(d_g), cudaFree(d_m), cudaFree(d_v), cudaFree(d_copy);
+            cudaFree(d_sc), cudaFree(part), cudaFree(d_loss);
+            free(w), free(g), free(m), free(v), free(g_w), free(g_m), free(g_v), free(g_copy);
+            free(copy0);
         }
         tt_gpu_program_free(&p);
         tt_spec_free(&s);

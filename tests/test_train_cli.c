@@ -949,6 +949,101 @@ static void test_full_disk(void **state)
     free(model), free(ref), free(dir), free(spec), free(train);
 }
 
+/* Every tensor of two safetensors files the same, name, shape and bytes (their metadata may
+ * differ: a step number). */
+static void expect_same_tensors(const char *a, const char *b)
+{
+    char err[512];
+    tt_st_file *x, *y;
+    if (tt_st_open(a, &x, err, sizeof err) || tt_st_open(b, &y, err, sizeof err)) fail_msg("%s", err);
+    if (tt_st_count(x) != tt_st_count(y))
+        fail_msg("%s holds %d tensors, %s %d", a, tt_st_count(x), b, tt_st_count(y));
+    for (int i = 0; i < tt_st_count(x); i++) {
+        const tt_st_tensor *t = tt_st_get(x, i), *u = tt_st_find(y, t->name);
+        if (!u || tt_st_nbytes(t) != tt_st_nbytes(u) || memcmp(t->data, u->data, tt_st_nbytes(t)))
+            fail_msg("tensor %s differs between %s and %s", t->name, a, b);
+    }
+    tt_st_close(x), tt_st_close(y);
+}
+
+/* The guarded step, on the tensorized model and on Transformer-XL: step 5 made non-finite
+ * (TT_FAULT_NAN_STEP: its loss and every gradient NaN). Without --skip-nonfinite the run stops
+ * with exit 1 and one line naming the step, a tensor and the last checkpoint, which latest still
+ * names, with no folder of step 5 and nothing left behind. With --skip-nonfinite 1 the step is
+ * skipped: its checkpoint holds step 4's weights and moments exactly, and the run goes on to
+ * its end (Transformer-XL's next step without the memories the bad step left). */
+static void test_nonfinite_step(void **state)
+{
+    fixture *f = *state;
+    char *train = write_words_stride(f, "nan.train.txt", "w", 120, 3);
+    for (int txl = 0; txl < 2; txl++) {
+        const char *kind = txl ? "transformer-xl" : "tensorized";
+        char name[64];
+        snprintf(name, sizeof name, "nan-%d.yaml", txl);
+        char *spec = write_spec(f, name, (spec_opts){.train = train, .steps = 8, .dropout = 0.1,
+                                                    .seed = 5, .ckpt_every = 3, .txl = txl});
+        snprintf(name, sizeof name, "ckpt-ref-%d", txl);
+        char *ref = in_root(f, name);
+        snprintf(name, sizeof name, "ckpt-stop-%d", txl);
+        char *stop = in_root(f, name);
+        snprintf(name, sizeof name, "ckpt-skip-%d", txl);
+        char *skip = in_root(f, name);
+        tu_proc p;
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", ref, "--device", device, "--quiet",
+            "--stop-after", "4");
+        tu_expect_exit(&p, 0, "up to step 4");
+        tu_proc_free(&p);
+
+        const char *env[] = {f->env[0], "TT_FAULT_NAN_STEP=5", NULL};
+        const char *stop_argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", stop, "--device",
+                                   device, "--quiet", NULL};
+        tu_proc_start(&p, stop_argv, env);
+        tu_proc_wait(&p, TIMEOUT);
+        tu_expect_exit(&p, 1, "a NaN step");
+        if (tu_count_lines(p.err) != 1 || !strstr(p.err, "step 5: the loss is NaN") ||
+            !strstr(p.err, "first non-finite gradient: ") || !strstr(p.err, "step-00000003"))
+            fail_msg("%s, a NaN step: stderr is not one line naming the step, a tensor and the "
+                     "last checkpoint:\n%s", kind, p.err);
+        print_message("  %s: %s", kind, p.err);
+        tu_proc_free(&p);
+        expect_latest(stop, 3);
+        char *step5 = tt_xasprintf("%s/step-%08d", stop, 5);
+        if (tu_exists(step5)) fail_msg("%s: a folder of the NaN step", step5);
+        expect_tidy(stop);
+
+        const char *skip_argv[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", skip, "--device",
+                                   device, "--stop-after", "5", "--skip-nonfinite", "1", NULL};
+        tu_proc_start(&p, skip_argv, env);
+        tu_proc_wait(&p, TIMEOUT);
+        tu_expect_exit(&p, 0, "a NaN step skipped");
+        if (!strstr(p.out, "step 5: the loss is NaN") || !strstr(p.out, "skipped"))
+            fail_msg("%s: no line says step 5 was skipped:\n%s", kind, p.out);
+        tu_proc_free(&p);
+        for (int k = 0; k < 2; k++) {
+            const char *file = k ? "optim.safetensors" : "model.safetensors";
+            char *a = tt_xasprintf("%s/step-%08d/%s", ref, 4, file);
+            char *b = tt_xasprintf("%s/step-%08d/%s", skip, 5, file);
+            expect_same_tensors(a, b);
+            free(a), free(b);
+        }
+        char err[512], *sfile = tt_xasprintf("%s/step-%08d/state.safetensors", skip, 5);
+        tt_st_file *st;
+        if (tt_st_open(sfile, &st, err, sizeof err)) fail_msg("%s", err);
+        assert_string_equal(tt_st_meta(st, "skipped"), "1");
+        assert_string_equal(tt_st_meta(st, "mem_step"), "-1");
+        tt_st_close(st);
+        RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", skip, "--device", device, "--quiet",
+            "--resume");
+        tu_expect_exit(&p, 0, "the skipping run resumed to its end");
+        tu_proc_free(&p);
+        expect_latest(skip, 8);
+        print_message("  %s: step 5 skipped with step 4's weights and moments; resumed to step 8\n",
+                      kind);
+        free(sfile), free(step5), free(spec), free(ref), free(stop), free(skip);
+    }
+    free(train);
+}
+
 static void test_sigint(void **state) { check_stop_signal(*state, SIGINT, "SIGINT"); }
 static void test_sigterm(void **state) { check_stop_signal(*state, SIGTERM, "SIGTERM"); }
 
@@ -1351,6 +1446,8 @@ static void test_resume_across_devices(void **state)
 
 int main(void)
 {
+    const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_nonfinite_step: the tests it matches */
+    if (only && *only) cmocka_set_test_filter(only);
     const char *want = getenv("TT_TEST_DEVICE");
     if (want && !strcmp(want, "cuda")) {
         tt_device_info info;
@@ -1366,6 +1463,7 @@ int main(void)
             IN_OWN_FOLDER(test_resume_is_exact),
             IN_OWN_FOLDER(test_resume_needs_memory),
             IN_OWN_FOLDER(test_resume_across_devices),
+            IN_OWN_FOLDER(test_nonfinite_step),
         };
         return cmocka_run_group_tests(gpu_tests, NULL, NULL);
     }
@@ -1387,6 +1485,7 @@ int main(void)
         IN_OWN_FOLDER(test_sigterm),
         IN_OWN_FOLDER(test_kill_anywhere),
         IN_OWN_FOLDER(test_full_disk),
+        IN_OWN_FOLDER(test_nonfinite_step),
         /* These two wait for the 300-step run of the group setup. */
         cmocka_unit_test(test_tiny_trains_on_ptb),
         cmocka_unit_test(test_eval_counts_every_token_once),

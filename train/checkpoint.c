@@ -98,7 +98,7 @@ static int write_tensors(const char *path, const tt_layout *l, int nsets, const 
 static int write_state(const char *path, const tt_layout *l, const tt_train_state *st, char *err,
                        size_t errlen)
 {
-    char num[8][32];
+    char num[9][32];
     snprintf(num[0], sizeof num[0], "%ld", st->step);
     snprintf(num[1], sizeof num[1], "%" PRIu64, st->seed);
     snprintf(num[2], sizeof num[2], "%ld", st->mem_step);
@@ -108,10 +108,11 @@ static int write_state(const char *path, const tt_layout *l, const tt_train_stat
     else snprintf(num[5], sizeof num[5], "%.17g", st->best_valid_ppl);
     snprintf(num[6], sizeof num[6], "%ld", st->best_step);
     snprintf(num[7], sizeof num[7], "%ld", st->stale);
+    snprintf(num[8], sizeof num[8], "%ld", st->skipped);
     const char *keys[] = {"format", "step", "seed", "mem_step", "mem_len", "batch",
-                          "best_valid_ppl", "best_step", "stale", "data", "rng"};
+                          "best_valid_ppl", "best_step", "stale", "skipped", "data", "rng"};
     const char *vals[] = {STATE_FORMAT, num[0], num[1], num[2], num[3], num[4], num[5], num[6],
-                          num[7],
+                          num[7], num[8],
                           "the batch of step s is a function of s (tt_tokens_batch: segment "
                           "(s - 1) mod S of each stream); the next step is step + 1",
                           "dropout masks are counter-based on (seed, step, site, element): no "
@@ -126,7 +127,8 @@ static int write_state(const char *path, const tt_layout *l, const tt_train_stat
         t[k] = (tt_st_tensor){names[k], TT_ST_F32, 3, {st->batch, st->mem_len, d},
                               st->mems + k * per_layer};
     }
-    const int rc = tt_st_write(path, t, layers, keys, vals, 11, err, errlen);
+    const int rc = tt_st_write(path, t, layers, keys, vals, (int)(sizeof keys / sizeof *keys), err,
+                               errlen);
     free(names);
     free(t);
     return rc;
@@ -580,16 +582,18 @@ static int read_state_meta(const tt_st_file *f, const char *path, const tt_layou
     if (!format || strcmp(format, STATE_FORMAT) != 0)
         return tt_errf(err, errlen, "%s: not a tt training state (its metadata lacks format %s)",
                        path, STATE_FORMAT);
-    long v[6];
+    long v[7] = {0};
     if (meta_long(f, path, "step", 0, LONG_MAX, &v[0], err, errlen) ||
         meta_long(f, path, "mem_step", -1, v[0], &v[1], err, errlen) ||
         meta_long(f, path, "mem_len", 0, INT_MAX, &v[2], err, errlen) ||
         meta_long(f, path, "batch", 1, INT_MAX, &v[3], err, errlen) ||
         meta_long(f, path, "best_step", 0, v[0], &v[4], err, errlen) ||
-        meta_long(f, path, "stale", 0, v[0], &v[5], err, errlen))
+        meta_long(f, path, "stale", 0, v[0], &v[5], err, errlen) ||
+        /* skipped came later: a state without it skipped none */
+        (tt_st_meta(f, "skipped") && meta_long(f, path, "skipped", 0, v[0], &v[6], err, errlen)))
         return -1;
     st->step = v[0], st->mem_step = v[1], st->mem_len = (int)v[2], st->batch = (int)v[3];
-    st->best_step = v[4], st->stale = v[5];
+    st->best_step = v[4], st->stale = v[5], st->skipped = v[6];
     if (st->mem_len > l->m.mem_len)
         return tt_errf(err, errlen, "%s: mem_len is %d, more than the spec's model.mem_len %d",
                        path, st->mem_len, l->m.mem_len);

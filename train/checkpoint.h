@@ -26,6 +26,7 @@ typedef struct {
     int batch;             /* sequences the memories are of */
     double best_valid_ppl; /* the best validation perplexity so far; INFINITY: none yet */
     long best_step, stale; /* its step (0: none), validations since without improvement */
+    long skipped;          /* steps whose loss or gradient was not finite, skipped so far */
     float *mems;           /* Transformer-XL's memories [layers, batch, mem_len, d_model] */
 } tt_train_state;
 

@@ -1,6 +1,8 @@
 /* The CPU and GPU engines (see engine.h). */
 #include "engine.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,23 +173,44 @@ void tt_engine_download(tt_engine *e)
     tt_gpu_lm_moments_io(e->glm, e->host[1], e->host[2], false);
 }
 
+static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
+                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res);
+
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
 {
+    double norm;
     if (e->on_gpu) {
         /* Transformer-XL: the memories the last step left, when this batch continues it */
         tt_gpu_lm_continue(e->glm, continues && e->mem_step == s - 1);
         e->mem_step = s;
-        if (e->world == 1) return tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
-        /* this rank's share: its sequences, the masks they draw in the whole batch, and the
-         * whole batch's weight as the loss's divisor */
-        TT_ASSERT(!o->weight);
-        const size_t off = (size_t)e->seq0 * e->l->m.seq_len;
-        tt_lm_opts share = *o;
-        share.seq0 = e->seq0;
-        share.norm = (double)e->batch * e->world * e->l->m.seq_len;
-        return tt_gpu_lm_train_step(e->glm, inputs + off, targets + off, &share, s, res);
+        if (e->world == 1) {
+            norm = tt_gpu_lm_train_step(e->glm, inputs, targets, o, s, res);
+        } else {
+            /* this rank's share: its sequences, the masks they draw in the whole batch, and
+             * the whole batch's weight as the loss's divisor */
+            TT_ASSERT(!o->weight);
+            const size_t off = (size_t)e->seq0 * e->l->m.seq_len;
+            tt_lm_opts share = *o;
+            share.seq0 = e->seq0;
+            share.norm = (double)e->batch * e->world * e->l->m.seq_len;
+            norm = tt_gpu_lm_train_step(e->glm, inputs + off, targets + off, &share, s, res);
+        }
+    } else {
+        norm = cpu_train_step(e, inputs, targets, o, s, continues, res);
     }
+    /* a step whose loss or gradient is not finite left the weights alone (adam.cu, and
+     * cpu_train_step), but its memories may hold what made it so: the next step starts
+     * without them */
+    if (!isfinite(norm) || !isfinite(res->loss_sum)) e->mem_step = -1;
+    return norm;
+}
+
+/* The CPU's step: forward and backward, the norm, and Adam unless the loss or the norm is not
+ * finite (the GPU's guard, templates/adam.cu). */
+static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
+                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
+{
     const size_t nf = e->l->n_floats;
     memset(e->grad, 0, nf * sizeof *e->grad);
     if (e->mem) { /* Transformer-XL: the memories of step s - 1 when this batch continues it */
@@ -199,9 +222,35 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
         tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
     }
     const double norm = tt_clip_grad_norm(e->grad, nf, e->spec->train.clip);
-    tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
-                 tt_lr_at(&e->spec->train, s), s);
+    if (isfinite(norm) && isfinite(res->loss_sum))
+        tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
+                     tt_lr_at(&e->spec->train, s), s);
     return norm;
+}
+
+int tt_engine_nonfinite(tt_engine *e, char *name, size_t len)
+{
+    const tt_layout *l = e->l;
+    const float *g = e->grad;
+    float *copy = NULL;
+    if (e->on_gpu) {
+        copy = tt_xmalloc(l->n_floats * sizeof *copy);
+        TT_CUDA(cudaMemcpy(copy, tt_gpu_lm_grads(e->glm), l->n_floats * sizeof *copy,
+                           cudaMemcpyDeviceToHost));
+        g = copy;
+    }
+    int found = 0;
+    for (int p = 0; p < l->n_params && !found; p++) {
+        const tt_param *t = &l->params[p];
+        for (size_t i = 0; i < t->numel; i++) {
+            if (isfinite(g[t->offset + i])) continue;
+            snprintf(name, len, "%s", t->name);
+            found = 1;
+            break;
+        }
+    }
+    free(copy);
+    return found;
 }
 
 int tt_engine_launch(const char *tool, int argc, char **argv, long gpus)

@@ -55,6 +55,13 @@ void tt_engine_download(tt_engine *e);
  * engine ran it, or they were set with tt_engine_set_memory); else it starts without. */
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res);
+/* The guarded step: when the step's loss (res->loss_sum) or the returned norm is not finite, the
+ * step left the weights and moments as they were (on the GPU without a host sync inside the
+ * step: templates/adam.cu), and the next step starts without Transformer-XL's memories.
+ * tt_engine_nonfinite then names the first parameter (layout order) whose gradient of that step
+ * holds a NaN or an infinity (on several GPUs: as this rank sees the summed gradient); 0 when
+ * none does (the loss alone was not finite). */
+int tt_engine_nonfinite(tt_engine *e, char *name, size_t len);
 
 /* Transformer-XL's training memories, those the last training step left: as fp32 [layers,
  * batch, mlen, d_model] into out (when not NULL), *mem_step (may be NULL) the step that left them

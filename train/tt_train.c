@@ -5,6 +5,7 @@
  * Exit codes: 0 done (or interrupted after writing a checkpoint), 1 a run-time failure,
  * 2 bad usage, spec, data or checkpoint. */
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -47,6 +48,9 @@ static void usage(FILE *f)
             "                       (default: all; the final validation always uses all)\n"
             "  --patience K         stop when K validations in a row did not improve the best\n"
             "                       validation perplexity (default 0: never)\n"
+            "  --skip-nonfinite K   skip up to K steps whose loss or gradient is not finite\n"
+            "                       (their weights left as they were), instead of stopping at\n"
+            "                       the first (default 0)\n"
             "  -q, --quiet          only the final summary\n"
             "  -h, --help\n");
 }
@@ -54,7 +58,7 @@ static void usage(FILE *f)
 typedef struct {
     const char *spec, *device, *ckpt_dir, *log_json;
     int resume, quiet;
-    long stop_after, log_every, eval_tokens, patience;
+    long stop_after, log_every, eval_tokens, patience, skip_nonfinite;
     long gpus; /* --gpus: 0 none given, -1 all */
     int shard;
 } options;
@@ -73,14 +77,15 @@ static int parse_long(const char *opt, const char *s, long lo, long *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE, GPUS, SHARD };
+    enum { DEVICE = 256, RESUME, CKPT, STOP, LOGEVERY, LOGJSON, EVALTOK, PATIENCE, GPUS, SHARD,
+           SKIPNF };
     static const struct option longs[] = {
         {"device", required_argument, 0, DEVICE},  {"resume", no_argument, 0, RESUME},
         {"checkpoint-dir", required_argument, 0, CKPT}, {"stop-after", required_argument, 0, STOP},
         {"log-every", required_argument, 0, LOGEVERY}, {"log-json", required_argument, 0, LOGJSON},
         {"eval-tokens", required_argument, 0, EVALTOK}, {"quiet", no_argument, 0, 'q'},
         {"patience", required_argument, 0, PATIENCE}, {"gpus", required_argument, 0, GPUS},
-        {"shard-optimizer", no_argument, 0, SHARD},
+        {"shard-optimizer", no_argument, 0, SHARD}, {"skip-nonfinite", required_argument, 0, SKIPNF},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     o->device = "auto";
     o->log_every = 10;
@@ -97,6 +102,9 @@ static int parse_args(int argc, char **argv, options *o)
         case EVALTOK: if (parse_long("--eval-tokens", optarg, 0, &o->eval_tokens)) return 2; break;
         case PATIENCE: if (parse_long("--patience", optarg, 0, &o->patience)) return 2; break;
         case SHARD: o->shard = 1; break;
+        case SKIPNF:
+            if (parse_long("--skip-nonfinite", optarg, 0, &o->skip_nonfinite)) return 2;
+            break;
         case GPUS:
             if (!strcmp(optarg, "all")) o->gpus = -1;
             else if (parse_long("--gpus", optarg, 1, &o->gpus)) return 2;
@@ -186,7 +194,42 @@ static int resume_state(tt_engine *eng, const tt_session *s, const char *model_f
     st->best_valid_ppl = got.best_valid_ppl;
     st->best_step = got.best_step;
     st->stale = got.stale;
+    st->skipped = got.skipped;
     return 0;
+}
+
+/* A step whose loss or gradient norm is not finite, which left the weights as they were: logged,
+ * and skipped while --skip-nonfinite allows (0), else -1 with the line that stops the run in err
+ * (the step, the numbers, the first gradient that is not finite, the last checkpoint). */
+static int nonfinite_step(tt_engine *eng, const options *o, tt_train_state *st, long step,
+                          double loss, double gnorm, double lr, FILE *json, const char *last_ckpt,
+                          char *err, size_t errlen)
+{
+    char what[256], tensor[128], num[2][32];
+    for (int i = 0; i < 2; i++) { /* a NaN's sign is noise: "NaN" whatever it is */
+        const double x = i ? gnorm : loss;
+        if (isnan(x)) snprintf(num[i], sizeof num[i], "NaN");
+        else snprintf(num[i], sizeof num[i], "%g", x);
+    }
+    if (tt_engine_nonfinite(eng, tensor, sizeof tensor))
+        snprintf(what, sizeof what, "the loss is %s, the gradient norm %s (first non-finite "
+                 "gradient: %s)", num[0], num[1], tensor);
+    else
+        snprintf(what, sizeof what, "the loss is %s, the gradient norm %s", num[0], num[1]);
+    if (json) {
+        fprintf(json, "{\"step\":%ld,\"skipped\":true,\"lr\":%.17g}\n", step, lr);
+        fflush(json);
+    }
+    if (st->skipped < o->skip_nonfinite) {
+        st->skipped++;
+        if (!o->quiet)
+            printf("step %ld: %s: skipped, the weights left as they were (%ld of "
+                   "--skip-nonfinite %ld)\n", step, what, st->skipped, o->skip_nonfinite);
+        return 0;
+    }
+    return tt_errf(err, errlen, "step %ld: %s; stopped, the weights of step %ld "
+                   "unchanged and not saved; last checkpoint: %s (lower train.optimizer.lr, or "
+                   "--skip-nonfinite K)", step, what, step - 1, last_ckpt[0] ? last_ckpt : "none");
 }
 
 int main(int argc, char **argv)
@@ -307,7 +350,10 @@ int main(int argc, char **argv)
     tt_eval_result ev = {0};
     int stopped_early = 0;
     long saved_step = -1;
-    char where[1024];
+    char where[1024], last_ckpt[1024] = "";
+    if (o.resume) snprintf(last_ckpt, sizeof last_ckpt, "%s (step %ld)", ckpt_dir, step);
+    /* a test's fault: step K's loss and gradients made NaN (label smoothing NaN), either device */
+    const long nan_step = tt_env_long("TT_FAULT_NAN_STEP", 0, LONG_MAX, 0);
     const long last = o.stop_after && o.stop_after < ts->steps ? o.stop_after : ts->steps;
     /* a stop asked for by a signal: on several GPUs every rank stops after the same step, the
      * first whose flags (the ranks' signals summed over them) are not 0 */
@@ -317,27 +363,30 @@ int main(int argc, char **argv)
         tt_engine_flag(eng, g_stop_signal != 0);
         const bool continues = tt_tokens_batch(&train, batch, n, step, in, tg);
         tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
-                         .label_smoothing = (float)ts->label_smoothing};
+                         .label_smoothing = step == nan_step ? NAN : (float)ts->label_smoothing};
         tt_lm_result r;
         const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
         interrupted = dist.world > 1 ? r.flags > 0 : g_stop_signal != 0;
         tt_rank_beat(); /* several GPUs: the launcher sees this rank's progress */
         const double loss = r.loss_sum / r.scored;
-        if (!isfinite(loss)) {
-            tt_errf(err, sizeof err, "step %ld: the loss is %f; stopping (lower train.optimizer.lr?)",
-                    step, loss);
+        const double lr = tt_lr_at(ts, step);
+        const bool finite = isfinite(loss) && isfinite(gnorm);
+        if (!finite && nonfinite_step(eng, &o, &st, step, loss, gnorm, lr, json, last_ckpt, err,
+                                      sizeof err)) {
             status = 1;
+            if (!lead) goto done; /* rank 0 says it */
             goto fail;
         }
-        const double lr = tt_lr_at(ts, step);
-        window_loss += loss;
-        window_steps++;
-        if (json) { /* flushed: a run is watched through its log */
+        if (finite) {
+            window_loss += loss;
+            window_steps++;
+        }
+        if (json && finite) { /* flushed: a run is watched through its log */
             fprintf(json, "{\"step\":%ld,\"loss\":%.17g,\"nll\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g}\n",
                     step, loss, r.nll_sum / r.scored, lr, gnorm);
             fflush(json);
         }
-        if (!o.quiet && (step % o.log_every == 0 || step == last)) {
+        if (!o.quiet && window_steps && (step % o.log_every == 0 || step == last)) {
             const double now = tt_now_seconds(), mean = window_loss / window_steps;
             const double tps = (double)window_steps * batch * n / (now - window_t);
             char eta[32];
@@ -382,6 +431,7 @@ int main(int argc, char **argv)
             }
             if (!o.quiet) printf("checkpoint %s\n", where);
             saved_step = step;
+            snprintf(last_ckpt, sizeof last_ckpt, "%s", where);
             tt_rank_beat();
         }
         if (o.patience && st.stale >= o.patience) {
