@@ -167,6 +167,7 @@ struct tt_gpu_lm {
                          * the storage type; each part's dlogits overwrite its logits */
     float *loss, *nll;  /* per row of the head, then of each tail's list */
     double *sums;       /* the loss's and the nll's sums, and (several GPUs) the ranks' flags */
+    bool slow_wait;     /* several GPUs: the next step's wait takes the slow limit (tt_nccl_wait) */
     void *comm;         /* several GPUs: the ranks' ncclComm_t (tt_gpu_lm_set_comm); else NULL */
     /* several GPUs with the optimizer sharded (tt_gpu_lm_shard): this rank clips and steps
      * elements shard_off .. shard_off + shard_len - 1 of the parameter arrays (the ranks' shards
@@ -1902,6 +1903,9 @@ void tt_gpu_lm_moments_io(tt_gpu_lm *lm, float *m, float *v, bool upload)
         const tt_nccl *nc = tt_nccl_get();
         nccl_check(nc->all_gather(dev[i], lm->g, len, ncclFloat32, lm->comm, lm->gpu->stream),
                    "the moments' all-gather");
+        tt_nccl_wait(lm->comm, lm->gpu->stream, tt_nccl_timeout(1), lm->rank, lm->world,
+                     "the moments' all-gather");
+        lm->slow_wait = true; /* rank 0 writes the checkpoint next */
         TT_CUDA(cudaMemcpyAsync(host[i], lm->g, nf * 4, cudaMemcpyDeviceToHost, lm->gpu->stream));
         TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 #else
@@ -1915,12 +1919,14 @@ void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world)
     lm->comm = comm;
     lm->rank = rank;
     lm->world = world;
+    lm->slow_wait = true; /* the first step: every rank captures it and times its products */
     if (comm && !lm->comm_ev && tt_env_long("TT_NCCL_BUCKETS", 0, 1, 1)) {
         plan_buckets(lm);
         lm->buckets = true;
     }
 }
 void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag) { lm->flag = flag; }
+void tt_gpu_lm_slow_wait(tt_gpu_lm *lm) { lm->slow_wait = true; }
 
 /* After a Transformer-XL run: the memories it wrote are the next run's. */
 static void txl_advance(tt_gpu_lm *lm)
@@ -2100,6 +2106,15 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
         TT_CUDA(cudaGraphLaunch(sg->exec, st));
     }
     txl_advance(lm);
+#if TT_HAVE_NCCL
+    if (lm->comm) { /* a rank that hangs or died ends this one too, in one line */
+        char what[48];
+        snprintf(what, sizeof what, "step %ld", s);
+        tt_nccl_wait(lm->comm, st, tt_nccl_timeout(lm->slow_wait),
+                     lm->rank, lm->world, what);
+        lm->slow_wait = false;
+    }
+#endif
     TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
     download_sums(lm, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, res);
     return host.norm;

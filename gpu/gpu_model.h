@@ -66,6 +66,9 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
  * over the whole batch instead of summing the table (TT_NCCL_EMB_GLOBAL=0: not). */
 void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world);
 void tt_gpu_lm_flag(tt_gpu_lm *lm, double flag);
+/* Several GPUs: the next training step's wait for the ranks takes the slow limit (tt_nccl_wait,
+ * tt_nccl_timeout): after a validation or a checkpoint, which ranks end at other times. */
+void tt_gpu_lm_slow_wait(tt_gpu_lm *lm);
 /* The optimizer sharded over the communicator's world ranks (after tt_gpu_lm_set_comm), this one
  * rank: each training step reduce-scatters the gradients (each rank gets the sums of its shard,
  * a world-th of the parameters), clips with the norm of the whole gradient (the ranks' sums of

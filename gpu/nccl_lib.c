@@ -2,12 +2,16 @@
 #include "nccl_lib.h"
 
 #include <dlfcn.h>
+#include <errno.h> /* program_invocation_short_name */
 #include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "gpu.h"
 #include "util.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -116,3 +120,61 @@ int tt_nccl_load(char *why, size_t whylen)
     pthread_once(&once, load);
     return loaded == 1 ? 0 : tt_errf(why, whylen, "%s", failed);
 }
+
+#if TT_HAVE_NCCL
+double tt_nccl_timeout(int slow)
+{
+    return slow ? (double)tt_env_long("TT_RANK_SLOW_TIMEOUT_S", 0, 86400, 300)
+                : (double)tt_env_long("TT_RANK_TIMEOUT_S", 0, 86400, 25);
+}
+
+/* One line, the communicator aborted (with an alarm in case the abort itself hangs on a dead
+ * peer), exit 1. */
+static void stop_rank(void *comm, int rank, int world, const char *what, const char *cause)
+{
+    fprintf(stderr, "%s: rank %d of %d: %s: %s; this rank stops\n", program_invocation_short_name,
+            rank, world, what, cause);
+    fflush(stderr);
+    fflush(stdout);
+    alarm(20);
+    if (loaded == 1) lib.comm_abort((ncclComm_t)comm);
+    _exit(1);
+}
+
+void tt_nccl_wait(void *comm, cudaStream_t st, double timeout_s, int rank, int world,
+                  const char *what)
+{
+    if (timeout_s <= 0) { /* no limit: the plain wait */
+        TT_CUDA(cudaStreamSynchronize(st));
+        return;
+    }
+    const double t0 = tt_now_seconds();
+    double next_look = t0 + 0.1;
+    for (long i = 0;; i++) {
+        const cudaError_t e = cudaStreamQuery(st);
+        if (e == cudaSuccess) return;
+        if (e != cudaErrorNotReady) TT_CUDA(e);
+        if (i < 4096) continue; /* a step's end is usually near: spin a little first */
+        const struct timespec nap = {0, 20000};
+        nanosleep(&nap, NULL);
+        const double now = tt_now_seconds();
+        if (now < next_look) continue;
+        next_look = now + 0.1;
+        ncclResult_t r = ncclSuccess;
+        if (loaded == 1 && comm && lib.comm_get_async_error((ncclComm_t)comm, &r) == ncclSuccess &&
+            r != ncclSuccess && r != ncclInProgress) {
+            char cause[256];
+            snprintf(cause, sizeof cause, "NCCL: %s (another rank failed or died)",
+                     lib.get_error_string(r));
+            stop_rank(comm, rank, world, what, cause);
+        }
+        if (now - t0 > timeout_s) {
+            char cause[256];
+            snprintf(cause, sizeof cause, "not finished after %.0f s: another rank hangs or has "
+                     "died (this one waits for it in NCCL; TT_RANK_TIMEOUT_S sets the limit)",
+                     now - t0);
+            stop_rank(comm, rank, world, what, cause);
+        }
+    }
+}
+#endif

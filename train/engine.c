@@ -171,6 +171,7 @@ void tt_engine_download(tt_engine *e)
                        cudaMemcpyDeviceToHost));
     /* a sharded optimizer's moments: every rank's shard, gathered (every rank calls this) */
     tt_gpu_lm_moments_io(e->glm, e->host[1], e->host[2], false);
+    tt_gpu_lm_slow_wait(e->glm); /* rank 0 writes a checkpoint before its next step */
 }
 
 static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
@@ -304,6 +305,8 @@ static void gather_memory(tt_engine *e, int mlen, float *out)
                                           e->gpu.stream);
     if (r != ncclSuccess)
         tt_panic(__FILE__, __LINE__, "NCCL: the memories' all-gather: %s", nc->get_error_string(r));
+    tt_nccl_wait(e->comm, e->gpu.stream, tt_nccl_timeout(1), e->rank, e->world,
+                 "the memories' all-gather");
     float *all = tt_xmalloc(share * e->world * sizeof *all);
     TT_CUDA(cudaMemcpyAsync(all, dev, share * e->world * sizeof *all, cudaMemcpyDeviceToHost,
                             e->gpu.stream));
@@ -423,6 +426,9 @@ static void sum_over_ranks(tt_engine *e, double *v, int n)
                                           e->gpu.stream);
     if (r != ncclSuccess)
         tt_panic(__FILE__, __LINE__, "NCCL: the evaluation's sums: %s", nc->get_error_string(r));
+    tt_nccl_wait(e->comm, e->gpu.stream, tt_nccl_timeout(1), e->rank, e->world,
+                 "the evaluation's sums");
+    tt_gpu_lm_slow_wait(e->glm); /* the ranks' validations end at other times */
     TT_CUDA(cudaMemcpyAsync(v, dev, (size_t)n * sizeof *dev, cudaMemcpyDeviceToHost, e->gpu.stream));
     TT_CUDA(cudaStreamSynchronize(e->gpu.stream));
     TT_CUDA(cudaFree(dev));
