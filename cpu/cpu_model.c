@@ -849,3 +849,87 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
     embed_backward(lm, inputs, p);
     return keep;
 }
+
+/* --- using a trained model (libtt) ------------------------------------------------------------ */
+
+const tt_real *tt_cpu_lm_hidden(const tt_cpu_lm *lm)
+{
+    return lm->acts[lm->layout->m.layers - 1].x2;
+}
+
+/* The head's logits of hidden row x (word columns, then the tail clusters' columns) into logit
+ * [head_columns], and their log-sum-exp. */
+static double head_logits(const tt_layout *l, const tt_view *w, const tt_real *x, tt_real *hbuf,
+                          double *logit)
+{
+    const int d = l->m.d_model, d0 = l->dim[0], cols = head_columns(l);
+    const long c0 = l->hi[0];
+    const tt_real *h0 = cluster_input(l, w, 0, x, hbuf);
+    double mx = -INFINITY, z = 0;
+    for (int j = 0; j < cols; j++) {
+        const tt_real *wr = j < c0 ? w->out_w[0] + (size_t)j * d0 : w->cluster_w + (size_t)(j - c0) * d;
+        logit[j] = (j < c0 ? w->out_b[0][j] : w->cluster_b[j - c0]) + cpu_dot(h0, wr, d0);
+        mx = logit[j] > mx ? logit[j] : mx;
+    }
+    for (int j = 0; j < cols; j++) z += exp(logit[j] - mx);
+    return mx + log(z);
+}
+
+/* Tail cluster c's logits of x into logit [its words], and their log-sum-exp. */
+static double tail_logits(const tt_layout *l, const tt_view *w, int c, const tt_real *x,
+                          tt_real *hbuf, double *logit)
+{
+    const tt_real *hc = cluster_input(l, w, c, x, hbuf);
+    const int dc = l->dim[c];
+    const long vc = l->hi[c] - l->lo[c];
+    double mx = -INFINITY, z = 0;
+    for (long j = 0; j < vc; j++) {
+        logit[j] = w->out_b[c][j] + cpu_dot(hc, w->out_w[c] + (size_t)j * dc, dc);
+        mx = logit[j] > mx ? logit[j] : mx;
+    }
+    for (long j = 0; j < vc; j++) z += exp(logit[j] - mx);
+    return mx + log(z);
+}
+
+static size_t most_logits(const tt_layout *l)
+{
+    long most = head_columns(l);
+    for (int c = 1; c < l->n_clusters; c++)
+        most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
+    return (size_t)most;
+}
+
+void tt_lm_logprobs(const tt_layout *l, const tt_view *w, const tt_real *x, double *out)
+{
+    const int nc = l->n_clusters - 1;
+    const long c0 = l->hi[0];
+    tt_real *hbuf = tt_xmalloc((size_t)l->m.d_model * sizeof *hbuf);
+    double *logit = tt_xmalloc(most_logits(l) * sizeof *logit);
+    const double lse = head_logits(l, w, x, hbuf, logit);
+    for (long j = 0; j < c0; j++) out[j] = logit[j] - lse;
+    double *cluster = tt_xmalloc((size_t)(nc ? nc : 1) * sizeof *cluster);
+    for (int c = 1; c <= nc; c++) cluster[c - 1] = logit[c0 + nc - c] - lse;
+    for (int c = 1; c <= nc; c++) {
+        const double tlse = tail_logits(l, w, c, x, hbuf, logit);
+        for (long j = 0; j < l->hi[c] - l->lo[c]; j++)
+            out[l->lo[c] + j] = cluster[c - 1] + logit[j] - tlse;
+    }
+    free(cluster), free(logit), free(hbuf);
+}
+
+double tt_lm_logprob(const tt_layout *l, const tt_view *w, const tt_real *x, long t)
+{
+    const int nc = l->n_clusters - 1, tc = tt_cluster_of(l, t);
+    const long c0 = l->hi[0];
+    tt_real *hbuf = tt_xmalloc((size_t)l->m.d_model * sizeof *hbuf);
+    double *logit = tt_xmalloc(most_logits(l) * sizeof *logit);
+    const double lse = head_logits(l, w, x, hbuf, logit);
+    double lp = logit[tc == 0 ? t : c0 + nc - tc] - lse;
+    if (tc > 0) {
+        const double tlse = tail_logits(l, w, tc, x, hbuf, logit);
+        lp += logit[t - l->lo[tc]] - tlse;
+    }
+    free(logit), free(hbuf);
+    return lp;
+}
+

@@ -110,4 +110,13 @@ int tt_cpu_txl_lm_run(tt_cpu_lm *lm, tt_real *w, tt_real *grads, const int32_t *
                       const int32_t *targets, const tt_real *mems_in, int mlen, tt_real *mems_out,
                       const tt_lm_opts *o, tt_lm_result *res);
 
+/* Using a trained model. After a run: the last layer's output x_L [rows, D], what the output
+ * layer reads (on the bf16 path, as stored). */
+const tt_real *tt_cpu_lm_hidden(const tt_cpu_lm *lm);
+/* The output layer of hidden row x (D) with weights w, in double: out [vocab] gets log p(v | x)
+ * for every word v (the adaptive softmax's: a tail word's is its cluster's head log-probability
+ * plus its own within the cluster); tt_lm_logprob gets that of word t alone. */
+void tt_lm_logprobs(const tt_layout *l, const tt_view *w, const tt_real *x, double *out);
+double tt_lm_logprob(const tt_layout *l, const tt_view *w, const tt_real *x, long t);
+
 #endif

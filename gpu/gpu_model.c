@@ -1983,6 +1983,21 @@ void tt_gpu_lm_memory_set(tt_gpu_lm *lm, const float *mems, int mlen)
     free(buf);
 }
 
+void tt_gpu_lm_hidden(tt_gpu_lm *lm, float *out)
+{
+    const int d = lm->l->m.d_model, dl = lm->dl;
+    const size_t rows = (size_t)lm->rows;
+    void *buf = tt_xmalloc(rows * (size_t)dl * lm->es);
+    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+    TT_CUDA(cudaMemcpy(buf, lm->acts[lm->l->m.layers - 1].x2, rows * (size_t)dl * lm->es,
+                       cudaMemcpyDeviceToHost));
+    for (size_t r = 0; r < rows; r++)
+        for (int c = 0; c < d; c++)
+            out[r * d + c] = lm->es == 4 ? ((const float *)buf)[r * dl + c]
+                                         : tt_bf16_to_float(((const uint16_t *)buf)[r * dl + c]);
+    free(buf);
+}
+
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res)
 {

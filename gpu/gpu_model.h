@@ -35,6 +35,8 @@ float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which); /* 0: exp_avg, 1: exp_avg_sq
 
 /* Forward (and with grads, backward into the gradient buffer, which it zeroes first) for
  * host tokens [B, N] -> targets, as tt_cpu_lm_run. Synchronizes to return the sums. */
+/* After a run: the last layer's output x_L [rows, D] as fp32 (from the storage type). */
+void tt_gpu_lm_hidden(tt_gpu_lm *lm, float *out);
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res);
 

@@ -471,3 +471,39 @@ int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long m
                            res, err, errlen);
     return tt_evaluate_cpu(&e->cpu, e->host[0], tokens, stride, max_tokens, res, err, errlen);
 }
+
+int tt_engine_forward(tt_engine *e, const int32_t *inputs, const float *weight, const float *mems,
+                      int mlen, float *mems_out, float *hidden)
+{
+    const tt_model_spec *m = &e->l->m;
+    const size_t rows = (size_t)e->batch * m->seq_len;
+    /* the output layer is the caller's (tt_lm_logprobs): every row's weight 0 skips it */
+    float *zero = tt_xcalloc(rows, sizeof *zero);
+    const tt_lm_opts o = {.weight = weight ? weight : zero};
+    tt_lm_result r;
+    int out = 0;
+    TT_ASSERT(m->kind == TT_KIND_TXL || (!mems && !mlen && !mems_out));
+    if (e->on_gpu) {
+        if (m->kind == TT_KIND_TXL) {
+            tt_gpu_lm_continue(e->glm, mlen > 0);
+            tt_gpu_lm_memory_set(e->glm, mems, mlen);
+        }
+        tt_gpu_lm_run(e->glm, inputs, inputs, &o, false, &r);
+        tt_gpu_lm_hidden(e->glm, hidden);
+        if (m->kind == TT_KIND_TXL) {
+            out = tt_gpu_lm_memory(e->glm);
+            if (mems_out) tt_gpu_lm_memory_get(e->glm, mems_out);
+        }
+        e->mem_step = -1; /* the training memories are not these */
+    } else {
+        if (m->kind == TT_KIND_TXL)
+            out = tt_cpu_txl_lm_run(&e->cpu, e->host[0], NULL, inputs, inputs, mlen ? mems : NULL,
+                                    mlen, mems_out, &o, &r);
+        else
+            tt_cpu_lm_run(&e->cpu, e->host[0], NULL, inputs, inputs, &o, &r);
+        memcpy(hidden, tt_cpu_lm_hidden(&e->cpu), rows * m->d_model * sizeof *hidden);
+    }
+    free(zero);
+    return out;
+}
+

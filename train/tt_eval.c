@@ -10,7 +10,11 @@
 #include "engine.h"
 #include "evaluate.h"
 #include "session.h"
+#include "tt.h"
 #include "util.h"
+
+/* The most a --text file may hold. */
+#define TEXT_MAX_BYTES (1u << 30)
 
 static void usage(FILE *f)
 {
@@ -28,20 +32,135 @@ static void usage(FILE *f)
             "  --gpus N            share the split among N GPUs of this host (or all), one\n"
             "                      process each; under a launcher (torchrun, mpirun, srun) its\n"
             "                      variables say the ranks instead\n"
-            "  --json              one JSON object\n"
+            "  --text FILE         score FILE instead of a split: every word and each line's\n"
+            "                      <eos>, after an <eos> (libtt's tt_score; --stride applies)\n"
+            "  --per-line          with --text: each line on its own, one JSON object a line\n"
+            "                      (logprob in nats, tokens, perplexity), as n-best rescoring\n"
+            "                      wants\n"
+            "  --json              one JSON object (with --per-line: the whole file's, last)\n"
             "  -h, --help\n");
+}
+
+/* One JSON object: a line's (or the whole text's) log-probability, tokens and perplexity. */
+static void print_score(const char *key, long line, double logprob, size_t tokens)
+{
+    printf("{");
+    if (key) printf("\"%s\":%ld,", key, line);
+    printf("\"logprob\":%.17g,\"tokens\":%zu,\"perplexity\":%.6f}\n", logprob, tokens,
+           exp(-logprob / (double)tokens));
+}
+
+/* The log-probability of text[0..len) read as lines after an <eos> (each line ending in one):
+ * the sum of tt_score's, into *logprob, and the tokens scored into *tokens. */
+static tt_status score_words(tt_model *m, const char *text, int stride, double *logprob,
+                             size_t *tokens, tt_error *e)
+{
+    size_t n = 0;
+    if (tt_tokenize(m, text, 1, NULL, 0, &n, NULL, e) != TT_OK) return e->code;
+    int32_t *ids = tt_xmalloc((n + 1) * sizeof *ids);
+    double *lp = tt_xmalloc((n ? n : 1) * sizeof *lp);
+    ids[0] = tt_eos_id(m);
+    tt_status rc = tt_tokenize(m, text, 1, ids + 1, n, &n, NULL, e);
+    *logprob = 0;
+    *tokens = n;
+    if (rc == TT_OK && n) rc = tt_score(m, ids, n + 1, stride, lp, e);
+    for (size_t i = 0; rc == TT_OK && i < n; i++) *logprob += lp[i];
+    free(ids), free(lp);
+    return rc;
+}
+
+/* tt-eval --text: FILE scored through libtt, whole or (--per-line) line by line. */
+static int score_text(const char *spec, const char *ckpt, const char *path, int per_line,
+                      int json, const char *split, long stride, long batch, long gpus,
+                      const char *device)
+{
+    if (!path) {
+        fprintf(stderr, "tt-eval: --per-line goes with --text FILE\n");
+        return 2;
+    }
+    if (split || batch || gpus) {
+        fprintf(stderr, "tt-eval: --text scores one file on one device: not with --%s\n",
+                split ? "split" : batch ? "batch" : "gpus");
+        return 2;
+    }
+    char msg[1024], *text = NULL;
+    size_t len;
+    if (tt_read_file(path, TEXT_MAX_BYTES, &text, &len, msg, sizeof msg) != 0) {
+        fprintf(stderr, "tt-eval: %s\n", msg);
+        return 2;
+    }
+    if (memchr(text, '\0', len)) {
+        fprintf(stderr, "tt-eval: %s: a NUL byte at offset %zu: not text\n", path,
+                (size_t)((char *)memchr(text, '\0', len) - text));
+        free(text);
+        return 2;
+    }
+    tt_model *m = NULL;
+    tt_error e;
+    int status = 2;
+    if (tt_open(&m, spec, ckpt, device, &e) != TT_OK) goto fail;
+    if (stride > tt_context_length(m)) {
+        snprintf(e.message, sizeof e.message, "--stride %ld is more than seq_len %d", stride,
+                 tt_context_length(m));
+        goto fail;
+    }
+    status = 1;
+    double total = 0, lp;
+    size_t tokens = 0, k;
+    long lines = 0;
+    const double t0 = tt_now_seconds();
+    if (per_line) {
+        for (char *line = text, *next; *line; line = next) {
+            /* the line with its newline: an empty one is an <eos> alone */
+            char *nl = strchr(line, '\n');
+            next = nl ? nl + 1 : line + strlen(line);
+            const char keep = *next;
+            *next = '\0';
+            const tt_status rc = score_words(m, line, (int)stride, &lp, &k, &e);
+            *next = keep;
+            if (rc != TT_OK) goto fail;
+            print_score("line", ++lines, lp, k);
+            total += lp;
+            tokens += k;
+        }
+    } else if (score_words(m, text, (int)stride, &total, &tokens, &e) != TT_OK) {
+        goto fail;
+    }
+    const double secs = tt_now_seconds() - t0;
+    if (!tokens) {
+        snprintf(e.message, sizeof e.message, "%s: no words to score", path);
+        goto fail;
+    }
+    if (json || !per_line) {
+        if (json)
+            print_score(NULL, 0, total, tokens);
+        else
+            printf("%s: perplexity %.3f over %zu tokens (log-probability %.6f nats; checkpoint "
+                   "step %ld) in %.1f s on %s\n", path, exp(-total / (double)tokens), tokens,
+                   total, tt_checkpoint_step(m), secs, tt_device(m));
+    }
+    status = 0;
+    goto done;
+fail:
+    fprintf(stderr, "tt-eval: %s\n", e.message);
+done:
+    free(text);
+    tt_close(m);
+    return status;
 }
 
 int main(int argc, char **argv)
 {
-    enum { CKPT = 256, SPLIT, STRIDE, BATCH, DEVICE, JSON, GPUS };
+    enum { CKPT = 256, SPLIT, STRIDE, BATCH, DEVICE, JSON, GPUS, TEXT, PER_LINE };
     static const struct option longs[] = {
         {"checkpoint", required_argument, 0, CKPT}, {"split", required_argument, 0, SPLIT},
         {"stride", required_argument, 0, STRIDE},   {"batch", required_argument, 0, BATCH},
         {"device", required_argument, 0, DEVICE},   {"json", no_argument, 0, JSON},
-        {"gpus", required_argument, 0, GPUS},
+        {"gpus", required_argument, 0, GPUS},       {"text", required_argument, 0, TEXT},
+        {"per-line", no_argument, 0, PER_LINE},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
-    const char *ckpt = NULL, *split = "valid", *device = "auto";
+    const char *ckpt = NULL, *split = NULL, *device = "auto", *text = NULL;
+    int per_line = 0;
     long stride = 0, batch = 0, gpus = 0; /* gpus: 0 not given, -1 all */
     int json = 0, c;
     opterr = 0;
@@ -74,6 +193,8 @@ int main(int argc, char **argv)
             break;
         }
         case JSON: json = 1; break;
+        case TEXT: text = optarg; break;
+        case PER_LINE: per_line = 1; break;
         case 'h': usage(stdout); return 0;
         default: return tt_opt_refuse("tt-eval", c, argv);
         }
@@ -82,6 +203,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "tt-eval: usage: tt-eval SPEC --checkpoint PATH [--split valid|test]\n");
         return 2;
     }
+    if (text || per_line)
+        return score_text(argv[optind], ckpt, text, per_line, json, split, stride, batch, gpus,
+                          device);
+    if (!split) split = "valid";
     if (strcmp(split, "valid") && strcmp(split, "test")) {
         fprintf(stderr, "tt-eval: --split is valid or test, not '%s'\n", split);
         return 2;

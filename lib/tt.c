@@ -1,0 +1,415 @@
+/* libtt (include/tt.h): a trained model through the engine that tt-train and tt-eval use. The
+ * engine runs the layers (tt_engine_forward: on the CPU reference or the GPU) and hands back the
+ * last layer's output; the output layer and everything after it (log-probabilities, sampling)
+ * run here on the host in double, the same code whatever the device, so that the CPU and the
+ * GPU choose the same tokens from the same seed. */
+#include "tt.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "corpus.h"
+#include "cpu_model.h"
+#include "engine.h"
+#include "model.h"
+#include "rng.h"
+#include "spec.h"
+#include "util.h"
+
+struct tt_model {
+    tt_spec spec;
+    tt_vocab vocab;
+    tt_layout layout;
+    tt_view view;       /* of the host weights, for the output layer */
+    tt_engine *eng;     /* batch 1 */
+    char device[300];
+    long step;
+    int n, d;           /* seq_len, d_model */
+    bool txl;
+    int32_t *in;        /* [n] a window's or segment's inputs */
+    float *weight;      /* [n] 1 for real rows, 0 for padding */
+    float *hidden;      /* [n, d] x_L of the last forward */
+    float *mem[2];      /* Transformer-XL: [L, mem_len, d] memories, in and out */
+    double *dist;       /* [vocab] */
+};
+
+static tt_status fail(tt_error *err, tt_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tt_status fail(tt_error *err, tt_status code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+static tt_status ok(tt_error *err)
+{
+    if (err) {
+        err->code = TT_OK;
+        err->message[0] = '\0';
+    }
+    return TT_OK;
+}
+
+/* The folder a model.safetensors lies in (its vocab.txt beside it). */
+static char *folder_of(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash ? tt_xasprintf("%.*s", (int)(slash - file), file) : tt_xstrdup(".");
+}
+
+tt_status tt_open(tt_model **out, const char *spec_path, const char *checkpoint,
+                  const char *device, tt_error *err)
+{
+    if (!out || !spec_path || !checkpoint)
+        return fail(err, TT_ERR_ARGUMENT, "tt_open: the model, spec and checkpoint are required");
+    *out = NULL;
+    if (!device) device = "auto";
+    if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
+        return fail(err, TT_ERR_ARGUMENT, "device is cpu, cuda or auto, not '%s'", device);
+    char msg[1024];
+    tt_model *m = tt_xcalloc(1, sizeof *m);
+    tt_status code = TT_ERR_SPEC;
+    char *file = NULL, *dir = NULL, *vocab_path = NULL;
+    if (tt_spec_load(spec_path, &m->spec, msg, sizeof msg) != 0) goto fail;
+    code = TT_ERR_CHECKPOINT;
+    if (!(file = tt_checkpoint_model_file(checkpoint, msg, sizeof msg))) goto fail;
+    dir = folder_of(file);
+    vocab_path = tt_xasprintf("%s/vocab.txt", dir);
+    if (tt_vocab_load(vocab_path, &m->vocab, msg, sizeof msg) != 0) goto fail;
+    code = TT_ERR_SPEC;
+    if (m->spec.model.vocab && m->spec.model.vocab != m->vocab.n) {
+        snprintf(msg, sizeof msg, "%s: model.vocab is %ld but the checkpoint's vocabulary (%s) "
+                 "has %ld words", spec_path, m->spec.model.vocab, vocab_path, m->vocab.n);
+        goto fail;
+    }
+    if (tt_spec_check_vocab(&m->spec, m->vocab.n, msg, sizeof msg) != 0 ||
+        tt_layout_build(&m->spec.model, m->vocab.n, &m->layout, msg, sizeof msg) != 0)
+        goto fail;
+    code = !strcmp(device, "cuda") ? TT_ERR_DEVICE : TT_ERR_ARGUMENT;
+    if (tt_engine_open(&m->eng, device, &m->spec, &m->layout, 1, m->device, sizeof m->device, msg,
+                       sizeof msg) != 0)
+        goto fail;
+    code = TT_ERR_CHECKPOINT;
+    float *w = tt_engine_host(m->eng, 0);
+    if (tt_checkpoint_load(file, &m->spec, &m->layout, &m->vocab, w, &m->step, msg, sizeof msg))
+        goto fail;
+    tt_engine_upload(m->eng);
+    tt_view_make(&m->layout, w, &m->view);
+    m->n = m->spec.model.seq_len;
+    m->d = m->spec.model.d_model;
+    m->txl = m->spec.model.kind == TT_KIND_TXL;
+    m->in = tt_xcalloc((size_t)m->n, sizeof *m->in);
+    m->weight = tt_xcalloc((size_t)m->n, sizeof *m->weight);
+    m->hidden = tt_xcalloc((size_t)m->n * m->d, sizeof *m->hidden);
+    m->dist = tt_xcalloc((size_t)m->vocab.n, sizeof *m->dist);
+    if (m->txl)
+        for (int i = 0; i < 2; i++)
+            m->mem[i] = tt_xcalloc((size_t)m->spec.model.layers * m->spec.model.mem_len * m->d,
+                                   sizeof(float));
+    free(file), free(dir), free(vocab_path);
+    *out = m;
+    return ok(err);
+fail:
+    free(file), free(dir), free(vocab_path);
+    tt_close(m);
+    return fail(err, code, "%s", msg);
+}
+
+void tt_close(tt_model *m)
+{
+    if (!m) return;
+    tt_engine_close(m->eng);
+    tt_view_free(&m->view);
+    tt_layout_free(&m->layout);
+    tt_vocab_free(&m->vocab);
+    tt_spec_free(&m->spec);
+    free(m->in), free(m->weight), free(m->hidden), free(m->dist);
+    free(m->mem[0]), free(m->mem[1]);
+    free(m);
+}
+
+long tt_vocab_size(const tt_model *m) { return m ? m->vocab.n : 0; }
+int tt_context_length(const tt_model *m) { return m ? m->n : 0; }
+int tt_is_transformer_xl(const tt_model *m) { return m && m->txl; }
+const char *tt_device(const tt_model *m) { return m ? m->device : NULL; }
+long tt_checkpoint_step(const tt_model *m) { return m ? m->step : 0; }
+int32_t tt_eos_id(const tt_model *m) { return m ? (int32_t)m->vocab.eos : -1; }
+int32_t tt_unk_id(const tt_model *m) { return m ? (int32_t)m->vocab.unk : -1; }
+
+const char *tt_word(const tt_model *m, int32_t id)
+{
+    return m && id >= 0 && id < m->vocab.n ? m->vocab.words[id] : NULL;
+}
+
+tt_status tt_tokenize(const tt_model *m, const char *text, int eos_per_line, int32_t *ids,
+                      size_t cap, size_t *n, size_t *unknown, tt_error *err)
+{
+    if (!m || !text || !n)
+        return fail(err, TT_ERR_ARGUMENT, "tt_tokenize: the model, text and count are required");
+    size_t k = 0, unk = 0;
+    const char *p = text;
+    for (;;) {
+        while (*p && *p != '\n' && isspace((unsigned char)*p)) p++;
+        if (!*p || *p == '\n') {
+            /* a line's end: its <eos>, unless the text ends without a newline and nothing
+             * followed the last one */
+            const bool line = *p == '\n' || (p > text && p[-1] != '\n');
+            if (eos_per_line && line) {
+                if (k < cap) ids[k] = (int32_t)m->vocab.eos;
+                k++;
+            }
+            if (!*p) break;
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (*p && !isspace((unsigned char)*p)) p++;
+        long id = tt_vocab_id(&m->vocab, w, (size_t)(p - w));
+        if (id < 0) {
+            id = m->vocab.unk;
+            unk++;
+        }
+        if (k < cap) ids[k] = (int32_t)id;
+        k++;
+    }
+    *n = k;
+    if (unknown) *unknown = unk;
+    if (ids && k > cap)
+        return fail(err, TT_ERR_ARGUMENT, "the text holds %zu tokens, more than the %zu asked for",
+                    k, cap);
+    return ok(err);
+}
+
+static tt_status check_ids(const tt_model *m, const int32_t *ids, size_t n, tt_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->vocab.n)
+            return fail(err, TT_ERR_TOKEN, "token %zu is id %d, outside the vocabulary of %ld",
+                        i, (int)ids[i], m->vocab.n);
+    return TT_OK;
+}
+
+/* One forward of the window or segment ids[0..len-1] (len <= seq_len; the rest padding, which
+ * the causal mask keeps out of the real rows), attending to mlen rows of m->mem[0]
+ * (Transformer-XL); m->hidden gets x_L, and m->mem[1] the next memories (returned: their
+ * length). */
+static int forward(tt_model *m, const int32_t *ids, int len, int mlen)
+{
+    for (int i = 0; i < m->n; i++) {
+        m->in[i] = i < len ? ids[i] : (int32_t)m->vocab.eos;
+        m->weight[i] = i < len ? 1.f : 0.f;
+    }
+    return tt_engine_forward(m->eng, m->in, m->weight, m->txl ? m->mem[0] : NULL,
+                             m->txl ? mlen : 0, m->txl ? m->mem[1] : NULL, m->hidden);
+}
+
+/* Transformer-XL: the memories a segment left become the next one's. */
+static int carry(tt_model *m, int mlen)
+{
+    float *t = m->mem[0];
+    m->mem[0] = m->mem[1];
+    m->mem[1] = t;
+    return mlen;
+}
+
+static const tt_real *row(const tt_model *m, int i) { return m->hidden + (size_t)i * m->d; }
+
+tt_status tt_score(tt_model *m, const int32_t *ids, size_t n, int stride, double *logprob,
+                   tt_error *err)
+{
+    if (!m || !ids || !logprob || n < 2)
+        return fail(err, TT_ERR_ARGUMENT, "tt_score: two tokens or more, and somewhere to put "
+                    "their log-probabilities");
+    if (stride < 0 || stride > m->n)
+        return fail(err, TT_ERR_ARGUMENT, "stride %d: 0 (seq_len) .. seq_len %d", stride, m->n);
+    if (check_ids(m, ids, n, err)) return TT_ERR_TOKEN;
+    const long preds = (long)n - 1, N = m->n, S = stride ? stride : N;
+    if (m->txl) { /* segments of N predictions, each after the memories of those before */
+        int mlen = 0;
+        for (long a = 0; a < preds; a += N) {
+            const int len = (int)(preds - a < N ? preds - a : N);
+            mlen = carry(m, forward(m, ids + a, len, mlen));
+            for (int i = 0; i < len; i++)
+                logprob[a + i] = tt_lm_logprob(&m->layout, &m->view, row(m, i), ids[a + i + 1]);
+        }
+        return ok(err);
+    }
+    /* windows as tt_evaluate: the first scores all of its predictions, each later one (S on)
+     * its last S, the last moved back to end at the last prediction */
+    long done = 0;
+    for (long a = 0; done < preds; a += S) { /* windows at 0, S, 2S, ... */
+        const long start = a + N > preds ? (preds > N ? preds - N : 0) : a;
+        const int len = (int)(preds - start < N ? preds - start : N);
+        forward(m, ids + start, len, 0);
+        for (long i = done; i < start + len; i++)
+            logprob[i] = tt_lm_logprob(&m->layout, &m->view, row(m, (int)(i - start)), ids[i + 1]);
+        done = start + len;
+    }
+    return ok(err);
+}
+
+/* The distribution after ids[0..n-1] into m->dist. Transformer-XL: whole segments with memory
+ * first, then the rest as a partial segment. */
+static void next_dist(tt_model *m, const int32_t *ids, size_t n)
+{
+    int len, last;
+    if (m->txl) {
+        size_t a = 0;
+        int mlen = 0;
+        while (n - a > (size_t)m->n) { /* full segments, then the rest (1 .. N tokens) */
+            mlen = carry(m, forward(m, ids + a, m->n, mlen));
+            a += (size_t)m->n;
+        }
+        len = (int)(n - a);
+        forward(m, ids + a, len, mlen);
+        last = len - 1;
+    } else {
+        const size_t start = n > (size_t)m->n ? n - (size_t)m->n : 0;
+        len = (int)(n - start);
+        forward(m, ids + start, len, 0);
+        last = len - 1;
+    }
+    tt_lm_logprobs(&m->layout, &m->view, row(m, last), m->dist);
+}
+
+tt_status tt_next(tt_model *m, const int32_t *ids, size_t n, double *logprob, tt_error *err)
+{
+    if (!m || !ids || !logprob || n < 1)
+        return fail(err, TT_ERR_ARGUMENT, "tt_next: one token or more, and somewhere to put the "
+                    "distribution");
+    if (check_ids(m, ids, n, err)) return TT_ERR_TOKEN;
+    next_dist(m, ids, n);
+    memcpy(logprob, m->dist, (size_t)m->vocab.n * sizeof *logprob);
+    return ok(err);
+}
+
+/* --- sampling ----------------------------------------------------------------------------------- */
+
+typedef struct {
+    double lp;
+    int32_t id;
+} scored_id;
+
+static int by_prob(const void *a, const void *b)
+{
+    const scored_id *x = a, *y = b;
+    if (x->lp != y->lp) return x->lp > y->lp ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* A uniform draw in [0, 1) for token k of a generation from seed (counter-based: no state). */
+static double uniform(uint64_t seed, uint64_t k)
+{
+    const uint64_t x = tt_mix64(tt_mix64(seed ^ 0x7474676eULL) + k);
+    return (double)(x >> 11) * 0x1.0p-53;
+}
+
+/* A token of dist (log-probabilities over the vocabulary) as opts say, draw k. */
+static int32_t sample(const double *dist, long v, const tt_sample_opts *o, uint64_t k,
+                      scored_id *buf)
+{
+    if (o->temperature <= 0) { /* greedy: the most likely, the lowest id on a tie */
+        long best = 0;
+        for (long i = 1; i < v; i++)
+            if (dist[i] > dist[best]) best = i;
+        return (int32_t)best;
+    }
+    for (long i = 0; i < v; i++) buf[i] = (scored_id){dist[i] / o->temperature, (int32_t)i};
+    qsort(buf, (size_t)v, sizeof *buf, by_prob);
+    long keep = o->top_k > 0 && o->top_k < v ? o->top_k : v;
+    double z = 0;
+    for (long i = 0; i < keep; i++) z += exp(buf[i].lp - buf[0].lp);
+    if (o->top_p > 0 && o->top_p < 1) { /* the fewest whose mass reaches top_p */
+        double mass = 0;
+        long i = 0;
+        while (i < keep && mass < o->top_p * z) mass += exp(buf[i++].lp - buf[0].lp);
+        keep = i ? i : 1;
+        z = mass;
+    }
+    const double u = uniform(o->seed, k) * z;
+    double c = 0;
+    for (long i = 0; i < keep; i++) {
+        c += exp(buf[i].lp - buf[0].lp);
+        if (u < c) return buf[i].id;
+    }
+    return buf[keep - 1].id;
+}
+
+tt_status tt_generate(tt_model *m, const int32_t *prompt, size_t n, size_t k,
+                      const tt_sample_opts *opts, int32_t *out, size_t *made, tt_token_fn fn,
+                      void *ctx, tt_error *err)
+{
+    if (made) *made = 0;
+    if (!m || !prompt || n < 1 || !opts)
+        return fail(err, TT_ERR_ARGUMENT, "tt_generate: a prompt of one token or more, and options");
+    if (!(opts->temperature >= 0) || !isfinite(opts->temperature) || opts->top_k < 0 ||
+        !(opts->top_p >= 0 && opts->top_p <= 1))
+        return fail(err, TT_ERR_ARGUMENT, "temperature %g (0 or more), top_k %d (0 or more), "
+                    "top_p %g (0 .. 1)", opts->temperature, opts->top_k, opts->top_p);
+    if (check_ids(m, prompt, n, err)) return TT_ERR_TOKEN;
+    /* the context: Transformer-XL keeps its memories and the segment being filled; the
+     * tensorized model the window of the last N tokens */
+    const size_t keep = m->txl ? n + k : (size_t)m->n;
+    int32_t *ctx_ids = tt_xmalloc((keep > n ? keep : n) * sizeof *ctx_ids);
+    size_t have;
+    int mlen = 0;
+    if (m->txl) {
+        memcpy(ctx_ids, prompt, n * sizeof *ctx_ids);
+        have = n;
+    } else {
+        have = n < (size_t)m->n ? n : (size_t)m->n;
+        memcpy(ctx_ids, prompt + n - have, have * sizeof *ctx_ids);
+    }
+    size_t seg = 0; /* Transformer-XL: where the segment being filled starts */
+    if (m->txl)
+        while (have - seg > (size_t)m->n) {
+            mlen = carry(m, forward(m, ctx_ids + seg, m->n, mlen));
+            seg += (size_t)m->n;
+        }
+    scored_id *buf = tt_xmalloc((size_t)m->vocab.n * sizeof *buf);
+    size_t i = 0;
+    for (; i < k; i++) {
+        int last;
+        if (m->txl) {
+            const int len = (int)(have - seg);
+            forward(m, ctx_ids + seg, len, mlen);
+            last = len - 1;
+        } else {
+            forward(m, ctx_ids, (int)have, 0);
+            last = (int)have - 1;
+        }
+        tt_lm_logprobs(&m->layout, &m->view, row(m, last), m->dist);
+        const int32_t t = sample(m->dist, m->vocab.n, opts, i, buf);
+        if (out) out[i] = t;
+        if (m->txl) {
+            ctx_ids[have++] = t;
+            if (have - seg > (size_t)m->n) { /* the segment is whole: its memories carry on */
+                mlen = carry(m, forward(m, ctx_ids + seg, m->n, mlen));
+                seg += (size_t)m->n;
+            }
+        } else if (have < (size_t)m->n) {
+            ctx_ids[have++] = t;
+        } else { /* the window slides by one */
+            memmove(ctx_ids, ctx_ids + 1, (have - 1) * sizeof *ctx_ids);
+            ctx_ids[have - 1] = t;
+        }
+        if (fn && fn(ctx, t, m->vocab.words[t])) {
+            i++;
+            break;
+        }
+    }
+    if (made) *made = i;
+    free(buf), free(ctx_ids);
+    return ok(err);
+}
