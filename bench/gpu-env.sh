@@ -5,6 +5,11 @@ if [ -d .deps ]; then
     tt_deps=/tmp/tt-deps
     mkdir -p "$tt_deps"
     for f in .deps/*.deb; do dpkg -x "$f" "$tt_deps"; done
+    # zlib1g-dev's libz.so links to the runtime package's file, which is the machine's: without
+    # it the linker takes libz.a, which is not position-independent (libtt.so cannot use it)
+    tt_libz=$(ldconfig -p | awk '/libz\.so\.1 .*x86-64/ {print $NF; exit}')
+    [ -e "$tt_deps/usr/lib/x86_64-linux-gnu/libz.so" ] || [ -z "$tt_libz" ] ||
+        ln -sf "$tt_libz" "$tt_deps/usr/lib/x86_64-linux-gnu/libz.so"
     export CMAKE_PREFIX_PATH="$tt_deps/usr" PKG_CONFIG_SYSROOT_DIR="$tt_deps"
     export PKG_CONFIG_PATH="$tt_deps/usr/lib/x86_64-linux-gnu/pkgconfig:$tt_deps/usr/share/pkgconfig"
     export LD_LIBRARY_PATH="$tt_deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"

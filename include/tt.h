@@ -48,7 +48,9 @@ typedef struct tt_model tt_model;
  * a step folder, or a checkpoint folder (its `latest`); the vocabulary is the vocab.txt beside
  * the weights, so the training corpus need not be there. device: "cpu", "cuda", or "auto" (the
  * GPU when there is one; NULL: auto). The weights are checked as tt-eval checks them (their
- * SHA-256, every value finite, the spec's shapes and the vocabulary's hash). */
+ * SHA-256, every value finite, the spec's shapes and the vocabulary's hash). The model runs in
+ * fp32 on either device, whatever train.precision says (a bf16-trained model's weights are
+ * fp32), so that both give the same numbers to float rounding. */
 TT_API tt_status tt_open(tt_model **model, const char *spec_path, const char *checkpoint,
                          const char *device, tt_error *err);
 TT_API void tt_close(tt_model *model);
