@@ -346,8 +346,40 @@ static void test_generate_cli(void **state)
     assert_string_equal(outs[0], outs[1]);
     print_message("  tt-generate twice with seed 7: the same text: %.60s...\n", outs[0]);
     free(outs[0]), free(outs[1]);
+    /* a prompt longer than the window: cut to it, with a note, and the same words as its last
+     * window alone gives (greedy) */
+    tt_buf longer = {0};
+    for (int i = 0; i < 30; i++) tt_buf_printf(&longer, "w%d ", (5 * i) % 20);
+    const char *tail = longer.data + strlen(longer.data) - 3 * 7; /* "wX " words, last 7 */
+    while (*tail != ' ') tail++;
+    char *outs2[2];
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN],
+                              "--device", "cpu", "--prompt", i ? tail + 1 : longer.data,
+                              "--tokens", "12", "--temperature", "0", NULL};
+        tu_proc p;
+        tu_proc_start(&p, argv, (const char *const *)fx.env);
+        tu_proc_wait(&p, TIMEOUT);
+        tu_expect_exit(&p, 0, "tt-generate with a long prompt");
+        if (!i && !strstr(p.err, "more than the window of 8: the model reads its last 8"))
+            fail_msg("no note that the prompt was cut:\n%s", p.err);
+        if (!i) print_message("  %s", p.err);
+        outs2[i] = tt_xstrdup(p.out);
+        tu_proc_free(&p);
+    }
+    assert_string_equal(outs2[0], outs2[1]);
+    free(outs2[0]), free(outs2[1]);
+    tt_buf_free(&longer);
+    char *nul = tt_xasprintf("%s/nul-prompt.txt", fx.root);
+    tu_write_file(nul, "w1 w2\0w3\n", 9);
     const char *bad[][9] = {
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", "/nonexistent", "--prompt", "w1", NULL},
+        {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[TXL], "--prompt", "w1", NULL},
+        {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--prompt-file",
+         "/nonexistent", NULL},
+        {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--prompt-file", nul,
+         NULL},
+        {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--tokens", NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--top-p", "1.5", NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--prompt", "a",
          "--prompt-file", "b", NULL},
@@ -363,6 +395,7 @@ static void test_generate_cli(void **state)
         print_message("  %s", p.err);
         tu_proc_free(&p);
     }
+    free(nul);
 }
 
 /* tt-eval --text --per-line: a line's logprob is tt_score's of <eos> + its words + <eos>, and the

@@ -117,8 +117,8 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* Standard input, whole (up to PROMPT_MAX_BYTES). */
-static char *read_stdin(char *err, size_t errlen)
+/* Standard input, whole (up to PROMPT_MAX_BYTES), its length in *len. */
+static char *read_stdin(size_t *len, char *err, size_t errlen)
 {
     tt_buf b = {0};
     char chunk[65536];
@@ -136,6 +136,7 @@ static char *read_stdin(char *err, size_t errlen)
         tt_errf(err, errlen, "standard input: %s", strerror(errno));
         return NULL;
     }
+    *len = b.len;
     tt_buf_append(&b, "", 1);
     return b.data;
 }
@@ -169,8 +170,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "tt-generate: %s\n", msg);
             return 2;
         }
-    } else if (!(text = read_stdin(msg, sizeof msg))) {
+    } else if (!(text = read_stdin(&len, msg, sizeof msg))) {
         fprintf(stderr, "tt-generate: %s\n", msg);
+        return 2;
+    }
+    const char *nul = o.prompt ? NULL : memchr(text, '\0', len);
+    if (nul) {
+        fprintf(stderr, "tt-generate: %s: a NUL byte at offset %zu: not text\n",
+                o.prompt_file ? o.prompt_file : "standard input", (size_t)(nul - text));
+        free(text);
         return 2;
     }
     tt_model *m = NULL;
