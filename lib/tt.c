@@ -32,7 +32,6 @@ struct tt_model {
     int n, d;           /* seq_len, d_model */
     bool txl;
     int32_t *in;        /* [n] a window's or segment's inputs */
-    float *weight;      /* [n] 1 for real rows, 0 for padding */
     float *hidden;      /* [n, d] x_L of the last forward */
     float *mem[2];      /* Transformer-XL: [L, mem_len, d] memories, in and out */
     double *dist;       /* [vocab] */
@@ -113,7 +112,6 @@ tt_status tt_open(tt_model **out, const char *spec_path, const char *checkpoint,
     m->d = m->spec.model.d_model;
     m->txl = m->spec.model.kind == TT_KIND_TXL;
     m->in = tt_xcalloc((size_t)m->n, sizeof *m->in);
-    m->weight = tt_xcalloc((size_t)m->n, sizeof *m->weight);
     m->hidden = tt_xcalloc((size_t)m->n * m->d, sizeof *m->hidden);
     m->dist = tt_xcalloc((size_t)m->vocab.n, sizeof *m->dist);
     if (m->txl)
@@ -137,7 +135,7 @@ void tt_close(tt_model *m)
     tt_layout_free(&m->layout);
     tt_vocab_free(&m->vocab);
     tt_spec_free(&m->spec);
-    free(m->in), free(m->weight), free(m->hidden), free(m->dist);
+    free(m->in), free(m->hidden), free(m->dist);
     free(m->mem[0]), free(m->mem[1]);
     free(m);
 }
@@ -209,12 +207,9 @@ static tt_status check_ids(const tt_model *m, const int32_t *ids, size_t n, tt_e
  * length). */
 static int forward(tt_model *m, const int32_t *ids, int len, int mlen)
 {
-    for (int i = 0; i < m->n; i++) {
-        m->in[i] = i < len ? ids[i] : (int32_t)m->vocab.eos;
-        m->weight[i] = i < len ? 1.f : 0.f;
-    }
-    return tt_engine_forward(m->eng, m->in, m->weight, m->txl ? m->mem[0] : NULL,
-                             m->txl ? mlen : 0, m->txl ? m->mem[1] : NULL, m->hidden);
+    for (int i = 0; i < m->n; i++) m->in[i] = i < len ? ids[i] : (int32_t)m->vocab.eos;
+    return tt_engine_forward(m->eng, m->in, m->txl ? m->mem[0] : NULL, m->txl ? mlen : 0,
+                             m->txl ? m->mem[1] : NULL, m->hidden);
 }
 
 /* Transformer-XL: the memories a segment left become the next one's. */
@@ -329,21 +324,27 @@ static int32_t sample(const double *dist, long v, const tt_sample_opts *o, uint6
         return (int32_t)best;
     }
     for (long i = 0; i < v; i++) buf[i] = (scored_id){dist[i] / o->temperature, (int32_t)i};
-    qsort(buf, (size_t)v, sizeof *buf, by_prob);
-    long keep = o->top_k > 0 && o->top_k < v ? o->top_k : v;
-    double z = 0;
-    for (long i = 0; i < keep; i++) z += exp(buf[i].lp - buf[0].lp);
+    /* truncated: the most likely first (the lower id first on a tie), and the first keep of
+     * them; else every id in its order */
+    long keep = v;
+    if ((o->top_k > 0 && o->top_k < v) || (o->top_p > 0 && o->top_p < 1)) {
+        qsort(buf, (size_t)v, sizeof *buf, by_prob);
+        if (o->top_k > 0 && o->top_k < v) keep = o->top_k;
+    }
+    double top = -INFINITY, z = 0;
+    for (long i = 0; i < keep; i++) top = buf[i].lp > top ? buf[i].lp : top;
+    for (long i = 0; i < keep; i++) z += exp(buf[i].lp - top);
     if (o->top_p > 0 && o->top_p < 1) { /* the fewest whose mass reaches top_p */
         double mass = 0;
         long i = 0;
-        while (i < keep && mass < o->top_p * z) mass += exp(buf[i++].lp - buf[0].lp);
+        while (i < keep && mass < o->top_p * z) mass += exp(buf[i++].lp - top);
         keep = i ? i : 1;
         z = mass;
     }
     const double u = uniform(o->seed, k) * z;
     double c = 0;
     for (long i = 0; i < keep; i++) {
-        c += exp(buf[i].lp - buf[0].lp);
+        c += exp(buf[i].lp - top);
         if (u < c) return buf[i].id;
     }
     return buf[keep - 1].id;

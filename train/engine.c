@@ -472,14 +472,14 @@ int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long m
     return tt_evaluate_cpu(&e->cpu, e->host[0], tokens, stride, max_tokens, res, err, errlen);
 }
 
-int tt_engine_forward(tt_engine *e, const int32_t *inputs, const float *weight, const float *mems,
-                      int mlen, float *mems_out, float *hidden)
+int tt_engine_forward(tt_engine *e, const int32_t *inputs, const float *mems, int mlen,
+                      float *mems_out, float *hidden)
 {
     const tt_model_spec *m = &e->l->m;
     const size_t rows = (size_t)e->batch * m->seq_len;
     /* the output layer is the caller's (tt_lm_logprobs): every row's weight 0 skips it */
     float *zero = tt_xcalloc(rows, sizeof *zero);
-    const tt_lm_opts o = {.weight = weight ? weight : zero};
+    const tt_lm_opts o = {.weight = zero};
     tt_lm_result r;
     int out = 0;
     TT_ASSERT(m->kind == TT_KIND_TXL || (!mems && !mlen && !mems_out));

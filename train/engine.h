@@ -92,11 +92,11 @@ int tt_engine_evaluate(tt_engine *e, const tt_tokens *tokens, int stride, long m
 
 /* Using a trained model: the forward pass alone, without dropout, of inputs [batch, seq_len] (the
  * engine's batch), the last layer's output x_L into hidden [batch * seq_len, D] (fp32), for the
- * caller's output layer (tt_lm_logprobs). weight: NULL, or [rows] with 0 for rows that are
- * padding (on the GPU they route nowhere). Transformer-XL: mems [L, batch, mlen, D] the memory
- * the segment attends to (mlen 0: none), and mems_out (may be NULL) gets the next (as
- * tt_engine_memory's layout); returns their length (0 for the tensorized model). */
-int tt_engine_forward(tt_engine *e, const int32_t *inputs, const float *weight, const float *mems,
-                      int mlen, float *mems_out, float *hidden);
+ * caller's output layer (tt_lm_logprobs; the engine's own is skipped). Transformer-XL: mems [L,
+ * batch, mlen, D] the memory the segment attends to (mlen 0: none), and mems_out (may be NULL)
+ * gets the next (as tt_engine_memory's layout); returns their length (0 for the tensorized
+ * model). */
+int tt_engine_forward(tt_engine *e, const int32_t *inputs, const float *mems, int mlen,
+                      float *mems_out, float *hidden);
 
 #endif
