@@ -23,7 +23,7 @@ command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 have_pc yaml-0.1 || missing="$missing libyaml-dev"
 have_pc cmocka || missing="$missing libcmocka-dev"
 have_pc zlib || missing="$missing zlib1g-dev"
-command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox" # tt-bench sweep's plots
+command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox" # curve.png, tt-bench's plots
 if [ -n "$missing" ]; then
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "setup: missing:$missing (no apt-get here: install them, or set CMAKE_PREFIX_PATH)" >&2

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "device.h"
 #include "testutil.h"
@@ -353,13 +354,18 @@ static void test_text(void **state)
     tu_proc_free(&p);
 }
 
-/* Refusals: one line on stderr, exit 2, nothing on stdout. */
-static void expect_refusal(const tu_proc *p, const char *what, const char *part)
+/* Refusals: one line on stderr, exit code (2: bad usage or input), nothing on stdout. */
+static void expect_refusal_code(const tu_proc *p, int code, const char *what, const char *part)
 {
-    tu_expect_exit(p, 2, what);
+    tu_expect_exit(p, code, what);
     if (tu_count_lines(p->err) != 1 || !strstr(p->err, part))
         fail_msg("%s: stderr is not one line with '%s':\n%s", what, part, p->err);
     if (p->out[0]) fail_msg("%s: stdout is not empty:\n%s", what, p->out);
+}
+
+static void expect_refusal(const tu_proc *p, const char *what, const char *part)
+{
+    expect_refusal_code(p, 2, what, part);
 }
 
 /* tt-bench with the arguments after what and part: refused, as expect_refusal says. */
@@ -584,6 +590,89 @@ static void test_sweep(void **state)
     free(svg);
 }
 
+/* A log of tt-train --log-json in the fixture's folder. */
+static char *write_log(const fixture *f, const char *name, const char *const *lines)
+{
+    tt_buf b = {0};
+    for (; *lines; lines++) tt_buf_printf(&b, "%s\n", *lines);
+    char *path = tt_xasprintf("%s/%s", f->root, name);
+    tu_write_file(path, b.data, b.len);
+    tt_buf_free(&b);
+    return path;
+}
+
+/* tt-bench plot: two logs of tt-train --log-json, one of a run resumed after step 3 (its log
+ * repeats the steps after its checkpoint), one with a skipped step; the script beside the
+ * picture holds each log's rows in curve.tsv's format, the resumed run's later lines replacing
+ * the earlier ones, and gnuplot draws a PNG from it when it is on PATH. Without gnuplot, and for
+ * each bad input (a malformed line, a missing file, a log without steps, no log), one line. */
+static void test_plot(void **state)
+{
+    fixture *fx = *state;
+    char *a = write_log(fx, "a.jsonl", (const char *const[]){
+        "{\"step\":1,\"loss\":3,\"nll\":3,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":2,\"loss\":2.5,\"nll\":2.5,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":2,\"valid_nll\":3,\"valid_tokens\":100}",
+        "{\"step\":3,\"loss\":2.25,\"nll\":2.25,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":4,\"loss\":2,\"nll\":2,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":4,\"valid_nll\":2,\"valid_tokens\":100}",
+        "{\"step\":5,\"loss\":1.75,\"nll\":1.75,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":4,\"loss\":1.5,\"nll\":1.5,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":4,\"valid_nll\":1,\"valid_tokens\":100}",
+        "{\"step\":5,\"loss\":1.25,\"nll\":1.25,\"lr\":0.1,\"grad_norm\":1}", NULL});
+    char *b = write_log(fx, "b.jsonl", (const char *const[]){
+        "{\"step\":1,\"loss\":4,\"nll\":4,\"lr\":0.1,\"grad_norm\":1}",
+        "{\"step\":2,\"skipped\":true,\"lr\":0.1}",
+        "{\"step\":3,\"loss\":3.5,\"nll\":3.5,\"lr\":0.1,\"grad_norm\":1}", NULL});
+    char *png = tt_xasprintf("%s/out.png", fx->root), *gp = tt_xasprintf("%s/out.gp", fx->root);
+    tu_proc p;
+    RUN(&p, "plot", a, b, "-o", png, "--title", "two runs");
+    if (tu_on_path("gnuplot")) {
+        tu_expect_exit(&p, 0, "tt-bench plot");
+        tu_expect_png(png);
+    } else {
+        expect_refusal_code(&p, 1, "tt-bench plot without gnuplot", "gnuplot not found on PATH");
+        print_message("  skipped the check of the PNG: no gnuplot on PATH\n");
+    }
+    tu_proc_free(&p);
+    char *script = tu_read_file(gp, NULL);
+    char *rows = tt_xasprintf("\n$run1 << EOD\n1\t3\t\n2\t2.5\t\n2\t\t%.7g\n3\t2.25\t\n4\t1.5\t\n"
+                              "4\t\t%.7g\n5\t1.25\t\nEOD\n$run2 << EOD\n1\t4\t\n3\t3.5\t\nEOD\n",
+                              exp(3.0), exp(1.0));
+    if (!strstr(script, rows) || !strstr(script, "title 'a.jsonl'") ||
+        !strstr(script, "title 'b.jsonl'") || !strstr(script, "\nset title 'two runs'\n"))
+        fail_msg("%s lacks the runs' rows (%s) or their names:\n%s", gp, rows, script);
+    free(script), free(rows);
+
+    char *nobin = tt_xasprintf("%s/nobin", fx->root), *path = tt_xasprintf("PATH=%s", nobin);
+    assert_int_equal(mkdir(nobin, 0755), 0);
+    tu_proc_start(&p, (const char *const[]){TT_BENCH_BIN, "plot", a, "-o", png, NULL},
+                  (const char *const[]){path, NULL});
+    tu_proc_wait(&p, TIMEOUT);
+    expect_refusal_code(&p, 1, "tt-bench plot, no gnuplot on PATH", "tt-bench plot: gnuplot not found");
+    tu_proc_free(&p);
+
+    static const char *const bad[] = {"garbage", "{\"step\":2}", "{\"step\":2.5,\"loss\":1}",
+                                      "{\"step\":2,\"loss\":\"x\"}", "{\"step\":2,\"loss\":1} x",
+                                      "{\"step\":2,\"loss\":1,}", "{\"step\":2,\"loss\":NaN}",
+                                      "{\"step\":2,\"loss\":1,\"valid_nll\":1}"};
+    char *where = tt_xasprintf("%s/bad.jsonl:2: not a line of tt-train --log-json", fx->root);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *bad_log = write_log(fx, "bad.jsonl", (const char *const[]){"{\"step\":1,\"loss\":1}",
+                                                                         bad[i], NULL});
+        REFUSES(bad[i], where, "plot", a, bad_log, "-o", png);
+        free(bad_log);
+    }
+    char *missing = tt_xasprintf("%s/missing.jsonl", fx->root);
+    REFUSES("a missing log", missing, "plot", missing);
+    char *no_steps = write_log(fx, "no-steps.jsonl",
+                               (const char *const[]){"{\"step\":1,\"skipped\":true,\"lr\":0.1}", NULL});
+    REFUSES("a log without steps", "no training steps or validations", "plot", no_steps);
+    REFUSES("no log", "expected one or more logs", "plot", "-o", png);
+    free(a), free(b), free(png), free(gp), free(nobin), free(path), free(where), free(missing);
+    free(no_steps);
+}
+
 #define IN_OWN_FOLDER(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
 int main(void)
@@ -598,6 +687,7 @@ int main(void)
         IN_OWN_FOLDER(test_refusals),
         cmocka_unit_test(test_profile),
         IN_OWN_FOLDER(test_sweep),
+        IN_OWN_FOLDER(test_plot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -828,14 +828,17 @@ static void run_to_end(const fixture *f, const char *spec, const char *dir, int 
     fail_msg("%s: no run ended well in 5", dir);
 }
 
-/* Only step folders and latest in dir: no temporary of a killed run left behind. */
+/* Only step folders, latest and the training curve's files in dir: no temporary of a killed run
+ * left behind. */
 static void expect_tidy(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) fail_msg("%s: cannot open", dir);
     for (struct dirent *e; (e = readdir(d));) {
         const char *n = e->d_name;
-        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "latest")) continue;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "latest") || !strcmp(n, "curve.tsv") ||
+            !strcmp(n, "curve.gp") || !strcmp(n, "curve.png"))
+            continue;
         if (strncmp(n, "step-", 5) || strlen(n) != 13) fail_msg("%s: '%s' left behind", dir, n);
     }
     closedir(d);
@@ -855,8 +858,8 @@ static void run_to_end_killed(const fixture *f, const char *spec, const char *di
 }
 
 /* kill -9 at 20 points of training on the CPU reference, each followed by --resume (or a new start
- * where no checkpoint was written yet) until the run ends: every time the same checkpoint, byte
- * for byte, as the run never killed, and nothing left behind. Three points are inside a save
+ * where no checkpoint was written yet) until the run ends: every time the same checkpoint and
+ * training curve (curve.tsv), byte for byte, as the run never killed, and nothing left behind. Three points are inside a save
  * (TT_FAULT_SAVE: its files written, not renamed; an older folder of the step moved aside, the
  * new one not yet in; the new one in, latest not yet moved); 17 at times spread over the run. */
 static void test_kill_anywhere(void **state)
@@ -898,8 +901,10 @@ static void test_kill_anywhere(void **state)
         run_to_end(f, spec, dir, &runs);
         expect_latest(dir, FAULT_STEPS);
         expect_same_checkpoint(ref, dir, FAULT_STEPS);
+        char *ref_curve = tt_xasprintf("%s/curve.tsv", ref), *curve = tt_xasprintf("%s/curve.tsv", dir);
+        expect_same_file(ref_curve, curve);
         expect_tidy(dir);
-        free(dir);
+        free(dir), free(ref_curve), free(curve);
     }
     print_message("  20 kills (%d inside a save, 17 over %.2f s of training): each resumed to the "
                   "same checkpoint\n", in_save, t);

@@ -230,6 +230,27 @@ void tu_expect_exit(const tu_proc *p, int code, const char *what)
                  p->out, p->err);
 }
 
+int tu_on_path(const char *program)
+{
+    const char *path = getenv("PATH");
+    for (const char *dir = path; dir && *dir; dir += strcspn(dir, ":"), dir += *dir == ':') {
+        char *file = tt_xasprintf("%.*s/%s", (int)strcspn(dir, ":"), dir, program);
+        const int found = access(file, X_OK) == 0;
+        free(file);
+        if (found) return 1;
+    }
+    return 0;
+}
+
+void tu_expect_png(const char *path)
+{
+    size_t len;
+    char *data = tu_read_file(path, &len);
+    if (len < 8 || memcmp(data, "\x89PNG\r\n\x1a\n", 8) != 0)
+        fail_msg("%s (%zu bytes) is not a PNG", path, len);
+    free(data);
+}
+
 int tu_count_lines(const char *s)
 {
     int n = 0;

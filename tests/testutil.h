@@ -58,6 +58,11 @@ void tu_proc_free(tu_proc *p);
 /* Fails the test, showing stdout and stderr, unless the ended child exited with code. */
 void tu_expect_exit(const tu_proc *p, int code, const char *what);
 
+/* 1 when an executable program of that name is in a folder of $PATH. */
+int tu_on_path(const char *program);
+/* Fails the test unless path is a file that starts with PNG's signature. */
+void tu_expect_png(const char *path);
+
 /* The number of newlines in s. */
 int tu_count_lines(const char *s);
 

@@ -15,6 +15,7 @@
 #include "cards.h"
 #include "checkpoint.h"
 #include "cpu_model.h"
+#include "curve.h"
 #include "engine.h"
 #include "evaluate.h"
 #include "optim.h"
@@ -263,6 +264,7 @@ int main(int argc, char **argv)
     tt_tokens train = {0}, valid = {0};
     int32_t *in = NULL, *tg = NULL;
     FILE *json = NULL;
+    tt_curve *curve = NULL;
     tt_engine *eng = NULL;
     tt_train_state st = {0};
     char where_runs[300];
@@ -314,6 +316,7 @@ int main(int argc, char **argv)
     const int sharded = o.shard && tt_engine_shard_optimizer(eng);
     if (o.shard && !sharded && !o.quiet)
         printf("note: --shard-optimizer: one device, nothing to share the optimizer with\n");
+    if (lead) curve = tt_curve_open(ckpt_dir, step, o.quiet);
     if (o.log_json && !(json = fopen(o.log_json, o.resume ? "a" : "w"))) {
         tt_errf(err, sizeof err, "%s: cannot open for writing", o.log_json);
         goto fail;
@@ -380,6 +383,7 @@ int main(int argc, char **argv)
         if (finite) {
             window_loss += loss;
             window_steps++;
+            tt_curve_loss(curve, step, loss);
         }
         if (json && finite) { /* flushed: a run is watched through its log */
             fprintf(json, "{\"step\":%ld,\"loss\":%.17g,\"nll\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g}\n",
@@ -421,10 +425,12 @@ int main(int argc, char **argv)
                         ev.nll / ev.scored, ev.scored);
                 fflush(json);
             }
+            tt_curve_valid(curve, step, vppl); /* draws curve.png */
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
             tt_rank_beat();
         }
         if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
+            tt_curve_flush(curve); /* a run resumed from this checkpoint finds every row */
             if (save(eng, &s, &st, ckpt_dir, step, lead, where, sizeof where, err, sizeof err)) {
                 status = 1;
                 goto fail;
@@ -474,6 +480,7 @@ fail:
     fprintf(stderr, "%s\n", err);
 done:
     if (json) fclose(json);
+    tt_curve_close(curve);
     tt_engine_close(eng);
     free(in), free(tg), free(ckpt_dir), free(st.mems);
     tt_tokens_free(&train);
