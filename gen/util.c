@@ -14,9 +14,25 @@
 #include <time.h>
 #include <unistd.h>
 
+static _Thread_local tt_panic_trap *panic_trap;
+
+void tt_panic_trap_set(tt_panic_trap *trap) { panic_trap = trap; }
+tt_panic_trap *tt_panic_trap_get(void) { return panic_trap; }
+
 void tt_panic(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
+    tt_panic_trap *trap = panic_trap;
+    if (trap) { /* the library's caller gets the message instead of an abort */
+        panic_trap = NULL;
+        const int at = snprintf(trap->message, sizeof trap->message, "internal error (%s:%d): ",
+                                file, line);
+        va_start(ap, fmt);
+        if (at > 0 && (size_t)at < sizeof trap->message)
+            vsnprintf(trap->message + at, sizeof trap->message - (size_t)at, fmt, ap);
+        va_end(ap);
+        longjmp(trap->env, 1);
+    }
     fprintf(stderr, "%s:%d: internal error: ", file, line);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

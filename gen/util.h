@@ -15,6 +15,18 @@
 _Noreturn void tt_panic(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Where a library's call (libtt) catches the internal errors that would end a tool: while a trap
+ * is set on a thread, tt_panic on that thread writes its message into the trap and longjmps to
+ * its env (setjmp'd by the caller) instead of printing and aborting. NULL: none (the default).
+ * What the interrupted call held is not released: the caller marks its object unusable. */
+#include <setjmp.h>
+typedef struct {
+    jmp_buf env;
+    char message[1024];
+} tt_panic_trap;
+void tt_panic_trap_set(tt_panic_trap *trap);
+tt_panic_trap *tt_panic_trap_get(void);
+
 void *tt_xmalloc(size_t n);
 void *tt_xcalloc(size_t n, size_t size);
 void *tt_xrealloc(void *p, size_t n);

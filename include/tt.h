@@ -4,8 +4,10 @@
  * distribution of the next token; generate. tt-generate and tt-eval --text are built on it.
  *
  * Every call that can fail returns TT_OK (0) or an error code, with a one-line message in *err
- * when err is not NULL; nothing here exits the process or prints. A model is not thread-safe:
- * one thread at a time per model (separate models are independent).
+ * when err is not NULL; nothing here exits the process or prints, not even on a failure inside
+ * (a CUDA error, memory exhausted: TT_ERR_INTERNAL, after which the model can only be closed,
+ * and what it held may not all be released). A model is not thread-safe: one thread at a time
+ * per model (separate models are independent).
  *
  * Token ids are the checkpoint's vocabulary (its vocab.txt): 0 .. tt_vocab_size() - 1, with
  * <eos> at the end of every line of the training text. Log-probabilities are natural logs. */
@@ -35,6 +37,8 @@ typedef enum {
     TT_ERR_CHECKPOINT = 4, /* a checkpoint that is damaged or of another spec or vocabulary */
     TT_ERR_DEVICE = 5,     /* no CUDA device (or driver) where one was asked for */
     TT_ERR_TOKEN = 6,      /* a token id outside the vocabulary */
+    TT_ERR_INTERNAL = 7,   /* a failure inside (a CUDA error, memory exhausted, a broken
+                            * invariant): the model cannot be used again, only closed */
 } tt_status;
 
 typedef struct {

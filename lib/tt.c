@@ -35,6 +35,8 @@ struct tt_model {
     float *hidden;      /* [n, d] x_L of the last forward */
     float *mem[2];      /* Transformer-XL: [L, mem_len, d] memories, in and out */
     double *dist;       /* [vocab] */
+    char *broken;       /* an internal error's message: the model can only be closed */
+    long forwards, panic_at; /* TT_FAULT_LIB_PANIC's test: the panic_at-th forward fails */
 };
 
 static tt_status fail(tt_error *err, tt_status code, const char *fmt, ...)
@@ -49,6 +51,21 @@ static tt_status fail(tt_error *err, tt_status code, const char *fmt, ...)
         err->code = code;
     }
     return code;
+}
+
+/* What a call does after tt_panic trapped it (see util.h's tt_panic_trap): the model is marked
+ * unusable (NULL: a tt_open that did not finish, which leaks what it made). */
+static tt_status trapped(tt_model *m, const tt_panic_trap *trap, tt_panic_trap *prev, tt_error *err)
+{
+    tt_panic_trap_set(prev);
+    if (m && !m->broken) m->broken = tt_xstrdup(trap->message);
+    return fail(err, TT_ERR_INTERNAL, "%s", trap->message);
+}
+
+static tt_status broken(const tt_model *m, tt_error *err)
+{
+    return fail(err, TT_ERR_INTERNAL, "the model failed before (%s): it can only be closed",
+                m->broken);
 }
 
 static tt_status ok(tt_error *err)
@@ -67,8 +84,8 @@ static char *folder_of(const char *file)
     return slash ? tt_xasprintf("%.*s", (int)(slash - file), file) : tt_xstrdup(".");
 }
 
-tt_status tt_open(tt_model **out, const char *spec_path, const char *checkpoint,
-                  const char *device, tt_error *err)
+static tt_status open_body(tt_model **out, const char *spec_path, const char *checkpoint,
+                           const char *device, tt_error *err)
 {
     if (!out || !spec_path || !checkpoint)
         return fail(err, TT_ERR_ARGUMENT, "tt_open: the model, spec and checkpoint are required");
@@ -118,6 +135,7 @@ tt_status tt_open(tt_model **out, const char *spec_path, const char *checkpoint,
         for (int i = 0; i < 2; i++)
             m->mem[i] = tt_xcalloc((size_t)m->spec.model.layers * m->spec.model.mem_len * m->d,
                                    sizeof(float));
+    m->panic_at = tt_env_long("TT_FAULT_LIB_PANIC", 0, 1L << 40, 0);
     free(file), free(dir), free(vocab_path);
     *out = m;
     return ok(err);
@@ -130,13 +148,21 @@ fail:
 void tt_close(tt_model *m)
 {
     if (!m) return;
+    tt_panic_trap trap, *prev = tt_panic_trap_get();
+    if (setjmp(trap.env)) { /* the device failed again: what is left stays allocated */
+        tt_panic_trap_set(prev);
+        return;
+    }
+    tt_panic_trap_set(&trap);
     tt_engine_close(m->eng);
+    tt_panic_trap_set(prev);
     tt_view_free(&m->view);
     tt_layout_free(&m->layout);
     tt_vocab_free(&m->vocab);
     tt_spec_free(&m->spec);
     free(m->in), free(m->hidden), free(m->dist);
     free(m->mem[0]), free(m->mem[1]);
+    free(m->broken);
     free(m);
 }
 
@@ -207,6 +233,8 @@ static tt_status check_ids(const tt_model *m, const int32_t *ids, size_t n, tt_e
  * length). */
 static int forward(tt_model *m, const int32_t *ids, int len, int mlen)
 {
+    if (m->panic_at && ++m->forwards == m->panic_at)
+        tt_panic(__FILE__, __LINE__, "TT_FAULT_LIB_PANIC: forward %ld fails", m->forwards);
     for (int i = 0; i < m->n; i++) m->in[i] = i < len ? ids[i] : (int32_t)m->vocab.eos;
     return tt_engine_forward(m->eng, m->in, m->txl ? m->mem[0] : NULL, m->txl ? mlen : 0,
                              m->txl ? m->mem[1] : NULL, m->hidden);
@@ -223,8 +251,8 @@ static int carry(tt_model *m, int mlen)
 
 static const tt_real *row(const tt_model *m, int i) { return m->hidden + (size_t)i * m->d; }
 
-tt_status tt_score(tt_model *m, const int32_t *ids, size_t n, int stride, double *logprob,
-                   tt_error *err)
+static tt_status score_body(tt_model *m, const int32_t *ids, size_t n, int stride,
+                            double *logprob, tt_error *err)
 {
     if (!m || !ids || !logprob || n < 2)
         return fail(err, TT_ERR_ARGUMENT, "tt_score: two tokens or more, and somewhere to put "
@@ -281,7 +309,8 @@ static void next_dist(tt_model *m, const int32_t *ids, size_t n)
     tt_lm_logprobs(&m->layout, &m->view, row(m, last), m->dist);
 }
 
-tt_status tt_next(tt_model *m, const int32_t *ids, size_t n, double *logprob, tt_error *err)
+static tt_status next_body(tt_model *m, const int32_t *ids, size_t n, double *logprob,
+                           tt_error *err)
 {
     if (!m || !ids || !logprob || n < 1)
         return fail(err, TT_ERR_ARGUMENT, "tt_next: one token or more, and somewhere to put the "
@@ -350,9 +379,9 @@ static int32_t sample(const double *dist, long v, const tt_sample_opts *o, uint6
     return buf[keep - 1].id;
 }
 
-tt_status tt_generate(tt_model *m, const int32_t *prompt, size_t n, size_t k,
-                      const tt_sample_opts *opts, int32_t *out, size_t *made, tt_token_fn fn,
-                      void *ctx, tt_error *err)
+static tt_status generate_body(tt_model *m, const int32_t *prompt, size_t n, size_t k,
+                               const tt_sample_opts *opts, int32_t *out, size_t *made,
+                               tt_token_fn fn, void *ctx, tt_error *err)
 {
     if (made) *made = 0;
     if (!m || !prompt || n < 1 || !opts)
@@ -416,4 +445,42 @@ tt_status tt_generate(tt_model *m, const int32_t *prompt, size_t n, size_t k,
     if (made) *made = i;
     free(buf), free(ctx_ids);
     return ok(err);
+}
+
+/* --- the calls that run the model: internal errors trapped (tt_panic_trap) --------------------- */
+
+#define TRAPPED(m, err, body)                                                                   \
+    do {                                                                                        \
+        if ((m) && (m)->broken) return broken((m), (err));                                     \
+        tt_panic_trap trap, *prev = tt_panic_trap_get();                                        \
+        if (setjmp(trap.env)) return trapped((m), &trap, prev, (err));                          \
+        tt_panic_trap_set(&trap);                                                               \
+        const tt_status rc = (body);                                                            \
+        tt_panic_trap_set(prev);                                                                \
+        return rc;                                                                              \
+    } while (0)
+
+tt_status tt_score(tt_model *m, const int32_t *ids, size_t n, int stride, double *logprob,
+                   tt_error *err)
+{
+    TRAPPED(m, err, score_body(m, ids, n, stride, logprob, err));
+}
+
+tt_status tt_next(tt_model *m, const int32_t *ids, size_t n, double *logprob, tt_error *err)
+{
+    TRAPPED(m, err, next_body(m, ids, n, logprob, err));
+}
+
+tt_status tt_generate(tt_model *m, const int32_t *prompt, size_t n, size_t k,
+                      const tt_sample_opts *opts, int32_t *out, size_t *made, tt_token_fn fn,
+                      void *ctx, tt_error *err)
+{
+    TRAPPED(m, err, generate_body(m, prompt, n, k, opts, out, made, fn, ctx, err));
+}
+
+tt_status tt_open(tt_model **out, const char *spec_path, const char *checkpoint,
+                  const char *device, tt_error *err)
+{
+    tt_model *none = NULL; /* a tt_open that fails inside leaks what it made */
+    TRAPPED(none, err, open_body(out, spec_path, checkpoint, device, err));
 }

@@ -325,6 +325,27 @@ static void test_errors(void **state)
     tt_close(NULL);
 }
 
+/* A failure inside (TT_FAULT_LIB_PANIC=3: the third forward pass fails as a CUDA error would)
+ * is a code and a line, the process goes on, the model refuses further work and closes. */
+static void test_internal_error(void **state)
+{
+    (void)state;
+    setenv("TT_FAULT_LIB_PANIC", "3", 1);
+    tt_model *m = open_model(TXL);
+    unsetenv("TT_FAULT_LIB_PANIC");
+    size_t n;
+    int32_t *ids = valid_ids(m, &n);
+    double *lp = tt_xmalloc(n * sizeof *lp);
+    tt_error e;
+    expect_code(tt_score(m, ids, n, 0, lp, &e), TT_ERR_INTERNAL, &e, "TT_FAULT_LIB_PANIC");
+    expect_code(tt_next(m, ids, 3, lp, &e), TT_ERR_INTERNAL, &e, "can only be closed");
+    tt_close(m);
+    m = open_model(TXL); /* another model is not touched by it */
+    assert_int_equal(tt_score(m, ids, n, 0, lp, &e), TT_OK);
+    tt_close(m);
+    free(lp), free(ids);
+}
+
 /* tt-generate: the same seed the same text; greedy the library's; notes and errors in a line. */
 static void test_generate_cli(void **state)
 {
@@ -516,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_score_matches_eval), cmocka_unit_test(test_next_matches_score),
         cmocka_unit_test(test_generate),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_generate_cli),       cmocka_unit_test(test_eval_per_line),
+        cmocka_unit_test(test_internal_error),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
