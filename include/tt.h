@@ -107,10 +107,12 @@ typedef int (*tt_token_fn)(void *ctx, int32_t id, const char *word);
 
 /* Up to k tokens after prompt[0..n-1] (n >= 1) into out (may be NULL), each also passed to fn
  * (may be NULL) as it comes; *made (may be NULL) gets how many were made. The tensorized model
- * predicts each from the window of the last seq_len tokens; Transformer-XL carries its memory
- * from segment to segment. A prompt longer than the model can take is read whole by
- * Transformer-XL (through its memory) and cut to its last seq_len tokens by the tensorized
- * model. */
+ * predicts each from the window of the last seq_len tokens (recomputed as it slides);
+ * Transformer-XL reads the prompt's whole segments, carrying its memory from one to the next,
+ * and then goes a token at a time, each new token one row of each layer that attends to the
+ * memory and to the cached layer inputs of the segment's tokens before it (the numbers of
+ * reading the text in segments, as tt_next does). A prompt longer than the model can take is
+ * read whole by Transformer-XL and cut to its last seq_len tokens by the tensorized model. */
 TT_API tt_status tt_generate(tt_model *model, const int32_t *prompt, size_t n, size_t k,
                              const tt_sample_opts *opts, int32_t *out, size_t *made,
                              tt_token_fn fn, void *ctx, tt_error *err);

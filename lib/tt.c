@@ -28,6 +28,7 @@ struct tt_model {
     tt_view view;       /* of the host weights, for the output layer */
     tt_engine *eng;     /* batch 1 */
     char device[300];
+    bool on_gpu;
     long step;
     int n, d;           /* seq_len, d_model */
     bool txl;
@@ -35,6 +36,13 @@ struct tt_model {
     float *hidden;      /* [n, d] x_L of the last forward */
     float *mem[2];      /* Transformer-XL: [L, mem_len, d] memories, in and out */
     double *dist;       /* [vocab] */
+    /* Transformer-XL's generation a token at a time (opened at its first): the same weights
+     * with seq_len 1 and a memory of M + N - 1 rows, which holds the segment's memory and the
+     * layers' inputs of its tokens so far (cache: [L, up to M + N - 1, d], in and out) */
+    tt_spec inc_spec; /* a shallow copy of spec: not freed */
+    tt_layout inc_layout;
+    tt_engine *inc;
+    float *cache[2];
     char *broken;       /* an internal error's message: the model can only be closed */
     long forwards, panic_at; /* TT_FAULT_LIB_PANIC's test: the panic_at-th forward fails */
 };
@@ -119,6 +127,7 @@ static tt_status open_body(tt_model **out, const char *spec_path, const char *ch
     if (tt_engine_open(&m->eng, device, &m->spec, &m->layout, 1, m->device, sizeof m->device, msg,
                        sizeof msg) != 0)
         goto fail;
+    m->on_gpu = tt_engine_device_bytes(m->eng, NULL) > 0;
     code = TT_ERR_CHECKPOINT;
     float *w = tt_engine_host(m->eng, 0);
     if (tt_checkpoint_load(file, &m->spec, &m->layout, &m->vocab, w, &m->step, msg, sizeof msg))
@@ -155,6 +164,7 @@ void tt_close(tt_model *m)
     }
     tt_panic_trap_set(&trap);
     tt_engine_close(m->eng);
+    tt_engine_close(m->inc);
     tt_panic_trap_set(prev);
     tt_view_free(&m->view);
     tt_layout_free(&m->layout);
@@ -162,6 +172,8 @@ void tt_close(tt_model *m)
     tt_spec_free(&m->spec);
     free(m->in), free(m->hidden), free(m->dist);
     free(m->mem[0]), free(m->mem[1]);
+    free(m->cache[0]), free(m->cache[1]);
+    tt_layout_free(&m->inc_layout);
     free(m->broken);
     free(m);
 }
@@ -379,6 +391,120 @@ static int32_t sample(const double *dist, long v, const tt_sample_opts *o, uint6
     return buf[keep - 1].id;
 }
 
+/* Whether generation goes on after token i (t) was made: counted, handed out, and fn asked. */
+static bool emit(tt_model *m, size_t i, int32_t t, int32_t *out, size_t *made, tt_token_fn fn,
+                 void *ctx)
+{
+    if (out) out[i] = t;
+    if (made) *made = i + 1;
+    return !(fn && fn(ctx, t, m->vocab.words[t]));
+}
+
+/* The tensorized model: each token from the window of the last N (the first positions while
+ * fewer), recomputed as the window fills and slides. */
+static tt_status generate_window(tt_model *m, const int32_t *prompt, size_t n, size_t k,
+                                 const tt_sample_opts *opts, int32_t *out, size_t *made,
+                                 tt_token_fn fn, void *ctx, scored_id *buf)
+{
+    int32_t *win = tt_xmalloc((size_t)m->n * sizeof *win);
+    size_t have = n < (size_t)m->n ? n : (size_t)m->n;
+    memcpy(win, prompt + n - have, have * sizeof *win);
+    for (size_t i = 0; i < k; i++) {
+        forward(m, win, (int)have, 0);
+        tt_lm_logprobs(&m->layout, &m->view, row(m, (int)have - 1), m->dist);
+        const int32_t t = sample(m->dist, m->vocab.n, opts, i, buf);
+        if (have == (size_t)m->n) { /* the window slides by one */
+            memmove(win, win + 1, (have - 1) * sizeof *win);
+            have--;
+        }
+        win[have++] = t;
+        if (!emit(m, i, t, out, made, fn, ctx)) break;
+    }
+    free(win);
+    return TT_OK;
+}
+
+/* Transformer-XL's engine of one token a step (struct tt_model's inc), opened once. */
+static tt_status open_inc(tt_model *m, tt_error *err)
+{
+    if (m->inc) return TT_OK;
+    char msg[1024], desc[300];
+    const tt_model_spec *ms = &m->spec.model;
+    m->inc_spec = m->spec;
+    m->inc_spec.model.seq_len = 1;
+    m->inc_spec.model.mem_len = ms->mem_len + ms->seq_len - 1;
+    if (tt_layout_build(&m->inc_spec.model, m->vocab.n, &m->inc_layout, msg, sizeof msg) != 0 ||
+        tt_engine_open(&m->inc, m->on_gpu ? "cuda" : "cpu", &m->inc_spec, &m->inc_layout, 1, desc,
+                       sizeof desc, msg, sizeof msg) != 0)
+        return fail(err, TT_ERR_DEVICE, "Transformer-XL's one-token step: %s", msg);
+    TT_ASSERT(m->inc_layout.n_floats == m->layout.n_floats);
+    memcpy(tt_engine_host(m->inc, 0), tt_engine_host(m->eng, 0),
+           m->layout.n_floats * sizeof(float));
+    tt_engine_upload(m->inc);
+    const size_t cap = (size_t)ms->layers * m->inc_spec.model.mem_len * m->d;
+    for (int i = 0; i < 2; i++) m->cache[i] = tt_xcalloc(cap ? cap : 1, sizeof(float));
+    return TT_OK;
+}
+
+/* One token t at the next position of the segment being filled, attending to the cache's mlen
+ * rows; m->hidden's first row gets its x_L, the cache its layers' inputs. Returns the cache's
+ * new length. */
+static int inc_step(tt_model *m, int32_t t, int mlen)
+{
+    const int got = tt_engine_forward(m->inc, &t, m->cache[0], mlen, m->cache[1], m->hidden);
+    float *c = m->cache[0];
+    m->cache[0] = m->cache[1];
+    m->cache[1] = c;
+    return got;
+}
+
+/* A whole segment in the cache: its last mem_len rows (of each layer) are the next segment's
+ * memory, as the segment's forward leaves them. Returns their count. */
+static int end_segment(tt_model *m, int mlen)
+{
+    const int keep = mlen < m->spec.model.mem_len ? mlen : m->spec.model.mem_len;
+    const size_t d = (size_t)m->d;
+    for (int l = 0; l < m->spec.model.layers; l++) /* rows move down: layer by layer is safe */
+        memmove(m->cache[0] + (size_t)l * keep * d,
+                m->cache[0] + ((size_t)l * mlen + (size_t)(mlen - keep)) * d,
+                (size_t)keep * d * sizeof(float));
+    return keep;
+}
+
+/* Transformer-XL: the prompt's whole segments as the model reads them (its memory carried from
+ * one to the next), then a token at a time: each new token attends to the memory and to the
+ * segment's tokens before it, kept as the layers' inputs (the cached keys and values' source),
+ * so a token costs one row of each layer; a whole segment leaves the next one's memory. The
+ * numbers are those of reading the text in segments (tt_next). */
+static tt_status generate_txl(tt_model *m, const int32_t *prompt, size_t n, size_t k,
+                              const tt_sample_opts *opts, int32_t *out, size_t *made,
+                              tt_token_fn fn, void *ctx, scored_id *buf, tt_error *err)
+{
+    const tt_status rc = open_inc(m, err);
+    if (rc != TT_OK) return rc;
+    const int N = m->n, L = m->spec.model.layers;
+    size_t a = 0;
+    int mlen = 0;
+    while (n - a > (size_t)N) { /* whole segments, then the last 1 .. N tokens one by one */
+        mlen = carry(m, forward(m, prompt + a, N, mlen));
+        a += (size_t)N;
+    }
+    memcpy(m->cache[0], m->mem[0], (size_t)L * mlen * m->d * sizeof(float));
+    int pos = 0; /* the segment's tokens so far */
+    for (; a < n; a++) {
+        mlen = inc_step(m, prompt[a], mlen);
+        if (++pos == N) mlen = end_segment(m, mlen), pos = 0;
+    }
+    for (size_t i = 0; i < k; i++) {
+        tt_lm_logprobs(&m->layout, &m->view, row(m, 0), m->dist);
+        const int32_t t = sample(m->dist, m->vocab.n, opts, i, buf);
+        if (!emit(m, i, t, out, made, fn, ctx) || i + 1 == k) break;
+        mlen = inc_step(m, t, mlen);
+        if (++pos == N) mlen = end_segment(m, mlen), pos = 0;
+    }
+    return TT_OK;
+}
+
 static tt_status generate_body(tt_model *m, const int32_t *prompt, size_t n, size_t k,
                                const tt_sample_opts *opts, int32_t *out, size_t *made,
                                tt_token_fn fn, void *ctx, tt_error *err)
@@ -391,60 +517,11 @@ static tt_status generate_body(tt_model *m, const int32_t *prompt, size_t n, siz
         return fail(err, TT_ERR_ARGUMENT, "temperature %g (0 or more), top_k %d (0 or more), "
                     "top_p %g (0 .. 1)", opts->temperature, opts->top_k, opts->top_p);
     if (check_ids(m, prompt, n, err)) return TT_ERR_TOKEN;
-    /* the context: Transformer-XL keeps its memories and the segment being filled; the
-     * tensorized model the window of the last N tokens */
-    const size_t keep = m->txl ? n + k : (size_t)m->n;
-    int32_t *ctx_ids = tt_xmalloc((keep > n ? keep : n) * sizeof *ctx_ids);
-    size_t have;
-    int mlen = 0;
-    if (m->txl) {
-        memcpy(ctx_ids, prompt, n * sizeof *ctx_ids);
-        have = n;
-    } else {
-        have = n < (size_t)m->n ? n : (size_t)m->n;
-        memcpy(ctx_ids, prompt + n - have, have * sizeof *ctx_ids);
-    }
-    size_t seg = 0; /* Transformer-XL: where the segment being filled starts */
-    if (m->txl)
-        while (have - seg > (size_t)m->n) {
-            mlen = carry(m, forward(m, ctx_ids + seg, m->n, mlen));
-            seg += (size_t)m->n;
-        }
     scored_id *buf = tt_xmalloc((size_t)m->vocab.n * sizeof *buf);
-    size_t i = 0;
-    for (; i < k; i++) {
-        int last;
-        if (m->txl) {
-            const int len = (int)(have - seg);
-            forward(m, ctx_ids + seg, len, mlen);
-            last = len - 1;
-        } else {
-            forward(m, ctx_ids, (int)have, 0);
-            last = (int)have - 1;
-        }
-        tt_lm_logprobs(&m->layout, &m->view, row(m, last), m->dist);
-        const int32_t t = sample(m->dist, m->vocab.n, opts, i, buf);
-        if (out) out[i] = t;
-        if (m->txl) {
-            ctx_ids[have++] = t;
-            if (have - seg > (size_t)m->n) { /* the segment is whole: its memories carry on */
-                mlen = carry(m, forward(m, ctx_ids + seg, m->n, mlen));
-                seg += (size_t)m->n;
-            }
-        } else if (have < (size_t)m->n) {
-            ctx_ids[have++] = t;
-        } else { /* the window slides by one */
-            memmove(ctx_ids, ctx_ids + 1, (have - 1) * sizeof *ctx_ids);
-            ctx_ids[have - 1] = t;
-        }
-        if (fn && fn(ctx, t, m->vocab.words[t])) {
-            i++;
-            break;
-        }
-    }
-    if (made) *made = i;
-    free(buf), free(ctx_ids);
-    return ok(err);
+    const tt_status rc = m->txl ? generate_txl(m, prompt, n, k, opts, out, made, fn, ctx, buf, err)
+                                : generate_window(m, prompt, n, k, opts, out, made, fn, ctx, buf);
+    free(buf);
+    return rc == TT_OK ? ok(err) : rc;
 }
 
 /* --- the calls that run the model: internal errors trapped (tt_panic_trap) --------------------- */
