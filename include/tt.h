@@ -10,7 +10,9 @@
  * per model (separate models are independent).
  *
  * Token ids are the checkpoint's vocabulary (its vocab.txt): 0 .. tt_vocab_size() - 1, with
- * <eos> at the end of every line of the training text. Log-probabilities are natural logs. */
+ * <eos> at the end of every line of the training text. Log-probabilities are natural logs.
+ * A tensorized model with `causal: false` sees every position of its window: its figures are
+ * not a language model's, and a window the text does not fill reads padding in the rest. */
 #ifndef TT_H
 #define TT_H
 

@@ -123,7 +123,7 @@ static tt_status open_body(tt_model **out, const char *spec_path, const char *ch
     /* fp32 on either device, whatever the training's precision (the weights are fp32): the GPU
      * then gives the CPU's numbers to float rounding, and a sampled text is the same on both */
     m->spec.train.precision = TT_PREC_FP32;
-    code = !strcmp(device, "cuda") ? TT_ERR_DEVICE : TT_ERR_ARGUMENT;
+    code = TT_ERR_DEVICE;
     if (tt_engine_open(&m->eng, device, &m->spec, &m->layout, 1, m->device, sizeof m->device, msg,
                        sizeof msg) != 0)
         goto fail;
