@@ -933,3 +933,82 @@ double tt_lm_logprob(const tt_layout *l, const tt_view *w, const tt_real *x, lon
     return lp;
 }
 
+/* The tensorized model a row at a time (libtt's window as it fills; see cpu_model.h). */
+struct tt_cpu_rows {
+    tt_cpu_lm lm; /* batch 1, for the weights' views, the embedding and pe */
+    int len;
+    tt_real *qkv;         /* [L][N][3R] the rows so far */
+    tt_real *g, *p;       /* [L][R] the cores; [L][N][R] P = Wr pe (position: key, else NULL) */
+    tt_real **wt;         /* [L] Wo transposed */
+    tt_real *x, *y, *x1, *h, *s2, *stat; /* one row's */
+};
+
+tt_cpu_rows *tt_cpu_rows_open(const tt_layout *l, tt_real *w)
+{
+    const tt_model_spec *m = &l->m;
+    TT_ASSERT(m->kind == TT_KIND_TENSORIZED && m->causal);
+    const int L = m->layers, n = m->seq_len, r = m->rank, d = m->d_model;
+    tt_cpu_rows *c = tt_xcalloc(1, sizeof *c);
+    tt_cpu_lm_init(&c->lm, l, 1);
+    tt_view_make(l, w, &c->lm.w);
+    c->qkv = tt_xcalloc((size_t)L * n * 3 * r, sizeof *c->qkv);
+    c->g = tt_xcalloc((size_t)L * r, sizeof *c->g);
+    c->wt = tt_xcalloc((size_t)L, sizeof *c->wt);
+    if (m->position == TT_POS_KEY) c->p = tt_xcalloc((size_t)L * n * r, sizeof *c->p);
+    for (int k = 0; k < L; k++) {
+        const tt_layer_view *lw = &c->lm.w.layer[k];
+        cpu_core_fwd(c->g + (size_t)k * r, lw->core, m->cores, r);
+        if (c->p) cpu_linear_fwd(c->p + (size_t)k * n * r, c->lm.pe, lw->r_net, NULL, n, d, r);
+        c->wt[k] = cpu_mla_wo_t(lw->o, n, d);
+    }
+    c->x = tt_xmalloc((size_t)d * sizeof *c->x);
+    c->y = tt_xmalloc((size_t)d * sizeof *c->y);
+    c->x1 = tt_xmalloc((size_t)d * sizeof *c->x1);
+    c->s2 = tt_xmalloc((size_t)d * sizeof *c->s2);
+    c->h = tt_xmalloc((size_t)m->d_inner * sizeof *c->h);
+    c->stat = tt_xmalloc(2 * sizeof *c->stat);
+    return c;
+}
+
+void tt_cpu_rows_reset(tt_cpu_rows *c) { c->len = 0; }
+int tt_cpu_rows_len(const tt_cpu_rows *c) { return c->len; }
+
+/* What tt_cpu_lm_run computes for row len of each layer without dropout, in its order: the
+ * qkv row, the attention's row (cpu_mla_fwd_row), then layer_tail_fwd's sums and norms. */
+const tt_real *tt_cpu_rows_push(tt_cpu_rows *c, int32_t token)
+{
+    const tt_layout *l = c->lm.layout;
+    const tt_model_spec *m = &l->m;
+    const int n = m->seq_len, r = m->rank, d = m->d_model, f = m->d_inner, i = c->len;
+    TT_ASSERT(i < n);
+    const cpu_mla_shape one = {1, n, r, d, true};
+    embed(&c->lm, token, c->x);
+    for (int k = 0; k < m->layers; k++) {
+        const tt_layer_view *lw = &c->lm.w.layer[k];
+        tt_real *seq = c->qkv + (size_t)k * n * 3 * r;
+        cpu_linear_fwd(seq + (size_t)i * 3 * r, c->x, lw->qkv, NULL, 1, d, 3 * r);
+        cpu_mla_fwd_row(c->y, seq, i, c->g + (size_t)k * r, c->wt[k],
+                        c->p ? c->p + (size_t)k * n * r : NULL, c->lm.w.u, c->lm.w.v, one);
+        for (int e = 0; e < d; e++) c->y[e] += c->x[e]; /* s1 = y + x */
+        cpu_layernorm_fwd(c->x1, c->stat, c->stat + 1, c->y, lw->ln1_w, lw->ln1_b, 1, d);
+        cpu_linear_fwd(c->h, c->x1, lw->ff1_w, lw->ff1_b, 1, d, f);
+        cpu_relu_fwd(c->h, c->h, f);
+        cpu_linear_fwd(c->s2, c->h, lw->ff2_w, lw->ff2_b, 1, f, d);
+        for (int e = 0; e < d; e++) c->s2[e] += c->x1[e];
+        cpu_layernorm_fwd(c->x, c->stat, c->stat + 1, c->s2, lw->ln2_w, lw->ln2_b, 1, d);
+    }
+    c->len++;
+    return c->x;
+}
+
+void tt_cpu_rows_close(tt_cpu_rows *c)
+{
+    if (!c) return;
+    for (int k = 0; k < c->lm.layout->m.layers; k++) free(c->wt[k]);
+    tt_view_free(&c->lm.w);
+    tt_cpu_lm_free(&c->lm);
+    free(c->qkv), free(c->g), free(c->p), free(c->wt);
+    free(c->x), free(c->y), free(c->x1), free(c->s2), free(c->h), free(c->stat);
+    free(c);
+}
+

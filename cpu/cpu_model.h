@@ -119,4 +119,17 @@ const tt_real *tt_cpu_lm_hidden(const tt_cpu_lm *lm);
 void tt_lm_logprobs(const tt_layout *l, const tt_view *w, const tt_real *x, double *out);
 double tt_lm_logprob(const tt_layout *l, const tt_view *w, const tt_real *x, long t);
 
+/* The causal tensorized model a row at a time, for a window that fills a token at a time (libtt's
+ * generation): row i of each layer needs only rows 0 .. i of the layer below (the mask), so each
+ * new token costs one row of each layer, its attention's row T[i] over the keys and values of
+ * the rows before. tt_cpu_rows_push appends a token at the next position (fewer than seq_len so
+ * far) and returns its x_L [D], the bits tt_cpu_lm_run gives that row without dropout (w
+ * fp32, as the run rounds nowhere). A window that slides changes every row: start over. */
+typedef struct tt_cpu_rows tt_cpu_rows;
+tt_cpu_rows *tt_cpu_rows_open(const tt_layout *l, tt_real *w);
+void tt_cpu_rows_reset(tt_cpu_rows *c);
+int tt_cpu_rows_len(const tt_cpu_rows *c);
+const tt_real *tt_cpu_rows_push(tt_cpu_rows *c, int32_t token);
+void tt_cpu_rows_close(tt_cpu_rows *c);
+
 #endif

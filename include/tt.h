@@ -109,7 +109,8 @@ typedef int (*tt_token_fn)(void *ctx, int32_t id, const char *word);
 
 /* Up to k tokens after prompt[0..n-1] (n >= 1) into out (may be NULL), each also passed to fn
  * (may be NULL) as it comes; *made (may be NULL) gets how many were made. The tensorized model
- * predicts each from the window of the last seq_len tokens (recomputed as it slides);
+ * predicts each from the window of the last seq_len tokens (on the CPU a row of each layer a
+ * token while the window fills; the window recomputed once it slides, and on the GPU);
  * Transformer-XL reads the prompt's whole segments, carrying its memory from one to the next,
  * and then goes a token at a time, each new token one row of each layer that attends to the
  * memory and to the cached layer inputs of the segment's tokens before it (the numbers of

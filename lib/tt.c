@@ -43,6 +43,7 @@ struct tt_model {
     tt_layout inc_layout;
     tt_engine *inc;
     float *cache[2];
+    tt_cpu_rows *rows;  /* the causal tensorized model on the CPU: its window a row at a time */
     char *broken;       /* an internal error's message: the model can only be closed */
     long forwards, panic_at; /* TT_FAULT_LIB_PANIC's test: the panic_at-th forward fails */
 };
@@ -174,6 +175,7 @@ void tt_close(tt_model *m)
     free(m->mem[0]), free(m->mem[1]);
     free(m->cache[0]), free(m->cache[1]);
     tt_layout_free(&m->inc_layout);
+    tt_cpu_rows_close(m->rows);
     free(m->broken);
     free(m);
 }
@@ -401,7 +403,9 @@ static bool emit(tt_model *m, size_t i, int32_t t, int32_t *out, size_t *made, t
 }
 
 /* The tensorized model: each token from the window of the last N (the first positions while
- * fewer), recomputed as the window fills and slides. */
+ * fewer). While the window fills, on the CPU a causal model adds a row at a time (tt_cpu_rows:
+ * one row of each layer a token, the bits of the window's forward); once it slides, every row
+ * changes (Wo ties each of T's columns to a position) and the window is recomputed. */
 static tt_status generate_window(tt_model *m, const int32_t *prompt, size_t n, size_t k,
                                  const tt_sample_opts *opts, int32_t *out, size_t *made,
                                  tt_token_fn fn, void *ctx, scored_id *buf)
@@ -409,16 +413,28 @@ static tt_status generate_window(tt_model *m, const int32_t *prompt, size_t n, s
     int32_t *win = tt_xmalloc((size_t)m->n * sizeof *win);
     size_t have = n < (size_t)m->n ? n : (size_t)m->n;
     memcpy(win, prompt + n - have, have * sizeof *win);
+    bool by_rows = !m->on_gpu && m->spec.model.causal;
+    const tt_real *x = NULL;
+    if (by_rows) {
+        if (!m->rows) m->rows = tt_cpu_rows_open(&m->layout, tt_engine_host(m->eng, 0));
+        tt_cpu_rows_reset(m->rows);
+        for (size_t i = 0; i < have; i++) x = tt_cpu_rows_push(m->rows, win[i]);
+    }
     for (size_t i = 0; i < k; i++) {
-        forward(m, win, (int)have, 0);
-        tt_lm_logprobs(&m->layout, &m->view, row(m, (int)have - 1), m->dist);
+        if (!by_rows) {
+            forward(m, win, (int)have, 0);
+            x = row(m, (int)have - 1);
+        }
+        tt_lm_logprobs(&m->layout, &m->view, x, m->dist);
         const int32_t t = sample(m->dist, m->vocab.n, opts, i, buf);
-        if (have == (size_t)m->n) { /* the window slides by one */
+        if (have == (size_t)m->n) { /* the window slides by one: every row changes */
             memmove(win, win + 1, (have - 1) * sizeof *win);
             have--;
+            by_rows = false;
         }
         win[have++] = t;
         if (!emit(m, i, t, out, made, fn, ctx)) break;
+        if (by_rows && i + 1 < k) x = tt_cpu_rows_push(m->rows, t);
     }
     free(win);
     return TT_OK;

@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_model.h"
 #include "device.h"
+#include "model.h"
+#include "spec.h"
 #include "testutil.h"
 #include "tt.h"
 #include "util.h"
@@ -325,6 +328,49 @@ static void test_errors(void **state)
     tt_close(NULL);
 }
 
+/* The window a row at a time (tt_cpu_rows, libtt's generation as the window fills) gives the
+ * bits of the whole window's forward for every row: without and with the adaptive softmax's
+ * projections, and with position: key (u, v, P), on random weights. */
+static void test_rows_match_window(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        tt_spec spec;
+        char err[512];
+        if (tt_spec_load(fx.spec[variant ? ADAPTIVE : PLAIN], &spec, err, sizeof err) != 0)
+            fail_msg("%s", err);
+        if (variant == 2) spec.model.position = TT_POS_KEY;
+        tt_layout l;
+        const long vocab = 22;
+        if (tt_layout_build(&spec.model, vocab, &l, err, sizeof err) != 0) fail_msg("%s", err);
+        float *w = tt_xmalloc(l.n_floats * sizeof *w);
+        tt_layout_init(&l, w, 7 + (uint64_t)variant);
+        for (size_t i = 0; i < l.n_floats; i++) w[i] += 0.01f * (float)((i * 2654435761u) % 97) / 97;
+        const int n = spec.model.seq_len, d = spec.model.d_model;
+        int32_t in[64];
+        for (int i = 0; i < n; i++) in[i] = (int32_t)((5 * i + variant) % vocab);
+        tt_cpu_lm lm;
+        tt_cpu_lm_init(&lm, &l, 1);
+        const tt_lm_opts o = {.train = false};
+        tt_lm_result res;
+        tt_cpu_lm_run(&lm, w, NULL, in, in, &o, &res);
+        const float *whole = tt_cpu_lm_hidden(&lm);
+        tt_cpu_rows *rows = tt_cpu_rows_open(&l, w);
+        int differ = 0;
+        for (int i = 0; i < n; i++)
+            differ += memcmp(tt_cpu_rows_push(rows, in[i]), whole + (size_t)i * d, (size_t)d * 4) != 0;
+        print_message("  variant %d: %d of %d rows differ from the window's forward\n", variant,
+                      differ, n);
+        if (differ) fail_msg("variant %d: %d rows a row at a time differ from the window's", variant,
+                             differ);
+        tt_cpu_rows_close(rows);
+        tt_cpu_lm_free(&lm);
+        free(w);
+        tt_layout_free(&l);
+        tt_spec_free(&spec);
+    }
+}
+
 /* A failure inside (TT_FAULT_LIB_PANIC=3: the third forward pass fails as a CUDA error would)
  * is a code and a line, the process goes on, the model refuses further work and closes. */
 static void test_internal_error(void **state)
@@ -537,7 +583,7 @@ int main(void)
         cmocka_unit_test(test_score_matches_eval), cmocka_unit_test(test_next_matches_score),
         cmocka_unit_test(test_generate),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_generate_cli),       cmocka_unit_test(test_eval_per_line),
-        cmocka_unit_test(test_internal_error),
+        cmocka_unit_test(test_internal_error),     cmocka_unit_test(test_rows_match_window),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
