@@ -167,6 +167,7 @@ void tt_close(tt_model *m)
     tt_engine_close(m->eng);
     tt_engine_close(m->inc);
     tt_panic_trap_set(prev);
+    tt_cpu_rows_close(m->rows); /* before the layout it reads */
     tt_view_free(&m->view);
     tt_layout_free(&m->layout);
     tt_vocab_free(&m->vocab);
@@ -175,7 +176,6 @@ void tt_close(tt_model *m)
     free(m->mem[0]), free(m->mem[1]);
     free(m->cache[0]), free(m->cache[1]);
     tt_layout_free(&m->inc_layout);
-    tt_cpu_rows_close(m->rows);
     free(m->broken);
     free(m);
 }
