@@ -3,7 +3,8 @@
  * from gen/report.c (the counting code of ttgen's report), plus the paper's row where the spec is
  * one of its models; and, on a GPU, each model measured: training and evaluation tokens/s, step
  * time, device memory and model-FLOPs utilization (without a GPU those print "-" and a line
- * says why). Subcommands: `sweep` (a grid of rank and cores) and `plot` (tt-train's logs on one
+ * says why). Subcommands: `sweep` (a grid of rank, cores and mask beside Transformer-XL, each
+ * point trained and scored as tt-train and tt-eval would) and `plot` (tt-train's logs on one
  * chart, through gnuplot).
  * Exit codes: 0 done, 2 bad usage, a bad spec or a vocabulary that cannot be read. */
 #include <ctype.h>
@@ -20,6 +21,7 @@
 #include "curve.h"
 #include "engine.h"
 #include "session.h"
+#include "sha256.h"
 #include "gpu.h"
 #include "gpu_model.h"
 #include "model.h"
@@ -586,24 +588,45 @@ static void print_csv(const model *m, int nm, const paper_row *paper)
 
 #define SWEEP_MAX 16
 
+typedef enum { LIST_INT, LIST_REAL, LIST_BOOL } list_kind;
+
 typedef struct {
-    long v[SWEEP_MAX];
+    double v[SWEEP_MAX];
     int n;
 } value_list;
 
-/* "8,16,32" into l (each within lo .. hi); -1 with a line on stderr. */
-static int parse_list(const char *opt, const char *text, long lo, long hi, value_list *l)
+/* "8,16,32" (LIST_INT, each within lo .. hi), "1e-3,5e-4" (LIST_REAL, above lo and at most hi)
+ * or "true,false" (LIST_BOOL, as 1 and 0) into l; -1 with a line on stderr. */
+static int parse_list(const char *opt, const char *text, list_kind kind, double lo, double hi,
+                      value_list *l)
 {
     l->n = 0;
     const char *p = text;
     while (*p) {
-        char *end;
+        char *end = (char *)p;
+        double v = 0;
         errno = 0;
-        const long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : (end = (char *)p, 0);
-        if (end == p || errno || v < lo || v > hi || (*end && *end != ',') ||
-            (*end == ',' && !end[1]) || l->n == SWEEP_MAX) {
-            fprintf(stderr, "tt-bench sweep: %s takes up to %d integers from %ld to %ld separated by "
-                    "commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
+        if (kind == LIST_INT && isdigit((unsigned char)*p)) {
+            v = (double)strtol(p, &end, 10);
+        } else if (kind == LIST_REAL && (isdigit((unsigned char)*p) || *p == '.')) {
+            v = strtod(p, &end);
+        } else if (kind == LIST_BOOL) {
+            const size_t len = strcspn(p, ",");
+            v = len == 4 && !strncmp(p, "true", 4) ? 1 : len == 5 && !strncmp(p, "false", 5) ? 0 : -1;
+            end = v < 0 ? (char *)p : (char *)p + len;
+        }
+        const bool inside = kind == LIST_REAL ? v > lo && v <= hi : v >= lo && v <= hi;
+        if (end == p || errno || !inside || (*end && *end != ',') || (*end == ',' && !end[1]) ||
+            l->n == SWEEP_MAX) {
+            if (kind == LIST_INT)
+                fprintf(stderr, "tt-bench sweep: %s takes up to %d integers from %g to %g separated "
+                        "by commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
+            else if (kind == LIST_REAL)
+                fprintf(stderr, "tt-bench sweep: %s takes up to %d numbers above %g and at most %g "
+                        "separated by commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
+            else
+                fprintf(stderr, "tt-bench sweep: %s takes true, false or both separated by commas, "
+                        "not '%s'\n", opt, text);
             return -1;
         }
         l->v[l->n++] = v;
@@ -616,38 +639,144 @@ static int parse_list(const char *opt, const char *text, long lo, long hi, value
     return 0;
 }
 
-/* Trains s's model (its layout l) from its initial weights for steps steps on train, then its
- * validation perplexity over valid (windows of seq_len, as tt-train validates), where tt-train
- * would run (the GPU when there is one). Returns the perplexity, or NAN with why in err. */
-static double sweep_train(const tt_spec *s, const tt_layout *l, const tt_tokens *train,
-                          const tt_tokens *valid, long steps, char *err, size_t errlen)
+/* The model families a sweep compares: the tensorized model with its mask and without, and the
+ * Transformer-XL of its shape with memory (mem_len = seq_len) and without. */
+typedef enum { FAM_CAUSAL, FAM_UNMASKED, FAM_TXL_MEM, FAM_TXL_NOMEM } family;
+static const char *const family_name[] = {"tensorized-causal", "tensorized-unmasked", "txl-mem",
+                                          "txl-nomem"};
+
+/* The spec of family f's point (rank, cores, seq_len; rank and cores unused by Transformer-XL)
+ * from base, trained with lr for the budget's steps and validated every eval_interval steps, as
+ * tt-train would run it. Shares base's strings: not to be freed. */
+static tt_spec point_spec(const tt_spec *base, family f, int rank, int cores, int seq_len, double lr,
+                          long steps, long eval_interval)
+{
+    tt_spec s = *base;
+    s.model.rank = rank;
+    s.model.cores = cores;
+    s.model.seq_len = seq_len;
+    s.model.causal = f == FAM_CAUSAL;
+    s.eval.tgt_len = seq_len;
+    if (f == FAM_TXL_MEM || f == FAM_TXL_NOMEM) {
+        const tt_spec ours = s;
+        default_counterpart(&ours, &s); /* d_model is even: sweep_main checked */
+        s.model.mem_len = s.eval.mem_len = f == FAM_TXL_MEM ? seq_len : 0;
+    }
+    s.train.lr = lr;
+    if (steps) {
+        s.train.steps = steps;
+        s.train.eval_interval = eval_interval;
+    }
+    return s;
+}
+
+/* How long a point trains: K steps, a validation every eval_interval steps and after the last
+ * (0: after the last alone), and a stop after patience validations in a row without a new best
+ * (0: never). */
+typedef struct {
+    long steps, eval_interval, patience;
+} sweep_budget;
+
+typedef struct {
+    tt_tokens train, valid, test; /* test: empty when the spec has no data.test */
+} sweep_data;
+
+typedef struct {
+    long steps, best_step; /* trained; of the best validation */
+    double valid_ppl;      /* the best validation's */
+    double test_ppl;       /* over data.test from the best validation's weights (NAN: no test) */
+    double seconds;        /* training and validation */
+} sweep_result;
+
+/* Trains s's model (its layout l) from its initial weights on d->train as tt-train does (the
+ * same steps, on the GPU when there is one), validating over d->valid (windows of seq_len, or
+ * Transformer-XL's segments with memory) as the budget says and keeping the best validation's
+ * weights; then the test perplexity from those weights as tt-eval --split test computes it.
+ * Returns 0, or -1 with why in err. */
+static int sweep_train(const tt_spec *s, const tt_layout *l, const sweep_data *d,
+                       const sweep_budget *b, sweep_result *r, char *err, size_t errlen)
 {
     const int batch = s->train.batch, n = s->model.seq_len;
-    if (train->n / batch < (long)n + 1) {
-        tt_errf(err, errlen, "data.train has %ld tokens: too few for batch %d x seq_len %d", train->n,
-                batch, n);
-        return NAN;
-    }
+    *r = (sweep_result){0, 0, INFINITY, NAN, 0};
+    if (d->train.n / batch < (long)n + 1)
+        return tt_errf(err, errlen, "data.train has %ld tokens: too few for batch %d x seq_len %d",
+                       d->train.n, batch, n);
     tt_engine *e;
     char where[256];
-    if (tt_engine_open(&e, "auto", s, l, batch, where, sizeof where, err, errlen) != 0) return NAN;
-    tt_layout_init(l, tt_engine_host(e, 0), (uint64_t)s->train.seed);
+    if (tt_engine_open(&e, "auto", s, l, batch, where, sizeof where, err, errlen) != 0) return -1;
+    float *w = tt_engine_host(e, 0);
+    tt_layout_init(l, w, (uint64_t)s->train.seed);
     tt_engine_upload(e);
+    const size_t bytes = l->n_floats * sizeof(float);
+    float *best = b->eval_interval ? tt_xmalloc(bytes) : NULL; /* more than one validation */
     int32_t *in = tt_xmalloc((size_t)batch * n * 4), *tg = tt_xmalloc((size_t)batch * n * 4);
-    for (long st = 1; st <= steps; st++) {
-        const bool continues = tt_tokens_batch(train, batch, n, st, in, tg);
+    const double t0 = tt_now_seconds();
+    long stale = 0;
+    int rc = 0;
+    for (long st = 1; st <= b->steps; st++) {
+        const bool continues = tt_tokens_batch(&d->train, batch, n, st, in, tg);
         tt_lm_opts o = {.train = true, .seed = (uint64_t)s->train.seed, .step = (uint64_t)st,
                         .label_smoothing = (tt_real)s->train.label_smoothing};
-        tt_lm_result r;
-        tt_engine_train_step(e, in, tg, &o, st, continues, &r);
+        tt_lm_result res;
+        const double gnorm = tt_engine_train_step(e, in, tg, &o, st, continues, &res);
+        if (!isfinite(res.loss_sum) || !isfinite(gnorm)) {
+            rc = tt_errf(err, errlen, "step %ld: the loss or the gradient is not finite (a lower lr?)",
+                         st);
+            break;
+        }
+        r->steps = st;
+        if (st != b->steps && !(b->eval_interval && st % b->eval_interval == 0)) continue;
+        tt_eval_result ev;
+        if (tt_engine_evaluate(e, &d->valid, n, 0, &ev, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        const double ppl = exp(ev.nll / (double)ev.scored);
+        if (ppl < r->valid_ppl) {
+            r->valid_ppl = ppl;
+            r->best_step = st;
+            stale = 0;
+            if (best && st != b->steps) {
+                tt_engine_download(e);
+                memcpy(best, w, bytes);
+            }
+        } else if (b->patience && ++stale >= b->patience) {
+            break;
+        }
     }
-    tt_eval_result ev;
-    double ppl = NAN;
-    if (tt_engine_evaluate(e, valid, n, 0, &ev, err, errlen) == 0) ppl = exp(ev.nll / (double)ev.scored);
+    r->seconds = tt_now_seconds() - t0;
+    if (!rc && r->best_step == 0) rc = tt_errf(err, errlen, "no finite validation perplexity");
+    if (!rc && d->test.n) {
+        if (r->best_step != r->steps) {
+            memcpy(w, best, bytes);
+            tt_engine_upload(e);
+        }
+        tt_eval_result ev;
+        rc = tt_engine_evaluate(e, &d->test, n, 0, &ev, err, errlen);
+        if (!rc) r->test_ppl = exp(ev.nll / (double)ev.scored);
+    }
+    free(best);
     free(in);
     free(tg);
     tt_engine_close(e);
-    return ppl;
+    return rc;
+}
+
+/* The SHA-256 of s's text with every default filled in (what a checkpoint stores), in hex. */
+static void spec_sha256(const tt_spec *s, char hex[65])
+{
+    char *text = tt_spec_text(s);
+    uint8_t d[32];
+    tt_sha256(text, strlen(text), d);
+    tt_hex(d, sizeof d, hex);
+    free(text);
+}
+
+/* One CSV field: a comma, quote or newline becomes ';'. */
+static void csv_clean(char *p)
+{
+    for (; *p; p++)
+        if (*p == ',' || *p == '"' || *p == '\n') *p = ';';
 }
 
 static void csv_value(FILE *f, double v, const char *fmt)
@@ -655,11 +784,48 @@ static void csv_value(FILE *f, double v, const char *fmt)
     if (!isnan(v)) fprintf(f, fmt, v);
 }
 
-/* The plot of a sweep's CSV: validation perplexity (when trained) and training tokens/s (when
- * measured) against parameters, one point per row, as PNG and SVG through gnuplot. Returns 0, or
- * -1 with why in err (gnuplot missing or failing: the CSV is there either way). */
-static int sweep_plot(const char *dir, bool ppl, bool tps, char *err, size_t errlen)
+/* A row of the sweep as its plot draws it: the perplexity is the test's where there is one, else
+ * the validation's (NAN: not trained). */
+typedef struct {
+    double params, tps, ppl;
+    char label[32];
+} sweep_point;
+
+/* p's Pareto front over (x, perplexity), x taken from params (fewer is better) or from tps (more
+ * is better): the points no other beats on both, as a gnuplot data block `name`, from the best x
+ * on. */
+static void pareto_block(FILE *f, const char *name, const sweep_point *p, int n, bool tps)
 {
+    fprintf(f, "$%s << EOD\n", name);
+    double best = INFINITY, last = tps ? INFINITY : -INFINITY;
+    for (;;) { /* the next point along x (ties: the lower perplexity) */
+        int k = -1;
+        for (int i = 0; i < n; i++) {
+            const double x = tps ? p[i].tps : p[i].params;
+            const double kx = k < 0 ? 0 : tps ? p[k].tps : p[k].params;
+            if (isnan(p[i].ppl) || isnan(x) || (tps ? x >= last : x <= last)) continue;
+            if (k < 0 || (tps ? x > kx : x < kx) || (x == kx && p[i].ppl < p[k].ppl)) k = i;
+        }
+        if (k < 0) break;
+        last = tps ? p[k].tps : p[k].params;
+        if (p[k].ppl < best) {
+            best = p[k].ppl;
+            fprintf(f, "%.17g %.17g\n", last, best);
+        }
+    }
+    fprintf(f, "EOD\n");
+}
+
+/* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
+ * parameters and, when measured, against training tokens/s (log x), the Pareto front of each
+ * drawn as a line; without, training tokens/s against parameters. One point per row labelled
+ * with its rank and cores (u: unmasked) or its Transformer-XL (M: memory, M0: none), as PNG and
+ * SVG through gnuplot. Returns 0, or -1 with why in err (gnuplot missing or failing: the CSV is
+ * there either way). */
+static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, char *err, size_t errlen)
+{
+    bool ppl = false, tps = false;
+    for (int i = 0; i < n; i++) ppl |= !isnan(p[i].ppl), tps |= !isnan(p[i].tps);
     if (!ppl && !tps) return tt_errf(err, errlen, "nothing to plot: no perplexity (--train-steps) and "
                                      "no throughput (no GPU)");
     char *script = tt_xasprintf("%s/sweep.gp", dir);
@@ -669,21 +835,33 @@ static int sweep_plot(const char *dir, bool ppl, bool tps, char *err, size_t err
         free(script);
         return -1;
     }
+    fprintf(f, "$points << EOD\n"); /* gnuplot skips NaN */
+    for (int i = 0; i < n; i++) {
+        const double v[3] = {p[i].params, p[i].tps, p[i].ppl};
+        for (int k = 0; k < 3; k++) fprintf(f, isnan(v[k]) ? "NaN " : "%.17g ", v[k]);
+        fprintf(f, "\"%s\"\n", p[i].label);
+    }
+    fprintf(f, "EOD\n");
+    pareto_block(f, "front_params", p, n, false);
+    pareto_block(f, "front_tps", p, n, true);
     static const char *const terms[2][2] = {{"pngcairo size 1200,500", "png"}, {"svg size 1200,500", "svg"}};
-    fprintf(f, "set datafile separator ','\nset key off\nset grid\nset logscale x\n"
-               "set xlabel 'parameters'\n");
+    const char *y = test ? "test perplexity" : "validation perplexity";
+    fprintf(f, "set key off\nset grid\nset logscale x\n");
     for (int t = 0; t < 2; t++) {
         fprintf(f, "set terminal %s\nset output '%s/sweep.%s'\nset multiplot layout 1,%d\n", terms[t][0],
                 dir, terms[t][1], ppl && tps ? 2 : 1);
-        /* columns: 1 rank, 2 cores, 3 seq_len, 4 parameters, 7 train tokens/s, 13 valid ppl */
+        /* $points: 1 parameters, 2 training tokens/s, 3 perplexity, 4 label */
         if (ppl)
-            fprintf(f, "set ylabel 'validation perplexity'\nplot '%s/sweep.csv' every ::1 using 4:13 with "
-                       "points pt 7, '' every ::1 using 4:13:(sprintf('R%%d c%%d', $1, $2)) with labels "
-                       "offset 0,1 font ',8'\n", dir);
-        if (tps)
-            fprintf(f, "set ylabel 'training tokens/s'\nplot '%s/sweep.csv' every ::1 using 4:7 with "
-                       "points pt 7, '' every ::1 using 4:7:(sprintf('R%%d c%%d', $1, $2)) with labels "
-                       "offset 0,1 font ',8'\n", dir);
+            fprintf(f, "set xlabel 'parameters'\nset ylabel '%s'\nplot $points using 1:3 with points "
+                       "pt 7, '' using 1:3:4 with labels offset 0,1 font ',8', $front_params using 1:2 "
+                       "with steps lw 2 title 'Pareto front'\n", y);
+        if (ppl && tps)
+            fprintf(f, "set xlabel 'training tokens/s'\nplot $points using 2:3 with points pt 7, '' "
+                       "using 2:3:4 with labels offset 0,1 font ',8', $front_tps using 1:2 with steps "
+                       "lw 2 title 'Pareto front'\n");
+        if (!ppl)
+            fprintf(f, "set xlabel 'parameters'\nset ylabel 'training tokens/s'\nplot $points using "
+                       "1:2 with points pt 7, '' using 1:2:4 with labels offset 0,1 font ',8'\n");
         fprintf(f, "unset multiplot\n");
     }
     fclose(f);
@@ -698,77 +876,169 @@ static int sweep_plot(const char *dir, bool ppl, bool tps, char *err, size_t err
 static void sweep_usage(FILE *f)
 {
     fprintf(f,
-            "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--train-steps K]\n"
-            "                      [--steps K] [--out DIR]\n"
-            "Every combination of rank, cores (and seq_len) of the tensorized SPEC: parameters and\n"
-            "FLOPs per token; on a GPU, training and evaluation tokens/s, step time, memory and MFU;\n"
-            "with --train-steps, the validation perplexity after K steps on SPEC's data. Writes\n"
-            "DIR/sweep.csv (default DIR: sweep-<spec name>) and, through gnuplot, DIR/sweep.png and\n"
-            "DIR/sweep.svg (perplexity and tokens/s against parameters). LISTs: 8,16,32.\n");
+            "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--causal LIST]\n"
+            "                      [--txl] [--train-steps K [--eval-interval E] [--patience P]\n"
+            "                      [--lr LIST]] [--steps K] [--out DIR]\n"
+            "Every combination of rank, cores (and seq_len) of the tensorized SPEC, for each mask of\n"
+            "--causal (true,false; default SPEC's), and with --txl the Transformer-XL of SPEC's shape\n"
+            "with mem_len = seq_len and 0: parameters and FLOPs per token; on a GPU, training and\n"
+            "evaluation tokens/s, step time, memory and MFU; with --train-steps, each trained K steps\n"
+            "as tt-train would, validated every E steps and at the end, stopped after P validations\n"
+            "without a new best, and scored on data.test from its best weights; --lr tries each rate\n"
+            "at a family's first point and trains the family with the best. Writes DIR/sweep.csv,\n"
+            "DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>) and, through gnuplot,\n"
+            "DIR/sweep.png and DIR/sweep.svg (perplexity against parameters and training\n"
+            "tokens/s, the Pareto fronts marked). LISTs: 8,16,32.\n");
 }
 
-static int sweep_main(int argc, char **argv)
+/* A family's learning rate: with --lr, each rate trained at the family's first point (its
+ * results in trials, a row each in lr_search.csv and a line on stderr), the one of the best
+ * validation perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when
+ * there was no search or no trial trained (then *lr is the spec's). */
+static int lr_search(const tt_spec *base, family f, const value_list *lrs, const int first[3],
+                     long vocab, const sweep_data *d, const sweep_budget *b, FILE *csv,
+                     sweep_result *trials, double *lr)
 {
-    enum { RANK = 256, CORES, SEQ, TRAIN_STEPS, STEPS, OUT };
+    *lr = base->train.lr;
+    int chosen = -1;
+    char why[4096];
+    for (int i = 0; i < lrs->n; i++) {
+        tt_spec s = point_spec(base, f, first[0], first[1], first[2], lrs->v[i], b->steps,
+                               b->eval_interval);
+        tt_layout l;
+        trials[i] = (sweep_result){0, 0, NAN, NAN, NAN};
+        int rc = tt_layout_build(&s.model, vocab, &l, why, sizeof why);
+        if (rc == 0) {
+            rc = sweep_train(&s, &l, d, b, &trials[i], why, sizeof why);
+            tt_layout_free(&l);
+        }
+        if (rc == 0) {
+            fprintf(stderr, "lr search %s: lr %g: valid ppl %.3f (best at step %ld of %ld)\n",
+                    family_name[f], lrs->v[i], trials[i].valid_ppl, trials[i].best_step,
+                    trials[i].steps);
+            if (chosen < 0 || trials[i].valid_ppl < trials[chosen].valid_ppl) chosen = i;
+        } else {
+            trials[i].valid_ppl = NAN;
+            fprintf(stderr, "lr search %s: lr %g: not trained: %s\n", family_name[f], lrs->v[i], why);
+        }
+    }
+    for (int i = 0; i < lrs->n; i++) {
+        fprintf(csv, "%s,%.9g,%ld,", family_name[f], lrs->v[i], trials[i].steps);
+        csv_value(csv, trials[i].valid_ppl, "%.9g");
+        fprintf(csv, ",%d\n", i == chosen);
+    }
+    fflush(csv);
+    if (chosen >= 0) *lr = lrs->v[chosen];
+    fprintf(stderr, "lr search %s: lr %g%s\n", family_name[f], *lr, chosen < 0 ? " (the spec's: no "
+            "rate trained)" : "");
+    return chosen;
+}
+
+/* The sweep's options beside SPEC. */
+typedef struct {
+    value_list ranks, cores, seqs, causal, lrs;
+    bool txl;
+    sweep_budget budget;
+    long steps; /* measured steps on the GPU */
+    const char *out;
+} sweep_options;
+
+static int sweep_parse(int argc, char **argv, sweep_options *o)
+{
+    enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE, STEPS, OUT };
     static const struct option longs[] = {{"rank", required_argument, 0, RANK},
                                           {"cores", required_argument, 0, CORES},
                                           {"seq-len", required_argument, 0, SEQ},
+                                          {"causal", required_argument, 0, CAUSAL},
+                                          {"txl", no_argument, 0, TXL},
+                                          {"lr", required_argument, 0, LR},
                                           {"train-steps", required_argument, 0, TRAIN_STEPS},
+                                          {"eval-interval", required_argument, 0, EVAL_INTERVAL},
+                                          {"patience", required_argument, 0, PATIENCE},
                                           {"steps", required_argument, 0, STEPS},
                                           {"out", required_argument, 0, OUT},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
-    value_list ranks = {{0}, 0}, cores = {{0}, 0}, seqs = {{0}, 0};
-    long train_steps = 0, steps = 20;
-    const char *out = NULL;
+    *o = (sweep_options){.steps = 20};
     opterr = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
-        char *end;
-        if (c == RANK && parse_list("--rank", optarg, 1, 4096, &ranks) != 0) return 2;
-        if (c == CORES && parse_list("--cores", optarg, 1, 64, &cores) != 0) return 2;
-        if (c == SEQ && parse_list("--seq-len", optarg, 1, 8192, &seqs) != 0) return 2;
-        if (c == TRAIN_STEPS || c == STEPS) {
+        if (c == RANK && parse_list("--rank", optarg, LIST_INT, 1, 4096, &o->ranks) != 0) return 2;
+        if (c == CORES && parse_list("--cores", optarg, LIST_INT, 1, 64, &o->cores) != 0) return 2;
+        if (c == SEQ && parse_list("--seq-len", optarg, LIST_INT, 1, 8192, &o->seqs) != 0) return 2;
+        if (c == CAUSAL && parse_list("--causal", optarg, LIST_BOOL, 0, 1, &o->causal) != 0) return 2;
+        if (c == LR && parse_list("--lr", optarg, LIST_REAL, 0, 1, &o->lrs) != 0) return 2;
+        if (c == TXL) o->txl = true;
+        if (c == TRAIN_STEPS || c == EVAL_INTERVAL || c == PATIENCE || c == STEPS) {
+            static const char *const names[] = {"train-steps", "eval-interval", "patience", "steps"};
+            long *const to[] = {&o->budget.steps, &o->budget.eval_interval, &o->budget.patience,
+                                &o->steps};
+            char *end;
             const long v = strtol(optarg, &end, 10);
             if (*end || end == optarg || v < 1 || v > 10000000) {
                 fprintf(stderr, "tt-bench sweep: --%s is a count from 1, not '%s'\n",
-                        c == STEPS ? "steps" : "train-steps", optarg);
+                        names[c - TRAIN_STEPS], optarg);
                 return 2;
             }
-            *(c == STEPS ? &steps : &train_steps) = v;
+            *to[c - TRAIN_STEPS] = v;
         }
-        if (c == OUT) out = optarg;
+        if (c == OUT) o->out = optarg;
         if (c == 'h') {
             sweep_usage(stdout);
             return 0;
         }
         if (c == '?' || c == ':') return tt_opt_refuse("tt-bench sweep", c, argv);
     }
-    if (optind != argc - 1 || !ranks.n || !cores.n) {
+    if (optind != argc - 1 || !o->ranks.n || !o->cores.n) {
         fprintf(stderr, "tt-bench sweep: expected one spec, --rank and --cores (see tt-bench sweep "
                         "--help)\n");
         return 2;
     }
+    const sweep_budget *b = &o->budget;
+    if (!b->steps && (b->eval_interval || b->patience || o->lrs.n)) {
+        fprintf(stderr, "tt-bench sweep: --%s needs --train-steps K (the points are trained)\n",
+                b->eval_interval ? "eval-interval" : b->patience ? "patience" : "lr");
+        return 2;
+    }
+    if (b->patience && !b->eval_interval) {
+        fprintf(stderr, "tt-bench sweep: --patience needs --eval-interval E (the validations it "
+                        "counts)\n");
+        return 2;
+    }
+    return -1;
+}
+
+static int sweep_main(int argc, char **argv)
+{
+    sweep_options o;
+    int rc = sweep_parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    const sweep_budget *b = &o.budget;
     char err[4096];
     tt_spec base;
     if (tt_spec_load(argv[optind], &base, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    int rc = 0;
+    rc = 0;
     long vocab = 0;
-    tt_tokens train = {0}, valid = {0};
+    sweep_data data = {{0}, {0}, {0}};
     tt_session ses;
     bool session = false;
     if (base.model.kind != TT_KIND_TENSORIZED) {
         fprintf(stderr, "tt-bench sweep: %s: the sweep is over rank and cores of kind: tensorized\n",
                 base.path);
         rc = 2;
-    } else if (train_steps) { /* the data: the vocabulary from data.train, as tt-train builds it */
+    } else if (o.txl && base.model.d_model % 2) {
+        fprintf(stderr, "tt-bench sweep: --txl: %s: d_model %d is odd (Transformer-XL's sinusoids "
+                "need an even width)\n", base.path, base.model.d_model);
+        rc = 2;
+    } else if (b->steps) { /* the data: the vocabulary from data.train, as tt-train builds it */
         if (tt_session_open(&ses, argv[optind], err, sizeof err) != 0 ||
-            (session = true, tt_session_tokens(&ses, "train", &train, err, sizeof err)) != 0 ||
-            tt_session_tokens(&ses, "valid", &valid, err, sizeof err) != 0) {
+            (session = true, tt_session_tokens(&ses, "train", &data.train, err, sizeof err)) != 0 ||
+            tt_session_tokens(&ses, "valid", &data.valid, err, sizeof err) != 0 ||
+            (base.data.test && tt_session_tokens(&ses, "test", &data.test, err, sizeof err) != 0)) {
             fprintf(stderr, "tt-bench sweep: %s\n", err);
             rc = 2;
         } else {
@@ -781,7 +1051,7 @@ static int sweep_main(int argc, char **argv)
     if (!rc) {
         const char *slash = strrchr(base.path, '/');
         const char *name = slash ? slash + 1 : base.path;
-        dir = out ? tt_xstrdup(out) : tt_xasprintf("sweep-%.*s", (int)strcspn(name, "."), name);
+        dir = o.out ? tt_xstrdup(o.out) : tt_xasprintf("sweep-%.*s", (int)strcspn(name, "."), name);
         if (tt_mkdir_p(dir, err, sizeof err) != 0) {
             fprintf(stderr, "tt-bench sweep: %s\n", err);
             rc = 2;
@@ -789,13 +1059,19 @@ static int sweep_main(int argc, char **argv)
     }
     if (rc) {
         if (session) tt_session_close(&ses);
-        tt_tokens_free(&train);
-        tt_tokens_free(&valid);
+        tt_tokens_free(&data.train);
+        tt_tokens_free(&data.valid);
+        tt_tokens_free(&data.test);
         free(dir);
         tt_spec_free(&base);
         return rc;
     }
-    if (!seqs.n) seqs.v[seqs.n++] = base.model.seq_len;
+    if (!o.seqs.n) o.seqs.v[o.seqs.n++] = base.model.seq_len;
+    if (!o.causal.n) o.causal.v[o.causal.n++] = base.model.causal;
+    family fams[SWEEP_MAX + 2];
+    int nf = 0;
+    for (int i = 0; i < o.causal.n; i++) fams[nf++] = o.causal.v[i] ? FAM_CAUSAL : FAM_UNMASKED;
+    if (o.txl) fams[nf++] = FAM_TXL_MEM, fams[nf++] = FAM_TXL_NOMEM;
 
     tt_gpu g;
     tt_cache cache;
@@ -803,84 +1079,132 @@ static int sweep_main(int argc, char **argv)
     const bool cached = on_gpu && tt_cache_open(&cache, NULL, err, sizeof err) == 0;
     if (!on_gpu)
         fprintf(stderr, "tt-bench sweep: no throughput columns: measuring needs a GPU (%s)\n", err);
-    char *csv_path = tt_xasprintf("%s/sweep.csv", dir);
-    FILE *csv = fopen(csv_path, "w");
-    if (!csv) {
-        fprintf(stderr, "tt-bench sweep: %s: cannot write\n", csv_path);
+    char card[256];
+    snprintf(card, sizeof card, "%s", on_gpu ? g.name : "cpu");
+    csv_clean(card);
+    char *csv_path = tt_xasprintf("%s/sweep.csv", dir), *lr_path = tt_xasprintf("%s/lr_search.csv", dir);
+    FILE *csv = fopen(csv_path, "w"), *lr_csv = o.lrs.n && csv ? fopen(lr_path, "w") : NULL;
+    if (!csv || (o.lrs.n && !lr_csv)) {
+        fprintf(stderr, "tt-bench sweep: %s: cannot write\n", csv ? lr_path : csv_path);
+        if (csv) fclose(csv);
         rc = 1;
     } else {
         fprintf(csv, "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
                      "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
-                     "train_steps,valid_ppl,status\n");
-        const int total = ranks.n * cores.n * seqs.n;
-        int point = 0, plotted_ppl = 0, plotted_tps = 0;
-        for (int a = 0; a < ranks.n; a++)
-            for (int b = 0; b < cores.n; b++)
-                for (int q = 0; q < seqs.n; q++) {
-                    tt_spec s = base;
-                    s.model.rank = (int)ranks.v[a];
-                    s.model.cores = (int)cores.v[b];
-                    s.model.seq_len = (int)seqs.v[q];
-                    fprintf(stderr, "[%d/%d] rank %d, cores %d, seq_len %d: ", ++point, total,
-                            s.model.rank, s.model.cores, s.model.seq_len);
-                    model m;
-                    model_init(&m, "point", &s, vocab);
-                    char status[4200] = "ok", why[4096];
-                    tt_layout l;
-                    double ppl = NAN;
-                    if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
-                        snprintf(status, sizeof status, "invalid: %s", why);
-                    } else {
-                        if (on_gpu) {
-                            measure(&m, &g, cached ? &cache : NULL, steps);
-                            if (m.failed[0]) snprintf(status, sizeof status, "not measured: %s", m.failed);
+                     "train_steps,valid_ppl,status,family,mem_len,lr,lr_from,steps,best_step,"
+                     "test_ppl,seconds,seed,spec_sha256,commit,card\n");
+        if (lr_csv) fprintf(lr_csv, "family,lr,steps,valid_ppl,chosen\n");
+        int total = 0, point = 0;
+        for (int k = 0; k < nf; k++)
+            total += (fams[k] >= FAM_TXL_MEM ? 1 : o.ranks.n * o.cores.n) * o.seqs.n;
+        sweep_point *plotted = tt_xcalloc((size_t)total, sizeof *plotted);
+        for (int k = 0; k < nf; k++) {
+            const family f = fams[k];
+            const bool txl = f >= FAM_TXL_MEM;
+            const int nr = txl ? 1 : o.ranks.n, nc = txl ? 1 : o.cores.n;
+            const int first[3] = {txl ? 0 : (int)o.ranks.v[0], txl ? 0 : (int)o.cores.v[0],
+                                  (int)o.seqs.v[0]};
+            sweep_result trials[SWEEP_MAX];
+            double lr = base.train.lr;
+            const int chosen = lr_csv ? lr_search(&base, f, &o.lrs, first, vocab, &data, b, lr_csv,
+                                                  trials, &lr) : -1;
+            for (int a = 0; a < nr; a++)
+                for (int c = 0; c < nc; c++)
+                    for (int q = 0; q < o.seqs.n; q++) {
+                        const int rank = txl ? 0 : (int)o.ranks.v[a], cores = txl ? 0 : (int)o.cores.v[c];
+                        tt_spec s = point_spec(&base, f, rank, cores, (int)o.seqs.v[q], lr, b->steps,
+                                               b->eval_interval);
+                        fprintf(stderr, "[%d/%d] %s", ++point, total, family_name[f]);
+                        if (!txl) fprintf(stderr, ", rank %d, cores %d", rank, cores);
+                        fprintf(stderr, ", seq_len %d: ", s.model.seq_len);
+                        model m;
+                        model_init(&m, "point", &s, vocab);
+                        char status[4200] = "ok", why[4096], hash[65];
+                        spec_sha256(&s, hash);
+                        sweep_result r = {0, 0, NAN, NAN, NAN};
+                        tt_layout l;
+                        if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
+                            snprintf(status, sizeof status, "invalid: %s", why);
+                        } else {
+                            if (on_gpu) {
+                                measure(&m, &g, cached ? &cache : NULL, o.steps);
+                                if (m.failed[0]) snprintf(status, sizeof status, "not measured: %s", m.failed);
+                            }
+                            /* the search trained the family's first point with the chosen lr */
+                            if (chosen >= 0 && a == 0 && c == 0 && q == 0) {
+                                r = trials[chosen];
+                            } else if (b->steps &&
+                                       sweep_train(&s, &l, &data, b, &r, why, sizeof why) != 0) {
+                                r.valid_ppl = r.test_ppl = NAN;
+                                if (!strcmp(status, "ok"))
+                                    snprintf(status, sizeof status, "not trained: %s", why);
+                            }
+                            tt_layout_free(&l);
                         }
-                        if (train_steps) {
-                            ppl = sweep_train(&s, &l, &train, &valid, train_steps, why, sizeof why);
-                            if (isnan(ppl) && !strcmp(status, "ok"))
-                                snprintf(status, sizeof status, "not trained: %s", why);
-                        }
-                        tt_layout_free(&l);
+                        csv_clean(status);
+                        if (txl)
+                            fprintf(csv, ",,");
+                        else
+                            fprintf(csv, "%d,%d,", rank, cores);
+                        fprintf(csv, "%d,%.17g,%.17g,%.17g,", s.model.seq_len, m.costs.params_total,
+                                m.costs.fwd_total, m.costs.train_total);
+                        csv_value(csv, m.train_tok_s, "%.6g");
+                        fputc(',', csv);
+                        csv_value(csv, m.eval_tok_s, "%.6g");
+                        fputc(',', csv);
+                        csv_value(csv, m.step_ms, "%.6g");
+                        fputc(',', csv);
+                        csv_value(csv, m.peak_bytes, "%.0f");
+                        fputc(',', csv);
+                        csv_value(csv, m.mfu, "%.4g");
+                        fprintf(csv, ",%ld,", b->steps);
+                        csv_value(csv, r.valid_ppl, "%.9g");
+                        fprintf(csv, ",%s,%s,%d,%.9g,%s,%ld,%ld,", status, family_name[f],
+                                txl ? s.model.mem_len : 0, s.train.lr, chosen >= 0 ? "search" : "spec",
+                                r.steps, r.best_step);
+                        csv_value(csv, r.test_ppl, "%.9g");
+                        fputc(',', csv);
+                        csv_value(csv, r.seconds, "%.3f");
+                        fprintf(csv, ",%llu,%s,%s,%s\n", (unsigned long long)s.train.seed, hash,
+                                TT_COMMIT, card);
+                        fflush(csv);
+                        sweep_point *drawn = &plotted[point - 1];
+                        *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
+                                            data.test.n ? r.test_ppl : r.valid_ppl, ""};
+                        if (txl)
+                            snprintf(drawn->label, sizeof drawn->label, "TXL M%s", s.model.mem_len ? "" : "0");
+                        else
+                            snprintf(drawn->label, sizeof drawn->label, "R%d c%d%s", rank, cores,
+                                     f == FAM_UNMASKED ? " u" : "");
+                        char tps[64], pp[64], tp[64];
+                        human(m.train_tok_s, "tokens/s", tps, sizeof tps);
+                        human(r.valid_ppl, "ppl", pp, sizeof pp);
+                        human(r.test_ppl, "ppl", tp, sizeof tp);
+                        fprintf(stderr, "%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl "
+                                "%s%s%s\n", m.costs.params_total / 1e6, tps, pp, tp,
+                                strcmp(status, "ok") ? ": " : "", strcmp(status, "ok") ? status : "");
                     }
-                    for (char *p = status; *p; p++) /* one CSV field: no comma, quote or newline */
-                        if (*p == ',' || *p == '"' || *p == '\n') *p = ';';
-                    fprintf(csv, "%d,%d,%d,%.17g,%.17g,%.17g,", s.model.rank, s.model.cores,
-                            s.model.seq_len, m.costs.params_total, m.costs.fwd_total, m.costs.train_total);
-                    csv_value(csv, m.train_tok_s, "%.6g");
-                    fputc(',', csv);
-                    csv_value(csv, m.eval_tok_s, "%.6g");
-                    fputc(',', csv);
-                    csv_value(csv, m.step_ms, "%.6g");
-                    fputc(',', csv);
-                    csv_value(csv, m.peak_bytes, "%.0f");
-                    fputc(',', csv);
-                    csv_value(csv, m.mfu, "%.4g");
-                    fprintf(csv, ",%ld,", train_steps);
-                    csv_value(csv, ppl, "%.6g");
-                    fprintf(csv, ",%s\n", status);
-                    fflush(csv);
-                    plotted_ppl |= !isnan(ppl);
-                    plotted_tps |= !isnan(m.train_tok_s);
-                    char tps[64], pp[64];
-                    human(m.train_tok_s, "tokens/s", tps, sizeof tps);
-                    human(ppl, "ppl", pp, sizeof pp);
-                    fprintf(stderr, "%.2fM parameters, train %s tokens/s, valid ppl %s%s%s\n",
-                            m.costs.params_total / 1e6, tps, pp, strcmp(status, "ok") ? ": " : "",
-                            strcmp(status, "ok") ? status : "");
-                }
+        }
         fclose(csv);
         printf("wrote %s\n", csv_path);
-        if (sweep_plot(dir, plotted_ppl, plotted_tps, err, sizeof err) == 0)
+        if (lr_csv) {
+            fclose(lr_csv);
+            printf("wrote %s\n", lr_path);
+        }
+        if (sweep_plot(dir, plotted, total, data.test.n > 0, err, sizeof err) == 0)
             printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
         else
             printf("no plot: %s\n", err);
+        free(plotted);
     }
     if (cached) tt_cache_close(&cache);
     if (on_gpu) tt_gpu_close(&g);
     if (session) tt_session_close(&ses);
-    tt_tokens_free(&train);
-    tt_tokens_free(&valid);
+    tt_tokens_free(&data.train);
+    tt_tokens_free(&data.valid);
+    tt_tokens_free(&data.test);
     free(csv_path);
+    free(lr_path);
     free(dir);
     tt_spec_free(&base);
     return rc;

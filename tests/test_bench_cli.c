@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 
 #include "device.h"
+#include "sha256.h"
+#include "spec.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -503,7 +505,8 @@ static void test_sweep(void **state)
     char *csv = tu_read_file(csv_path, &len);
     const char *header = "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
                          "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
-                         "train_steps,valid_ppl,status\n";
+                         "train_steps,valid_ppl,status,family,mem_len,lr,lr_from,steps,best_step,"
+                         "test_ppl,seconds,seed,spec_sha256,commit,card\n";
     if (strncmp(csv, header, strlen(header)) != 0) fail_msg("sweep.csv's header:\n%s", csv);
     tt_device_info info;
     char why[512];
@@ -514,19 +517,19 @@ static void test_sweep(void **state)
         for (int b = 0; b < 2; b++)
             for (int q = 0; q < 2; q++) {
                 const int rank = a ? 4 : 2, cores = b + 1, n = q ? 6 : 4;
-                char f[14][128];
+                char f[26][128];
                 int nf = 0, k = 0;
                 const char *c = line;
                 for (; *c && *c != '\n'; c++) {
                     if (*c == ',') {
                         f[nf++][k] = 0, k = 0;
-                        if (nf == 14) fail_msg("a row of more than 14 fields: %s", line);
+                        if (nf == 26) fail_msg("a row of more than 26 fields: %s", line);
                     } else if (k < 127) {
                         f[nf][k++] = *c;
                     }
                 }
                 f[nf++][k] = 0;
-                if (nf != 14) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
+                if (nf != 26) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
                 if (atoi(f[0]) != rank || atoi(f[1]) != cores || atoi(f[2]) != n)
                     fail_msg("row %d is (%s, %s, %s), want (%d, %d, %d)", rows, f[0], f[1], f[2], rank,
                              cores, n);
@@ -551,6 +554,10 @@ static void test_sweep(void **state)
                 const double ppl = atof(f[12]);
                 if (!(ppl > 1 && ppl < 1000)) fail_msg("row %d: valid_ppl '%s'", rows, f[12]);
                 if (strcmp(f[13], "ok")) fail_msg("row %d: status '%s'", rows, f[13]);
+                if (strcmp(f[14], "tensorized-causal") || strcmp(f[17], "spec") || atoi(f[18]) != 3 ||
+                    atoi(f[19]) != 3 || f[20][0])
+                    fail_msg("row %d: family '%s', lr from '%s', steps '%s', best_step '%s', test_ppl "
+                             "'%s' (no data.test)", rows, f[14], f[17], f[18], f[19], f[20]);
                 rows++;
                 line = *c ? c + 1 : c;
             }
@@ -588,6 +595,314 @@ static void test_sweep(void **state)
     free(no_valid);
     free(train), free(valid), free(text), free(spec), free(out), free(csv_path), free(csv), free(png);
     free(svg);
+}
+
+/* --- tt-bench sweep trained to convergence ---------------------------------------------------- */
+
+/* train.txt, valid.txt and test.txt in the fixture's folder: a training text of one fixed
+ * sentence every other line and words drawn (a fixed generator) from 40 on the others, the
+ * validation and test texts of such drawn words alone, so that validation stops improving after
+ * some dozens of steps of a small model. */
+static void write_unlearnable(const fixture *fx)
+{
+    static const char *const names[] = {"train", "valid", "test"};
+    uint64_t x = 1;
+    for (int k = 0; k < 3; k++) {
+        char *path = tt_xasprintf("%s/%s.txt", fx->root, names[k]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        for (int i = 0; i < (k ? 40 : 400); i++) {
+            if (k == 0 && i % 2) {
+                fprintf(f, "a b c d e f g h\n");
+                continue;
+            }
+            for (int j = 0; j < 8; j++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                fprintf(f, "%sw%d", j ? " " : "", (int)(x >> 33) % 40);
+            }
+            fputc('\n', f);
+        }
+        fclose(f);
+        free(path);
+    }
+}
+
+#define SWEEP_SPEC                                                                                 \
+    "model: {kind: tensorized, vocab: data, d_model: 32, layers: 2, rank: 4, seq_len: 8,\n"       \
+    "        d_inner: 48}\n"                                                                       \
+    "train: {batch: 4, steps: 1000, optimizer: {lr: 0.002}}\n"                                     \
+    "data: {train: train.txt, valid: valid.txt, test: test.txt}\n"
+
+/* A CSV the sweep wrote: row 0 the header. */
+typedef struct {
+    int rows, cols;
+    char f[24][32][128];
+} csv_table;
+
+static csv_table *read_table(const char *path)
+{
+    char *text = tu_read_file(path, NULL);
+    csv_table *t = tt_xcalloc(1, sizeof *t);
+    int col = 0, k = 0;
+    for (const char *c = text; *c; c++) {
+        if (t->rows == 24 || col == 32) fail_msg("%s: more than 24 rows or 32 columns", path);
+        if (*c == ',' || *c == '\n') {
+            t->f[t->rows][col++][k] = 0;
+            k = 0;
+            if (*c == '\n') {
+                if (t->rows && col != t->cols) fail_msg("%s: row %d has %d fields", path, t->rows, col);
+                t->cols = col;
+                t->rows++;
+                col = 0;
+            }
+        } else if (k < 127) {
+            t->f[t->rows][col][k++] = *c;
+        }
+    }
+    free(text);
+    return t;
+}
+
+static const char *cell(const csv_table *t, int row, const char *name)
+{
+    for (int c = 0; c < t->cols; c++)
+        if (!strcmp(t->f[0][c], name)) return t->f[row][c];
+    fail_msg("no column '%s'", name);
+    return NULL;
+}
+
+/* tt-bench sweep of SWEEP_SPEC on write_unlearnable's corpus, both in the fixture's folder, with
+ * args (NULL-terminated) after it, into DIR/out; exit 0 expected. Returns sweep.csv. */
+static csv_table *run_sweep(const fixture *fx, const char *const *args)
+{
+    write_unlearnable(fx);
+    char *spec = write_spec(fx, "sweep.yaml", SWEEP_SPEC), *out = tt_xasprintf("%s/out", fx->root);
+    char *csv = tt_xasprintf("%s/sweep.csv", out);
+    const char *argv[32] = {TT_BENCH_BIN, "sweep", spec, "--out", out};
+    int n = 5;
+    while (*args && n < 31) argv[n++] = *args++;
+    argv[n] = NULL;
+    tu_proc p;
+    tu_proc_start(&p, argv, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-bench sweep");
+    tu_proc_free(&p);
+    csv_table *t = read_table(csv);
+    free(spec), free(out), free(csv);
+    return t;
+}
+
+/* Row row of the sweep (t) against tt-train and tt-eval of the point's spec (text, written to
+ * the fixture's folder): the same hash of the spec with its defaults filled in; tt-train with
+ * the sweep's patience stops at the same step with the same best step and validation
+ * perplexity; and tt-eval --split test of tt-train's weights at the best step gives the sweep's
+ * test perplexity. */
+static void expect_as_tt_train(const fixture *fx, const csv_table *t, int row, const char *text,
+                               const char *patience)
+{
+    char *spec = write_spec(fx, "point.yaml", text), err[4096], hex[65];
+    tt_spec s;
+    if (tt_spec_load(spec, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    char *full = tt_spec_text(&s);
+    uint8_t d[32];
+    tt_sha256(full, strlen(full), d);
+    tt_hex(d, sizeof d, hex);
+    if (strcmp(hex, cell(t, row, "spec_sha256")))
+        fail_msg("row %d: spec_sha256 %s, the point's spec gives %s:\n%s", row,
+                 cell(t, row, "spec_sha256"), hex, full);
+    free(full);
+    tt_spec_free(&s);
+    const long steps = atol(cell(t, row, "steps")), best = atol(cell(t, row, "best_step"));
+    char *ck = tt_xasprintf("%s/ck", fx->root), *ck_best = tt_xasprintf("%s/ck-best", fx->root);
+    char stop[32];
+    snprintf(stop, sizeof stop, "%ld", best);
+    tu_proc p;
+    tu_proc_start(&p, (const char *const[]){TT_TRAIN_BIN, spec, "--patience", patience,
+                                            "--checkpoint-dir", ck, "-q", NULL}, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-train --patience");
+    long first, last, at;
+    double ppl;
+    const char *trained = strstr(p.out, "trained steps ");
+    const char *b = strstr(p.out, "(best ");
+    if (!trained || !b || sscanf(trained, "trained steps %ld..%ld", &first, &last) != 2 ||
+        sscanf(b, "(best %lf at step %ld)", &ppl, &at) != 2)
+        fail_msg("tt-train's summary:\n%s", p.out);
+    if (last != steps || at != best || fabs(ppl - atof(cell(t, row, "valid_ppl"))) > 6e-4)
+        fail_msg("row %d: the sweep trained %ld steps, best %s at step %ld; tt-train:\n%s", row, steps,
+                 cell(t, row, "valid_ppl"), best, p.out);
+    tu_proc_free(&p);
+    tu_proc_start(&p, (const char *const[]){TT_TRAIN_BIN, spec, "--stop-after", stop,
+                                            "--checkpoint-dir", ck_best, "-q", NULL}, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-train --stop-after");
+    tu_proc_free(&p);
+    tu_proc_start(&p, (const char *const[]){TT_EVAL_BIN, spec, "--checkpoint", ck_best, "--split",
+                                            "test", "--json", NULL}, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-eval --split test");
+    const char *nll = strstr(p.out, "\"nll\":");
+    if (!nll) fail_msg("tt-eval's JSON: %s", p.out);
+    const double want = exp(atof(nll + 6)), got = atof(cell(t, row, "test_ppl"));
+    if (fabs(got - want) > 1e-8 * want)
+        fail_msg("row %d: test_ppl %.9g, tt-eval of the best step's weights %.9g", row, got, want);
+    tu_proc_free(&p);
+    tu_rm_rf(ck);
+    tu_rm_rf(ck_best);
+    free(ck), free(ck_best), free(spec);
+}
+
+/* Training until validation stops improving: the point stops P validations of E steps after its
+ * best, well before K; the best step, the validation perplexity, the spec's hash and the test
+ * perplexity (from the best step's weights) are tt-train's and tt-eval's for the same spec; every
+ * column but the measured ones (without a GPU) is filled. */
+static void test_sweep_patience(void **state)
+{
+    fixture *fx = *state;
+    csv_table *t = run_sweep(fx, (const char *const[]){"--rank", "4", "--cores", "1", "--train-steps",
+                                                       "300", "--eval-interval", "10", "--patience",
+                                                       "3", NULL});
+    if (t->rows != 2) fail_msg("sweep.csv has %d rows, want 1 point", t->rows - 1);
+    const long steps = atol(cell(t, 1, "steps")), best = atol(cell(t, 1, "best_step"));
+    if (!(steps < 300 && best >= 10 && steps - best == 30 && best % 10 == 0))
+        fail_msg("trained %ld steps, best at %ld: not stopped 3 validations of 10 steps after the "
+                 "best", steps, best);
+    if (strcmp(cell(t, 1, "family"), "tensorized-causal") || strcmp(cell(t, 1, "lr_from"), "spec") ||
+        atof(cell(t, 1, "lr")) != 0.002 || strcmp(cell(t, 1, "status"), "ok") ||
+        atol(cell(t, 1, "train_steps")) != 300 || atol(cell(t, 1, "seed")) != 1)
+        fail_msg("family %s, lr %s from %s, train_steps %s, seed %s, status %s", cell(t, 1, "family"),
+                 cell(t, 1, "lr"), cell(t, 1, "lr_from"), cell(t, 1, "train_steps"),
+                 cell(t, 1, "seed"), cell(t, 1, "status"));
+    tt_device_info info;
+    char why[512];
+    const bool gpu = tt_device_query(0, &info, why, sizeof why) == 0;
+    if (!gpu && strcmp(cell(t, 1, "card"), "cpu")) fail_msg("card '%s' without a GPU", cell(t, 1, "card"));
+    for (int c = 0; c < t->cols; c++)
+        if (!t->f[1][c][0] && (gpu || !strstr("train_tokens_per_s eval_tokens_per_s step_ms "
+                                              "peak_memory_bytes mfu_percent", t->f[0][c])))
+            fail_msg("column %s is empty", t->f[0][c]);
+    expect_as_tt_train(fx, t, 1,
+                       "model: {kind: tensorized, vocab: data, d_model: 32, layers: 2, rank: 4,\n"
+                       "        cores: 1, seq_len: 8, d_inner: 48}\n"
+                       "train: {batch: 4, steps: 300, eval_interval: 10, optimizer: {lr: 0.002}}\n"
+                       "data: {train: train.txt, valid: valid.txt, test: test.txt}\n", "3");
+    free(t);
+}
+
+/* Both masks, Transformer-XL with memory and without, each family's learning rate searched:
+ * lr_search.csv has each family's rates, the chosen one of the lowest validation perplexity;
+ * each family's rows are trained with it (its first point is the search's run); the
+ * Transformer-XL rows have no rank or cores and mem_len seq_len or 0; and the Transformer-XL
+ * with memory is tt-train's and tt-eval's (its segments with memory) for its spec; and the plot's
+ * Pareto front over parameters is the rows that no other beats. */
+static void test_sweep_families(void **state)
+{
+    fixture *fx = *state;
+    csv_table *t = run_sweep(fx, (const char *const[]){"--rank", "2,4,8", "--cores", "1", "--causal",
+                                                       "true,false", "--txl", "--lr", "3e-3,1e-3",
+                                                       "--train-steps", "300", "--eval-interval",
+                                                       "10", "--patience", "3", NULL});
+    char *path = tt_xasprintf("%s/out/lr_search.csv", fx->root);
+    csv_table *s = read_table(path);
+    static const char *const fams[] = {"tensorized-causal", "tensorized-unmasked", "txl-mem",
+                                       "txl-nomem"};
+    static const int mem[] = {0, 0, 8, 0}, rows[] = {1, 4, 7, 8, 9}; /* each family's first row */
+    if (t->rows != 9 || s->rows != 9)
+        fail_msg("%d rows in sweep.csv and %d in lr_search.csv, want 8 and 8", t->rows - 1, s->rows - 1);
+    for (int k = 0; k < 4; k++) {
+        const int a = 1 + 2 * k, b = a + 1, chosen = atoi(cell(s, a, "chosen")) ? a : b;
+        const int other = chosen == a ? b : a;
+        if (strcmp(cell(s, a, "family"), fams[k]) || strcmp(cell(s, b, "family"), fams[k]) ||
+            atof(cell(s, a, "lr")) != 3e-3 || atof(cell(s, b, "lr")) != 1e-3 ||
+            atoi(cell(s, a, "chosen")) + atoi(cell(s, b, "chosen")) != 1 ||
+            !(atof(cell(s, chosen, "valid_ppl")) <= atof(cell(s, other, "valid_ppl"))))
+            fail_msg("lr_search.csv's rows of %s: (%s %s %s) (%s %s %s)", fams[k], cell(s, a, "lr"),
+                     cell(s, a, "valid_ppl"), cell(s, a, "chosen"), cell(s, b, "lr"),
+                     cell(s, b, "valid_ppl"), cell(s, b, "chosen"));
+        for (int r = rows[k]; r < rows[k + 1]; r++)
+            if (strcmp(cell(t, r, "family"), fams[k]) || atoi(cell(t, r, "mem_len")) != mem[k] ||
+                strcmp(cell(t, r, "lr"), cell(s, chosen, "lr")) ||
+                strcmp(cell(t, r, "lr_from"), "search") ||
+                (r == rows[k] && strcmp(cell(t, r, "valid_ppl"), cell(s, chosen, "valid_ppl"))) ||
+                (r == rows[k] && strcmp(cell(t, r, "steps"), cell(s, chosen, "steps"))) ||
+                (k >= 2) != !cell(t, r, "rank")[0] || (k >= 2) != !cell(t, r, "cores")[0] ||
+                strcmp(cell(t, r, "status"), "ok"))
+                fail_msg("sweep.csv's row %d: %s rank '%s' cores '%s' mem_len %s lr %s from %s, "
+                         "valid %s, status %s", r, cell(t, r, "family"), cell(t, r, "rank"),
+                         cell(t, r, "cores"), cell(t, r, "mem_len"), cell(t, r, "lr"),
+                         cell(t, r, "lr_from"), cell(t, r, "valid_ppl"), cell(t, r, "status"));
+    }
+    /* the default counterpart of d_model 32: one head of 32 */
+    char *txl = tt_xasprintf("model: {kind: transformer-xl, vocab: data, d_model: 32, layers: 2,\n"
+                             "        n_head: 1, d_head: 32, seq_len: 8, mem_len: 8, d_inner: 48}\n"
+                             "train: {batch: 4, steps: 300, eval_interval: 10, optimizer: {lr: %s}}\n"
+                             "data: {train: train.txt, valid: valid.txt, test: test.txt}\n",
+                             cell(t, 7, "lr"));
+    expect_as_tt_train(fx, t, 7, txl, "3");
+    /* the plot's Pareto front over parameters: the rows no other has as few parameters and as
+     * low a test perplexity as, by parameters */
+    char *gp_path = tt_xasprintf("%s/out/sweep.gp", fx->root), *gp = tu_read_file(gp_path, NULL);
+    const char *front = strstr(gp, "$front_params << EOD\n");
+    if (!front) fail_msg("sweep.gp has no $front_params:\n%s", gp);
+    front += strlen("$front_params << EOD\n");
+    double last = 0;
+    for (int n = 0;; n++) {
+        double x, y;
+        if (!strncmp(front, "EOD\n", 4)) {
+            int want = 0;
+            for (int i = 1; i < t->rows; i++) {
+                bool beaten = false;
+                for (int j = 1; j < t->rows; j++)
+                    beaten |= j != i && atof(cell(t, j, "parameters")) <= atof(cell(t, i, "parameters")) &&
+                              atof(cell(t, j, "test_ppl")) < atof(cell(t, i, "test_ppl"));
+                want += !beaten;
+            }
+            if (n != want) fail_msg("the front has %d points, want %d:\n%s", n, want, gp);
+            break;
+        }
+        if (sscanf(front, "%lf %lf", &x, &y) != 2 || x <= last) fail_msg("sweep.gp's front:\n%s", gp);
+        last = x;
+        bool row = false, beaten = false;
+        for (int j = 1; j < t->rows; j++) {
+            const double px = atof(cell(t, j, "parameters")), py = atof(cell(t, j, "test_ppl"));
+            row |= px == x && fabs(py - y) <= 1e-8 * y;
+            beaten |= px <= x && py < y * (1 - 1e-8);
+        }
+        if (!row || beaten) fail_msg("front point (%g, %g): %s", x, y, row ? "beaten" : "not a row");
+        front = strchr(front, '\n') + 1;
+    }
+    free(gp), free(gp_path);
+    free(txl), free(path), free(s), free(t);
+}
+
+/* The sweep's options refused in one line, exit 2. */
+static void test_sweep_refusals(void **state)
+{
+    fixture *fx = *state;
+    write_unlearnable(fx);
+    char *spec = write_spec(fx, "sweep.yaml", SWEEP_SPEC);
+    char *odd = write_spec(fx, "odd.yaml",
+                           "model: {kind: tensorized, vocab: 50, d_model: 33, layers: 1, rank: 2,\n"
+                           "        seq_len: 4, d_inner: 8}\n");
+#define SWEEP_REFUSES(what, part, ...) REFUSES(what, part, "sweep", spec, "--rank", "4", "--cores", "1", __VA_ARGS__)
+    SWEEP_REFUSES("--causal yes", "--causal takes true, false or both", "--causal", "yes");
+    SWEEP_REFUSES("--causal true,", "--causal takes true, false or both", "--causal", "true,");
+    SWEEP_REFUSES("--lr 0", "--lr takes up to 16 numbers above 0 and at most 1", "--train-steps", "2",
+                  "--lr", "0");
+    SWEEP_REFUSES("--lr 1e-3,x", "--lr takes up to", "--train-steps", "2", "--lr", "1e-3,x");
+    SWEEP_REFUSES("--lr 2", "--lr takes up to", "--train-steps", "2", "--lr", "2");
+    SWEEP_REFUSES("--lr without --train-steps", "--lr needs --train-steps K", "--lr", "1e-3");
+    SWEEP_REFUSES("--patience without --eval-interval", "--patience needs --eval-interval E",
+                  "--train-steps", "2", "--patience", "2");
+    SWEEP_REFUSES("--eval-interval without --train-steps", "--eval-interval needs --train-steps K",
+                  "--eval-interval", "2");
+    SWEEP_REFUSES("--patience 0", "--patience is a count from 1, not '0'", "--train-steps", "2",
+                  "--eval-interval", "1", "--patience", "0");
+    SWEEP_REFUSES("--eval-interval x", "--eval-interval is a count from 1, not 'x'", "--train-steps",
+                  "2", "--eval-interval", "x");
+#undef SWEEP_REFUSES
+    REFUSES("--txl of an odd d_model", "--txl: ", "sweep", odd, "--rank", "2", "--cores", "1", "--txl");
+    free(spec), free(odd);
 }
 
 /* A log of tt-train --log-json in the fixture's folder. */
@@ -687,6 +1002,9 @@ int main(void)
         IN_OWN_FOLDER(test_refusals),
         cmocka_unit_test(test_profile),
         IN_OWN_FOLDER(test_sweep),
+        IN_OWN_FOLDER(test_sweep_patience),
+        IN_OWN_FOLDER(test_sweep_families),
+        IN_OWN_FOLDER(test_sweep_refusals),
         IN_OWN_FOLDER(test_plot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
