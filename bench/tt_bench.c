@@ -345,19 +345,27 @@ static const paper_row paper_rows[] = {
     {"One-Billion", 8, 1024, 40, 80, 80, 2100, 793471, NULL, {20.5, 19.5}, NULL, NULL},
 };
 
+/* The paper's row of a tensorized model of the row's L, D, N, F and V (its rank and cores left
+ * to the caller). */
+static const paper_row *paper_of(const tt_model_spec *s, long vocab)
+{
+    if (s->kind != TT_KIND_TENSORIZED) return NULL;
+    for (size_t i = 0; i < sizeof paper_rows / sizeof paper_rows[0]; i++) {
+        const paper_row *p = &paper_rows[i];
+        if (s->layers == p->layers && s->d_model == p->d_model &&
+            (s->seq_len == p->seq_len || s->seq_len == p->alt_seq_len) && s->d_inner == p->d_inner &&
+            vocab == p->vocab)
+            return p;
+    }
+    return NULL;
+}
+
 /* The paper's row of a tensorized model with 1 or 2 cores and the row's L, D, R, N, F and V. */
 static const paper_row *paper_match(const model *m)
 {
     const tt_model_spec *s = &m->spec->model;
-    if (s->kind != TT_KIND_TENSORIZED || s->cores < 1 || s->cores > 2) return NULL;
-    for (size_t i = 0; i < sizeof paper_rows / sizeof paper_rows[0]; i++) {
-        const paper_row *p = &paper_rows[i];
-        if (s->layers == p->layers && s->d_model == p->d_model && s->rank == p->rank &&
-            (s->seq_len == p->seq_len || s->seq_len == p->alt_seq_len) && s->d_inner == p->d_inner &&
-            m->costs.vocab == p->vocab)
-            return p;
-    }
-    return NULL;
+    const paper_row *p = paper_of(s, m->costs.vocab);
+    return p && s->cores >= 1 && s->cores <= 2 && s->rank == p->rank ? p : NULL;
 }
 
 /* The paper's figures as (quantity, value, unit) rows; a figure it does not give is left out. */
@@ -789,6 +797,11 @@ static void csv_value(FILE *f, double v, const char *fmt)
 typedef struct {
     double params, tps, ppl;
     char label[32];
+    /* the rest of its row, for table.md */
+    const char *family;
+    int rank, cores, seq_len, mem_len; /* rank, cores 0: Transformer-XL */
+    double lr, valid_ppl, test_ppl;
+    long steps, best_step;
 } sweep_point;
 
 /* p's Pareto front over (x, perplexity), x taken from params (fewer is better) or from tps (more
@@ -822,7 +835,62 @@ static void pareto_block(FILE *f, const char *name, const sweep_point *p, int n,
  * with its rank and cores (u: unmasked) or its Transformer-XL (M: memory, M0: none), as PNG and
  * SVG through gnuplot. Returns 0, or -1 with why in err (gnuplot missing or failing: the CSV is
  * there either way). */
-static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, char *err, size_t errlen)
+/* Whether no other point of p beats point i on both (x, perplexity): fewer parameters, or more
+ * tokens/s (tps), and a lower perplexity, one of them strictly. */
+static bool on_front(const sweep_point *p, int n, int i, bool tps)
+{
+    const double xi = tps ? -p[i].tps : p[i].params;
+    if (isnan(p[i].ppl) || isnan(xi)) return false;
+    for (int j = 0; j < n; j++) {
+        const double xj = tps ? -p[j].tps : p[j].params;
+        if (j == i || isnan(p[j].ppl) || isnan(xj)) continue;
+        if (xj <= xi && p[j].ppl <= p[i].ppl && (xj < xi || p[j].ppl < p[i].ppl)) return false;
+    }
+    return true;
+}
+
+/* DIR/table.md: the sweep as a Markdown table, a row per point (the Pareto fronts marked) and,
+ * where the spec is of the paper's shapes, the paper's figures (its unmasked attention) last. */
+static int sweep_table(const char *dir, const sweep_point *p, int n, const paper_row *paper,
+                       char *err, size_t errlen)
+{
+    char *path = tt_xasprintf("%s/table.md", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        tt_errf(err, errlen, "%s: cannot write", path);
+        free(path);
+        return -1;
+    }
+    fprintf(f, "| family | rank | cores | seq_len | mem_len | parameters | train tok/s | lr | steps "
+               "(best) | valid ppl | test ppl | Pareto front |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        char rank[16] = "", cores[16] = "", tps[32] = "", valid[32] = "", test[32] = "";
+        if (p[i].rank) snprintf(rank, sizeof rank, "%d", p[i].rank);
+        if (p[i].cores) snprintf(cores, sizeof cores, "%d", p[i].cores);
+        if (!isnan(p[i].tps)) snprintf(tps, sizeof tps, "%.0f", p[i].tps);
+        if (!isnan(p[i].valid_ppl)) snprintf(valid, sizeof valid, "%.2f", p[i].valid_ppl);
+        if (!isnan(p[i].test_ppl)) snprintf(test, sizeof test, "%.2f", p[i].test_ppl);
+        const bool fp = on_front(p, n, i, false), ft = on_front(p, n, i, true);
+        fprintf(f, "| %s | %s | %s | %d | %d | %.0f | %s | %.3g | %ld (%ld) | %s | %s | %s%s%s |\n",
+                p[i].family, rank, cores, p[i].seq_len, p[i].mem_len, p[i].params, tps, p[i].lr,
+                p[i].steps, p[i].best_step, valid, test, fp ? "parameters" : "",
+                fp && ft ? ", " : "", ft ? "tokens/s" : "");
+    }
+    if (paper)
+        for (int c = 0; c < 2; c++)
+            fprintf(f, "| the paper, %s, core-%d (unmasked) | %d | %d | %d | | %s | | | | | %.1f | |\n",
+                    paper->name, c + 1, paper->rank, c + 1, paper->alt_seq_len,
+                    paper->params ? paper->params : "", paper->ppl[c]);
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad) tt_errf(err, errlen, "%s: cannot write", path);
+    free(path);
+    return bad ? -1 : 0;
+}
+
+static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
+                      const paper_row *paper, char *err, size_t errlen)
 {
     bool ppl = false, tps = false;
     for (int i = 0; i < n; i++) ppl |= !isnan(p[i].ppl), tps |= !isnan(p[i].tps);
@@ -842,6 +910,15 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, c
         fprintf(f, "\"%s\"\n", p[i].label);
     }
     fprintf(f, "EOD\n");
+    /* the paper's figures where it gives the parameters: drawn beside ours, hollow */
+    const bool paper_pts = paper && paper->params;
+    if (paper_pts) {
+        fprintf(f, "$paper << EOD\n");
+        for (int c = 0; c < 2; c++)
+            fprintf(f, "%.17g %.17g \"paper core-%d\"\n", atof(paper->params) * 1e6, paper->ppl[c],
+                    c + 1);
+        fprintf(f, "EOD\n");
+    }
     pareto_block(f, "front_params", p, n, false);
     pareto_block(f, "front_tps", p, n, true);
     static const char *const terms[2][2] = {{"pngcairo size 1200,500", "png"}, {"svg size 1200,500", "svg"}};
@@ -854,7 +931,9 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, c
         if (ppl)
             fprintf(f, "set xlabel 'parameters'\nset ylabel '%s'\nplot $points using 1:3 with points "
                        "pt 7, '' using 1:3:4 with labels offset 0,1 font ',8', $front_params using 1:2 "
-                       "with steps lw 2 title 'Pareto front'\n", y);
+                       "with steps lw 2 title 'Pareto front'%s\n", y,
+                    paper_pts ? ", $paper using 1:2 with points pt 6 ps 2, '' using 1:2:3 with labels "
+                                "offset 0,-1.2 font ',8'" : "");
         if (ppl && tps)
             fprintf(f, "set xlabel 'training tokens/s'\nplot $points using 2:3 with points pt 7, '' "
                        "using 2:3:4 with labels offset 0,1 font ',8', $front_tps using 1:2 with steps "
@@ -886,9 +965,10 @@ static void sweep_usage(FILE *f)
             "as tt-train would, validated every E steps and at the end, stopped after P validations\n"
             "without a new best, and scored on data.test from its best weights; --lr tries each rate\n"
             "at a family's first point and trains the family with the best. Writes DIR/sweep.csv,\n"
-            "DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>) and, through gnuplot,\n"
-            "DIR/sweep.png and DIR/sweep.svg (perplexity against parameters and training\n"
-            "tokens/s, the Pareto fronts marked). LISTs: 8,16,32.\n");
+            "DIR/table.md (the same as a Markdown table, the Pareto fronts and, for the paper's\n"
+            "shapes, its figures), DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>)\n"
+            "and, through gnuplot, DIR/sweep.png and DIR/sweep.svg (perplexity against parameters,\n"
+            "beside the paper's, and training tokens/s, the Pareto fronts marked). LISTs: 8,16,32.\n");
 }
 
 /* A family's learning rate: with --lr, each rate trained at the family's first point (its
@@ -1170,7 +1250,10 @@ static int sweep_main(int argc, char **argv)
                         fflush(csv);
                         sweep_point *drawn = &plotted[point - 1];
                         *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
-                                            data.test.n ? r.test_ppl : r.valid_ppl, ""};
+                                               data.test.n ? r.test_ppl : r.valid_ppl, "",
+                                               family_name[f], rank, cores, s.model.seq_len,
+                                               txl ? s.model.mem_len : 0, s.train.lr, r.valid_ppl,
+                                               r.test_ppl, r.steps, r.best_step};
                         if (txl)
                             snprintf(drawn->label, sizeof drawn->label, "TXL M%s", s.model.mem_len ? "" : "0");
                         else
@@ -1191,7 +1274,14 @@ static int sweep_main(int argc, char **argv)
             fclose(lr_csv);
             printf("wrote %s\n", lr_path);
         }
-        if (sweep_plot(dir, plotted, total, data.test.n > 0, err, sizeof err) == 0)
+        const paper_row *paper = paper_of(&base.model, vocab);
+        if (sweep_table(dir, plotted, total, paper, err, sizeof err) == 0) {
+            printf("wrote %s/table.md\n", dir);
+        } else {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 1;
+        }
+        if (sweep_plot(dir, plotted, total, data.test.n > 0, paper, err, sizeof err) == 0)
             printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
         else
             printf("no plot: %s\n", err);

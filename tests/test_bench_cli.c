@@ -872,7 +872,50 @@ static void test_sweep_families(void **state)
         front = strchr(front, '\n') + 1;
     }
     free(gp), free(gp_path);
+    /* table.md: a row per CSV row in its order, marked on the parameters' front exactly where no
+     * other row has as few parameters and as low a test perplexity, one of them fewer */
+    char *md_path = tt_xasprintf("%s/out/table.md", fx->root), *md = tu_read_file(md_path, NULL);
+    const char *line = strstr(md, "|---");
+    if (!line || strstr(md, "the paper")) fail_msg("table.md:\n%s", md);
+    line = strchr(line, '\n') + 1;
+    for (int i = 1; i < t->rows; i++, line = strchr(line, '\n') + 1) {
+        char want[64];
+        snprintf(want, sizeof want, "| %s |", cell(t, i, "family"));
+        if (strncmp(line, want, strlen(want))) fail_msg("table.md's row %d is not %s:\n%s", i, want, md);
+        const double xi = atof(cell(t, i, "parameters")), yi = atof(cell(t, i, "test_ppl"));
+        bool beaten = false;
+        for (int j = 1; j < t->rows; j++) {
+            const double xj = atof(cell(t, j, "parameters")), yj = atof(cell(t, j, "test_ppl"));
+            beaten |= j != i && xj <= xi && yj <= yi && (xj < xi || yj < yi);
+        }
+        const char *end = strchr(line, '\n');
+        const char *mark = strstr(line, "parameters");
+        if (beaten == (mark && mark < end))
+            fail_msg("table.md's row %d is %s the parameters' front:\n%s", i, beaten ? "on" : "off", md);
+    }
+    if (*line) fail_msg("table.md has more rows than sweep.csv:\n%s", md);
+    free(md), free(md_path);
     free(txl), free(path), free(s), free(t);
+}
+
+/* The paper's figures beside ours where the spec has its shapes (ptb.yaml: L 3, D 256, N 32 for
+ * the paper's 30, F 2100, V 10000): two rows of table.md, its core-1 and core-2 test perplexity;
+ * with the cost model alone (no training, no GPU) the table has every point's parameters. */
+static void test_sweep_paper(void **state)
+{
+    fixture *fx = *state;
+    char *spec = tt_xasprintf("%s/specs/ptb.yaml", TT_SOURCE_DIR), *out = tt_xasprintf("%s/p", fx->root);
+    tu_proc p;
+    RUN(&p, "sweep", spec, "--rank", "20,40", "--cores", "1,2", "--out", out);
+    tu_expect_exit(&p, 0, "a sweep of ptb.yaml");
+    tu_proc_free(&p);
+    char *md_path = tt_xasprintf("%s/table.md", out), *md = tu_read_file(md_path, NULL);
+    if (!strstr(md, "| the paper, PTB, core-1 (unmasked) | 40 | 1 | 30 | | 12M | | | | | 57.9 |") ||
+        !strstr(md, "| the paper, PTB, core-2 (unmasked) | 40 | 2 | 30 | | 12M | | | | | 49.8 |") ||
+        !strstr(md, "| tensorized-causal | 40 | 2 | 32 | 0 | 6684572 |"))
+        fail_msg("table.md lacks the paper's rows or a point's:\n%s", md);
+    print_message("  %s", strstr(md, "| the paper"));
+    free(md), free(md_path), free(out), free(spec);
 }
 
 /* The sweep's options refused in one line, exit 2. */
@@ -1005,6 +1048,7 @@ int main(void)
         IN_OWN_FOLDER(test_sweep_patience),
         IN_OWN_FOLDER(test_sweep_families),
         IN_OWN_FOLDER(test_sweep_refusals),
+        IN_OWN_FOLDER(test_sweep_paper),
         IN_OWN_FOLDER(test_plot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
