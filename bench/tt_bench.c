@@ -923,7 +923,7 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
     pareto_block(f, "front_tps", p, n, true);
     static const char *const terms[2][2] = {{"pngcairo size 1200,500", "png"}, {"svg size 1200,500", "svg"}};
     const char *y = test ? "test perplexity" : "validation perplexity";
-    fprintf(f, "set key off\nset grid\nset logscale x\n");
+    fprintf(f, "set key off\nset grid\nset logscale x\n%s", ppl ? "set logscale y\n" : "");
     for (int t = 0; t < 2; t++) {
         fprintf(f, "set terminal %s\nset output '%s/sweep.%s'\nset multiplot layout 1,%d\n", terms[t][0],
                 dir, terms[t][1], ppl && tps ? 2 : 1);
@@ -932,8 +932,9 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
             fprintf(f, "set xlabel 'parameters'\nset ylabel '%s'\nplot $points using 1:3 with points "
                        "pt 7, '' using 1:3:4 with labels offset 0,1 font ',8', $front_params using 1:2 "
                        "with steps lw 2 title 'Pareto front'%s\n", y,
-                    paper_pts ? ", $paper using 1:2 with points pt 6 ps 2, '' using 1:2:3 with labels "
-                                "offset 0,-1.2 font ',8'" : "");
+                    paper_pts ? ", $paper using 1:2 with points pt 6 ps 2, '' every ::0::0 using 1:2:3 "
+                                "with labels offset 0,1.2 font ',8', '' every ::1::1 using 1:2:3 with "
+                                "labels offset 0,-1.2 font ',8'" : "");
         if (ppl && tps)
             fprintf(f, "set xlabel 'training tokens/s'\nplot $points using 2:3 with points pt 7, '' "
                        "using 2:3:4 with labels offset 0,1 font ',8', $front_tps using 1:2 with steps "
