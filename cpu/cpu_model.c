@@ -280,6 +280,47 @@ static void cluster_input_bwd(const tt_layout *l, const tt_view *w, const tt_vie
     }
 }
 
+/* The head's logits of a row whose cluster-0 input is h0 (cluster_input): the word columns, then
+ * the tail clusters' columns, into logit [head_columns]; returns their largest. */
+static double head_logits(const tt_layout *l, const tt_view *w, const tt_real *h0, double *logit)
+{
+    const int d = l->m.d_model, d0 = l->dim[0], cols = head_columns(l);
+    const long c0 = l->hi[0];
+    double mx = -INFINITY;
+    for (int j = 0; j < cols; j++) {
+        const tt_real *wr = j < c0 ? w->out_w[0] + (size_t)j * d0 : w->cluster_w + (size_t)(j - c0) * d;
+        logit[j] = (j < c0 ? w->out_b[0][j] : w->cluster_b[j - c0]) + cpu_dot(h0, wr, d0);
+        mx = logit[j] > mx ? logit[j] : mx;
+    }
+    return mx;
+}
+
+/* Tail cluster c's logits of a row whose cluster-c input is hc, into logit [its words]; returns
+ * their largest. */
+static double tail_logits(const tt_layout *l, const tt_view *w, int c, const tt_real *hc,
+                          double *logit)
+{
+    const int dc = l->dim[c];
+    double mx = -INFINITY;
+    for (long j = 0; j < l->hi[c] - l->lo[c]; j++) {
+        const tt_real *wr = w->out_w[c] + (size_t)j * dc;
+        double s = w->out_b[c][j];
+        for (int k = 0; k < dc; k++) s += (double)hc[k] * wr[k];
+        logit[j] = s;
+        mx = s > mx ? s : mx;
+    }
+    return mx;
+}
+
+/* The most logits a row holds at once: the head's columns, or the largest tail cluster's. */
+static size_t most_logits(const tt_layout *l)
+{
+    long most = head_columns(l);
+    for (int c = 1; c < l->n_clusters; c++)
+        most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
+    return (size_t)most;
+}
+
 /* The output layer and the loss: the adaptive softmax (kimiyoung's ProjectedAdaptiveLogSoftmax;
  * with no cutoffs, the full softmax). Tail cluster c is scored by head column
  * hi[0] + clusters - 1 - c, as in that code. With grads, its backward runs here too and leaves
@@ -292,13 +333,9 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
     const long c0 = l->hi[0];
     const tt_view *w = &lm->w, *g = &lm->g;
     int maxdim = 0;
-    long maxv = 0;
-    for (int c = 0; c < l->n_clusters; c++) {
-        maxdim = l->dim[c] > maxdim ? l->dim[c] : maxdim;
-        maxv = l->hi[c] - l->lo[c] > maxv ? l->hi[c] - l->lo[c] : maxv;
-    }
+    for (int c = 0; c < l->n_clusters; c++) maxdim = l->dim[c] > maxdim ? l->dim[c] : maxdim;
     tt_real *hbuf = tt_xmalloc((size_t)maxdim * sizeof *hbuf);
-    double *logit = tt_xmalloc((size_t)(maxv > cols ? maxv : cols) * sizeof *logit);
+    double *logit = tt_xmalloc(most_logits(l) * sizeof *logit);
     double *dh = tt_xmalloc((size_t)(maxdim > d ? maxdim : d) * sizeof *dh);
     if (grads) memset(lm->dx, 0, (size_t)lm->rows * d * sizeof(tt_real));
 
@@ -311,13 +348,8 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
         /* head */
         const tt_real *h0 = cluster_input(l, w, 0, xr, hbuf);
         const int d0 = l->dim[0];
-        double mx = -INFINITY, z = 0, sum = 0;
-        for (int j = 0; j < cols; j++) {
-            const tt_real *wr = j < c0 ? w->out_w[0] + (size_t)j * d0 : w->cluster_w + (size_t)(j - c0) * d;
-            const double s = (j < c0 ? w->out_b[0][j] : w->cluster_b[j - c0]) + cpu_dot(h0, wr, d0);
-            logit[j] = s;
-            mx = s > mx ? s : mx;
-        }
+        const double mx = head_logits(l, w, h0, logit);
+        double z = 0, sum = 0;
         const long col = tc == 0 ? t : c0 + nc - tc;
         const double target_logit = logit[col];
         for (int j = 0; j < cols; j++) {
@@ -350,14 +382,8 @@ static void output_layer(tt_cpu_lm *lm, const tt_real *x, const int32_t *targets
             const tt_real *hc = cluster_input(l, w, tc, xr, hbuf);
             const int dc = l->dim[tc];
             const long vc = l->hi[tc] - l->lo[tc];
-            double tmx = -INFINITY, tz = 0;
-            for (long j = 0; j < vc; j++) {
-                const tt_real *wr = w->out_w[tc] + (size_t)j * dc;
-                double s = w->out_b[tc][j];
-                for (int k = 0; k < dc; k++) s += (double)hc[k] * wr[k];
-                logit[j] = s;
-                tmx = s > tmx ? s : tmx;
-            }
+            const double tmx = tail_logits(l, w, tc, hc, logit);
+            double tz = 0;
             for (long j = 0; j < vc; j++) tz += exp(logit[j] - tmx);
             const double tlse = tmx + log(tz);
             const double tnll = tlse - logit[t - l->lo[tc]];
@@ -402,9 +428,7 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
     const int d = l->m.d_model, nc = l->n_clusters - 1, cols = head_columns(l);
     const long c0 = l->hi[0];
     const tt_view *wc = wcopy(lm), *g = &lm->g;
-    long most = cols;
-    for (int c = 1; c < l->n_clusters; c++)
-        most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
+    const size_t most = most_logits(l);
     tt_real *ho = tt_xmalloc((size_t)d * sizeof *ho), *dh = tt_xmalloc((size_t)d * sizeof *dh);
     tt_real *tdx = tt_xmalloc((size_t)d * sizeof *tdx);
     tt_real *logit = tt_xmalloc((size_t)most * sizeof *logit);
@@ -857,46 +881,12 @@ const tt_real *tt_cpu_lm_hidden(const tt_cpu_lm *lm)
     return lm->acts[lm->layout->m.layers - 1].x2;
 }
 
-/* The head's logits of hidden row x (word columns, then the tail clusters' columns) into logit
- * [head_columns], and their log-sum-exp. */
-static double head_logits(const tt_layout *l, const tt_view *w, const tt_real *x, tt_real *hbuf,
-                          double *logit)
+/* The log-sum-exp of logit[0..n), whose largest is mx. */
+static double log_sum_exp(const double *logit, long n, double mx)
 {
-    const int d = l->m.d_model, d0 = l->dim[0], cols = head_columns(l);
-    const long c0 = l->hi[0];
-    const tt_real *h0 = cluster_input(l, w, 0, x, hbuf);
-    double mx = -INFINITY, z = 0;
-    for (int j = 0; j < cols; j++) {
-        const tt_real *wr = j < c0 ? w->out_w[0] + (size_t)j * d0 : w->cluster_w + (size_t)(j - c0) * d;
-        logit[j] = (j < c0 ? w->out_b[0][j] : w->cluster_b[j - c0]) + cpu_dot(h0, wr, d0);
-        mx = logit[j] > mx ? logit[j] : mx;
-    }
-    for (int j = 0; j < cols; j++) z += exp(logit[j] - mx);
+    double z = 0;
+    for (long j = 0; j < n; j++) z += exp(logit[j] - mx);
     return mx + log(z);
-}
-
-/* Tail cluster c's logits of x into logit [its words], and their log-sum-exp. */
-static double tail_logits(const tt_layout *l, const tt_view *w, int c, const tt_real *x,
-                          tt_real *hbuf, double *logit)
-{
-    const tt_real *hc = cluster_input(l, w, c, x, hbuf);
-    const int dc = l->dim[c];
-    const long vc = l->hi[c] - l->lo[c];
-    double mx = -INFINITY, z = 0;
-    for (long j = 0; j < vc; j++) {
-        logit[j] = w->out_b[c][j] + cpu_dot(hc, w->out_w[c] + (size_t)j * dc, dc);
-        mx = logit[j] > mx ? logit[j] : mx;
-    }
-    for (long j = 0; j < vc; j++) z += exp(logit[j] - mx);
-    return mx + log(z);
-}
-
-static size_t most_logits(const tt_layout *l)
-{
-    long most = head_columns(l);
-    for (int c = 1; c < l->n_clusters; c++)
-        most = l->hi[c] - l->lo[c] > most ? l->hi[c] - l->lo[c] : most;
-    return (size_t)most;
 }
 
 void tt_lm_logprobs(const tt_layout *l, const tt_view *w, const tt_real *x, double *out)
@@ -905,14 +895,16 @@ void tt_lm_logprobs(const tt_layout *l, const tt_view *w, const tt_real *x, doub
     const long c0 = l->hi[0];
     tt_real *hbuf = tt_xmalloc((size_t)l->m.d_model * sizeof *hbuf);
     double *logit = tt_xmalloc(most_logits(l) * sizeof *logit);
-    const double lse = head_logits(l, w, x, hbuf, logit);
+    const double lse = log_sum_exp(logit, head_columns(l),
+                                   head_logits(l, w, cluster_input(l, w, 0, x, hbuf), logit));
     for (long j = 0; j < c0; j++) out[j] = logit[j] - lse;
     double *cluster = tt_xmalloc((size_t)(nc ? nc : 1) * sizeof *cluster);
     for (int c = 1; c <= nc; c++) cluster[c - 1] = logit[c0 + nc - c] - lse;
     for (int c = 1; c <= nc; c++) {
-        const double tlse = tail_logits(l, w, c, x, hbuf, logit);
-        for (long j = 0; j < l->hi[c] - l->lo[c]; j++)
-            out[l->lo[c] + j] = cluster[c - 1] + logit[j] - tlse;
+        const long vc = l->hi[c] - l->lo[c];
+        const double tlse =
+            log_sum_exp(logit, vc, tail_logits(l, w, c, cluster_input(l, w, c, x, hbuf), logit));
+        for (long j = 0; j < vc; j++) out[l->lo[c] + j] = cluster[c - 1] + logit[j] - tlse;
     }
     free(cluster), free(logit), free(hbuf);
 }
@@ -923,10 +915,12 @@ double tt_lm_logprob(const tt_layout *l, const tt_view *w, const tt_real *x, lon
     const long c0 = l->hi[0];
     tt_real *hbuf = tt_xmalloc((size_t)l->m.d_model * sizeof *hbuf);
     double *logit = tt_xmalloc(most_logits(l) * sizeof *logit);
-    const double lse = head_logits(l, w, x, hbuf, logit);
+    const double lse = log_sum_exp(logit, head_columns(l),
+                                   head_logits(l, w, cluster_input(l, w, 0, x, hbuf), logit));
     double lp = logit[tc == 0 ? t : c0 + nc - tc] - lse;
     if (tc > 0) {
-        const double tlse = tail_logits(l, w, tc, x, hbuf, logit);
+        const double tlse = log_sum_exp(
+            logit, l->hi[tc] - l->lo[tc], tail_logits(l, w, tc, cluster_input(l, w, tc, x, hbuf), logit));
         lp += logit[t - l->lo[tc]] - tlse;
     }
     free(logit), free(hbuf);
@@ -941,6 +935,7 @@ struct tt_cpu_rows {
     tt_real *g, *p;       /* [L][R] the cores; [L][N][R] P = Wr pe (position: key, else NULL) */
     tt_real **wt;         /* [L] Wo transposed */
     tt_real *x, *y, *x1, *h, *s2, *stat; /* one row's */
+    double *scratch;                     /* cpu_mla_fwd_row's */
 };
 
 tt_cpu_rows *tt_cpu_rows_open(const tt_layout *l, tt_real *w)
@@ -967,11 +962,12 @@ tt_cpu_rows *tt_cpu_rows_open(const tt_layout *l, tt_real *w)
     c->s2 = tt_xmalloc((size_t)d * sizeof *c->s2);
     c->h = tt_xmalloc((size_t)m->d_inner * sizeof *c->h);
     c->stat = tt_xmalloc(2 * sizeof *c->stat);
+    c->scratch = tt_xmalloc(cpu_mla_row_scratch((cpu_mla_shape){1, n, r, d, true}) *
+                            sizeof *c->scratch);
     return c;
 }
 
 void tt_cpu_rows_reset(tt_cpu_rows *c) { c->len = 0; }
-int tt_cpu_rows_len(const tt_cpu_rows *c) { return c->len; }
 
 /* What tt_cpu_lm_run computes for row len of each layer without dropout, in its order: the
  * qkv row, the attention's row (cpu_mla_fwd_row), then layer_tail_fwd's sums and norms. */
@@ -988,7 +984,8 @@ const tt_real *tt_cpu_rows_push(tt_cpu_rows *c, int32_t token)
         tt_real *seq = c->qkv + (size_t)k * n * 3 * r;
         cpu_linear_fwd(seq + (size_t)i * 3 * r, c->x, lw->qkv, NULL, 1, d, 3 * r);
         cpu_mla_fwd_row(c->y, seq, i, c->g + (size_t)k * r, c->wt[k],
-                        c->p ? c->p + (size_t)k * n * r : NULL, c->lm.w.u, c->lm.w.v, one);
+                        c->p ? c->p + (size_t)k * n * r : NULL, c->lm.w.u, c->lm.w.v, one,
+                        c->scratch);
         for (int e = 0; e < d; e++) c->y[e] += c->x[e]; /* s1 = y + x */
         cpu_layernorm_fwd(c->x1, c->stat, c->stat + 1, c->y, lw->ln1_w, lw->ln1_b, 1, d);
         cpu_linear_fwd(c->h, c->x1, lw->ff1_w, lw->ff1_b, 1, d, f);
@@ -1008,7 +1005,7 @@ void tt_cpu_rows_close(tt_cpu_rows *c)
     tt_view_free(&c->lm.w);
     tt_cpu_lm_free(&c->lm);
     free(c->qkv), free(c->g), free(c->p), free(c->wt);
-    free(c->x), free(c->y), free(c->x1), free(c->s2), free(c->h), free(c->stat);
+    free(c->x), free(c->y), free(c->x1), free(c->s2), free(c->h), free(c->stat), free(c->scratch);
     free(c);
 }
 

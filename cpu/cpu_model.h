@@ -128,7 +128,6 @@ double tt_lm_logprob(const tt_layout *l, const tt_view *w, const tt_real *x, lon
 typedef struct tt_cpu_rows tt_cpu_rows;
 tt_cpu_rows *tt_cpu_rows_open(const tt_layout *l, tt_real *w);
 void tt_cpu_rows_reset(tt_cpu_rows *c);
-int tt_cpu_rows_len(const tt_cpu_rows *c);
 const tt_real *tt_cpu_rows_push(tt_cpu_rows *c, int32_t token);
 void tt_cpu_rows_close(tt_cpu_rows *c);
 

@@ -242,11 +242,13 @@ static void key_factor(double *a, const tt_real *q, const tt_real *k, const tt_r
 }
 
 void cpu_mla_fwd_row(tt_real *y, const tt_real *seq, int i, const tt_real *g, const tt_real *wt,
-                     const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s)
+                     const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s,
+                     double *scratch)
 {
     const int n = s.n, r = s.r, d = s.d;
     const int end = causal_end(s, i), kend = key_end(s, i);
-    double *a = tt_xmalloc((size_t)r * sizeof *a), *acc = tt_xcalloc((size_t)d, sizeof *acc);
+    double *a = scratch, *acc = scratch + r;
+    memset(acc, 0, (size_t)d * sizeof *acc);
     for (int j = 0; j < end; j++) {
         key_factor(a, seq + (size_t)i * 3 * r, seq + (size_t)j * 3 * r + r, p ? p + (size_t)j * r : NULL,
                    g, u, v, r);
@@ -259,21 +261,22 @@ void cpu_mla_fwd_row(tt_real *y, const tt_real *seq, int i, const tt_real *g, co
         }
     }
     for (int e = 0; e < d; e++) y[e] = (tt_real)acc[e];
-    free(a);
-    free(acc);
 }
 
 tt_real *cpu_mla_wo_t(const tt_real *wo, int n, int d) { return transpose(wo, d, n * n); }
+size_t cpu_mla_row_scratch(cpu_mla_shape s) { return (size_t)s.r + (size_t)s.d; }
 
 void cpu_mla_fwd(tt_real *y, const tt_real *qkv, const tt_real *g, const tt_real *wo, const tt_real *p,
                  const tt_real *u, const tt_real *v, cpu_mla_shape s)
 {
     const int n = s.n, r = s.r, d = s.d;
     tt_real *wt = transpose(wo, d, n * n);
+    double *scratch = tt_xmalloc(cpu_mla_row_scratch(s) * sizeof *scratch);
     for (int b = 0; b < s.batch; b++)
         for (int i = 0; i < n; i++)
             cpu_mla_fwd_row(y + ((size_t)b * n + i) * d, qkv + (size_t)b * n * 3 * r, i, g, wt, p, u,
-                            v, s);
+                            v, s, scratch);
+    free(scratch);
     free(wt);
 }
 

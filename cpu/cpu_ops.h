@@ -120,10 +120,13 @@ void cpu_mla_fwd(tt_real *y, const tt_real *qkv, const tt_real *g, const tt_real
                  const tt_real *u, const tt_real *v, cpu_mla_shape s);
 /* Row i of one sequence's y (y [D]) from its qkv rows seq [.., 3R] (rows 0 .. i are read when
  * causal, all N when not) and wt, Wo transposed ([N*N, D]: cpu_mla_wo_t, which the caller frees):
- * what cpu_mla_fwd computes for that row, in the same order. */
+ * what cpu_mla_fwd computes for that row, in the same order. scratch: cpu_mla_row_scratch(s)
+ * doubles of the caller's. */
 void cpu_mla_fwd_row(tt_real *y, const tt_real *seq, int i, const tt_real *g, const tt_real *wt,
-                     const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s);
+                     const tt_real *p, const tt_real *u, const tt_real *v, cpu_mla_shape s,
+                     double *scratch);
 tt_real *cpu_mla_wo_t(const tt_real *wo, int n, int d);
+size_t cpu_mla_row_scratch(cpu_mla_shape s);
 /* dqkv is written; dg, dwo, dp, du, dv are added into. */
 void cpu_mla_bwd(tt_real *dqkv, tt_real *dg, tt_real *dwo, tt_real *dp, tt_real *du, tt_real *dv,
                  const tt_real *dy, const tt_real *qkv, const tt_real *g, const tt_real *wo,

@@ -70,9 +70,10 @@ TT_API int tt_is_transformer_xl(const tt_model *model);
 TT_API const char *tt_device(const tt_model *model);
 TT_API long tt_checkpoint_step(const tt_model *model);
 
-/* Words to ids: text split on whitespace (spaces, tabs, newlines), each word its id; a word not
- * in the vocabulary becomes <unk> and is counted in *unknown (may be NULL). eos_per_line 1: an
- * <eos> after every line's words, as the training text was read. At most cap ids are written;
+/* Words to ids, as tt-train reads its text: split on whitespace (spaces, tabs, newlines), each
+ * word its id; a word not in the vocabulary becomes <unk> and is counted in *unknown (may be
+ * NULL). eos_per_line 1: an <eos> after every line's words, blank lines too. Text that no corpus
+ * may hold (invalid UTF-8, a line over 1 MiB) is TT_ERR_ARGUMENT, naming its line. At most cap ids are written;
  * *n gets how many the text holds (more than cap: TT_ERR_ARGUMENT; ids NULL: only counted). */
 TT_API tt_status tt_tokenize(const tt_model *model, const char *text, int eos_per_line,
                              int32_t *ids, size_t cap, size_t *n, size_t *unknown, tt_error *err);

@@ -5,7 +5,6 @@
  * GPU choose the same tokens from the same seed. */
 #include "tt.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -198,37 +197,13 @@ tt_status tt_tokenize(const tt_model *m, const char *text, int eos_per_line, int
 {
     if (!m || !text || !n)
         return fail(err, TT_ERR_ARGUMENT, "tt_tokenize: the model, text and count are required");
-    size_t k = 0, unk = 0;
-    const char *p = text;
-    for (;;) {
-        while (*p && *p != '\n' && isspace((unsigned char)*p)) p++;
-        if (!*p || *p == '\n') {
-            /* a line's end: its <eos>, unless the text ends without a newline and nothing
-             * followed the last one */
-            const bool line = *p == '\n' || (p > text && p[-1] != '\n');
-            if (eos_per_line && line) {
-                if (k < cap) ids[k] = (int32_t)m->vocab.eos;
-                k++;
-            }
-            if (!*p) break;
-            p++;
-            continue;
-        }
-        const char *w = p;
-        while (*p && !isspace((unsigned char)*p)) p++;
-        long id = tt_vocab_id(&m->vocab, w, (size_t)(p - w));
-        if (id < 0) {
-            id = m->vocab.unk;
-            unk++;
-        }
-        if (k < cap) ids[k] = (int32_t)id;
-        k++;
-    }
-    *n = k;
-    if (unknown) *unknown = unk;
-    if (ids && k > cap)
+    char msg[1024];
+    if (tt_text_ids("text", text, strlen(text), &m->vocab, eos_per_line != 0, ids, cap, n,
+                    unknown, msg, sizeof msg) != 0)
+        return fail(err, TT_ERR_ARGUMENT, "%s", msg);
+    if (ids && *n > cap)
         return fail(err, TT_ERR_ARGUMENT, "the text holds %zu tokens, more than the %zu asked for",
-                    k, cap);
+                    *n, cap);
     return ok(err);
 }
 
@@ -299,28 +274,28 @@ static tt_status score_body(tt_model *m, const int32_t *ids, size_t n, int strid
     return ok(err);
 }
 
-/* The distribution after ids[0..n-1] into m->dist. Transformer-XL: whole segments with memory
- * first, then the rest as a partial segment. */
-static void next_dist(tt_model *m, const int32_t *ids, size_t n)
+/* Transformer-XL: the whole segments of ids[0..n-1] but the last 1 .. N tokens, read in turn,
+ * each after the memory of those before (left in m->mem[0], its length in *mlen). Returns where
+ * the rest starts. */
+static size_t whole_segments(tt_model *m, const int32_t *ids, size_t n, int *mlen)
 {
-    int len, last;
-    if (m->txl) {
-        size_t a = 0;
-        int mlen = 0;
-        while (n - a > (size_t)m->n) { /* full segments, then the rest (1 .. N tokens) */
-            mlen = carry(m, forward(m, ids + a, m->n, mlen));
-            a += (size_t)m->n;
-        }
-        len = (int)(n - a);
-        forward(m, ids + a, len, mlen);
-        last = len - 1;
-    } else {
-        const size_t start = n > (size_t)m->n ? n - (size_t)m->n : 0;
-        len = (int)(n - start);
-        forward(m, ids + start, len, 0);
-        last = len - 1;
-    }
-    tt_lm_logprobs(&m->layout, &m->view, row(m, last), m->dist);
+    size_t a = 0;
+    *mlen = 0;
+    for (; n - a > (size_t)m->n; a += (size_t)m->n)
+        *mlen = carry(m, forward(m, ids + a, m->n, *mlen));
+    return a;
+}
+
+/* The distribution after ids[0..n-1] into out: Transformer-XL reads whole segments with memory
+ * first, then the rest as a partial segment; the tensorized model the window of the last N. */
+static void next_dist(tt_model *m, const int32_t *ids, size_t n, double *out)
+{
+    int mlen = 0;
+    const size_t start = m->txl ? whole_segments(m, ids, n, &mlen)
+                                : n > (size_t)m->n ? n - (size_t)m->n : 0;
+    const int len = (int)(n - start);
+    forward(m, ids + start, len, mlen);
+    tt_lm_logprobs(&m->layout, &m->view, row(m, len - 1), out);
 }
 
 static tt_status next_body(tt_model *m, const int32_t *ids, size_t n, double *logprob,
@@ -330,8 +305,7 @@ static tt_status next_body(tt_model *m, const int32_t *ids, size_t n, double *lo
         return fail(err, TT_ERR_ARGUMENT, "tt_next: one token or more, and somewhere to put the "
                     "distribution");
     if (check_ids(m, ids, n, err)) return TT_ERR_TOKEN;
-    next_dist(m, ids, n);
-    memcpy(logprob, m->dist, (size_t)m->vocab.n * sizeof *logprob);
+    next_dist(m, ids, n, logprob);
     return ok(err);
 }
 
@@ -499,12 +473,8 @@ static tt_status generate_txl(tt_model *m, const int32_t *prompt, size_t n, size
     const tt_status rc = open_inc(m, err);
     if (rc != TT_OK) return rc;
     const int N = m->n, L = m->spec.model.layers;
-    size_t a = 0;
-    int mlen = 0;
-    while (n - a > (size_t)N) { /* whole segments, then the last 1 .. N tokens one by one */
-        mlen = carry(m, forward(m, prompt + a, N, mlen));
-        a += (size_t)N;
-    }
+    int mlen;
+    size_t a = whole_segments(m, prompt, n, &mlen); /* then the last 1 .. N one by one */
     memcpy(m->cache[0], m->mem[0], (size_t)L * mlen * m->d * sizeof(float));
     int pos = 0; /* the segment's tokens so far */
     for (; a < n; a++) {

@@ -321,6 +321,8 @@ static void test_errors(void **state)
     assert_int_equal(tt_tokenize(m, "w1 nosuchword\nw2\n\n", 1, NULL, 0, &n, &unknown, &e), TT_OK);
     assert_int_equal(n, 6); /* w1 <unk> <eos> w2 <eos> <eos> */
     assert_int_equal(unknown, 1);
+    expect_code(tt_tokenize(m, "w1\nw2 \xff\n", 1, NULL, 0, &n, NULL, &e), TT_ERR_ARGUMENT, &e,
+                "text:2: invalid UTF-8");
     assert_null(tt_word(m, (int32_t)v));
     assert_string_equal(tt_word(m, tt_eos_id(m)), "<eos>");
     free(dist);
@@ -439,12 +441,16 @@ static void test_generate_cli(void **state)
     tt_buf_free(&longer);
     char *nul = tt_xasprintf("%s/nul-prompt.txt", fx.root);
     tu_write_file(nul, "w1 w2\0w3\n", 9);
+    char *latin1 = tt_xasprintf("%s/latin1-prompt.txt", fx.root);
+    tu_write_file(latin1, "w1 caf\xe9\n", 8);
     const char *bad[][9] = {
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", "/nonexistent", "--prompt", "w1", NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[TXL], "--prompt", "w1", NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--prompt-file",
          "/nonexistent", NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--prompt-file", nul,
+         NULL},
+        {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--prompt-file", latin1,
          NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--tokens", NULL},
         {TT_GENERATE_BIN, fx.spec[PLAIN], "--checkpoint", fx.ckpt[PLAIN], "--top-p", "1.5", NULL},
@@ -462,7 +468,7 @@ static void test_generate_cli(void **state)
         print_message("  %s", p.err);
         tu_proc_free(&p);
     }
-    free(nul);
+    free(nul), free(latin1);
 }
 
 /* tt-eval --text --per-line: a line's logprob is tt_score's of <eos> + its words + <eos>, and the
@@ -513,6 +519,16 @@ static void test_eval_per_line(void **state)
     tu_proc_start(&p, bad, (const char *const *)fx.env);
     tu_proc_wait(&p, TIMEOUT);
     tu_expect_exit(&p, 2, "--per-line without --text");
+    tu_proc_free(&p);
+    tu_write_text(text, "w1 w2\nw3 \xff w4\n");
+    const char *utf8[] = {TT_EVAL_BIN, fx.spec[k], "--checkpoint", fx.ckpt[k], "--device", "cpu",
+                          "--text", text, "--per-line", NULL};
+    tu_proc_start(&p, utf8, (const char *const *)fx.env);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 2, "--text with invalid UTF-8");
+    if (tu_count_lines(p.err) != 1 || !strstr(p.err, "text:2: invalid UTF-8") || p.out[0])
+        fail_msg("--text with invalid UTF-8: not one line, or output before it:\n%s%s", p.out, p.err);
+    print_message("  %s", p.err);
     tu_proc_free(&p);
     free(text);
 }

@@ -748,6 +748,25 @@ static int cache_write(const char *cache_dir, const char *path, const tt_tokens 
     return rc;
 }
 
+int tt_text_ids(const char *name, const char *text, size_t len, const tt_vocab *v, bool eos,
+                int32_t *ids, size_t cap, size_t *n, size_t *unknown, char *err, size_t errlen)
+{
+    scanner s = scan_start(name, text, len);
+    const char *w = NULL;
+    size_t wn = 0, k = 0, unk = 0;
+    int r;
+    while ((r = scan_next(&s, &w, &wn, err, errlen)) >= 0) {
+        long id = v->eos;
+        if (r == SCAN_EOL && !eos) continue;
+        if (r == SCAN_WORD && (id = tt_vocab_id(v, w, wn)) < 0) id = v->unk, unk++;
+        if (ids && k < cap) ids[k] = (int32_t)id;
+        k++;
+    }
+    *n = k;
+    if (unknown) *unknown = unk;
+    return r == SCAN_ERROR ? -1 : 0;
+}
+
 static int tokenize(const char *path, const char *text, size_t len, const tt_vocab *v,
                     tt_tokens *out, char *err, size_t errlen)
 {

@@ -51,6 +51,14 @@ int tt_corpus_load(const char *path, const tt_vocab *v, const char *cache_dir, t
                    char *err, size_t errlen);
 void tt_tokens_free(tt_tokens *t);
 
+/* The ids of a text of len bytes read as a split is read (whitespace-separated words, each line,
+ * blank ones included, ending in <eos> when eos; words outside v as <unk>, counted in *unknown,
+ * which may be NULL): up to cap of them into ids (may be NULL), and how many the text holds in
+ * *n. -1 with "NAME:LINE: ..." in err where the text is not one a corpus may be (a NUL byte,
+ * invalid UTF-8, a line over 1 MiB). */
+int tt_text_ids(const char *name, const char *text, size_t len, const tt_vocab *v, bool eos,
+                int32_t *ids, size_t cap, size_t *n, size_t *unknown, char *err, size_t errlen);
+
 /* A training batch of t: B contiguous streams of the token sequence; step s (1-based) reads
  * segment (s-1) mod segments of each, inputs [B, n] and their targets (the next tokens): a
  * function of the step alone, so a resumed run reads what the first would have. Returns

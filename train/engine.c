@@ -174,8 +174,27 @@ void tt_engine_download(tt_engine *e)
     tt_gpu_lm_slow_wait(e->glm); /* rank 0 writes a checkpoint before its next step */
 }
 
+/* The CPU's step: forward and backward, the norm, and Adam unless the loss or the norm is not
+ * finite (the GPU's guard, templates/adam.cu). */
 static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
-                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res);
+                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
+{
+    const size_t nf = e->l->n_floats;
+    memset(e->grad, 0, nf * sizeof *e->grad);
+    if (e->mem) { /* Transformer-XL: the memories of step s - 1 when this batch continues it */
+        const int mlen = continues && e->mem_step == s - 1 ? e->mlen : 0;
+        e->mlen = tt_cpu_txl_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets,
+                                    mlen ? e->mem : NULL, mlen, e->mem, o, res);
+        e->mem_step = s;
+    } else {
+        tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
+    }
+    const double norm = tt_clip_grad_norm(e->grad, nf, e->spec->train.clip);
+    if (isfinite(norm) && isfinite(res->loss_sum))
+        tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
+                     tt_lr_at(&e->spec->train, s), s);
+    return norm;
+}
 
 double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
@@ -204,28 +223,6 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
      * cpu_train_step), but its memories may hold what made it so: the next step starts
      * without them */
     if (!isfinite(norm) || !isfinite(res->loss_sum)) e->mem_step = -1;
-    return norm;
-}
-
-/* The CPU's step: forward and backward, the norm, and Adam unless the loss or the norm is not
- * finite (the GPU's guard, templates/adam.cu). */
-static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
-                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
-{
-    const size_t nf = e->l->n_floats;
-    memset(e->grad, 0, nf * sizeof *e->grad);
-    if (e->mem) { /* Transformer-XL: the memories of step s - 1 when this batch continues it */
-        const int mlen = continues && e->mem_step == s - 1 ? e->mlen : 0;
-        e->mlen = tt_cpu_txl_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets,
-                                    mlen ? e->mem : NULL, mlen, e->mem, o, res);
-        e->mem_step = s;
-    } else {
-        tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
-    }
-    const double norm = tt_clip_grad_norm(e->grad, nf, e->spec->train.clip);
-    if (isfinite(norm) && isfinite(res->loss_sum))
-        tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
-                     tt_lr_at(&e->spec->train, s), s);
     return norm;
 }
 

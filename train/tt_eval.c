@@ -89,9 +89,10 @@ static int score_text(const char *spec, const char *ckpt, const char *path, int 
         fprintf(stderr, "tt-eval: %s\n", msg);
         return 2;
     }
-    if (memchr(text, '\0', len)) {
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
         fprintf(stderr, "tt-eval: %s: a NUL byte at offset %zu: not text\n", path,
-                (size_t)((char *)memchr(text, '\0', len) - text));
+                (size_t)(nul - text));
         free(text);
         return 2;
     }
@@ -104,9 +105,15 @@ static int score_text(const char *spec, const char *ckpt, const char *path, int 
                  tt_context_length(m));
         goto fail;
     }
+    size_t tokens = 0, k;
+    /* the whole text read once first: a file no corpus may be is bad input (exit 2) */
+    if (tt_tokenize(m, text, 1, NULL, 0, &tokens, NULL, &e) != TT_OK) {
+        fprintf(stderr, "tt-eval: %s: %s\n", path, e.message);
+        goto done;
+    }
+    tokens = 0;
     status = 1;
     double total = 0, lp;
-    size_t tokens = 0, k;
     long lines = 0;
     const double t0 = tt_now_seconds();
     if (per_line) {

@@ -189,7 +189,11 @@ int main(int argc, char **argv)
     /* the prompt's words after an <eos>, as a line of the training text starts; a file's lines
      * each end with one */
     size_t n = 0, unknown = 0;
-    if (tt_tokenize(m, text, !o.prompt, NULL, 0, &n, NULL, &e) != TT_OK) goto fail;
+    if (tt_tokenize(m, text, !o.prompt, NULL, 0, &n, NULL, &e) != TT_OK) {
+        fprintf(stderr, "tt-generate: %s: %s\n",
+                o.prompt ? "--prompt" : o.prompt_file ? o.prompt_file : "standard input", e.message);
+        goto done;
+    }
     ids = tt_xmalloc((n + 1) * sizeof *ids);
     ids[0] = tt_eos_id(m);
     if (tt_tokenize(m, text, !o.prompt, ids + 1, n, &n, &unknown, &e) != TT_OK) goto fail;
