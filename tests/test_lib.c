@@ -520,6 +520,25 @@ static void test_eval_per_line(void **state)
     tu_proc_wait(&p, TIMEOUT);
     tu_expect_exit(&p, 2, "--per-line without --text");
     tu_proc_free(&p);
+    const char *split[] = {TT_EVAL_BIN, fx.spec[k], "--checkpoint", fx.ckpt[k], "--text", text,
+                           "--split", "test", NULL};
+    tu_proc_start(&p, split, (const char *const *)fx.env);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 2, "--text with --split");
+    if (tu_count_lines(p.err) != 1 || !strstr(p.err, "not with --split"))
+        fail_msg("--text with --split:\n%s", p.err);
+    tu_proc_free(&p);
+    char *empty = tt_xasprintf("%s/empty.txt", fx.root);
+    tu_write_text(empty, "");
+    const char *nothing[] = {TT_EVAL_BIN, fx.spec[k], "--checkpoint", fx.ckpt[k], "--device", "cpu",
+                             "--text", empty, NULL};
+    tu_proc_start(&p, nothing, (const char *const *)fx.env);
+    tu_proc_wait(&p, TIMEOUT);
+    if (p.status != 2 || tu_count_lines(p.err) != 1 || !strstr(p.err, "no words to score"))
+        fail_msg("--text of an empty file: status %d:\n%s", p.status, p.err);
+    print_message("  %s", p.err);
+    tu_proc_free(&p);
+    free(empty);
     tu_write_text(text, "w1 w2\nw3 \xff w4\n");
     const char *utf8[] = {TT_EVAL_BIN, fx.spec[k], "--checkpoint", fx.ckpt[k], "--device", "cpu",
                           "--text", text, "--per-line", NULL};

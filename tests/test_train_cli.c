@@ -1227,6 +1227,9 @@ static void test_checkpoint_and_usage_errors(void **state)
     RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--patience", "x");
     expect_error(&p, "--patience x", "tt-train: --patience", "'x'");
     tu_proc_free(&p);
+    RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--skip-nonfinite", "-1");
+    expect_error(&p, "--skip-nonfinite -1", "tt-train: --skip-nonfinite", "'-1'");
+    tu_proc_free(&p);
     /* an option's value left out: said so, not "unknown option" */
     RUN(f, &p, TT_TRAIN_BIN, spec, "--checkpoint-dir", empty, "--stop-after");
     expect_error(&p, "--stop-after (no value)", "tt-train: --stop-after needs a value", NULL);

@@ -111,6 +111,10 @@ static int score_text(const char *spec, const char *ckpt, const char *path, int 
         fprintf(stderr, "tt-eval: %s: %s\n", path, e.message);
         goto done;
     }
+    if (!tokens) {
+        snprintf(e.message, sizeof e.message, "%s: no words to score", path);
+        goto fail;
+    }
     tokens = 0;
     status = 1;
     double total = 0, lp;
@@ -134,10 +138,6 @@ static int score_text(const char *spec, const char *ckpt, const char *path, int 
         goto fail;
     }
     const double secs = tt_now_seconds() - t0;
-    if (!tokens) {
-        snprintf(e.message, sizeof e.message, "%s: no words to score", path);
-        goto fail;
-    }
     if (json || !per_line) {
         if (json)
             print_score(NULL, 0, total, tokens);
