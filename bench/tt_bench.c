@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "cards.h"
@@ -958,7 +959,7 @@ static void sweep_usage(FILE *f)
     fprintf(f,
             "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--causal LIST]\n"
             "                      [--txl] [--train-steps K [--eval-interval E] [--patience P]\n"
-            "                      [--lr LIST]] [--steps K] [--out DIR]\n"
+            "                      [--lr LIST]] [--steps K] [--out DIR] [--resume]\n"
             "Every combination of rank, cores (and seq_len) of the tensorized SPEC, for each mask of\n"
             "--causal (true,false; default SPEC's), and with --txl the Transformer-XL of SPEC's shape\n"
             "with mem_len = seq_len and 0: parameters and FLOPs per token; on a GPU, training and\n"
@@ -969,46 +970,225 @@ static void sweep_usage(FILE *f)
             "DIR/table.md (the same as a Markdown table, the Pareto fronts and, for the paper's\n"
             "shapes, its figures), DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>)\n"
             "and, through gnuplot, DIR/sweep.png and DIR/sweep.svg (perplexity against parameters,\n"
-            "beside the paper's, and training tokens/s, the Pareto fronts marked). LISTs: 8,16,32.\n");
+            "beside the paper's, and training tokens/s, the Pareto fronts marked). --resume keeps\n"
+            "the rows of DIR's files whose points are finished (the same spec hash and patience)\n"
+            "and trains the rest. LISTs: 8,16,32.\n");
+}
+
+/* --- the sweep's files, kept across runs for --resume --------------------------------------- */
+
+#define SWEEP_HEADER                                                                               \
+    "rank,cores,seq_len,parameters,flops_forward,flops_train_step,train_tokens_per_s,"             \
+    "eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,train_steps,valid_ppl,status,family," \
+    "mem_len,lr,lr_from,steps,best_step,test_ppl,seconds,seed,spec_sha256,commit,card,patience\n"
+#define LR_HEADER "family,lr,steps,valid_ppl,chosen,best_step,test_ppl,seconds,patience,spec_sha256\n"
+
+/* The rows of a CSV file the sweep wrote (no field holds a comma: csv_clean): each row's text,
+ * its fields by the header's names, and whether this run has dealt with it. */
+typedef struct {
+    int ncols, nrows;
+    char **names;  /* the header's */
+    char **lines;  /* each row without its newline */
+    char ***cells; /* [row][column] */
+    bool *taken;   /* reused or superseded by this run */
+    char *text;
+} csv_rows;
+
+/* line's fields, split in place at its commas, into at most max; returns how many it has. */
+static int split_fields(char *line, char **out, int max)
+{
+    int n = 0;
+    for (char *p = line;; p++) {
+        if (n < max) out[n] = p;
+        n++;
+        p += strcspn(p, ",");
+        if (!*p) return n;
+        *p = 0;
+    }
+}
+
+/* DIR's CSV at path as t, for --resume: nothing when there is no file; a row of another number of
+ * fields than the header (cut short by a kill) is left out. Returns 0, or -1 with why in err (a
+ * file of another header: not this tool's, or an older one's). */
+static int csv_rows_read(const char *path, const char *header, csv_rows *t, char *err, size_t errlen)
+{
+    *t = (csv_rows){0};
+    size_t len;
+    if (access(path, F_OK) != 0 && errno == ENOENT) return 0;
+    if (tt_read_file(path, 1 << 26, &t->text, &len, err, errlen) != 0) return -1;
+    const size_t hl = strlen(header);
+    if (len < hl || memcmp(t->text, header, hl) != 0)
+        return tt_errf(err, errlen, "--resume: %s has another header than this tt-bench writes: "
+                       "move it away to start afresh", path);
+    enum { MAX_COLS = 64 };
+    char *names[MAX_COLS];
+    char *head = tt_xstrdup(t->text);
+    head[hl - 1] = 0;
+    t->ncols = split_fields(head, names, MAX_COLS);
+    t->names = tt_xcalloc((size_t)t->ncols, sizeof *t->names);
+    memcpy(t->names, names, (size_t)t->ncols * sizeof *names);
+    for (char *p = t->text + hl; *p;) {
+        char *nl = strchr(p, '\n');
+        if (!nl) break; /* a row cut short */
+        *nl = 0;
+        char *line = tt_xstrdup(p), *cells[MAX_COLS];
+        if (split_fields(p, cells, MAX_COLS) == t->ncols) {
+            t->lines = tt_xrealloc(t->lines, (size_t)(t->nrows + 1) * sizeof *t->lines);
+            t->cells = tt_xrealloc(t->cells, (size_t)(t->nrows + 1) * sizeof *t->cells);
+            t->lines[t->nrows] = line;
+            t->cells[t->nrows] = tt_xcalloc((size_t)t->ncols, sizeof **t->cells);
+            memcpy(t->cells[t->nrows], cells, (size_t)t->ncols * sizeof *cells);
+            t->nrows++;
+        } else {
+            free(line);
+        }
+        p = nl + 1;
+    }
+    t->taken = tt_xcalloc((size_t)t->nrows + 1, sizeof *t->taken);
+    return 0;
+}
+
+static void csv_rows_free(csv_rows *t)
+{
+    for (int i = 0; i < t->nrows; i++) free(t->lines[i]), free(t->cells[i]);
+    if (t->names) free(t->names[0]); /* the header's copy */
+    free(t->names), free(t->lines), free(t->cells), free(t->taken), free(t->text);
+}
+
+/* Row i's field `name` ("" where t has no such column). */
+static const char *csv_cell(const csv_rows *t, int i, const char *name)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (!strcmp(t->names[c], name)) return t->cells[i][c];
+    return "";
+}
+
+static double csv_number(const csv_rows *t, int i, const char *name)
+{
+    const char *v = csv_cell(t, i, name);
+    return *v ? strtod(v, NULL) : NAN;
+}
+
+/* The row of t that a point of spec hash `hash` trained with `patience` can reuse: one with that
+ * hash and patience and a result (need: the column that must not be empty; status "ok" where t
+ * has a status), not yet taken. Every row of that hash is marked taken: a row that cannot be
+ * reused is superseded by the point's new run. Returns the row, or -1. */
+static int csv_reuse(csv_rows *t, const char *hash, long patience, const char *need)
+{
+    int found = -1;
+    for (int i = 0; i < t->nrows; i++) {
+        if (t->taken[i] || strcmp(csv_cell(t, i, "spec_sha256"), hash)) continue;
+        t->taken[i] = true;
+        const char *status = csv_cell(t, i, "status");
+        if (found < 0 && atol(csv_cell(t, i, "patience")) == patience && *csv_cell(t, i, need) &&
+            (!*status || !strcmp(status, "ok")))
+            found = i;
+    }
+    return found;
+}
+
+/* Writes path atomically: header, then this run's rows, then the rows of old (the last run's,
+ * NULL: none) this run has not dealt with yet, so that a sweep stopped at any moment leaves
+ * every finished point's row for the next --resume. */
+static int csv_save(const char *path, const char *header, const tt_buf *rows, const csv_rows *old,
+                    char *err, size_t errlen)
+{
+    tt_buf b = {0};
+    tt_buf_printf(&b, "%s", header);
+    if (rows->len) tt_buf_append(&b, rows->data, rows->len);
+    for (int i = 0; old && i < old->nrows; i++)
+        if (!old->taken[i]) tt_buf_printf(&b, "%s\n", old->lines[i]);
+    const void *parts[1] = {b.data};
+    const size_t lens[1] = {b.len};
+    const int rc = tt_write_file_atomic(path, parts, lens, 1, err, errlen);
+    tt_buf_free(&b);
+    return rc;
+}
+
+static void buf_value(tt_buf *b, double v, const char *fmt)
+{
+    if (!isnan(v)) tt_buf_printf(b, fmt, v);
+}
+
+/* What a sweep writes and, with --resume, what the last run of it wrote. */
+typedef struct {
+    char *csv_path, *lr_path;
+    csv_rows old, old_lr; /* the last run's rows (none without --resume) */
+    tt_buf rows;          /* this run's sweep.csv rows so far */
+    tt_buf lr_rows;       /* this run's lr_search.csv rows of the searches that ended */
+    long patience;
+} sweep_files;
+
+/* One lr_search.csv row: a rate's trial at a family's first point. */
+static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool chosen, long patience,
+                   const char *hash)
+{
+    tt_buf_printf(b, "%s,%.9g,%ld,", family_name[f], lr, r->steps);
+    buf_value(b, r->valid_ppl, "%.9g");
+    tt_buf_printf(b, ",%d,%ld,", chosen, r->best_step);
+    buf_value(b, r->test_ppl, "%.9g");
+    tt_buf_printf(b, ",");
+    buf_value(b, r->seconds, "%.3f");
+    tt_buf_printf(b, ",%ld,%s\n", patience, hash);
 }
 
 /* A family's learning rate: with --lr, each rate trained at the family's first point (its
- * results in trials, a row each in lr_search.csv and a line on stderr), the one of the best
- * validation perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when
- * there was no search or no trial trained (then *lr is the spec's). */
+ * results in trials, a row each in lr_search.csv as it ends and a line on stderr; with --resume a
+ * trial the last run finished is read back, not trained), the one of the best validation
+ * perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when there was no
+ * search or no trial trained (then *lr is the spec's), -2 when lr_search.csv cannot be written
+ * (why in err). */
 static int lr_search(const tt_spec *base, family f, const value_list *lrs, const int first[3],
-                     long vocab, const sweep_data *d, const sweep_budget *b, FILE *csv,
-                     sweep_result *trials, double *lr)
+                     long vocab, const sweep_data *d, const sweep_budget *b, sweep_files *io,
+                     sweep_result *trials, double *lr, char *err, size_t errlen)
 {
     *lr = base->train.lr;
     int chosen = -1;
-    char why[4096];
+    char why[4096], hash[SWEEP_MAX][65];
     for (int i = 0; i < lrs->n; i++) {
         tt_spec s = point_spec(base, f, first[0], first[1], first[2], lrs->v[i], b->steps,
                                b->eval_interval);
-        tt_layout l;
+        spec_sha256(&s, hash[i]);
         trials[i] = (sweep_result){0, 0, NAN, NAN, NAN};
-        int rc = tt_layout_build(&s.model, vocab, &l, why, sizeof why);
-        if (rc == 0) {
-            rc = sweep_train(&s, &l, d, b, &trials[i], why, sizeof why);
-            tt_layout_free(&l);
+        const int old = csv_reuse(&io->old_lr, hash[i], b->patience, "valid_ppl");
+        int rc = 0;
+        if (old >= 0) {
+            const csv_rows *t = &io->old_lr;
+            trials[i] = (sweep_result){atol(csv_cell(t, old, "steps")), atol(csv_cell(t, old, "best_step")),
+                                       csv_number(t, old, "valid_ppl"), csv_number(t, old, "test_ppl"),
+                                       csv_number(t, old, "seconds")};
+        } else {
+            tt_layout l;
+            rc = tt_layout_build(&s.model, vocab, &l, why, sizeof why);
+            if (rc == 0) {
+                rc = sweep_train(&s, &l, d, b, &trials[i], why, sizeof why);
+                tt_layout_free(&l);
+            }
         }
         if (rc == 0) {
-            fprintf(stderr, "lr search %s: lr %g: valid ppl %.3f (best at step %ld of %ld)\n",
+            fprintf(stderr, "lr search %s: lr %g: valid ppl %.3f (best at step %ld of %ld)%s\n",
                     family_name[f], lrs->v[i], trials[i].valid_ppl, trials[i].best_step,
-                    trials[i].steps);
+                    trials[i].steps, old >= 0 ? ", the last run's" : "");
             if (chosen < 0 || trials[i].valid_ppl < trials[chosen].valid_ppl) chosen = i;
         } else {
             trials[i].valid_ppl = NAN;
             fprintf(stderr, "lr search %s: lr %g: not trained: %s\n", family_name[f], lrs->v[i], why);
         }
+        /* the file as it stands: the searches that ended, then this one's trials so far */
+        tt_buf now = {0};
+        if (io->lr_rows.len) tt_buf_append(&now, io->lr_rows.data, io->lr_rows.len);
+        for (int k = 0; k <= i; k++)
+            lr_row(&now, f, lrs->v[k], &trials[k], i == lrs->n - 1 && k == chosen, b->patience, hash[k]);
+        if (i == lrs->n - 1) {
+            tt_buf_free(&io->lr_rows);
+            io->lr_rows = now;
+            now = (tt_buf){0};
+        }
+        const int saved = csv_save(io->lr_path, LR_HEADER, i == lrs->n - 1 ? &io->lr_rows : &now,
+                                   &io->old_lr, err, errlen);
+        tt_buf_free(&now);
+        if (saved != 0) return -2;
     }
-    for (int i = 0; i < lrs->n; i++) {
-        fprintf(csv, "%s,%.9g,%ld,", family_name[f], lrs->v[i], trials[i].steps);
-        csv_value(csv, trials[i].valid_ppl, "%.9g");
-        fprintf(csv, ",%d\n", i == chosen);
-    }
-    fflush(csv);
     if (chosen >= 0) *lr = lrs->v[chosen];
     fprintf(stderr, "lr search %s: lr %g%s\n", family_name[f], *lr, chosen < 0 ? " (the spec's: no "
             "rate trained)" : "");
@@ -1018,7 +1198,7 @@ static int lr_search(const tt_spec *base, family f, const value_list *lrs, const
 /* The sweep's options beside SPEC. */
 typedef struct {
     value_list ranks, cores, seqs, causal, lrs;
-    bool txl;
+    bool txl, resume;
     sweep_budget budget;
     long steps; /* measured steps on the GPU */
     const char *out;
@@ -1026,7 +1206,8 @@ typedef struct {
 
 static int sweep_parse(int argc, char **argv, sweep_options *o)
 {
-    enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE, STEPS, OUT };
+    enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE, STEPS, OUT,
+           RESUME };
     static const struct option longs[] = {{"rank", required_argument, 0, RANK},
                                           {"cores", required_argument, 0, CORES},
                                           {"seq-len", required_argument, 0, SEQ},
@@ -1038,6 +1219,7 @@ static int sweep_parse(int argc, char **argv, sweep_options *o)
                                           {"patience", required_argument, 0, PATIENCE},
                                           {"steps", required_argument, 0, STEPS},
                                           {"out", required_argument, 0, OUT},
+                                          {"resume", no_argument, 0, RESUME},
                                           {"help", no_argument, 0, 'h'},
                                           {0, 0, 0, 0}};
     *o = (sweep_options){.steps = 20};
@@ -1065,6 +1247,7 @@ static int sweep_parse(int argc, char **argv, sweep_options *o)
             *to[c - TRAIN_STEPS] = v;
         }
         if (c == OUT) o->out = optarg;
+        if (c == RESUME) o->resume = true;
         if (c == 'h') {
             sweep_usage(stdout);
             return 0;
@@ -1138,7 +1321,21 @@ static int sweep_main(int argc, char **argv)
             rc = 2;
         }
     }
+    sweep_files io = {.patience = b->patience};
+    if (!rc) {
+        io.csv_path = tt_xasprintf("%s/sweep.csv", dir);
+        io.lr_path = tt_xasprintf("%s/lr_search.csv", dir);
+        if (o.resume && (csv_rows_read(io.csv_path, SWEEP_HEADER, &io.old, err, sizeof err) != 0 ||
+                         csv_rows_read(io.lr_path, LR_HEADER, &io.old_lr, err, sizeof err) != 0)) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 2;
+        }
+    }
     if (rc) {
+        csv_rows_free(&io.old);
+        csv_rows_free(&io.old_lr);
+        free(io.csv_path);
+        free(io.lr_path);
         if (session) tt_session_close(&ses);
         tt_tokens_free(&data.train);
         tt_tokens_free(&data.valid);
@@ -1163,23 +1360,12 @@ static int sweep_main(int argc, char **argv)
     char card[256];
     snprintf(card, sizeof card, "%s", on_gpu ? g.name : "cpu");
     csv_clean(card);
-    char *csv_path = tt_xasprintf("%s/sweep.csv", dir), *lr_path = tt_xasprintf("%s/lr_search.csv", dir);
-    FILE *csv = fopen(csv_path, "w"), *lr_csv = o.lrs.n && csv ? fopen(lr_path, "w") : NULL;
-    if (!csv || (o.lrs.n && !lr_csv)) {
-        fprintf(stderr, "tt-bench sweep: %s: cannot write\n", csv ? lr_path : csv_path);
-        if (csv) fclose(csv);
-        rc = 1;
-    } else {
-        fprintf(csv, "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
-                     "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
-                     "train_steps,valid_ppl,status,family,mem_len,lr,lr_from,steps,best_step,"
-                     "test_ppl,seconds,seed,spec_sha256,commit,card\n");
-        if (lr_csv) fprintf(lr_csv, "family,lr,steps,valid_ppl,chosen\n");
+    {
         int total = 0, point = 0;
         for (int k = 0; k < nf; k++)
             total += (fams[k] >= FAM_TXL_MEM ? 1 : o.ranks.n * o.cores.n) * o.seqs.n;
         sweep_point *plotted = tt_xcalloc((size_t)total, sizeof *plotted);
-        for (int k = 0; k < nf; k++) {
+        for (int k = 0; k < nf && !rc; k++) {
             const family f = fams[k];
             const bool txl = f >= FAM_TXL_MEM;
             const int nr = txl ? 1 : o.ranks.n, nc = txl ? 1 : o.cores.n;
@@ -1187,11 +1373,16 @@ static int sweep_main(int argc, char **argv)
                                   (int)o.seqs.v[0]};
             sweep_result trials[SWEEP_MAX];
             double lr = base.train.lr;
-            const int chosen = lr_csv ? lr_search(&base, f, &o.lrs, first, vocab, &data, b, lr_csv,
-                                                  trials, &lr) : -1;
-            for (int a = 0; a < nr; a++)
-                for (int c = 0; c < nc; c++)
-                    for (int q = 0; q < o.seqs.n; q++) {
+            const int chosen = o.lrs.n ? lr_search(&base, f, &o.lrs, first, vocab, &data, b, &io,
+                                                   trials, &lr, err, sizeof err) : -1;
+            if (chosen == -2) {
+                fprintf(stderr, "tt-bench sweep: %s\n", err);
+                rc = 1;
+                break;
+            }
+            for (int a = 0; a < nr && !rc; a++)
+                for (int c = 0; c < nc && !rc; c++)
+                    for (int q = 0; q < o.seqs.n && !rc; q++) {
                         const int rank = txl ? 0 : (int)o.ranks.v[a], cores = txl ? 0 : (int)o.cores.v[c];
                         tt_spec s = point_spec(&base, f, rank, cores, (int)o.seqs.v[q], lr, b->steps,
                                                b->eval_interval);
@@ -1203,52 +1394,67 @@ static int sweep_main(int argc, char **argv)
                         char status[4200] = "ok", why[4096], hash[65];
                         spec_sha256(&s, hash);
                         sweep_result r = {0, 0, NAN, NAN, NAN};
-                        tt_layout l;
-                        if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
-                            snprintf(status, sizeof status, "invalid: %s", why);
+                        const int old = csv_reuse(&io.old, hash, b->patience, "status");
+                        if (old >= 0) { /* the last run's row, as it was */
+                            const csv_rows *t = &io.old;
+                            tt_buf_printf(&io.rows, "%s\n", t->lines[old]);
+                            m.train_tok_s = csv_number(t, old, "train_tokens_per_s");
+                            r = (sweep_result){atol(csv_cell(t, old, "steps")),
+                                               atol(csv_cell(t, old, "best_step")),
+                                               csv_number(t, old, "valid_ppl"),
+                                               csv_number(t, old, "test_ppl"),
+                                               csv_number(t, old, "seconds")};
                         } else {
-                            if (on_gpu) {
-                                measure(&m, &g, cached ? &cache : NULL, o.steps);
-                                if (m.failed[0]) snprintf(status, sizeof status, "not measured: %s", m.failed);
+                            tt_layout l;
+                            if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
+                                snprintf(status, sizeof status, "invalid: %s", why);
+                            } else {
+                                if (on_gpu) {
+                                    measure(&m, &g, cached ? &cache : NULL, o.steps);
+                                    if (m.failed[0])
+                                        snprintf(status, sizeof status, "not measured: %s", m.failed);
+                                }
+                                /* the search trained the family's first point with the chosen lr */
+                                if (chosen >= 0 && a == 0 && c == 0 && q == 0) {
+                                    r = trials[chosen];
+                                } else if (b->steps &&
+                                           sweep_train(&s, &l, &data, b, &r, why, sizeof why) != 0) {
+                                    r.valid_ppl = r.test_ppl = NAN;
+                                    if (!strcmp(status, "ok"))
+                                        snprintf(status, sizeof status, "not trained: %s", why);
+                                }
+                                tt_layout_free(&l);
                             }
-                            /* the search trained the family's first point with the chosen lr */
-                            if (chosen >= 0 && a == 0 && c == 0 && q == 0) {
-                                r = trials[chosen];
-                            } else if (b->steps &&
-                                       sweep_train(&s, &l, &data, b, &r, why, sizeof why) != 0) {
-                                r.valid_ppl = r.test_ppl = NAN;
-                                if (!strcmp(status, "ok"))
-                                    snprintf(status, sizeof status, "not trained: %s", why);
+                            csv_clean(status);
+                            tt_buf *out = &io.rows;
+                            if (txl)
+                                tt_buf_printf(out, ",,");
+                            else
+                                tt_buf_printf(out, "%d,%d,", rank, cores);
+                            tt_buf_printf(out, "%d,%.17g,%.17g,%.17g,", s.model.seq_len,
+                                          m.costs.params_total, m.costs.fwd_total, m.costs.train_total);
+                            const double measured_cols[5] = {m.train_tok_s, m.eval_tok_s, m.step_ms,
+                                                             m.peak_bytes, m.mfu};
+                            static const char *const fmts[5] = {"%.6g", "%.6g", "%.6g", "%.0f", "%.4g"};
+                            for (int i = 0; i < 5; i++) {
+                                buf_value(out, measured_cols[i], fmts[i]);
+                                tt_buf_printf(out, ",");
                             }
-                            tt_layout_free(&l);
+                            tt_buf_printf(out, "%ld,", b->steps);
+                            buf_value(out, r.valid_ppl, "%.9g");
+                            tt_buf_printf(out, ",%s,%s,%d,%.9g,%s,%ld,%ld,", status, family_name[f],
+                                          txl ? s.model.mem_len : 0, s.train.lr,
+                                          chosen >= 0 ? "search" : "spec", r.steps, r.best_step);
+                            buf_value(out, r.test_ppl, "%.9g");
+                            tt_buf_printf(out, ",");
+                            buf_value(out, r.seconds, "%.3f");
+                            tt_buf_printf(out, ",%llu,%s,%s,%s,%ld\n", (unsigned long long)s.train.seed,
+                                          hash, TT_COMMIT, card, b->patience);
                         }
-                        csv_clean(status);
-                        if (txl)
-                            fprintf(csv, ",,");
-                        else
-                            fprintf(csv, "%d,%d,", rank, cores);
-                        fprintf(csv, "%d,%.17g,%.17g,%.17g,", s.model.seq_len, m.costs.params_total,
-                                m.costs.fwd_total, m.costs.train_total);
-                        csv_value(csv, m.train_tok_s, "%.6g");
-                        fputc(',', csv);
-                        csv_value(csv, m.eval_tok_s, "%.6g");
-                        fputc(',', csv);
-                        csv_value(csv, m.step_ms, "%.6g");
-                        fputc(',', csv);
-                        csv_value(csv, m.peak_bytes, "%.0f");
-                        fputc(',', csv);
-                        csv_value(csv, m.mfu, "%.4g");
-                        fprintf(csv, ",%ld,", b->steps);
-                        csv_value(csv, r.valid_ppl, "%.9g");
-                        fprintf(csv, ",%s,%s,%d,%.9g,%s,%ld,%ld,", status, family_name[f],
-                                txl ? s.model.mem_len : 0, s.train.lr, chosen >= 0 ? "search" : "spec",
-                                r.steps, r.best_step);
-                        csv_value(csv, r.test_ppl, "%.9g");
-                        fputc(',', csv);
-                        csv_value(csv, r.seconds, "%.3f");
-                        fprintf(csv, ",%llu,%s,%s,%s\n", (unsigned long long)s.train.seed, hash,
-                                TT_COMMIT, card);
-                        fflush(csv);
+                        if (csv_save(io.csv_path, SWEEP_HEADER, &io.rows, &io.old, err, sizeof err) != 0) {
+                            fprintf(stderr, "\ntt-bench sweep: %s\n", err);
+                            rc = 1;
+                        }
                         sweep_point *drawn = &plotted[point - 1];
                         *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
                                                data.test.n ? r.test_ppl : r.valid_ppl, "",
@@ -1264,28 +1470,37 @@ static int sweep_main(int argc, char **argv)
                         human(m.train_tok_s, "tokens/s", tps, sizeof tps);
                         human(r.valid_ppl, "ppl", pp, sizeof pp);
                         human(r.test_ppl, "ppl", tp, sizeof tp);
-                        fprintf(stderr, "%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl "
-                                "%s%s%s\n", m.costs.params_total / 1e6, tps, pp, tp,
-                                strcmp(status, "ok") ? ": " : "", strcmp(status, "ok") ? status : "");
+                        fprintf(stderr, "%s%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl "
+                                "%s%s%s\n", old >= 0 ? "the last run's: " : "", m.costs.params_total / 1e6,
+                                tps, pp, tp, strcmp(status, "ok") ? ": " : "",
+                                strcmp(status, "ok") ? status : "");
                     }
         }
-        fclose(csv);
-        printf("wrote %s\n", csv_path);
-        if (lr_csv) {
-            fclose(lr_csv);
-            printf("wrote %s\n", lr_path);
-        }
-        const paper_row *paper = paper_of(&base.model, vocab);
-        if (sweep_table(dir, plotted, total, paper, err, sizeof err) == 0) {
-            printf("wrote %s/table.md\n", dir);
-        } else {
+        /* the grid's rows alone: the last run's others (another grid's) are dropped */
+        if (!rc && csv_save(io.csv_path, SWEEP_HEADER, &io.rows, NULL, err, sizeof err) != 0) {
             fprintf(stderr, "tt-bench sweep: %s\n", err);
             rc = 1;
         }
-        if (sweep_plot(dir, plotted, total, data.test.n > 0, paper, err, sizeof err) == 0)
-            printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
-        else
-            printf("no plot: %s\n", err);
+        if (!rc && o.lrs.n &&
+            csv_save(io.lr_path, LR_HEADER, &io.lr_rows, NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 1;
+        }
+        if (!rc) {
+            printf("wrote %s\n", io.csv_path);
+            if (o.lrs.n) printf("wrote %s\n", io.lr_path);
+            const paper_row *paper = paper_of(&base.model, vocab);
+            if (sweep_table(dir, plotted, total, paper, err, sizeof err) == 0) {
+                printf("wrote %s/table.md\n", dir);
+            } else {
+                fprintf(stderr, "tt-bench sweep: %s\n", err);
+                rc = 1;
+            }
+            if (sweep_plot(dir, plotted, total, data.test.n > 0, paper, err, sizeof err) == 0)
+                printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
+            else
+                printf("no plot: %s\n", err);
+        }
         free(plotted);
     }
     if (cached) tt_cache_close(&cache);
@@ -1294,8 +1509,12 @@ static int sweep_main(int argc, char **argv)
     tt_tokens_free(&data.train);
     tt_tokens_free(&data.valid);
     tt_tokens_free(&data.test);
-    free(csv_path);
-    free(lr_path);
+    csv_rows_free(&io.old);
+    csv_rows_free(&io.old_lr);
+    tt_buf_free(&io.rows);
+    tt_buf_free(&io.lr_rows);
+    free(io.csv_path);
+    free(io.lr_path);
     free(dir);
     tt_spec_free(&base);
     return rc;

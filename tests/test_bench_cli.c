@@ -506,7 +506,7 @@ static void test_sweep(void **state)
     const char *header = "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
                          "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
                          "train_steps,valid_ppl,status,family,mem_len,lr,lr_from,steps,best_step,"
-                         "test_ppl,seconds,seed,spec_sha256,commit,card\n";
+                         "test_ppl,seconds,seed,spec_sha256,commit,card,patience\n";
     if (strncmp(csv, header, strlen(header)) != 0) fail_msg("sweep.csv's header:\n%s", csv);
     tt_device_info info;
     char why[512];
@@ -517,19 +517,19 @@ static void test_sweep(void **state)
         for (int b = 0; b < 2; b++)
             for (int q = 0; q < 2; q++) {
                 const int rank = a ? 4 : 2, cores = b + 1, n = q ? 6 : 4;
-                char f[26][128];
+                char f[27][128];
                 int nf = 0, k = 0;
                 const char *c = line;
                 for (; *c && *c != '\n'; c++) {
                     if (*c == ',') {
                         f[nf++][k] = 0, k = 0;
-                        if (nf == 26) fail_msg("a row of more than 26 fields: %s", line);
+                        if (nf == 27) fail_msg("a row of more than 27 fields: %s", line);
                     } else if (k < 127) {
                         f[nf][k++] = *c;
                     }
                 }
                 f[nf++][k] = 0;
-                if (nf != 26) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
+                if (nf != 27) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
                 if (atoi(f[0]) != rank || atoi(f[1]) != cores || atoi(f[2]) != n)
                     fail_msg("row %d is (%s, %s, %s), want (%d, %d, %d)", rows, f[0], f[1], f[2], rank,
                              cores, n);
@@ -787,6 +787,100 @@ static void test_sweep_patience(void **state)
                        "train: {batch: 4, steps: 300, eval_interval: 10, optimizer: {lr: 0.002}}\n"
                        "data: {train: train.txt, valid: valid.txt, test: test.txt}\n", "3");
     free(t);
+}
+
+/* sweep.csv with the `seconds` column of every row blanked: what a rerun of its points must give
+ * (the CPU reference: bit-identical but for the time). */
+static char *without_seconds(const char *path)
+{
+    csv_table *t = read_table(path);
+    tt_buf b = {0};
+    for (int r = 0; r < t->rows; r++)
+        for (int c = 0; c < t->cols; c++)
+            tt_buf_printf(&b, "%s%s", r && !strcmp(t->f[0][c], "seconds") ? "" : t->f[r][c],
+                          c + 1 < t->cols ? "," : "\n");
+    free(t);
+    return b.data;
+}
+
+/* --resume: a sweep run again over its own output reuses every finished point and search trial
+ * (a line says so; the files stay byte for byte); after a kill (a row gone, a row cut short, the
+ * last search trial gone) it trains what is missing alone and gives the same files but for the
+ * times; without --resume nothing is reused; a file of another header is refused in one line. */
+static void test_sweep_resume(void **state)
+{
+    fixture *fx = *state;
+    static const char *const args[] = {"--rank", "2,4", "--cores", "1", "--causal", "true,false",
+                                       "--lr", "3e-3,1e-3", "--train-steps", "60", "--eval-interval",
+                                       "10", "--patience", "2", NULL};
+    free(run_sweep(fx, args));
+    char *csv = tt_xasprintf("%s/out/sweep.csv", fx->root), *lrs = tt_xasprintf("%s/out/lr_search.csv", fx->root);
+    char *want_csv = tu_read_file(csv, NULL), *want_lr = tu_read_file(lrs, NULL);
+    char *want_csv_ns = without_seconds(csv), *want_lr_ns = without_seconds(lrs);
+    const char *resume[24] = {"--resume"};
+    for (int i = 0; args[i]; i++) resume[i + 1] = args[i];
+    /* all reused */
+    char *spec = tt_xasprintf("%s/sweep.yaml", fx->root), *out = tt_xasprintf("%s/out", fx->root);
+    const char *argv[32] = {TT_BENCH_BIN, "sweep", spec, "--out", out};
+    int n = 5;
+    for (int i = 0; resume[i]; i++) argv[n++] = resume[i];
+    tu_proc p;
+    tu_proc_start(&p, argv, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-bench sweep --resume");
+    int reused = 0;
+    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
+    if (reused != 4 + 4) fail_msg("%d lines say the last run's result was reused, want 8:\n%s", reused, p.err);
+    char *got = tu_read_file(csv, NULL), *got_lr = tu_read_file(lrs, NULL);
+    if (strcmp(got, want_csv) || strcmp(got_lr, want_lr))
+        fail_msg("resumed over a finished sweep, the files changed:\n%s\n%s", got, got_lr);
+    tu_proc_free(&p);
+    free(got), free(got_lr);
+    /* a kill: the third row (unmasked, rank 2: the search's chosen trial) and the fourth gone, a
+     * row cut short after them, the last trial gone from lr_search.csv */
+    {
+        const char *r2 = want_csv, *r3;
+        for (int k = 0; k < 3; k++) r2 = strchr(r2, '\n') + 1;
+        r3 = strchr(strchr(r2, '\n') + 1, '\n') + 1;
+        tt_buf b = {0};
+        tt_buf_append(&b, want_csv, (size_t)(r2 - want_csv));
+        tt_buf_printf(&b, "%s", r3);
+        tt_buf_append(&b, r2, 20); /* a row cut short */
+        tu_write_text(csv, b.data);
+        tt_buf_free(&b);
+        char *lr_cut = tt_xstrdup(want_lr);
+        char *last = lr_cut + strlen(lr_cut) - 1;
+        while (last > lr_cut && last[-1] != '\n') last--;
+        *last = 0;
+        tu_write_text(lrs, lr_cut);
+        free(lr_cut);
+    }
+    tu_proc_start(&p, argv, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-bench sweep --resume after a kill");
+    reused = 0;
+    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
+    if (reused != 8 - 3) fail_msg("%d lines say a result was reused, want 5:\n%s", reused, p.err);
+    got = without_seconds(csv), got_lr = without_seconds(lrs);
+    if (strcmp(got, want_csv_ns) || strcmp(got_lr, want_lr_ns))
+        fail_msg("the resumed sweep's files differ from the first run's (times aside):\n%s\nwant\n%s\n"
+                 "%s\nwant\n%s", got, want_csv_ns, got_lr, want_lr_ns);
+    tu_proc_free(&p);
+    free(got), free(got_lr);
+    /* without --resume: nothing reused */
+    argv[5] = "--rank", argv[6] = "2", argv[7] = "--cores", argv[8] = "1", argv[9] = "--train-steps";
+    argv[10] = "20", argv[11] = NULL;
+    tu_proc_start(&p, argv, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "tt-bench sweep over an old one");
+    if (strstr(p.err, "the last run's")) fail_msg("reused without --resume:\n%s", p.err);
+    tu_proc_free(&p);
+    /* another header */
+    tu_write_text(csv, "rank,cores\n8,1\n");
+    REFUSES("--resume over another tool's CSV", "has another header than this tt-bench writes", "sweep",
+            spec, "--out", out, "--resume", "--rank", "2", "--cores", "1", "--train-steps", "20");
+    free(csv), free(lrs), free(want_csv), free(want_lr), free(want_csv_ns), free(want_lr_ns);
+    free(spec), free(out);
 }
 
 /* Both masks, Transformer-XL with memory and without, each family's learning rate searched:
@@ -1047,6 +1141,7 @@ int main(void)
         IN_OWN_FOLDER(test_sweep),
         IN_OWN_FOLDER(test_sweep_patience),
         IN_OWN_FOLDER(test_sweep_families),
+        IN_OWN_FOLDER(test_sweep_resume),
         IN_OWN_FOLDER(test_sweep_refusals),
         IN_OWN_FOLDER(test_sweep_paper),
         IN_OWN_FOLDER(test_plot),

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Issue 21's table: the paper's question (perplexity against cost over rank and cores, with the
+# mask and without, beside Transformer-XL) on PTB and WikiText-2, every point trained with a
+# cosine schedule over K steps, validated every E, stopped after P validations without a new
+# best, scored on the test split from its best weights; each family's learning rate chosen by
+# the sweep's own search. Run from the repository's root:
+#     bench/paper-sweep.sh DIR
+# writes DIR/ptb/ and DIR/wt2/ (sweep.csv, lr_search.csv, table.md, sweep.png/svg). Run it again
+# after a stop and it goes on where it stopped (--resume); on a machine without a GPU over
+# finished files it redraws the table and the plots from them.
+set -euo pipefail
+dir=${1:?usage: bench/paper-sweep.sh DIR}
+bench=${TT_BENCH:-build/tt-bench}
+grid=(--rank 8,16,40,64,128 --cores 1,2,4 --causal true,false --txl --lr 2.5e-4,5e-4,1e-3
+      --train-steps 15000 --eval-interval 1000 --patience 3 --resume)
+for spec in ptb wt2; do
+    "$bench" sweep "specs/$spec.yaml" "${grid[@]}" --out "$dir/$spec"
+done
