@@ -11,7 +11,7 @@
 set -euo pipefail
 dir=${1:?usage: bench/paper-sweep.sh DIR}
 bench=${TT_BENCH:-build/tt-bench}
-grid=(--rank 8,16,40,64,128 --cores 1,2,4 --causal true,false --txl --lr 2.5e-4,5e-4,1e-3
+grid=(--rank 8,16,40,64,128 --cores 1,2,4 --causal true,false --txl --lr 2.5e-4,5e-4,1e-3,2e-3
       --train-steps 15000 --eval-interval 1000 --patience 3 --resume)
 for spec in ptb wt2; do
     "$bench" sweep "specs/$spec.yaml" "${grid[@]}" --out "$dir/$spec"

@@ -830,12 +830,6 @@ static void pareto_block(FILE *f, const char *name, const sweep_point *p, int n,
     fprintf(f, "EOD\n");
 }
 
-/* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
- * parameters and, when measured, against training tokens/s (log x), the Pareto front of each
- * drawn as a line; without, training tokens/s against parameters. One point per row labelled
- * with its rank and cores (u: unmasked) or its Transformer-XL (M: memory, M0: none), as PNG and
- * SVG through gnuplot. Returns 0, or -1 with why in err (gnuplot missing or failing: the CSV is
- * there either way). */
 /* Whether no other point of p beats point i on both (x, perplexity): fewer parameters, or more
  * tokens/s (tps), and a lower perplexity, one of them strictly. */
 static bool on_front(const sweep_point *p, int n, int i, bool tps)
@@ -890,10 +884,42 @@ static int sweep_table(const char *dir, const sweep_point *p, int n, const paper
     return bad ? -1 : 0;
 }
 
+/* gnuplot's tics for the log axis named axis over [lo, hi]: left to gnuplot over a wide range,
+ * else about five evenly spaced values (1, 2 or 5 times a power of ten apart), labelled with a
+ * k, M or G prefix where that is shorter: a log axis narrower than a decade gets none or one
+ * otherwise. */
+static void log_axis_tics(FILE *f, const char *axis, double lo, double hi)
+{
+    if (!(lo > 0) || !isfinite(hi) || hi / lo > 20) {
+        fprintf(f, "set %stics autofreq\n", axis);
+        return;
+    }
+    double step = pow(10, floor(log10((hi - lo) / 5)));
+    const double span = (hi - lo) / step;
+    step *= span > 25 ? 5 : span > 10 ? 2 : 1;
+    fprintf(f, "set %stics (", axis);
+    for (double v = ceil(lo / step) * step; v <= hi; v += step) {
+        static const char prefix[] = " kMG";
+        int k = 0;
+        double shown = v;
+        while (k < 3 && fabs(shown) >= 1000) shown /= 1000, k++;
+        fprintf(f, "%s\"%.4g%.*s\" %.9g", v > ceil(lo / step) * step ? ", " : "", shown, k > 0,
+                prefix + k, v);
+    }
+    fprintf(f, ")\n");
+}
+
+/* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
+ * parameters and, when measured, against training tokens/s, log scales fitted to the points, a
+ * colour and a key entry per family, each Pareto front drawn as a line and its points labelled
+ * with their rank and cores (u: unmasked) or their Transformer-XL (M: memory, M0: none), the
+ * paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
+ * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
+ * with why in err (gnuplot missing or failing: the CSV is there either way). */
 static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
                       const paper_row *paper, char *err, size_t errlen)
 {
-    bool ppl = false, tps = false;
+    bool ppl = false, tps = false, present[4] = {false};
     for (int i = 0; i < n; i++) ppl |= !isnan(p[i].ppl), tps |= !isnan(p[i].tps);
     if (!ppl && !tps) return tt_errf(err, errlen, "nothing to plot: no perplexity (--train-steps) and "
                                      "no throughput (no GPU)");
@@ -904,45 +930,83 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
         free(script);
         return -1;
     }
+    /* each axis's extent over the points drawn on it (the paper's with the parameters) */
+    enum { X_PARAMS, X_TPS, Y_PPL };
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     fprintf(f, "$points << EOD\n"); /* gnuplot skips NaN */
     for (int i = 0; i < n; i++) {
+        int fam = 0;
+        while (fam < 3 && strcmp(family_name[fam], p[i].family)) fam++;
+        present[fam] = true;
         const double v[3] = {p[i].params, p[i].tps, p[i].ppl};
-        for (int k = 0; k < 3; k++) fprintf(f, isnan(v[k]) ? "NaN " : "%.17g ", v[k]);
-        fprintf(f, "\"%s\"\n", p[i].label);
+        for (int k = 0; k < 3; k++) {
+            fprintf(f, isnan(v[k]) ? "NaN " : "%.17g ", v[k]);
+            if (!isnan(v[k]) && (k == Y_PPL || !ppl || !isnan(p[i].ppl)))
+                lo[k] = fmin(lo[k], v[k]), hi[k] = fmax(hi[k], v[k]);
+        }
+        const bool txl = p[i].rank == 0; /* Transformer-XL's are few: always labelled */
+        fprintf(f, "\"%s\" %d %d %d\n", p[i].label, fam, txl || on_front(p, n, i, false),
+                txl || on_front(p, n, i, true));
     }
     fprintf(f, "EOD\n");
     /* the paper's figures where it gives the parameters: drawn beside ours, hollow */
-    const bool paper_pts = paper && paper->params;
+    const bool paper_pts = ppl && paper && paper->params;
     if (paper_pts) {
         fprintf(f, "$paper << EOD\n");
-        for (int c = 0; c < 2; c++)
-            fprintf(f, "%.17g %.17g \"paper core-%d\"\n", atof(paper->params) * 1e6, paper->ppl[c],
-                    c + 1);
+        for (int c = 0; c < 2; c++) {
+            const double x = atof(paper->params) * 1e6;
+            fprintf(f, "%.17g %.17g \"paper core-%d\"\n", x, paper->ppl[c], c + 1);
+            lo[X_PARAMS] = fmin(lo[X_PARAMS], x), hi[X_PARAMS] = fmax(hi[X_PARAMS], x);
+            lo[Y_PPL] = fmin(lo[Y_PPL], paper->ppl[c]), hi[Y_PPL] = fmax(hi[Y_PPL], paper->ppl[c]);
+        }
         fprintf(f, "EOD\n");
     }
     pareto_block(f, "front_params", p, n, false);
     pareto_block(f, "front_tps", p, n, true);
-    static const char *const terms[2][2] = {{"pngcairo size 1200,500", "png"}, {"svg size 1200,500", "svg"}};
+    char range[3][96];
+    for (int k = 0; k < 3; k++) { /* a margin of 5% of the extent (as a ratio) each side */
+        const double pad = pow(hi[k] / lo[k], 0.05) * (k == Y_PPL ? 1.08 : 1.03);
+        if (isfinite(lo[k]) && lo[k] > 0) {
+            lo[k] /= pad, hi[k] *= pad;
+            snprintf(range[k], sizeof range[k], "[%.6g:%.6g]", lo[k], hi[k]);
+        } else {
+            snprintf(range[k], sizeof range[k], "[*:*]");
+        }
+    }
+    static const char *const terms[2][2] = {{"pngcairo size 1400,560", "png"}, {"svg size 1400,560", "svg"}};
     const char *y = test ? "test perplexity" : "validation perplexity";
-    fprintf(f, "set key off\nset grid\nset logscale x\n%s", ppl ? "set logscale y\n" : "");
+    fprintf(f, "set grid\nset logscale x\nset logscale y\nset key outside below horizontal "
+               "font ',9'\nset format x '%%.3s%%c'\nset format y '%%.4g'\n");
     for (int t = 0; t < 2; t++) {
         fprintf(f, "set terminal %s\nset output '%s/sweep.%s'\nset multiplot layout 1,%d\n", terms[t][0],
                 dir, terms[t][1], ppl && tps ? 2 : 1);
-        /* $points: 1 parameters, 2 training tokens/s, 3 perplexity, 4 label */
-        if (ppl)
-            fprintf(f, "set xlabel 'parameters'\nset ylabel '%s'\nplot $points using 1:3 with points "
-                       "pt 7, '' using 1:3:4 with labels offset 0,1 font ',8', $front_params using 1:2 "
-                       "with steps lw 2 title 'Pareto front'%s\n", y,
-                    paper_pts ? ", $paper using 1:2 with points pt 6 ps 2, '' every ::0::0 using 1:2:3 "
-                                "with labels offset 0,1.2 font ',8', '' every ::1::1 using 1:2:3 with "
-                                "labels offset 0,-1.2 font ',8'" : "");
-        if (ppl && tps)
-            fprintf(f, "set xlabel 'training tokens/s'\nplot $points using 2:3 with points pt 7, '' "
-                       "using 2:3:4 with labels offset 0,1 font ',8', $front_tps using 1:2 with steps "
-                       "lw 2 title 'Pareto front'\n");
-        if (!ppl)
-            fprintf(f, "set xlabel 'parameters'\nset ylabel 'training tokens/s'\nplot $points using "
-                       "1:2 with points pt 7, '' using 1:2:4 with labels offset 0,1 font ',8'\n");
+        /* $points: 1 parameters, 2 training tokens/s, 3 perplexity, 4 label, 5 family, 6 and 7
+         * labelled on the parameters' and the tokens/s' plot */
+        for (int panel = 0; panel < (ppl ? 1 + tps : 1); panel++) {
+            const bool by_tps = panel == 1;
+            const int xc = by_tps ? 2 : 1, yc = ppl ? 3 : 2, lc = by_tps ? 7 : 6;
+            const int xa = by_tps ? X_TPS : X_PARAMS, ya = ppl ? Y_PPL : X_TPS;
+            log_axis_tics(f, "x", lo[xa], hi[xa]);
+            log_axis_tics(f, "y", lo[ya], hi[ya]);
+            fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset xrange %s\nset yrange %s\nplot ",
+                    by_tps ? "training tokens/s" : "parameters", ppl ? y : "training tokens/s",
+                    range[xa], range[ya]);
+            for (int k = 0; k < 4; k++)
+                if (present[k])
+                    fprintf(f, "$points using %d:(column(5) == %d ? column(%d) : NaN) with points pt 7 "
+                               "ps 1.3 lc %d title '%s', ", xc, k, yc, k + 1, family_name[k]);
+            fprintf(f, "$points using %d:%d:(column(%d) > 0 ? stringcolumn(4) : '') with labels offset "
+                       "0,0.9 font ',8' notitle", xc, yc, ppl ? lc : 6);
+            if (ppl)
+                fprintf(f, ", $front_%s using 1:2 with steps lw 2 lc rgb 'gray50' title 'Pareto front'",
+                        by_tps ? "tps" : "params");
+            if (paper_pts && !by_tps)
+                fprintf(f, ", $paper using 1:2 with points pt 6 ps 2 lc rgb 'black' title 'the paper "
+                           "(unmasked)', '' every ::0::0 using 1:2:3 with labels offset 0,1.2 font ',8' "
+                           "notitle, '' every ::1::1 using 1:2:3 with labels offset 0,-1.2 font ',8' "
+                           "notitle");
+            fprintf(f, "\n");
+        }
         fprintf(f, "unset multiplot\n");
     }
     fclose(f);

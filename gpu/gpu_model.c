@@ -1903,9 +1903,8 @@ void tt_gpu_lm_moments_io(tt_gpu_lm *lm, float *m, float *v, bool upload)
         const tt_nccl *nc = tt_nccl_get();
         nccl_check(nc->all_gather(dev[i], lm->g, len, ncclFloat32, lm->comm, lm->gpu->stream),
                    "the moments' all-gather");
-        tt_nccl_wait(lm->comm, lm->gpu->stream, tt_nccl_timeout(1), lm->rank, lm->world,
+        tt_nccl_wait(lm->comm, lm->gpu->stream, true, lm->rank, lm->world,
                      "the moments' all-gather");
-        lm->slow_wait = true; /* rank 0 writes the checkpoint next */
         TT_CUDA(cudaMemcpyAsync(host[i], lm->g, nf * 4, cudaMemcpyDeviceToHost, lm->gpu->stream));
         TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 #else
@@ -1943,23 +1942,29 @@ void tt_gpu_lm_continue(tt_gpu_lm *lm, bool continues)
 
 int tt_gpu_lm_memory(const tt_gpu_lm *lm) { return lm->mlen; }
 
+/* rows rows of width d at pitch dl of device memory src in the storage type (es bytes) into
+ * out, fp32, rows of d. */
+static void rows_to_host(const tt_gpu_lm *lm, const void *src, size_t rows, float *out)
+{
+    const size_t d = (size_t)lm->l->m.d_model, dl = (size_t)lm->dl;
+    void *buf = tt_xmalloc(rows * dl * lm->es);
+    TT_CUDA(cudaMemcpy(buf, src, rows * dl * lm->es, cudaMemcpyDeviceToHost));
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < d; c++)
+            out[r * d + c] = lm->es == 4 ? ((const float *)buf)[r * dl + c]
+                                         : tt_bf16_to_float(((const uint16_t *)buf)[r * dl + c]);
+    free(buf);
+}
+
 /* A layer's memory is [B][mlen][dl] in the storage type; the host's is [L][B][mlen][D] fp32. */
 int tt_gpu_lm_memory_get(tt_gpu_lm *lm, float *out)
 {
     if (!lm->txl || !lm->mlen || !out) return lm->txl ? lm->mlen : 0;
     const tt_model_spec *m = &lm->l->m;
-    const size_t d = (size_t)m->d_model, dl = (size_t)lm->dl, n = (size_t)lm->batch * lm->mlen;
-    void *buf = tt_xmalloc(n * dl * lm->es);
+    const size_t n = (size_t)lm->batch * lm->mlen;
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
-    for (int k = 0; k < m->layers; k++) {
-        TT_CUDA(cudaMemcpy(buf, lm->mem[lm->par][k], n * dl * lm->es, cudaMemcpyDeviceToHost));
-        float *o = out + (size_t)k * n * d;
-        for (size_t r = 0; r < n; r++)
-            for (size_t c = 0; c < d; c++)
-                o[r * d + c] = lm->es == 4 ? ((const float *)buf)[r * dl + c]
-                                           : tt_bf16_to_float(((const uint16_t *)buf)[r * dl + c]);
-    }
-    free(buf);
+    for (int k = 0; k < m->layers; k++)
+        rows_to_host(lm, lm->mem[lm->par][k], n, out + (size_t)k * n * (size_t)m->d_model);
     return lm->mlen;
 }
 
@@ -1985,17 +1990,8 @@ void tt_gpu_lm_memory_set(tt_gpu_lm *lm, const float *mems, int mlen)
 
 void tt_gpu_lm_hidden(tt_gpu_lm *lm, float *out)
 {
-    const int d = lm->l->m.d_model, dl = lm->dl;
-    const size_t rows = (size_t)lm->rows;
-    void *buf = tt_xmalloc(rows * (size_t)dl * lm->es);
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
-    TT_CUDA(cudaMemcpy(buf, lm->acts[lm->l->m.layers - 1].x2, rows * (size_t)dl * lm->es,
-                       cudaMemcpyDeviceToHost));
-    for (size_t r = 0; r < rows; r++)
-        for (int c = 0; c < d; c++)
-            out[r * d + c] = lm->es == 4 ? ((const float *)buf)[r * dl + c]
-                                         : tt_bf16_to_float(((const uint16_t *)buf)[r * dl + c]);
-    free(buf);
+    rows_to_host(lm, lm->acts[lm->l->m.layers - 1].x2, (size_t)lm->rows, out);
 }
 
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
@@ -2125,7 +2121,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     if (lm->comm) { /* a rank that hangs or died ends this one too, in one line */
         char what[48];
         snprintf(what, sizeof what, "step %ld", s);
-        tt_nccl_wait(lm->comm, st, tt_nccl_timeout(lm->slow_wait),
+        tt_nccl_wait(lm->comm, st, lm->slow_wait,
                      lm->rank, lm->world, what);
         lm->slow_wait = false;
     }

@@ -122,11 +122,6 @@ int tt_nccl_load(char *why, size_t whylen)
 }
 
 #if TT_HAVE_NCCL
-double tt_nccl_timeout(int slow)
-{
-    return slow ? (double)tt_env_long("TT_RANK_SLOW_TIMEOUT_S", 0, 86400, 300)
-                : (double)tt_env_long("TT_RANK_TIMEOUT_S", 0, 86400, 20);
-}
 
 /* One line, and exit 1 at once: ncclCommAbort would wait for the collective the dead or stopped
  * peer never joins (measured: it hung), and ending the process frees the GPU and NCCL's
@@ -140,9 +135,10 @@ static void stop_rank(int rank, int world, const char *what, const char *cause)
     _exit(1);
 }
 
-void tt_nccl_wait(void *comm, cudaStream_t st, double timeout_s, int rank, int world,
-                  const char *what)
+void tt_nccl_wait(void *comm, cudaStream_t st, bool slow, int rank, int world, const char *what)
 {
+    const char *limit = slow ? "TT_RANK_SLOW_TIMEOUT_S" : "TT_RANK_TIMEOUT_S";
+    const double timeout_s = (double)tt_env_long(limit, 0, 86400, slow ? 300 : 20);
     if (timeout_s <= 0) { /* no limit: the plain wait */
         TT_CUDA(cudaStreamSynchronize(st));
         return;
@@ -171,8 +167,7 @@ void tt_nccl_wait(void *comm, cudaStream_t st, double timeout_s, int rank, int w
         if (now - t0 > timeout_s) {
             char cause[256];
             snprintf(cause, sizeof cause, "not finished after %.0f s: another rank hangs or has "
-                     "died (this one waits for it in NCCL; TT_RANK_TIMEOUT_S sets the limit)",
-                     now - t0);
+                     "died (this one waits for it in NCCL; %s sets the limit)", now - t0, limit);
             stop_rank(rank, world, what, cause);
         }
     }

@@ -7,6 +7,7 @@
 #ifndef TT_NCCL_LIB_H
 #define TT_NCCL_LIB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #if TT_HAVE_NCCL
@@ -54,22 +55,20 @@ int tt_nccl_load(char *why, size_t whylen);
 #include <cuda_runtime.h>
 
 /* The rank-side watchdog of a run on several GPUs: waits for everything enqueued on st (the
- * collectives over comm among it) to finish, for at most timeout_s (0: no limit, and a plain
- * cudaStreamSynchronize). A collective waits for every rank, so a rank that hangs (stopped,
+ * collectives over comm among it) to finish, for at most the limit that slow picks: with slow
+ * false TT_RANK_TIMEOUT_S (default 20 s; with torchrun's 30 s between SIGTERM and SIGKILL for a
+ * stopped rank, every rank has ended within 60 s), the limit of a training step; with slow true
+ * TT_RANK_SLOW_TIMEOUT_S (default 300 s), for the first step (whose capture and product timing
+ * may take a rank a while), for what follows a validation or a checkpoint (rank 0 writes it
+ * while the others go on to the next step's sums) and for the gathers around them; either 0: no
+ * limit, and a plain cudaStreamSynchronize. A collective waits for every rank, so a rank that hangs (stopped,
  * deadlocked) or died under a launcher that does not end the others would hold this one for
  * ever: past the limit, or when NCCL reports an error on comm, this process says in one line
  * which rank it is, what it waited for (`what`, e.g. "step 57") and the cause, and exits 1
  * (_exit, without ncclCommAbort, which waits for the stuck collective), so that the launcher
  * ends the run. It never returns an error. Nothing is copied to the host here: a caller copies
  * after it (a copy into pageable memory would block before the limit is looked at). */
-void tt_nccl_wait(void *comm, cudaStream_t st, double timeout_s, int rank, int world,
-                  const char *what);
-/* The limits a run's waits take: TT_RANK_TIMEOUT_S (default 20 s; with torchrun's 30 s between
- * SIGTERM and SIGKILL for a stopped rank, every rank has ended within 60 s) for a training
- * step, and TT_RANK_SLOW_TIMEOUT_S (default 300 s) for the first step (whose capture and
- * product timing may take a rank a while) and for what follows a validation or a checkpoint
- * (rank 0 writes it while the others go on to the next step's sums); 0: no limit. */
-double tt_nccl_timeout(int slow);
+void tt_nccl_wait(void *comm, cudaStream_t st, bool slow, int rank, int world, const char *what);
 #endif
 
 #endif

@@ -302,7 +302,7 @@ static void gather_memory(tt_engine *e, int mlen, float *out)
                                           e->gpu.stream);
     if (r != ncclSuccess)
         tt_panic(__FILE__, __LINE__, "NCCL: the memories' all-gather: %s", nc->get_error_string(r));
-    tt_nccl_wait(e->comm, e->gpu.stream, tt_nccl_timeout(1), e->rank, e->world,
+    tt_nccl_wait(e->comm, e->gpu.stream, true, e->rank, e->world,
                  "the memories' all-gather");
     float *all = tt_xmalloc(share * e->world * sizeof *all);
     TT_CUDA(cudaMemcpyAsync(all, dev, share * e->world * sizeof *all, cudaMemcpyDeviceToHost,
@@ -423,7 +423,7 @@ static void sum_over_ranks(tt_engine *e, double *v, int n)
                                           e->gpu.stream);
     if (r != ncclSuccess)
         tt_panic(__FILE__, __LINE__, "NCCL: the evaluation's sums: %s", nc->get_error_string(r));
-    tt_nccl_wait(e->comm, e->gpu.stream, tt_nccl_timeout(1), e->rank, e->world,
+    tt_nccl_wait(e->comm, e->gpu.stream, true, e->rank, e->world,
                  "the evaluation's sums");
     tt_gpu_lm_slow_wait(e->glm); /* the ranks' validations end at other times */
     TT_CUDA(cudaMemcpyAsync(v, dev, (size_t)n * sizeof *dev, cudaMemcpyDeviceToHost, e->gpu.stream));
