@@ -1,0 +1,1006 @@
+/* tt-bench sweep: a grid of rank, cores and mask of a tensorized spec beside Transformer-XL of its
+ * shape, each point's costs from the cost model, measured on a GPU and (--train-steps) trained
+ * and scored as tt-train and tt-eval would, with a learning-rate search per family; sweep.csv,
+ * lr_search.csv, table.md and the plots, resumable (--resume). */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "corpus.h"
+#include "curve.h"
+#include "engine.h"
+#include "session.h"
+#include "sha256.h"
+#include "util.h"
+
+/* ---- tt-bench sweep --------------------------------------------------------------------------- */
+
+#define SWEEP_MAX 16
+
+typedef enum { LIST_INT, LIST_REAL, LIST_BOOL } list_kind;
+
+typedef struct {
+    double v[SWEEP_MAX];
+    int n;
+} value_list;
+
+/* "8,16,32" (LIST_INT, each within lo .. hi), "1e-3,5e-4" (LIST_REAL, above lo and at most hi)
+ * or "true,false" (LIST_BOOL, as 1 and 0) into l; -1 with a line on stderr. */
+static int parse_list(const char *opt, const char *text, list_kind kind, double lo, double hi,
+                      value_list *l)
+{
+    l->n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end = (char *)p;
+        double v = 0;
+        errno = 0;
+        if (kind == LIST_INT && isdigit((unsigned char)*p)) {
+            v = (double)strtol(p, &end, 10);
+        } else if (kind == LIST_REAL && (isdigit((unsigned char)*p) || *p == '.')) {
+            v = strtod(p, &end);
+        } else if (kind == LIST_BOOL) {
+            const size_t len = strcspn(p, ",");
+            v = len == 4 && !strncmp(p, "true", 4) ? 1 : len == 5 && !strncmp(p, "false", 5) ? 0 : -1;
+            end = v < 0 ? (char *)p : (char *)p + len;
+        }
+        const bool inside = kind == LIST_REAL ? v > lo && v <= hi : v >= lo && v <= hi;
+        if (end == p || errno || !inside || (*end && *end != ',') || (*end == ',' && !end[1]) ||
+            l->n == SWEEP_MAX) {
+            if (kind == LIST_INT)
+                fprintf(stderr, "tt-bench sweep: %s takes up to %d integers from %g to %g separated "
+                        "by commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
+            else if (kind == LIST_REAL)
+                fprintf(stderr, "tt-bench sweep: %s takes up to %d numbers above %g and at most %g "
+                        "separated by commas, not '%s'\n", opt, SWEEP_MAX, lo, hi, text);
+            else
+                fprintf(stderr, "tt-bench sweep: %s takes true, false or both separated by commas, "
+                        "not '%s'\n", opt, text);
+            return -1;
+        }
+        l->v[l->n++] = v;
+        p = *end ? end + 1 : end;
+    }
+    if (l->n == 0) {
+        fprintf(stderr, "tt-bench sweep: %s is empty\n", opt);
+        return -1;
+    }
+    return 0;
+}
+
+/* The model families a sweep compares: the tensorized model with its mask and without, and the
+ * Transformer-XL of its shape with memory (mem_len = seq_len) and without. */
+typedef enum { FAM_CAUSAL, FAM_UNMASKED, FAM_TXL_MEM, FAM_TXL_NOMEM } family;
+static const char *const family_name[] = {"tensorized-causal", "tensorized-unmasked", "txl-mem",
+                                          "txl-nomem"};
+
+/* The spec of family f's point (rank, cores, seq_len; rank and cores unused by Transformer-XL)
+ * from base, trained with lr for the budget's steps and validated every eval_interval steps, as
+ * tt-train would run it. Shares base's strings: not to be freed. */
+static tt_spec point_spec(const tt_spec *base, family f, int rank, int cores, int seq_len, double lr,
+                          long steps, long eval_interval)
+{
+    tt_spec s = *base;
+    s.model.rank = rank;
+    s.model.cores = cores;
+    s.model.seq_len = seq_len;
+    s.model.causal = f == FAM_CAUSAL;
+    s.eval.tgt_len = seq_len;
+    if (f == FAM_TXL_MEM || f == FAM_TXL_NOMEM) {
+        const tt_spec ours = s;
+        bench_default_counterpart(&ours, &s); /* d_model is even: sweep_main checked */
+        s.model.mem_len = s.eval.mem_len = f == FAM_TXL_MEM ? seq_len : 0;
+    }
+    s.train.lr = lr;
+    if (steps) {
+        s.train.steps = steps;
+        s.train.eval_interval = eval_interval;
+    }
+    return s;
+}
+
+/* How long a point trains: K steps, a validation every eval_interval steps and after the last
+ * (0: after the last alone), and a stop after patience validations in a row without a new best
+ * (0: never). */
+typedef struct {
+    long steps, eval_interval, patience;
+} sweep_budget;
+
+typedef struct {
+    tt_tokens train, valid, test; /* test: empty when the spec has no data.test */
+} sweep_data;
+
+typedef struct {
+    long steps, best_step; /* trained; of the best validation */
+    double valid_ppl;      /* the best validation's */
+    double test_ppl;       /* over data.test from the best validation's weights (NAN: no test) */
+    double seconds;        /* training and validation */
+} sweep_result;
+
+/* Trains s's model (its layout l) from its initial weights on d->train as tt-train does (the
+ * same steps, on the GPU when there is one), validating over d->valid (windows of seq_len, or
+ * Transformer-XL's segments with memory) as the budget says and keeping the best validation's
+ * weights; then the test perplexity from those weights as tt-eval --split test computes it.
+ * Returns 0, or -1 with why in err. */
+static int sweep_train(const tt_spec *s, const tt_layout *l, const sweep_data *d,
+                       const sweep_budget *b, sweep_result *r, char *err, size_t errlen)
+{
+    const int batch = s->train.batch, n = s->model.seq_len;
+    *r = (sweep_result){0, 0, INFINITY, NAN, 0};
+    if (d->train.n / batch < (long)n + 1)
+        return tt_errf(err, errlen, "data.train has %ld tokens: too few for batch %d x seq_len %d",
+                       d->train.n, batch, n);
+    tt_engine *e;
+    char where[256];
+    if (tt_engine_open(&e, "auto", s, l, batch, where, sizeof where, err, errlen) != 0) return -1;
+    float *w = tt_engine_host(e, 0);
+    tt_layout_init(l, w, (uint64_t)s->train.seed);
+    tt_engine_upload(e);
+    const size_t bytes = l->n_floats * sizeof(float);
+    float *best = b->eval_interval ? tt_xmalloc(bytes) : NULL; /* more than one validation */
+    int32_t *in = tt_xmalloc((size_t)batch * n * 4), *tg = tt_xmalloc((size_t)batch * n * 4);
+    const double t0 = tt_now_seconds();
+    long stale = 0;
+    int rc = 0;
+    for (long st = 1; st <= b->steps; st++) {
+        const bool continues = tt_tokens_batch(&d->train, batch, n, st, in, tg);
+        tt_lm_opts o = {.train = true, .seed = (uint64_t)s->train.seed, .step = (uint64_t)st,
+                        .label_smoothing = (tt_real)s->train.label_smoothing};
+        tt_lm_result res;
+        const double gnorm = tt_engine_train_step(e, in, tg, &o, st, continues, &res);
+        if (!isfinite(res.loss_sum) || !isfinite(gnorm)) {
+            rc = tt_errf(err, errlen, "step %ld: the loss or the gradient is not finite (a lower lr?)",
+                         st);
+            break;
+        }
+        r->steps = st;
+        if (st != b->steps && !(b->eval_interval && st % b->eval_interval == 0)) continue;
+        tt_eval_result ev;
+        if (tt_engine_evaluate(e, &d->valid, n, 0, &ev, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        const double ppl = exp(ev.nll / (double)ev.scored);
+        if (ppl < r->valid_ppl) {
+            r->valid_ppl = ppl;
+            r->best_step = st;
+            stale = 0;
+            if (best && st != b->steps) {
+                tt_engine_download(e);
+                memcpy(best, w, bytes);
+            }
+        } else if (b->patience && ++stale >= b->patience) {
+            break;
+        }
+    }
+    r->seconds = tt_now_seconds() - t0;
+    if (!rc && r->best_step == 0) rc = tt_errf(err, errlen, "no finite validation perplexity");
+    if (!rc && d->test.n) {
+        if (r->best_step != r->steps) {
+            memcpy(w, best, bytes);
+            tt_engine_upload(e);
+        }
+        tt_eval_result ev;
+        rc = tt_engine_evaluate(e, &d->test, n, 0, &ev, err, errlen);
+        if (!rc) r->test_ppl = exp(ev.nll / (double)ev.scored);
+    }
+    free(best);
+    free(in);
+    free(tg);
+    tt_engine_close(e);
+    return rc;
+}
+
+/* The SHA-256 of s's text with every default filled in (what a checkpoint stores), in hex. */
+static void spec_sha256(const tt_spec *s, char hex[65])
+{
+    char *text = tt_spec_text(s);
+    uint8_t d[32];
+    tt_sha256(text, strlen(text), d);
+    tt_hex(d, sizeof d, hex);
+    free(text);
+}
+
+/* One CSV field: a comma, quote or newline becomes ';'. */
+static void csv_clean(char *p)
+{
+    for (; *p; p++)
+        if (*p == ',' || *p == '"' || *p == '\n') *p = ';';
+}
+
+/* A row of the sweep as its plot draws it: the perplexity is the test's where there is one, else
+ * the validation's (NAN: not trained). */
+typedef struct {
+    double params, tps, ppl;
+    char label[32];
+    /* the rest of its row, for table.md */
+    const char *family;
+    int rank, cores, seq_len, mem_len; /* rank, cores 0: Transformer-XL */
+    double lr, valid_ppl, test_ppl;
+    long steps, best_step;
+} sweep_point;
+
+/* p's Pareto front over (x, perplexity), x taken from params (fewer is better) or from tps (more
+ * is better): the points no other beats on both, as a gnuplot data block `name`, from the best x
+ * on. */
+static void pareto_block(FILE *f, const char *name, const sweep_point *p, int n, bool tps)
+{
+    fprintf(f, "$%s << EOD\n", name);
+    double best = INFINITY, last = tps ? INFINITY : -INFINITY;
+    for (;;) { /* the next point along x (ties: the lower perplexity) */
+        int k = -1;
+        for (int i = 0; i < n; i++) {
+            const double x = tps ? p[i].tps : p[i].params;
+            const double kx = k < 0 ? 0 : tps ? p[k].tps : p[k].params;
+            if (isnan(p[i].ppl) || isnan(x) || (tps ? x >= last : x <= last)) continue;
+            if (k < 0 || (tps ? x > kx : x < kx) || (x == kx && p[i].ppl < p[k].ppl)) k = i;
+        }
+        if (k < 0) break;
+        last = tps ? p[k].tps : p[k].params;
+        if (p[k].ppl < best) {
+            best = p[k].ppl;
+            fprintf(f, "%.17g %.17g\n", last, best);
+        }
+    }
+    fprintf(f, "EOD\n");
+}
+
+/* Whether no other point of p beats point i on both (x, perplexity): fewer parameters, or more
+ * tokens/s (tps), and a lower perplexity, one of them strictly. */
+static bool on_front(const sweep_point *p, int n, int i, bool tps)
+{
+    const double xi = tps ? -p[i].tps : p[i].params;
+    if (isnan(p[i].ppl) || isnan(xi)) return false;
+    for (int j = 0; j < n; j++) {
+        const double xj = tps ? -p[j].tps : p[j].params;
+        if (j == i || isnan(p[j].ppl) || isnan(xj)) continue;
+        if (xj <= xi && p[j].ppl <= p[i].ppl && (xj < xi || p[j].ppl < p[i].ppl)) return false;
+    }
+    return true;
+}
+
+/* DIR/table.md: the sweep as a Markdown table, a row per point (the Pareto fronts marked) and,
+ * where the spec is of the paper's shapes, the paper's figures (its unmasked attention) last. */
+static int sweep_table(const char *dir, const sweep_point *p, int n, const bench_paper_row *paper,
+                       char *err, size_t errlen)
+{
+    char *path = tt_xasprintf("%s/table.md", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        tt_errf(err, errlen, "%s: cannot write", path);
+        free(path);
+        return -1;
+    }
+    fprintf(f, "| family | rank | cores | seq_len | mem_len | parameters | train tok/s | lr | steps "
+               "(best) | valid ppl | test ppl | Pareto front |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        char rank[16] = "", cores[16] = "", tps[32] = "", valid[32] = "", test[32] = "";
+        if (p[i].rank) snprintf(rank, sizeof rank, "%d", p[i].rank);
+        if (p[i].cores) snprintf(cores, sizeof cores, "%d", p[i].cores);
+        if (!isnan(p[i].tps)) snprintf(tps, sizeof tps, "%.0f", p[i].tps);
+        if (!isnan(p[i].valid_ppl)) snprintf(valid, sizeof valid, "%.2f", p[i].valid_ppl);
+        if (!isnan(p[i].test_ppl)) snprintf(test, sizeof test, "%.2f", p[i].test_ppl);
+        const bool fp = on_front(p, n, i, false), ft = on_front(p, n, i, true);
+        fprintf(f, "| %s | %s | %s | %d | %d | %.0f | %s | %.3g | %ld (%ld) | %s | %s | %s%s%s |\n",
+                p[i].family, rank, cores, p[i].seq_len, p[i].mem_len, p[i].params, tps, p[i].lr,
+                p[i].steps, p[i].best_step, valid, test, fp ? "parameters" : "",
+                fp && ft ? ", " : "", ft ? "tokens/s" : "");
+    }
+    if (paper)
+        for (int c = 0; c < 2; c++)
+            fprintf(f, "| the paper, %s, core-%d (unmasked) | %d | %d | %d | | %s | | | | | %.1f | |\n",
+                    paper->name, c + 1, paper->rank, c + 1, paper->alt_seq_len,
+                    paper->params ? paper->params : "", paper->ppl[c]);
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad) tt_errf(err, errlen, "%s: cannot write", path);
+    free(path);
+    return bad ? -1 : 0;
+}
+
+/* gnuplot's tics for the log axis named axis over [lo, hi]: left to gnuplot over a wide range,
+ * else about five evenly spaced values (1, 2 or 5 times a power of ten apart), labelled with a
+ * k, M or G prefix where that is shorter: a log axis narrower than a decade gets none or one
+ * otherwise. */
+static void log_axis_tics(FILE *f, const char *axis, double lo, double hi)
+{
+    if (!(lo > 0) || !isfinite(hi) || hi / lo > 20) {
+        fprintf(f, "set %stics autofreq\n", axis);
+        return;
+    }
+    double step = pow(10, floor(log10((hi - lo) / 5)));
+    const double span = (hi - lo) / step;
+    step *= span > 25 ? 5 : span > 10 ? 2 : 1;
+    fprintf(f, "set %stics (", axis);
+    for (double v = ceil(lo / step) * step; v <= hi; v += step) {
+        static const char prefix[] = " kMG";
+        int k = 0;
+        double shown = v;
+        while (k < 3 && fabs(shown) >= 1000) shown /= 1000, k++;
+        fprintf(f, "%s\"%.4g%.*s\" %.9g", v > ceil(lo / step) * step ? ", " : "", shown, k > 0,
+                prefix + k, v);
+    }
+    fprintf(f, ")\n");
+}
+
+/* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
+ * parameters and, when measured, against training tokens/s, log scales fitted to the points, a
+ * colour and a key entry per family, each Pareto front drawn as a line and its points labelled
+ * with their rank and cores (u: unmasked) or their Transformer-XL (M: memory, M0: none), the
+ * paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
+ * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
+ * with why in err (gnuplot missing or failing: the CSV is there either way). */
+static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
+                      const bench_paper_row *paper, char *err, size_t errlen)
+{
+    bool ppl = false, tps = false, present[4] = {false};
+    for (int i = 0; i < n; i++) ppl |= !isnan(p[i].ppl), tps |= !isnan(p[i].tps);
+    if (!ppl && !tps) return tt_errf(err, errlen, "nothing to plot: no perplexity (--train-steps) and "
+                                     "no throughput (no GPU)");
+    char *script = tt_xasprintf("%s/sweep.gp", dir);
+    FILE *f = fopen(script, "w");
+    if (!f) {
+        tt_errf(err, errlen, "%s: cannot write", script);
+        free(script);
+        return -1;
+    }
+    /* each axis's extent over the points drawn on it (the paper's with the parameters) */
+    enum { X_PARAMS, X_TPS, Y_PPL };
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    fprintf(f, "$points << EOD\n"); /* gnuplot skips NaN */
+    for (int i = 0; i < n; i++) {
+        int fam = 0;
+        while (fam < 3 && strcmp(family_name[fam], p[i].family)) fam++;
+        present[fam] = true;
+        const double v[3] = {p[i].params, p[i].tps, p[i].ppl};
+        for (int k = 0; k < 3; k++) {
+            fprintf(f, isnan(v[k]) ? "NaN " : "%.17g ", v[k]);
+            if (!isnan(v[k]) && (k == Y_PPL || !ppl || !isnan(p[i].ppl)))
+                lo[k] = fmin(lo[k], v[k]), hi[k] = fmax(hi[k], v[k]);
+        }
+        const bool txl = p[i].rank == 0; /* Transformer-XL's are few: always labelled */
+        fprintf(f, "\"%s\" %d %d %d\n", p[i].label, fam, txl || on_front(p, n, i, false),
+                txl || on_front(p, n, i, true));
+    }
+    fprintf(f, "EOD\n");
+    /* the paper's figures where it gives the parameters: drawn beside ours, hollow */
+    const bool paper_pts = ppl && paper && paper->params;
+    if (paper_pts) {
+        fprintf(f, "$paper << EOD\n");
+        for (int c = 0; c < 2; c++) {
+            const double x = atof(paper->params) * 1e6;
+            fprintf(f, "%.17g %.17g \"paper core-%d\"\n", x, paper->ppl[c], c + 1);
+            lo[X_PARAMS] = fmin(lo[X_PARAMS], x), hi[X_PARAMS] = fmax(hi[X_PARAMS], x);
+            lo[Y_PPL] = fmin(lo[Y_PPL], paper->ppl[c]), hi[Y_PPL] = fmax(hi[Y_PPL], paper->ppl[c]);
+        }
+        fprintf(f, "EOD\n");
+    }
+    pareto_block(f, "front_params", p, n, false);
+    pareto_block(f, "front_tps", p, n, true);
+    char range[3][96];
+    for (int k = 0; k < 3; k++) { /* a margin of 5% of the extent (as a ratio) each side */
+        const double pad = pow(hi[k] / lo[k], 0.05) * (k == Y_PPL ? 1.08 : 1.03);
+        if (isfinite(lo[k]) && lo[k] > 0) {
+            lo[k] /= pad, hi[k] *= pad;
+            snprintf(range[k], sizeof range[k], "[%.6g:%.6g]", lo[k], hi[k]);
+        } else {
+            snprintf(range[k], sizeof range[k], "[*:*]");
+        }
+    }
+    static const char *const terms[2][2] = {{"pngcairo size 1400,560", "png"}, {"svg size 1400,560", "svg"}};
+    const char *y = test ? "test perplexity" : "validation perplexity";
+    fprintf(f, "set grid\nset logscale x\nset logscale y\nset key outside below horizontal "
+               "font ',9'\nset format x '%%.3s%%c'\nset format y '%%.4g'\n");
+    for (int t = 0; t < 2; t++) {
+        fprintf(f, "set terminal %s\nset output '%s/sweep.%s'\nset multiplot layout 1,%d\n", terms[t][0],
+                dir, terms[t][1], ppl && tps ? 2 : 1);
+        /* $points: 1 parameters, 2 training tokens/s, 3 perplexity, 4 label, 5 family, 6 and 7
+         * labelled on the parameters' and the tokens/s' plot */
+        for (int panel = 0; panel < (ppl ? 1 + tps : 1); panel++) {
+            const bool by_tps = panel == 1;
+            const int xc = by_tps ? 2 : 1, yc = ppl ? 3 : 2, lc = by_tps ? 7 : 6;
+            const int xa = by_tps ? X_TPS : X_PARAMS, ya = ppl ? Y_PPL : X_TPS;
+            log_axis_tics(f, "x", lo[xa], hi[xa]);
+            log_axis_tics(f, "y", lo[ya], hi[ya]);
+            fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset xrange %s\nset yrange %s\nplot ",
+                    by_tps ? "training tokens/s" : "parameters", ppl ? y : "training tokens/s",
+                    range[xa], range[ya]);
+            for (int k = 0; k < 4; k++)
+                if (present[k])
+                    fprintf(f, "$points using %d:(column(5) == %d ? column(%d) : NaN) with points pt 7 "
+                               "ps 1.3 lc %d title '%s', ", xc, k, yc, k + 1, family_name[k]);
+            fprintf(f, "$points using %d:%d:(column(%d) > 0 ? stringcolumn(4) : '') with labels offset "
+                       "0,0.9 font ',8' notitle", xc, yc, ppl ? lc : 6);
+            if (ppl)
+                fprintf(f, ", $front_%s using 1:2 with steps lw 2 lc rgb 'gray50' title 'Pareto front'",
+                        by_tps ? "tps" : "params");
+            if (paper_pts && !by_tps)
+                fprintf(f, ", $paper using 1:2 with points pt 6 ps 2 lc rgb 'black' title 'the paper "
+                           "(unmasked)', '' every ::0::0 using 1:2:3 with labels offset 0,1.2 font ',8' "
+                           "notitle, '' every ::1::1 using 1:2:3 with labels offset 0,-1.2 font ',8' "
+                           "notitle");
+            fprintf(f, "\n");
+        }
+        fprintf(f, "unset multiplot\n");
+    }
+    fclose(f);
+    const int rc = tt_gnuplot(NULL, script, NULL, err, errlen);
+    free(script);
+    if (rc == 1)
+        return tt_errf(err, errlen, "gnuplot failed: not found on PATH (Debian: apt-get install "
+                       "gnuplot-nox)");
+    return rc;
+}
+
+static void sweep_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--causal LIST]\n"
+            "                      [--txl] [--train-steps K [--eval-interval E] [--patience P]\n"
+            "                      [--lr LIST]] [--steps K] [--out DIR] [--resume]\n"
+            "Every combination of rank, cores (and seq_len) of the tensorized SPEC, for each mask of\n"
+            "--causal (true,false; default SPEC's), and with --txl the Transformer-XL of SPEC's shape\n"
+            "with mem_len = seq_len and 0: parameters and FLOPs per token; on a GPU, training and\n"
+            "evaluation tokens/s, step time, memory and MFU; with --train-steps, each trained K steps\n"
+            "as tt-train would, validated every E steps and at the end, stopped after P validations\n"
+            "without a new best, and scored on data.test from its best weights; --lr tries each rate\n"
+            "at a family's first point and trains the family with the best. Writes DIR/sweep.csv,\n"
+            "DIR/table.md (the same as a Markdown table, the Pareto fronts and, for the paper's\n"
+            "shapes, its figures), DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>)\n"
+            "and, through gnuplot, DIR/sweep.png and DIR/sweep.svg (perplexity against parameters,\n"
+            "beside the paper's, and training tokens/s, the Pareto fronts marked). --resume keeps\n"
+            "the rows of DIR's files whose points are finished (the same spec hash and patience)\n"
+            "and trains the rest. LISTs: 8,16,32.\n");
+}
+
+/* --- the sweep's files, kept across runs for --resume --------------------------------------- */
+
+#define SWEEP_HEADER                                                                               \
+    "rank,cores,seq_len,parameters,flops_forward,flops_train_step,train_tokens_per_s,"             \
+    "eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,train_steps,valid_ppl,status,family," \
+    "mem_len,lr,lr_from,steps,best_step,test_ppl,seconds,seed,spec_sha256,commit,card,patience\n"
+#define LR_HEADER "family,lr,steps,valid_ppl,chosen,best_step,test_ppl,seconds,patience,spec_sha256\n"
+
+/* The rows of a CSV file the sweep wrote (no field holds a comma: csv_clean): each row's text,
+ * its fields by the header's names, and whether this run has dealt with it. */
+typedef struct {
+    int ncols, nrows;
+    char **names;  /* the header's */
+    char **lines;  /* each row without its newline */
+    char ***cells; /* [row][column] */
+    bool *taken;   /* reused or superseded by this run */
+    char *text;
+} csv_rows;
+
+/* line's fields, split in place at its commas, into at most max; returns how many it has. */
+static int split_fields(char *line, char **out, int max)
+{
+    int n = 0;
+    for (char *p = line;; p++) {
+        if (n < max) out[n] = p;
+        n++;
+        p += strcspn(p, ",");
+        if (!*p) return n;
+        *p = 0;
+    }
+}
+
+/* DIR's CSV at path as t, for --resume: nothing when there is no file; a row of another number of
+ * fields than the header (cut short by a kill) is left out. Returns 0, or -1 with why in err (a
+ * file of another header: not this tool's, or an older one's). */
+static int csv_rows_read(const char *path, const char *header, csv_rows *t, char *err, size_t errlen)
+{
+    *t = (csv_rows){0};
+    size_t len;
+    if (access(path, F_OK) != 0 && errno == ENOENT) return 0;
+    if (tt_read_file(path, 1 << 26, &t->text, &len, err, errlen) != 0) return -1;
+    const size_t hl = strlen(header);
+    if (len < hl || memcmp(t->text, header, hl) != 0)
+        return tt_errf(err, errlen, "--resume: %s has another header than this tt-bench writes: "
+                       "move it away to start afresh", path);
+    enum { MAX_COLS = 64 };
+    char *names[MAX_COLS];
+    char *head = tt_xstrdup(t->text);
+    head[hl - 1] = 0;
+    t->ncols = split_fields(head, names, MAX_COLS);
+    t->names = tt_xcalloc((size_t)t->ncols, sizeof *t->names);
+    memcpy(t->names, names, (size_t)t->ncols * sizeof *names);
+    for (char *p = t->text + hl; *p;) {
+        char *nl = strchr(p, '\n');
+        if (!nl) break; /* a row cut short */
+        *nl = 0;
+        char *line = tt_xstrdup(p), *cells[MAX_COLS];
+        if (split_fields(p, cells, MAX_COLS) == t->ncols) {
+            t->lines = tt_xrealloc(t->lines, (size_t)(t->nrows + 1) * sizeof *t->lines);
+            t->cells = tt_xrealloc(t->cells, (size_t)(t->nrows + 1) * sizeof *t->cells);
+            t->lines[t->nrows] = line;
+            t->cells[t->nrows] = tt_xcalloc((size_t)t->ncols, sizeof **t->cells);
+            memcpy(t->cells[t->nrows], cells, (size_t)t->ncols * sizeof *cells);
+            t->nrows++;
+        } else {
+            free(line);
+        }
+        p = nl + 1;
+    }
+    t->taken = tt_xcalloc((size_t)t->nrows + 1, sizeof *t->taken);
+    return 0;
+}
+
+static void csv_rows_free(csv_rows *t)
+{
+    for (int i = 0; i < t->nrows; i++) free(t->lines[i]), free(t->cells[i]);
+    if (t->names) free(t->names[0]); /* the header's copy */
+    free(t->names), free(t->lines), free(t->cells), free(t->taken), free(t->text);
+}
+
+/* Row i's field `name` ("" where t has no such column). */
+static const char *csv_cell(const csv_rows *t, int i, const char *name)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (!strcmp(t->names[c], name)) return t->cells[i][c];
+    return "";
+}
+
+static double csv_number(const csv_rows *t, int i, const char *name)
+{
+    const char *v = csv_cell(t, i, name);
+    return *v ? strtod(v, NULL) : NAN;
+}
+
+/* The row of t that a point of spec hash `hash` trained with `patience` can reuse: one with that
+ * hash and patience and a result (need: the column that must not be empty; status "ok" where t
+ * has a status), not yet taken. Every row of that hash is marked taken: a row that cannot be
+ * reused is superseded by the point's new run. Returns the row, or -1. */
+static int csv_reuse(csv_rows *t, const char *hash, long patience, const char *need)
+{
+    int found = -1;
+    for (int i = 0; i < t->nrows; i++) {
+        if (t->taken[i] || strcmp(csv_cell(t, i, "spec_sha256"), hash)) continue;
+        t->taken[i] = true;
+        const char *status = csv_cell(t, i, "status");
+        if (found < 0 && atol(csv_cell(t, i, "patience")) == patience && *csv_cell(t, i, need) &&
+            (!*status || !strcmp(status, "ok")))
+            found = i;
+    }
+    return found;
+}
+
+/* Writes path atomically: header, then this run's rows, then the rows of old (the last run's,
+ * NULL: none) this run has not dealt with yet, so that a sweep stopped at any moment leaves
+ * every finished point's row for the next --resume. */
+static int csv_save(const char *path, const char *header, const tt_buf *rows, const csv_rows *old,
+                    char *err, size_t errlen)
+{
+    tt_buf b = {0};
+    tt_buf_printf(&b, "%s", header);
+    if (rows->len) tt_buf_append(&b, rows->data, rows->len);
+    for (int i = 0; old && i < old->nrows; i++)
+        if (!old->taken[i]) tt_buf_printf(&b, "%s\n", old->lines[i]);
+    const void *parts[1] = {b.data};
+    const size_t lens[1] = {b.len};
+    const int rc = tt_write_file_atomic(path, parts, lens, 1, err, errlen);
+    tt_buf_free(&b);
+    return rc;
+}
+
+static void buf_value(tt_buf *b, double v, const char *fmt)
+{
+    if (!isnan(v)) tt_buf_printf(b, fmt, v);
+}
+
+/* What a sweep writes and, with --resume, what the last run of it wrote. */
+typedef struct {
+    char *csv_path, *lr_path;
+    csv_rows old, old_lr; /* the last run's rows (none without --resume) */
+    tt_buf rows;          /* this run's sweep.csv rows so far */
+    tt_buf lr_rows;       /* this run's lr_search.csv rows of the searches that ended */
+    long patience;
+} sweep_files;
+
+/* One lr_search.csv row: a rate's trial at a family's first point. */
+static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool chosen, long patience,
+                   const char *hash)
+{
+    tt_buf_printf(b, "%s,%.9g,%ld,", family_name[f], lr, r->steps);
+    buf_value(b, r->valid_ppl, "%.9g");
+    tt_buf_printf(b, ",%d,%ld,", chosen, r->best_step);
+    buf_value(b, r->test_ppl, "%.9g");
+    tt_buf_printf(b, ",");
+    buf_value(b, r->seconds, "%.3f");
+    tt_buf_printf(b, ",%ld,%s\n", patience, hash);
+}
+
+/* A family's learning rate: with --lr, each rate trained at the family's first point (its
+ * results in trials, a row each in lr_search.csv as it ends and a line on stderr; with --resume a
+ * trial the last run finished is read back, not trained), the one of the best validation
+ * perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when there was no
+ * search or no trial trained (then *lr is the spec's), -2 when lr_search.csv cannot be written
+ * (why in err). */
+static int lr_search(const tt_spec *base, family f, const value_list *lrs, const int first[3],
+                     long vocab, const sweep_data *d, const sweep_budget *b, sweep_files *io,
+                     sweep_result *trials, double *lr, char *err, size_t errlen)
+{
+    *lr = base->train.lr;
+    int chosen = -1;
+    char why[4096], hash[SWEEP_MAX][65];
+    for (int i = 0; i < lrs->n; i++) {
+        tt_spec s = point_spec(base, f, first[0], first[1], first[2], lrs->v[i], b->steps,
+                               b->eval_interval);
+        spec_sha256(&s, hash[i]);
+        trials[i] = (sweep_result){0, 0, NAN, NAN, NAN};
+        const int old = csv_reuse(&io->old_lr, hash[i], b->patience, "valid_ppl");
+        int rc = 0;
+        if (old >= 0) {
+            const csv_rows *t = &io->old_lr;
+            trials[i] = (sweep_result){atol(csv_cell(t, old, "steps")), atol(csv_cell(t, old, "best_step")),
+                                       csv_number(t, old, "valid_ppl"), csv_number(t, old, "test_ppl"),
+                                       csv_number(t, old, "seconds")};
+        } else {
+            tt_layout l;
+            rc = tt_layout_build(&s.model, vocab, &l, why, sizeof why);
+            if (rc == 0) {
+                rc = sweep_train(&s, &l, d, b, &trials[i], why, sizeof why);
+                tt_layout_free(&l);
+            }
+        }
+        if (rc == 0) {
+            fprintf(stderr, "lr search %s: lr %g: valid ppl %.3f (best at step %ld of %ld)%s\n",
+                    family_name[f], lrs->v[i], trials[i].valid_ppl, trials[i].best_step,
+                    trials[i].steps, old >= 0 ? ", the last run's" : "");
+            if (chosen < 0 || trials[i].valid_ppl < trials[chosen].valid_ppl) chosen = i;
+        } else {
+            trials[i].valid_ppl = NAN;
+            fprintf(stderr, "lr search %s: lr %g: not trained: %s\n", family_name[f], lrs->v[i], why);
+        }
+        /* the file as it stands: the searches that ended, then this one's trials so far */
+        tt_buf now = {0};
+        if (io->lr_rows.len) tt_buf_append(&now, io->lr_rows.data, io->lr_rows.len);
+        for (int k = 0; k <= i; k++)
+            lr_row(&now, f, lrs->v[k], &trials[k], i == lrs->n - 1 && k == chosen, b->patience, hash[k]);
+        if (i == lrs->n - 1) {
+            tt_buf_free(&io->lr_rows);
+            io->lr_rows = now;
+            now = (tt_buf){0};
+        }
+        const int saved = csv_save(io->lr_path, LR_HEADER, i == lrs->n - 1 ? &io->lr_rows : &now,
+                                   &io->old_lr, err, errlen);
+        tt_buf_free(&now);
+        if (saved != 0) return -2;
+    }
+    if (chosen >= 0) *lr = lrs->v[chosen];
+    fprintf(stderr, "lr search %s: lr %g%s\n", family_name[f], *lr, chosen < 0 ? " (the spec's: no "
+            "rate trained)" : "");
+    return chosen;
+}
+
+/* The sweep's options beside SPEC. */
+typedef struct {
+    value_list ranks, cores, seqs, causal, lrs;
+    bool txl, resume;
+    sweep_budget budget;
+    long steps; /* measured steps on the GPU */
+    const char *out;
+} sweep_options;
+
+static int sweep_parse(int argc, char **argv, sweep_options *o)
+{
+    enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE, STEPS, OUT,
+           RESUME };
+    static const struct option longs[] = {{"rank", required_argument, 0, RANK},
+                                          {"cores", required_argument, 0, CORES},
+                                          {"seq-len", required_argument, 0, SEQ},
+                                          {"causal", required_argument, 0, CAUSAL},
+                                          {"txl", no_argument, 0, TXL},
+                                          {"lr", required_argument, 0, LR},
+                                          {"train-steps", required_argument, 0, TRAIN_STEPS},
+                                          {"eval-interval", required_argument, 0, EVAL_INTERVAL},
+                                          {"patience", required_argument, 0, PATIENCE},
+                                          {"steps", required_argument, 0, STEPS},
+                                          {"out", required_argument, 0, OUT},
+                                          {"resume", no_argument, 0, RESUME},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    *o = (sweep_options){.steps = 20};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+        if (c == RANK && parse_list("--rank", optarg, LIST_INT, 1, 4096, &o->ranks) != 0) return 2;
+        if (c == CORES && parse_list("--cores", optarg, LIST_INT, 1, 64, &o->cores) != 0) return 2;
+        if (c == SEQ && parse_list("--seq-len", optarg, LIST_INT, 1, 8192, &o->seqs) != 0) return 2;
+        if (c == CAUSAL && parse_list("--causal", optarg, LIST_BOOL, 0, 1, &o->causal) != 0) return 2;
+        if (c == LR && parse_list("--lr", optarg, LIST_REAL, 0, 1, &o->lrs) != 0) return 2;
+        if (c == TXL) o->txl = true;
+        if (c == TRAIN_STEPS || c == EVAL_INTERVAL || c == PATIENCE || c == STEPS) {
+            static const char *const names[] = {"train-steps", "eval-interval", "patience", "steps"};
+            long *const to[] = {&o->budget.steps, &o->budget.eval_interval, &o->budget.patience,
+                                &o->steps};
+            char *end;
+            const long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 10000000) {
+                fprintf(stderr, "tt-bench sweep: --%s is a count from 1, not '%s'\n",
+                        names[c - TRAIN_STEPS], optarg);
+                return 2;
+            }
+            *to[c - TRAIN_STEPS] = v;
+        }
+        if (c == OUT) o->out = optarg;
+        if (c == RESUME) o->resume = true;
+        if (c == 'h') {
+            sweep_usage(stdout);
+            return 0;
+        }
+        if (c == '?' || c == ':') return tt_opt_refuse("tt-bench sweep", c, argv);
+    }
+    if (optind != argc - 1 || !o->ranks.n || !o->cores.n) {
+        fprintf(stderr, "tt-bench sweep: expected one spec, --rank and --cores (see tt-bench sweep "
+                        "--help)\n");
+        return 2;
+    }
+    const sweep_budget *b = &o->budget;
+    if (!b->steps && (b->eval_interval || b->patience || o->lrs.n)) {
+        fprintf(stderr, "tt-bench sweep: --%s needs --train-steps K (the points are trained)\n",
+                b->eval_interval ? "eval-interval" : b->patience ? "patience" : "lr");
+        return 2;
+    }
+    if (b->patience && !b->eval_interval) {
+        fprintf(stderr, "tt-bench sweep: --patience needs --eval-interval E (the validations it "
+                        "counts)\n");
+        return 2;
+    }
+    return -1;
+}
+
+int bench_sweep_main(int argc, char **argv)
+{
+    sweep_options o;
+    int rc = sweep_parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    const sweep_budget *b = &o.budget;
+    char err[4096];
+    tt_spec base;
+    if (tt_spec_load(argv[optind], &base, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    rc = 0;
+    long vocab = 0;
+    sweep_data data = {{0}, {0}, {0}};
+    tt_session ses;
+    bool session = false;
+    if (base.model.kind != TT_KIND_TENSORIZED) {
+        fprintf(stderr, "tt-bench sweep: %s: the sweep is over rank and cores of kind: tensorized\n",
+                base.path);
+        rc = 2;
+    } else if (o.txl && base.model.d_model % 2) {
+        fprintf(stderr, "tt-bench sweep: --txl: %s: d_model %d is odd (Transformer-XL's sinusoids "
+                "need an even width)\n", base.path, base.model.d_model);
+        rc = 2;
+    } else if (b->steps) { /* the data: the vocabulary from data.train, as tt-train builds it */
+        if (tt_session_open(&ses, argv[optind], err, sizeof err) != 0 ||
+            (session = true, tt_session_tokens(&ses, "train", &data.train, err, sizeof err)) != 0 ||
+            tt_session_tokens(&ses, "valid", &data.valid, err, sizeof err) != 0 ||
+            (base.data.test && tt_session_tokens(&ses, "test", &data.test, err, sizeof err) != 0)) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 2;
+        } else {
+            vocab = ses.vocab.n;
+        }
+    } else {
+        rc = bench_resolve_vocab(&base, &vocab);
+    }
+    char *dir = NULL;
+    if (!rc) {
+        const char *slash = strrchr(base.path, '/');
+        const char *name = slash ? slash + 1 : base.path;
+        dir = o.out ? tt_xstrdup(o.out) : tt_xasprintf("sweep-%.*s", (int)strcspn(name, "."), name);
+        if (tt_mkdir_p(dir, err, sizeof err) != 0) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 2;
+        }
+    }
+    sweep_files io = {.patience = b->patience};
+    if (!rc) {
+        io.csv_path = tt_xasprintf("%s/sweep.csv", dir);
+        io.lr_path = tt_xasprintf("%s/lr_search.csv", dir);
+        if (o.resume && (csv_rows_read(io.csv_path, SWEEP_HEADER, &io.old, err, sizeof err) != 0 ||
+                         csv_rows_read(io.lr_path, LR_HEADER, &io.old_lr, err, sizeof err) != 0)) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 2;
+        }
+    }
+    if (rc) {
+        csv_rows_free(&io.old);
+        csv_rows_free(&io.old_lr);
+        free(io.csv_path);
+        free(io.lr_path);
+        if (session) tt_session_close(&ses);
+        tt_tokens_free(&data.train);
+        tt_tokens_free(&data.valid);
+        tt_tokens_free(&data.test);
+        free(dir);
+        tt_spec_free(&base);
+        return rc;
+    }
+    if (!o.seqs.n) o.seqs.v[o.seqs.n++] = base.model.seq_len;
+    if (!o.causal.n) o.causal.v[o.causal.n++] = base.model.causal;
+    family fams[SWEEP_MAX + 2];
+    int nf = 0;
+    for (int i = 0; i < o.causal.n; i++) fams[nf++] = o.causal.v[i] ? FAM_CAUSAL : FAM_UNMASKED;
+    if (o.txl) fams[nf++] = FAM_TXL_MEM, fams[nf++] = FAM_TXL_NOMEM;
+
+    tt_gpu g;
+    tt_cache cache;
+    const bool on_gpu = tt_gpu_open(&g, 0, err, sizeof err) == 0;
+    const bool cached = on_gpu && tt_cache_open(&cache, NULL, err, sizeof err) == 0;
+    if (!on_gpu)
+        fprintf(stderr, "tt-bench sweep: no throughput columns: measuring needs a GPU (%s)\n", err);
+    char card[256];
+    snprintf(card, sizeof card, "%s", on_gpu ? g.name : "cpu");
+    csv_clean(card);
+    {
+        int total = 0, point = 0;
+        for (int k = 0; k < nf; k++)
+            total += (fams[k] >= FAM_TXL_MEM ? 1 : o.ranks.n * o.cores.n) * o.seqs.n;
+        sweep_point *plotted = tt_xcalloc((size_t)total, sizeof *plotted);
+        for (int k = 0; k < nf && !rc; k++) {
+            const family f = fams[k];
+            const bool txl = f >= FAM_TXL_MEM;
+            const int nr = txl ? 1 : o.ranks.n, nc = txl ? 1 : o.cores.n;
+            const int first[3] = {txl ? 0 : (int)o.ranks.v[0], txl ? 0 : (int)o.cores.v[0],
+                                  (int)o.seqs.v[0]};
+            sweep_result trials[SWEEP_MAX];
+            double lr = base.train.lr;
+            const int chosen = o.lrs.n ? lr_search(&base, f, &o.lrs, first, vocab, &data, b, &io,
+                                                   trials, &lr, err, sizeof err) : -1;
+            if (chosen == -2) {
+                fprintf(stderr, "tt-bench sweep: %s\n", err);
+                rc = 1;
+                break;
+            }
+            for (int a = 0; a < nr && !rc; a++)
+                for (int c = 0; c < nc && !rc; c++)
+                    for (int q = 0; q < o.seqs.n && !rc; q++) {
+                        const int rank = txl ? 0 : (int)o.ranks.v[a], cores = txl ? 0 : (int)o.cores.v[c];
+                        tt_spec s = point_spec(&base, f, rank, cores, (int)o.seqs.v[q], lr, b->steps,
+                                               b->eval_interval);
+                        fprintf(stderr, "[%d/%d] %s", ++point, total, family_name[f]);
+                        if (!txl) fprintf(stderr, ", rank %d, cores %d", rank, cores);
+                        fprintf(stderr, ", seq_len %d: ", s.model.seq_len);
+                        bench_model m;
+                        bench_model_init(&m, "point", &s, vocab);
+                        char status[4200] = "ok", why[4096], hash[65];
+                        spec_sha256(&s, hash);
+                        sweep_result r = {0, 0, NAN, NAN, NAN};
+                        const int old = csv_reuse(&io.old, hash, b->patience, "status");
+                        if (old >= 0) { /* the last run's row, as it was */
+                            const csv_rows *t = &io.old;
+                            tt_buf_printf(&io.rows, "%s\n", t->lines[old]);
+                            m.train_tok_s = csv_number(t, old, "train_tokens_per_s");
+                            r = (sweep_result){atol(csv_cell(t, old, "steps")),
+                                               atol(csv_cell(t, old, "best_step")),
+                                               csv_number(t, old, "valid_ppl"),
+                                               csv_number(t, old, "test_ppl"),
+                                               csv_number(t, old, "seconds")};
+                        } else {
+                            tt_layout l;
+                            if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
+                                snprintf(status, sizeof status, "invalid: %s", why);
+                            } else {
+                                if (on_gpu) {
+                                    bench_measure(&m, &g, cached ? &cache : NULL, o.steps);
+                                    if (m.failed[0])
+                                        snprintf(status, sizeof status, "not measured: %s", m.failed);
+                                }
+                                /* the search trained the family's first point with the chosen lr */
+                                if (chosen >= 0 && a == 0 && c == 0 && q == 0) {
+                                    r = trials[chosen];
+                                } else if (b->steps &&
+                                           sweep_train(&s, &l, &data, b, &r, why, sizeof why) != 0) {
+                                    r.valid_ppl = r.test_ppl = NAN;
+                                    if (!strcmp(status, "ok"))
+                                        snprintf(status, sizeof status, "not trained: %s", why);
+                                }
+                                tt_layout_free(&l);
+                            }
+                            csv_clean(status);
+                            tt_buf *out = &io.rows;
+                            if (txl)
+                                tt_buf_printf(out, ",,");
+                            else
+                                tt_buf_printf(out, "%d,%d,", rank, cores);
+                            tt_buf_printf(out, "%d,%.17g,%.17g,%.17g,", s.model.seq_len,
+                                          m.costs.params_total, m.costs.fwd_total, m.costs.train_total);
+                            const double measured_cols[5] = {m.train_tok_s, m.eval_tok_s, m.step_ms,
+                                                             m.peak_bytes, m.mfu};
+                            static const char *const fmts[5] = {"%.6g", "%.6g", "%.6g", "%.0f", "%.4g"};
+                            for (int i = 0; i < 5; i++) {
+                                buf_value(out, measured_cols[i], fmts[i]);
+                                tt_buf_printf(out, ",");
+                            }
+                            tt_buf_printf(out, "%ld,", b->steps);
+                            buf_value(out, r.valid_ppl, "%.9g");
+                            tt_buf_printf(out, ",%s,%s,%d,%.9g,%s,%ld,%ld,", status, family_name[f],
+                                          txl ? s.model.mem_len : 0, s.train.lr,
+                                          chosen >= 0 ? "search" : "spec", r.steps, r.best_step);
+                            buf_value(out, r.test_ppl, "%.9g");
+                            tt_buf_printf(out, ",");
+                            buf_value(out, r.seconds, "%.3f");
+                            tt_buf_printf(out, ",%llu,%s,%s,%s,%ld\n", (unsigned long long)s.train.seed,
+                                          hash, TT_COMMIT, card, b->patience);
+                        }
+                        if (csv_save(io.csv_path, SWEEP_HEADER, &io.rows, &io.old, err, sizeof err) != 0) {
+                            fprintf(stderr, "\ntt-bench sweep: %s\n", err);
+                            rc = 1;
+                        }
+                        sweep_point *drawn = &plotted[point - 1];
+                        *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
+                                               data.test.n ? r.test_ppl : r.valid_ppl, "",
+                                               family_name[f], rank, cores, s.model.seq_len,
+                                               txl ? s.model.mem_len : 0, s.train.lr, r.valid_ppl,
+                                               r.test_ppl, r.steps, r.best_step};
+                        if (txl)
+                            snprintf(drawn->label, sizeof drawn->label, "TXL M%s", s.model.mem_len ? "" : "0");
+                        else
+                            snprintf(drawn->label, sizeof drawn->label, "R%d c%d%s", rank, cores,
+                                     f == FAM_UNMASKED ? " u" : "");
+                        char tps[64], pp[64], tp[64];
+                        bench_human(m.train_tok_s, "tokens/s", tps, sizeof tps);
+                        bench_human(r.valid_ppl, "ppl", pp, sizeof pp);
+                        bench_human(r.test_ppl, "ppl", tp, sizeof tp);
+                        fprintf(stderr, "%s%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl "
+                                "%s%s%s\n", old >= 0 ? "the last run's: " : "", m.costs.params_total / 1e6,
+                                tps, pp, tp, strcmp(status, "ok") ? ": " : "",
+                                strcmp(status, "ok") ? status : "");
+                    }
+        }
+        /* the grid's rows alone: the last run's others (another grid's) are dropped */
+        if (!rc && csv_save(io.csv_path, SWEEP_HEADER, &io.rows, NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 1;
+        }
+        if (!rc && o.lrs.n &&
+            csv_save(io.lr_path, LR_HEADER, &io.lr_rows, NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "tt-bench sweep: %s\n", err);
+            rc = 1;
+        }
+        if (!rc) {
+            printf("wrote %s\n", io.csv_path);
+            if (o.lrs.n) printf("wrote %s\n", io.lr_path);
+            const bench_paper_row *paper = bench_paper_of(&base.model, vocab);
+            if (sweep_table(dir, plotted, total, paper, err, sizeof err) == 0) {
+                printf("wrote %s/table.md\n", dir);
+            } else {
+                fprintf(stderr, "tt-bench sweep: %s\n", err);
+                rc = 1;
+            }
+            if (sweep_plot(dir, plotted, total, data.test.n > 0, paper, err, sizeof err) == 0)
+                printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
+            else
+                printf("no plot: %s\n", err);
+        }
+        free(plotted);
+    }
+    if (cached) tt_cache_close(&cache);
+    if (on_gpu) tt_gpu_close(&g);
+    if (session) tt_session_close(&ses);
+    tt_tokens_free(&data.train);
+    tt_tokens_free(&data.valid);
+    tt_tokens_free(&data.test);
+    csv_rows_free(&io.old);
+    csv_rows_free(&io.old_lr);
+    tt_buf_free(&io.rows);
+    tt_buf_free(&io.lr_rows);
+    free(io.csv_path);
+    free(io.lr_path);
+    free(dir);
+    tt_spec_free(&base);
+    return rc;
+}
