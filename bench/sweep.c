@@ -121,7 +121,10 @@ typedef struct {
     double valid_ppl;      /* the best validation's */
     double test_ppl;       /* over data.test from the best validation's weights (NAN: no test) */
     double seconds;        /* training and validation */
+    double train_tok_s;    /* the training steps' tokens over their time, validations left out */
 } sweep_result;
+
+#define NO_RESULT ((sweep_result){.valid_ppl = NAN, .test_ppl = NAN, .seconds = NAN, .train_tok_s = NAN})
 
 /* Trains s's model (its layout l) from its initial weights on d->train as tt-train does (the
  * same steps, on the GPU when there is one), validating over d->valid (windows of seq_len, or
@@ -132,7 +135,7 @@ static int sweep_train(const tt_spec *s, const tt_layout *l, const sweep_data *d
                        const sweep_budget *b, sweep_result *r, char *err, size_t errlen)
 {
     const int batch = s->train.batch, n = s->model.seq_len;
-    *r = (sweep_result){0, 0, INFINITY, NAN, 0};
+    *r = (sweep_result){.valid_ppl = INFINITY, .test_ppl = NAN, .train_tok_s = NAN};
     if (d->train.n / batch < (long)n + 1)
         return tt_errf(err, errlen, "data.train has %ld tokens: too few for batch %d x seq_len %d",
                        d->train.n, batch, n);
@@ -146,6 +149,7 @@ static int sweep_train(const tt_spec *s, const tt_layout *l, const sweep_data *d
     float *best = b->eval_interval ? tt_xmalloc(bytes) : NULL; /* more than one validation */
     int32_t *in = tt_xmalloc((size_t)batch * n * 4), *tg = tt_xmalloc((size_t)batch * n * 4);
     const double t0 = tt_now_seconds();
+    double validating = 0; /* seconds */
     long stale = 0;
     int rc = 0;
     for (long st = 1; st <= b->steps; st++) {
@@ -161,13 +165,15 @@ static int sweep_train(const tt_spec *s, const tt_layout *l, const sweep_data *d
         }
         r->steps = st;
         if (st != b->steps && !(b->eval_interval && st % b->eval_interval == 0)) continue;
+        const double v0 = tt_now_seconds();
         tt_eval_result ev;
         if (tt_engine_evaluate(e, &d->valid, n, 0, &ev, err, errlen) != 0) {
             rc = -1;
             break;
         }
         const double ppl = exp(ev.nll / (double)ev.scored);
-        if (ppl < r->valid_ppl) {
+        const bool better = ppl < r->valid_ppl;
+        if (better) {
             r->valid_ppl = ppl;
             r->best_step = st;
             stale = 0;
@@ -175,11 +181,13 @@ static int sweep_train(const tt_spec *s, const tt_layout *l, const sweep_data *d
                 tt_engine_download(e);
                 memcpy(best, w, bytes);
             }
-        } else if (b->patience && ++stale >= b->patience) {
-            break;
         }
+        validating += tt_now_seconds() - v0;
+        if (!better && b->patience && ++stale >= b->patience) break;
     }
     r->seconds = tt_now_seconds() - t0;
+    if (r->steps && r->seconds > validating)
+        r->train_tok_s = (double)r->steps * batch * n / (r->seconds - validating);
     if (!rc && r->best_step == 0) rc = tt_errf(err, errlen, "no finite validation perplexity");
     if (!rc && d->test.n) {
         if (r->best_step != r->steps) {
@@ -217,14 +225,31 @@ static void csv_clean(char *p)
 /* A row of the sweep as its plot draws it: the perplexity is the test's where there is one, else
  * the validation's (NAN: not trained). */
 typedef struct {
-    double params, tps, ppl;
+    double params, tps, ppl; /* tps: the rate drawn and on the fronts (use_trained_rate) */
     char label[32];
     /* the rest of its row, for table.md */
     const char *family;
     int rank, cores, seq_len, mem_len; /* rank, cores 0: Transformer-XL */
     double lr, valid_ppl, test_ppl;
     long steps, best_step;
+    double measured_tps, trained_tps; /* tt-bench's measurement; over the point's training run */
 } sweep_point;
+
+/* The tokens/s the plot draws and the fronts rank by: the rate over each point's training run
+ * where every point with a perplexity has one (thousands of steps: steadier than tt-bench's
+ * measurement of a few), else tt-bench's measurement for all. Returns whether the training run's
+ * were taken. */
+static bool use_trained_rate(sweep_point *p, int n)
+{
+    bool all = false;
+    for (int i = 0; i < n; i++) {
+        if (isnan(p[i].ppl)) continue;
+        if (isnan(p[i].trained_tps)) return false;
+        all = true;
+    }
+    for (int i = 0; all && i < n; i++) p[i].tps = p[i].trained_tps;
+    return all;
+}
 
 /* p's Pareto front over (x, perplexity), x taken from params (fewer is better) or from tps (more
  * is better): the points no other beats on both, as a gnuplot data block `name`, from the best x
@@ -277,14 +302,18 @@ static int sweep_table(const char *dir, const sweep_point *p, int n, const bench
         free(path);
         return -1;
     }
-    fprintf(f, "| family | rank | cores | seq_len | mem_len | parameters | train tok/s | lr | steps "
-               "(best) | valid ppl | test ppl | Pareto front |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| family | rank | cores | seq_len | mem_len | parameters | measured tok/s | trained "
+               "tok/s | lr | steps (best) | valid ppl | test ppl | Pareto front |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
-        char rank[16] = "", cores[16] = "", tps[32] = "", valid[32] = "", test[32] = "";
+        char rank[16] = "", cores[16] = "", tps[64] = "", valid[32] = "", test[32] = "";
         if (p[i].rank) snprintf(rank, sizeof rank, "%d", p[i].rank);
         if (p[i].cores) snprintf(cores, sizeof cores, "%d", p[i].cores);
-        if (!isnan(p[i].tps)) snprintf(tps, sizeof tps, "%.0f", p[i].tps);
+        if (!isnan(p[i].measured_tps)) snprintf(tps, sizeof tps, "%.0f", p[i].measured_tps);
+        const size_t tl = strlen(tps);
+        snprintf(tps + tl, sizeof tps - tl, " | ");
+        if (!isnan(p[i].trained_tps))
+            snprintf(tps + tl + 3, sizeof tps - tl - 3, "%.0f", p[i].trained_tps);
         if (!isnan(p[i].valid_ppl)) snprintf(valid, sizeof valid, "%.2f", p[i].valid_ppl);
         if (!isnan(p[i].test_ppl)) snprintf(test, sizeof test, "%.2f", p[i].test_ppl);
         const bool fp = on_front(p, n, i, false), ft = on_front(p, n, i, true);
@@ -295,7 +324,7 @@ static int sweep_table(const char *dir, const sweep_point *p, int n, const bench
     }
     if (paper)
         for (int c = 0; c < 2; c++)
-            fprintf(f, "| the paper, %s, core-%d (unmasked) | %d | %d | %d | | %s | | | | | %.1f | |\n",
+            fprintf(f, "| the paper, %s, core-%d (unmasked) | %d | %d | %d | | %s | | | | | | %.1f | |\n",
                     paper->name, c + 1, paper->rank, c + 1, paper->alt_seq_len,
                     paper->params ? paper->params : "", paper->ppl[c]);
     const int bad = ferror(f);
@@ -331,15 +360,18 @@ static void log_axis_tics(FILE *f, const char *axis, double lo, double hi)
 }
 
 /* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
- * parameters and, when measured, against training tokens/s, log scales fitted to the points, a
+ * parameters and against training tokens/s (trained_rate: each point's over its training run,
+ * else tt-bench's measurement), log scales fitted to the points, a
  * colour and a key entry per family, each Pareto front drawn as a line and its points labelled
  * with their rank and cores (u: unmasked) or their Transformer-XL (M: memory, M0: none), the
  * paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
  * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
  * with why in err (gnuplot missing or failing: the CSV is there either way). */
-static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
+static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, bool trained_rate,
                       const bench_paper_row *paper, char *err, size_t errlen)
 {
+    const char *rate = trained_rate ? "training tokens/s (over each training run)"
+                                    : "training tokens/s (measured by tt-bench)";
     bool ppl = false, tps = false, present[4] = {false};
     for (int i = 0; i < n; i++) ppl |= !isnan(p[i].ppl), tps |= !isnan(p[i].tps);
     if (!ppl && !tps) return tt_errf(err, errlen, "nothing to plot: no perplexity (--train-steps) and "
@@ -410,7 +442,7 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test,
             log_axis_tics(f, "x", lo[xa], hi[xa]);
             log_axis_tics(f, "y", lo[ya], hi[ya]);
             fprintf(f, "set xlabel '%s'\nset ylabel '%s'\nset xrange %s\nset yrange %s\nplot ",
-                    by_tps ? "training tokens/s" : "parameters", ppl ? y : "training tokens/s",
+                    by_tps ? rate : "parameters", ppl ? y : rate,
                     range[xa], range[ya]);
             for (int k = 0; k < 4; k++)
                 if (present[k])
@@ -465,8 +497,11 @@ static void sweep_usage(FILE *f)
 #define SWEEP_HEADER                                                                               \
     "rank,cores,seq_len,parameters,flops_forward,flops_train_step,train_tokens_per_s,"             \
     "eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,train_steps,valid_ppl,status,family," \
-    "mem_len,lr,lr_from,steps,best_step,test_ppl,seconds,seed,spec_sha256,commit,card,patience\n"
-#define LR_HEADER "family,lr,steps,valid_ppl,chosen,best_step,test_ppl,seconds,patience,spec_sha256\n"
+    "mem_len,lr,lr_from,steps,best_step,test_ppl,seconds,seed,spec_sha256,commit,card,patience,"    \
+    "trained_tokens_per_s\n"
+#define LR_HEADER                                                                                  \
+    "family,lr,steps,valid_ppl,chosen,best_step,test_ppl,seconds,patience,spec_sha256,"            \
+    "trained_tokens_per_s\n"
 
 /* The rows of a CSV file the sweep wrote (no field holds a comma: csv_clean): each row's text,
  * its fields by the header's names, and whether this run has dealt with it. */
@@ -492,40 +527,54 @@ static int split_fields(char *line, char **out, int max)
     }
 }
 
-/* DIR's CSV at path as t, for --resume: nothing when there is no file; a row of another number of
- * fields than the header (cut short by a kill) is left out. Returns 0, or -1 with why in err (a
- * file of another header: not this tool's, or an older one's). */
+/* DIR's CSV at path as t, for --resume, its columns header's: nothing when there is no file; a
+ * file of an older tt-bench, whose header is the first columns of header down to spec_sha256 and
+ * patience at least, is read with the columns it lacks empty (and its rows written back with
+ * them); a row of another number of
+ * fields than its header (cut short by a kill) is left out. Returns 0, or -1 with why in err (a
+ * file of another header). */
 static int csv_rows_read(const char *path, const char *header, csv_rows *t, char *err, size_t errlen)
 {
     *t = (csv_rows){0};
     size_t len;
     if (access(path, F_OK) != 0 && errno == ENOENT) return 0;
     if (tt_read_file(path, 1 << 26, &t->text, &len, err, errlen) != 0) return -1;
-    const size_t hl = strlen(header);
-    if (len < hl || memcmp(t->text, header, hl) != 0)
+    const size_t hl = strlen(header), fl = strcspn(t->text, "\n"); /* the file's header */
+    if (!t->text[fl] || fl > hl - 1 || memcmp(t->text, header, fl) != 0 ||
+        (header[fl] != ',' && header[fl] != '\n'))
         return tt_errf(err, errlen, "--resume: %s has another header than this tt-bench writes: "
                        "move it away to start afresh", path);
     enum { MAX_COLS = 64 };
     char *names[MAX_COLS];
-    char *head = tt_xstrdup(t->text);
+    char *head = tt_xstrdup(header);
     head[hl - 1] = 0;
     t->ncols = split_fields(head, names, MAX_COLS);
     t->names = tt_xcalloc((size_t)t->ncols, sizeof *t->names);
     memcpy(t->names, names, (size_t)t->ncols * sizeof *names);
-    for (char *p = t->text + hl; *p;) {
+    int file_cols = 1;
+    for (size_t k = 0; k < fl; k++) file_cols += t->text[k] == ',';
+    for (int c = file_cols; c < t->ncols; c++) /* what finds a row again: in every version's */
+        if (!strcmp(t->names[c], "spec_sha256") || !strcmp(t->names[c], "patience"))
+            return tt_errf(err, errlen, "--resume: %s has another header than this tt-bench writes "
+                           "(no %s column): move it away to start afresh", path, t->names[c]);
+    for (char *p = t->text + fl + 1; *p;) {
         char *nl = strchr(p, '\n');
         if (!nl) break; /* a row cut short */
         *nl = 0;
-        char *line = tt_xstrdup(p), *cells[MAX_COLS];
-        if (split_fields(p, cells, MAX_COLS) == t->ncols) {
+        tt_buf line = {0};
+        tt_buf_printf(&line, "%s", p);
+        for (int k = file_cols; k < t->ncols; k++) tt_buf_printf(&line, ",");
+        char *cells[MAX_COLS];
+        if (split_fields(p, cells, MAX_COLS) == file_cols) {
+            for (int k = file_cols; k < t->ncols; k++) cells[k] = nl; /* "" */
             t->lines = tt_xrealloc(t->lines, (size_t)(t->nrows + 1) * sizeof *t->lines);
             t->cells = tt_xrealloc(t->cells, (size_t)(t->nrows + 1) * sizeof *t->cells);
-            t->lines[t->nrows] = line;
+            t->lines[t->nrows] = line.data;
             t->cells[t->nrows] = tt_xcalloc((size_t)t->ncols, sizeof **t->cells);
             memcpy(t->cells[t->nrows], cells, (size_t)t->ncols * sizeof *cells);
             t->nrows++;
         } else {
-            free(line);
+            tt_buf_free(&line);
         }
         p = nl + 1;
     }
@@ -552,6 +601,14 @@ static double csv_number(const csv_rows *t, int i, const char *name)
 {
     const char *v = csv_cell(t, i, name);
     return *v ? strtod(v, NULL) : NAN;
+}
+
+/* The training result row i of t holds (a sweep.csv or an lr_search.csv row). */
+static sweep_result old_result(const csv_rows *t, int i)
+{
+    return (sweep_result){atol(csv_cell(t, i, "steps")), atol(csv_cell(t, i, "best_step")),
+                          csv_number(t, i, "valid_ppl"), csv_number(t, i, "test_ppl"),
+                          csv_number(t, i, "seconds"), csv_number(t, i, "trained_tokens_per_s")};
 }
 
 /* The row of t that a point of spec hash `hash` trained with `patience` can reuse: one with that
@@ -614,7 +671,9 @@ static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool c
     buf_value(b, r->test_ppl, "%.9g");
     tt_buf_printf(b, ",");
     buf_value(b, r->seconds, "%.3f");
-    tt_buf_printf(b, ",%ld,%s\n", patience, hash);
+    tt_buf_printf(b, ",%ld,%s,", patience, hash);
+    buf_value(b, r->train_tok_s, "%.6g");
+    tt_buf_printf(b, "\n");
 }
 
 /* A family's learning rate: with --lr, each rate trained at the family's first point (its
@@ -634,14 +693,12 @@ static int lr_search(const tt_spec *base, family f, const value_list *lrs, const
         tt_spec s = point_spec(base, f, first[0], first[1], first[2], lrs->v[i], b->steps,
                                b->eval_interval);
         spec_sha256(&s, hash[i]);
-        trials[i] = (sweep_result){0, 0, NAN, NAN, NAN};
+        trials[i] = NO_RESULT;
         const int old = csv_reuse(&io->old_lr, hash[i], b->patience, "valid_ppl");
         int rc = 0;
         if (old >= 0) {
             const csv_rows *t = &io->old_lr;
-            trials[i] = (sweep_result){atol(csv_cell(t, old, "steps")), atol(csv_cell(t, old, "best_step")),
-                                       csv_number(t, old, "valid_ppl"), csv_number(t, old, "test_ppl"),
-                                       csv_number(t, old, "seconds")};
+            trials[i] = old_result(t, old);
         } else {
             tt_layout l;
             rc = tt_layout_build(&s.model, vocab, &l, why, sizeof why);
@@ -878,17 +935,13 @@ int bench_sweep_main(int argc, char **argv)
                         bench_model_init(&m, "point", &s, vocab);
                         char status[4200] = "ok", why[4096], hash[65];
                         spec_sha256(&s, hash);
-                        sweep_result r = {0, 0, NAN, NAN, NAN};
+                        sweep_result r = NO_RESULT;
                         const int old = csv_reuse(&io.old, hash, b->patience, "status");
                         if (old >= 0) { /* the last run's row, as it was */
                             const csv_rows *t = &io.old;
                             tt_buf_printf(&io.rows, "%s\n", t->lines[old]);
                             m.train_tok_s = csv_number(t, old, "train_tokens_per_s");
-                            r = (sweep_result){atol(csv_cell(t, old, "steps")),
-                                               atol(csv_cell(t, old, "best_step")),
-                                               csv_number(t, old, "valid_ppl"),
-                                               csv_number(t, old, "test_ppl"),
-                                               csv_number(t, old, "seconds")};
+                            r = old_result(t, old);
                         } else {
                             tt_layout l;
                             if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
@@ -933,8 +986,10 @@ int bench_sweep_main(int argc, char **argv)
                             buf_value(out, r.test_ppl, "%.9g");
                             tt_buf_printf(out, ",");
                             buf_value(out, r.seconds, "%.3f");
-                            tt_buf_printf(out, ",%llu,%s,%s,%s,%ld\n", (unsigned long long)s.train.seed,
+                            tt_buf_printf(out, ",%llu,%s,%s,%s,%ld,", (unsigned long long)s.train.seed,
                                           hash, TT_COMMIT, card, b->patience);
+                            buf_value(out, r.train_tok_s, "%.6g");
+                            tt_buf_printf(out, "\n");
                         }
                         if (csv_save(io.csv_path, SWEEP_HEADER, &io.rows, &io.old, err, sizeof err) != 0) {
                             fprintf(stderr, "\ntt-bench sweep: %s\n", err);
@@ -945,7 +1000,8 @@ int bench_sweep_main(int argc, char **argv)
                                                data.test.n ? r.test_ppl : r.valid_ppl, "",
                                                family_name[f], rank, cores, s.model.seq_len,
                                                txl ? s.model.mem_len : 0, s.train.lr, r.valid_ppl,
-                                               r.test_ppl, r.steps, r.best_step};
+                                               r.test_ppl, r.steps, r.best_step, m.train_tok_s,
+                                               r.train_tok_s};
                         if (txl)
                             snprintf(drawn->label, sizeof drawn->label, "TXL M%s", s.model.mem_len ? "" : "0");
                         else
@@ -975,13 +1031,15 @@ int bench_sweep_main(int argc, char **argv)
             printf("wrote %s\n", io.csv_path);
             if (o.lrs.n) printf("wrote %s\n", io.lr_path);
             const bench_paper_row *paper = bench_paper_of(&base.model, vocab);
+            const bool trained_rate = use_trained_rate(plotted, total);
             if (sweep_table(dir, plotted, total, paper, err, sizeof err) == 0) {
                 printf("wrote %s/table.md\n", dir);
             } else {
                 fprintf(stderr, "tt-bench sweep: %s\n", err);
                 rc = 1;
             }
-            if (sweep_plot(dir, plotted, total, data.test.n > 0, paper, err, sizeof err) == 0)
+            if (sweep_plot(dir, plotted, total, data.test.n > 0, trained_rate, paper, err,
+                           sizeof err) == 0)
                 printf("wrote %s/sweep.png and %s/sweep.svg\n", dir, dir);
             else
                 printf("no plot: %s\n", err);

@@ -506,7 +506,7 @@ static void test_sweep(void **state)
     const char *header = "rank,cores,seq_len,parameters,flops_forward,flops_train_step,"
                          "train_tokens_per_s,eval_tokens_per_s,step_ms,peak_memory_bytes,mfu_percent,"
                          "train_steps,valid_ppl,status,family,mem_len,lr,lr_from,steps,best_step,"
-                         "test_ppl,seconds,seed,spec_sha256,commit,card,patience\n";
+                         "test_ppl,seconds,seed,spec_sha256,commit,card,patience,trained_tokens_per_s\n";
     if (strncmp(csv, header, strlen(header)) != 0) fail_msg("sweep.csv's header:\n%s", csv);
     tt_device_info info;
     char why[512];
@@ -517,19 +517,19 @@ static void test_sweep(void **state)
         for (int b = 0; b < 2; b++)
             for (int q = 0; q < 2; q++) {
                 const int rank = a ? 4 : 2, cores = b + 1, n = q ? 6 : 4;
-                char f[27][128];
+                char f[28][128];
                 int nf = 0, k = 0;
                 const char *c = line;
                 for (; *c && *c != '\n'; c++) {
                     if (*c == ',') {
                         f[nf++][k] = 0, k = 0;
-                        if (nf == 27) fail_msg("a row of more than 27 fields: %s", line);
+                        if (nf == 28) fail_msg("a row of more than 28 fields: %s", line);
                     } else if (k < 127) {
                         f[nf][k++] = *c;
                     }
                 }
                 f[nf++][k] = 0;
-                if (nf != 27) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
+                if (nf != 28) fail_msg("row %d has %d fields: %.*s", rows, nf, (int)(c - line), line);
                 if (atoi(f[0]) != rank || atoi(f[1]) != cores || atoi(f[2]) != n)
                     fail_msg("row %d is (%s, %s, %s), want (%d, %d, %d)", rows, f[0], f[1], f[2], rank,
                              cores, n);
@@ -568,6 +568,7 @@ static void test_sweep(void **state)
         char *x = tu_read_file(png, &a), *y = tu_read_file(svg, &b);
         if (a < 8 || memcmp(x, "\x89PNG", 4) != 0 || !strstr(y, "<svg"))
             fail_msg("the plot is not a PNG and an SVG");
+        if (strstr(p.out, "no plot")) fail_msg("gnuplot failed on the sweep's script:\n%s", p.out);
         free(x), free(y);
     } else if (!strstr(p.out, "no plot: gnuplot failed")) {
         fail_msg("without gnuplot, no line says why there is no plot:\n%s", p.out);
@@ -686,6 +687,8 @@ static csv_table *run_sweep(const fixture *fx, const char *const *args)
     tu_proc_start(&p, argv, NULL);
     tu_proc_wait(&p, TIMEOUT);
     tu_expect_exit(&p, 0, "tt-bench sweep");
+    if (strstr(p.out, "no plot") && system("command -v gnuplot > /dev/null 2>&1") == 0)
+        fail_msg("gnuplot failed on the sweep's script:\n%s", p.out);
     tu_proc_free(&p);
     csv_table *t = read_table(csv);
     free(spec), free(out), free(csv);
@@ -789,15 +792,17 @@ static void test_sweep_patience(void **state)
     free(t);
 }
 
-/* sweep.csv with the `seconds` column of every row blanked: what a rerun of its points must give
- * (the CPU reference: bit-identical but for the time). */
+/* A sweep's CSV with the columns of times (`seconds`, `trained_tokens_per_s`) blanked in every
+ * row: what a rerun of its points must give (the CPU reference: bit-identical but for the time). */
 static char *without_seconds(const char *path)
 {
     csv_table *t = read_table(path);
     tt_buf b = {0};
     for (int r = 0; r < t->rows; r++)
         for (int c = 0; c < t->cols; c++)
-            tt_buf_printf(&b, "%s%s", r && !strcmp(t->f[0][c], "seconds") ? "" : t->f[r][c],
+            tt_buf_printf(&b, "%s%s",
+                          r && (!strcmp(t->f[0][c], "seconds") || !strcmp(t->f[0][c], "trained_tokens_per_s"))
+                              ? "" : t->f[r][c],
                           c + 1 < t->cols ? "," : "\n");
     free(t);
     return b.data;
@@ -806,7 +811,8 @@ static char *without_seconds(const char *path)
 /* --resume: a sweep run again over its own output reuses every finished point and search trial
  * (a line says so; the files stay byte for byte); after a kill (a row gone, a row cut short, the
  * last search trial gone) it trains what is missing alone and gives the same files but for the
- * times; without --resume nothing is reused; a file of another header is refused in one line. */
+ * times; files of an older tt-bench (without the last column) are reused, the column empty;
+ * without --resume nothing is reused; a file of another header is refused in one line. */
 static void test_sweep_resume(void **state)
 {
     fixture *fx = *state;
@@ -867,6 +873,47 @@ static void test_sweep_resume(void **state)
                  "%s\nwant\n%s", got, want_csv_ns, got_lr, want_lr_ns);
     tu_proc_free(&p);
     free(got), free(got_lr);
+    /* files of the tt-bench before trained_tokens_per_s: read, every point and trial reused, the
+     * column written back empty */
+    {
+        const char *const paths[2] = {csv, lrs};
+        char *const wants[2] = {want_csv_ns, want_lr_ns};
+        char *first = NULL;
+        for (int k = 0; k < 2; k++) {
+            char *text = tu_read_file(paths[k], NULL);
+            tt_buf b = {0};
+            for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+                const char *last = nl;
+                while (last > line && last[-1] != ',') last--; /* the last column cut off */
+                tt_buf_append(&b, line, (size_t)(last - 1 - line));
+                tt_buf_printf(&b, "\n");
+            }
+            tu_write_text(paths[k], b.data);
+            if (!k) first = b.data;
+            else tt_buf_free(&b);
+            free(text);
+        }
+        const char *old_args[32] = {TT_BENCH_BIN, "sweep", spec, "--out", out};
+        for (int i = 0; resume[i]; i++) old_args[5 + i] = resume[i];
+        tu_proc_start(&p, old_args, NULL);
+        tu_proc_wait(&p, TIMEOUT);
+        tu_expect_exit(&p, 0, "tt-bench sweep --resume over an older tt-bench's files");
+        reused = 0;
+        for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
+        if (reused != 8) fail_msg("%d lines say a result was reused, want 8:\n%s", reused, p.err);
+        tu_proc_free(&p);
+        for (int k = 0; k < 2; k++) {
+            got = without_seconds(paths[k]);
+            if (strcmp(got, wants[k]))
+                fail_msg("an older file resumed is not this one's with its new column empty:\n%s\n"
+                         "want\n%s", got, wants[k]);
+            free(got);
+        }
+        char *now = tu_read_file(csv, NULL);
+        if (!strstr(now, ",\n") || strncmp(now, first, strcspn(first, "\n")))
+            fail_msg("the older file's rows not written back with the new column empty:\n%s", now);
+        free(now), free(first);
+    }
     /* without --resume: nothing reused */
     argv[5] = "--rank", argv[6] = "2", argv[7] = "--cores", argv[8] = "1", argv[9] = "--train-steps";
     argv[10] = "20", argv[11] = NULL;
@@ -1004,8 +1051,8 @@ static void test_sweep_paper(void **state)
     tu_expect_exit(&p, 0, "a sweep of ptb.yaml");
     tu_proc_free(&p);
     char *md_path = tt_xasprintf("%s/table.md", out), *md = tu_read_file(md_path, NULL);
-    if (!strstr(md, "| the paper, PTB, core-1 (unmasked) | 40 | 1 | 30 | | 12M | | | | | 57.9 |") ||
-        !strstr(md, "| the paper, PTB, core-2 (unmasked) | 40 | 2 | 30 | | 12M | | | | | 49.8 |") ||
+    if (!strstr(md, "| the paper, PTB, core-1 (unmasked) | 40 | 1 | 30 | | 12M | | | | | | 57.9 |") ||
+        !strstr(md, "| the paper, PTB, core-2 (unmasked) | 40 | 2 | 30 | | 12M | | | | | | 49.8 |") ||
         !strstr(md, "| tensorized-causal | 40 | 2 | 32 | 0 | 6684572 |"))
         fail_msg("table.md lacks the paper's rows or a point's:\n%s", md);
     print_message("  %s", strstr(md, "| the paper"));
