@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
 # The libFuzzer targets (fuzz/): builds them with clang, AddressSanitizer and UBSan in
 # build-fuzz/ (TT_FUZZ_BUILD), makes their seed corpora, and runs each for SECONDS (default 60):
-#   scripts/fuzz.sh [SECONDS] [TARGET...]        TARGET: spec safetensors corpus tuning (default all)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]        TARGET: spec safetensors corpus tuning sweep_csv
+#                                                (default all)
 #   TT_FUZZ_RUNS=N scripts/fuzz.sh 0 ...          N executions each instead of a time
 # Seeds: specs/ and tests/specs-invalid/ (spec); tests/data's reference file and a real checkpoint
 # of a tiny model trained one step on the CPU (safetensors); small texts, plain and gzip, and
 # PTB's validation text's first lines where ../shared/data has it (corpus); a tuning.tsv line
-# (tuning). What a run adds is kept in build-fuzz/fuzz-corpus/TARGET for the next. Exits non-zero
-# on any finding (its input is written to build-fuzz/fuzz-findings/); prints each target's
-# executions.
+# (tuning); the sweep's CSVs of bench/raw's issue-21 run (sweep_csv). What a run adds is kept in
+# build-fuzz/fuzz-corpus/TARGET for the next. Exits non-zero on any finding (its input is
+# written to build-fuzz/fuzz-findings/); prints each target's executions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-spec safetensors corpus tuning}
+targets=${*:-spec safetensors corpus tuning sweep_csv}
 B=${TT_FUZZ_BUILD:-build-fuzz}
 jobs=$(nproc 2>/dev/null || echo 2)
 command -v clang >/dev/null || { echo "fuzz.sh: needs clang (libFuzzer)" >&2; exit 1; }
 CC=clang cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_FUZZ=ON -DTT_BUILD_TESTS=OFF \
     -DCUDAToolkit_ROOT="${CUDAToolkit_ROOT:-/usr/local/cuda}" >/dev/null
-cmake --build "$B" -j"$jobs" --target fuzz_spec fuzz_safetensors fuzz_corpus fuzz_tuning tt-train \
+cmake --build "$B" -j"$jobs" --target fuzz_spec fuzz_safetensors fuzz_corpus fuzz_tuning fuzz_sweep_csv tt-train \
     >/dev/null
 B=$(cd "$B" && pwd)
 seeds=$B/fuzz-seeds work=$B/fuzz-corpus findings=$B/fuzz-findings
 rm -rf "$seeds"
-mkdir -p "$seeds"/{spec,safetensors,corpus,tuning} "$findings"
+mkdir -p "$seeds"/{spec,safetensors,corpus,tuning,sweep_csv} "$findings"
 cp specs/*.yaml tests/specs-invalid/*.yaml "$seeds/spec/"
 cp tests/data/*.safetensors "$seeds/safetensors/"
 printf 'a b c\nd e a\n' > "$seeds/corpus/small.txt"
@@ -34,6 +35,7 @@ ptb=../shared/data/ptb/ptb.valid.txt
 gzip -c "$seeds/corpus/small.txt" > "$seeds/corpus/small.txt.gz"
 printf 'NVIDIA H200\tsig\tG=2\tG=4\t0.5\t0.9\ttt_mla_fwd\t2026-11-26\n# a comment\n' \
     > "$seeds/tuning/tuning.tsv"
+for f in bench/raw/2026-11-28-s21/call4/sweep/ptb/*.csv; do cp "$f" "$seeds/sweep_csv/"; done
 # a real checkpoint: a tiny model, one step on the CPU
 tiny=$B/fuzz-tiny
 rm -rf "$tiny" && mkdir -p "$tiny"
