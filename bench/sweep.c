@@ -476,7 +476,7 @@ static void sweep_usage(FILE *f)
 {
     fprintf(f,
             "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--causal LIST]\n"
-            "                      [--txl] [--train-steps K [--eval-interval E] [--patience P]\n"
+            "                      [--txl|--no-txl] [--train-steps K [--eval-interval E] [--patience P]\n"
             "                      [--lr LIST]] [--steps K] [--out DIR] [--resume]\n"
             "Every combination of rank, cores (and seq_len) of the tensorized SPEC, for each mask of\n"
             "--causal (true,false; default SPEC's), and with --txl the Transformer-XL of SPEC's shape\n"
@@ -605,13 +605,14 @@ typedef struct {
 
 static int sweep_parse(int argc, char **argv, sweep_options *o)
 {
-    enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE, STEPS, OUT,
-           RESUME };
+    enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, NO_TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE,
+           STEPS, OUT, RESUME };
     static const struct option longs[] = {{"rank", required_argument, 0, RANK},
                                           {"cores", required_argument, 0, CORES},
                                           {"seq-len", required_argument, 0, SEQ},
                                           {"causal", required_argument, 0, CAUSAL},
                                           {"txl", no_argument, 0, TXL},
+                                          {"no-txl", no_argument, 0, NO_TXL},
                                           {"lr", required_argument, 0, LR},
                                           {"train-steps", required_argument, 0, TRAIN_STEPS},
                                           {"eval-interval", required_argument, 0, EVAL_INTERVAL},
@@ -631,7 +632,7 @@ static int sweep_parse(int argc, char **argv, sweep_options *o)
         if (c == SEQ && parse_list("--seq-len", optarg, LIST_INT, 1, 8192, &o->seqs) != 0) return 2;
         if (c == CAUSAL && parse_list("--causal", optarg, LIST_BOOL, 0, 1, &o->causal) != 0) return 2;
         if (c == LR && parse_list("--lr", optarg, LIST_REAL, 0, 1, &o->lrs) != 0) return 2;
-        if (c == TXL) o->txl = true;
+        if (c == TXL || c == NO_TXL) o->txl = c == TXL;
         if (c == TRAIN_STEPS || c == EVAL_INTERVAL || c == PATIENCE || c == STEPS) {
             static const char *const names[] = {"train-steps", "eval-interval", "patience", "steps"};
             long *const to[] = {&o->budget.steps, &o->budget.eval_interval, &o->budget.patience,

@@ -762,10 +762,11 @@ static void expect_as_tt_train(const fixture *fx, const csv_table *t, int row, c
 static void test_sweep_patience(void **state)
 {
     fixture *fx = *state;
-    csv_table *t = run_sweep(fx, (const char *const[]){"--rank", "4", "--cores", "1", "--train-steps",
-                                                       "300", "--eval-interval", "10", "--patience",
-                                                       "3", NULL});
-    if (t->rows != 2) fail_msg("sweep.csv has %d rows, want 1 point", t->rows - 1);
+    csv_table *t = run_sweep(fx, (const char *const[]){"--rank", "4", "--cores", "1", "--txl",
+                                                       "--no-txl", "--train-steps", "300",
+                                                       "--eval-interval", "10", "--patience", "3",
+                                                       NULL});
+    if (t->rows != 2) fail_msg("sweep.csv has %d rows, want 1 point (--no-txl after --txl)", t->rows - 1);
     const long steps = atol(cell(t, 1, "steps")), best = atol(cell(t, 1, "best_step"));
     if (!(steps < 300 && best >= 10 && steps - best == 30 && best % 10 == 0))
         fail_msg("trained %ld steps, best at %ld: not stopped 3 validations of 10 steps after the "
