@@ -594,6 +594,120 @@ static int lr_search(const tt_spec *base, family f, const value_list *lrs, const
     return chosen;
 }
 
+/* What every point of a sweep shares. */
+typedef struct {
+    const tt_spec *base;
+    long vocab;
+    const sweep_data *data;
+    const sweep_budget *budget;
+    sweep_files *io;
+    tt_gpu *gpu;           /* NULL: no GPU */
+    const tt_cache *cache; /* the tuning choices bench_measure takes (NULL: none) */
+    long measure_steps;    /* --steps */
+    const char *card;      /* the GPU's name, or "cpu" */
+} sweep_ctx;
+
+/* A point's row of sweep.csv (SWEEP_HEADER's columns): its spec s and hash, m's costs and
+ * measured figures, r its training, status, and whether its lr came from the search. */
+static void point_row(tt_buf *out, const sweep_ctx *cx, const tt_spec *s, family f,
+                      const bench_model *m, const sweep_result *r, const char *status,
+                      bool searched, const char *hash)
+{
+    const bool txl = f >= FAM_TXL_MEM;
+    if (txl)
+        tt_buf_printf(out, ",,");
+    else
+        tt_buf_printf(out, "%d,%d,", s->model.rank, s->model.cores);
+    tt_buf_printf(out, "%d,%.17g,%.17g,%.17g,", s->model.seq_len, m->costs.params_total,
+                  m->costs.fwd_total, m->costs.train_total);
+    const double measured_cols[5] = {m->train_tok_s, m->eval_tok_s, m->step_ms, m->peak_bytes, m->mfu};
+    static const char *const fmts[5] = {"%.6g", "%.6g", "%.6g", "%.0f", "%.4g"};
+    for (int i = 0; i < 5; i++) {
+        buf_value(out, measured_cols[i], fmts[i]);
+        tt_buf_printf(out, ",");
+    }
+    tt_buf_printf(out, "%ld,", cx->budget->steps);
+    buf_value(out, r->valid_ppl, "%.9g");
+    tt_buf_printf(out, ",%s,%s,%d,%.9g,%s,%ld,%ld,", status, family_name[f],
+                  txl ? s->model.mem_len : 0, s->train.lr, searched ? "search" : "spec", r->steps,
+                  r->best_step);
+    buf_value(out, r->test_ppl, "%.9g");
+    tt_buf_printf(out, ",");
+    buf_value(out, r->seconds, "%.3f");
+    tt_buf_printf(out, ",%llu,%s,%s,%s,%ld,", (unsigned long long)s->train.seed, hash, TT_COMMIT,
+                  cx->card, cx->budget->patience);
+    buf_value(out, r->train_tok_s, "%.6g");
+    tt_buf_printf(out, "\n");
+}
+
+/* One point of the grid (family f's at rank, cores and seq_len, trained with lr): its row of
+ * sweep.csv, the last run's where --resume finds it, else measured on the GPU and trained (trial:
+ * the search's run of this point with the chosen lr, taken as it is; NULL: train it), the file
+ * saved; a line on stderr; and how the plot draws it in drawn. Returns 0, or 1 when sweep.csv
+ * cannot be written (a line on stderr says why). */
+static int sweep_one(const sweep_ctx *cx, family f, int rank, int cores, int seq_len, double lr,
+                     bool searched, const sweep_result *trial, sweep_point *drawn)
+{
+    const sweep_budget *b = cx->budget;
+    const bool txl = f >= FAM_TXL_MEM;
+    tt_spec s = point_spec(cx->base, f, rank, cores, seq_len, lr, b->steps, b->eval_interval);
+    fprintf(stderr, "%s", family_name[f]);
+    if (!txl) fprintf(stderr, ", rank %d, cores %d", rank, cores);
+    fprintf(stderr, ", seq_len %d: ", s.model.seq_len);
+    bench_model m;
+    bench_model_init(&m, "point", &s, cx->vocab);
+    char status[4200] = "ok", why[4096], hash[65];
+    spec_sha256(&s, hash);
+    sweep_result r = NO_RESULT;
+    csv_rows *old_rows = &cx->io->old;
+    const int old = csv_reuse(old_rows, hash, b->patience, "status");
+    if (old >= 0) { /* the last run's row, as it was */
+        tt_buf_printf(&cx->io->rows, "%s\n", old_rows->lines[old]);
+        m.train_tok_s = csv_number(old_rows, old, "train_tokens_per_s");
+        r = old_result(old_rows, old);
+    } else {
+        tt_layout l;
+        if (tt_layout_build(&s.model, cx->vocab, &l, why, sizeof why) != 0) {
+            snprintf(status, sizeof status, "invalid: %s", why);
+        } else {
+            if (cx->gpu) {
+                bench_measure(&m, cx->gpu, cx->cache, cx->measure_steps);
+                if (m.failed[0]) snprintf(status, sizeof status, "not measured: %s", m.failed);
+            }
+            if (trial) {
+                r = *trial;
+            } else if (b->steps && sweep_train(&s, &l, cx->data, b, &r, why, sizeof why) != 0) {
+                r.valid_ppl = r.test_ppl = NAN;
+                if (!strcmp(status, "ok")) snprintf(status, sizeof status, "not trained: %s", why);
+            }
+            tt_layout_free(&l);
+        }
+        csv_clean(status);
+        point_row(&cx->io->rows, cx, &s, f, &m, &r, status, searched, hash);
+    }
+    char err[4096];
+    const int rc = csv_save(cx->io->csv_path, SWEEP_HEADER, &cx->io->rows, old_rows, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "\ntt-bench sweep: %s\n", err);
+    *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
+                           cx->data->test.n ? r.test_ppl : r.valid_ppl, "", family_name[f], rank,
+                           cores, s.model.seq_len, txl ? s.model.mem_len : 0, s.train.lr,
+                           r.valid_ppl, r.test_ppl, r.steps, r.best_step, m.train_tok_s,
+                           r.train_tok_s};
+    if (txl)
+        snprintf(drawn->label, sizeof drawn->label, "TXL M%s", s.model.mem_len ? "" : "0");
+    else
+        snprintf(drawn->label, sizeof drawn->label, "R%d c%d%s", rank, cores,
+                 f == FAM_UNMASKED ? " u" : "");
+    char tps[64], pp[64], tp[64];
+    bench_human(m.train_tok_s, "tokens/s", tps, sizeof tps);
+    bench_human(r.valid_ppl, "ppl", pp, sizeof pp);
+    bench_human(r.test_ppl, "ppl", tp, sizeof tp);
+    fprintf(stderr, "%s%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl %s%s%s\n",
+            old >= 0 ? "the last run's: " : "", m.costs.params_total / 1e6, tps, pp, tp,
+            strcmp(status, "ok") ? ": " : "", strcmp(status, "ok") ? status : "");
+    return rc ? 1 : 0;
+}
+
 /* The sweep's options beside SPEC. */
 typedef struct {
     value_list ranks, cores, seqs, causal, lrs;
@@ -760,6 +874,8 @@ int bench_sweep_main(int argc, char **argv)
     char card[256];
     snprintf(card, sizeof card, "%s", on_gpu ? g.name : "cpu");
     csv_clean(card);
+    const sweep_ctx cx = {&base, vocab, &data, b, &io, on_gpu ? &g : NULL, cached ? &cache : NULL,
+                          o.steps, card};
     {
         int total = 0, point = 0;
         for (int k = 0; k < nf; k++)
@@ -783,96 +899,12 @@ int bench_sweep_main(int argc, char **argv)
             for (int a = 0; a < nr && !rc; a++)
                 for (int c = 0; c < nc && !rc; c++)
                     for (int q = 0; q < o.seqs.n && !rc; q++) {
-                        const int rank = txl ? 0 : (int)o.ranks.v[a], cores = txl ? 0 : (int)o.cores.v[c];
-                        tt_spec s = point_spec(&base, f, rank, cores, (int)o.seqs.v[q], lr, b->steps,
-                                               b->eval_interval);
-                        fprintf(stderr, "[%d/%d] %s", ++point, total, family_name[f]);
-                        if (!txl) fprintf(stderr, ", rank %d, cores %d", rank, cores);
-                        fprintf(stderr, ", seq_len %d: ", s.model.seq_len);
-                        bench_model m;
-                        bench_model_init(&m, "point", &s, vocab);
-                        char status[4200] = "ok", why[4096], hash[65];
-                        spec_sha256(&s, hash);
-                        sweep_result r = NO_RESULT;
-                        const int old = csv_reuse(&io.old, hash, b->patience, "status");
-                        if (old >= 0) { /* the last run's row, as it was */
-                            const csv_rows *t = &io.old;
-                            tt_buf_printf(&io.rows, "%s\n", t->lines[old]);
-                            m.train_tok_s = csv_number(t, old, "train_tokens_per_s");
-                            r = old_result(t, old);
-                        } else {
-                            tt_layout l;
-                            if (tt_layout_build(&s.model, vocab, &l, why, sizeof why) != 0) {
-                                snprintf(status, sizeof status, "invalid: %s", why);
-                            } else {
-                                if (on_gpu) {
-                                    bench_measure(&m, &g, cached ? &cache : NULL, o.steps);
-                                    if (m.failed[0])
-                                        snprintf(status, sizeof status, "not measured: %s", m.failed);
-                                }
-                                /* the search trained the family's first point with the chosen lr */
-                                if (chosen >= 0 && a == 0 && c == 0 && q == 0) {
-                                    r = trials[chosen];
-                                } else if (b->steps &&
-                                           sweep_train(&s, &l, &data, b, &r, why, sizeof why) != 0) {
-                                    r.valid_ppl = r.test_ppl = NAN;
-                                    if (!strcmp(status, "ok"))
-                                        snprintf(status, sizeof status, "not trained: %s", why);
-                                }
-                                tt_layout_free(&l);
-                            }
-                            csv_clean(status);
-                            tt_buf *out = &io.rows;
-                            if (txl)
-                                tt_buf_printf(out, ",,");
-                            else
-                                tt_buf_printf(out, "%d,%d,", rank, cores);
-                            tt_buf_printf(out, "%d,%.17g,%.17g,%.17g,", s.model.seq_len,
-                                          m.costs.params_total, m.costs.fwd_total, m.costs.train_total);
-                            const double measured_cols[5] = {m.train_tok_s, m.eval_tok_s, m.step_ms,
-                                                             m.peak_bytes, m.mfu};
-                            static const char *const fmts[5] = {"%.6g", "%.6g", "%.6g", "%.0f", "%.4g"};
-                            for (int i = 0; i < 5; i++) {
-                                buf_value(out, measured_cols[i], fmts[i]);
-                                tt_buf_printf(out, ",");
-                            }
-                            tt_buf_printf(out, "%ld,", b->steps);
-                            buf_value(out, r.valid_ppl, "%.9g");
-                            tt_buf_printf(out, ",%s,%s,%d,%.9g,%s,%ld,%ld,", status, family_name[f],
-                                          txl ? s.model.mem_len : 0, s.train.lr,
-                                          chosen >= 0 ? "search" : "spec", r.steps, r.best_step);
-                            buf_value(out, r.test_ppl, "%.9g");
-                            tt_buf_printf(out, ",");
-                            buf_value(out, r.seconds, "%.3f");
-                            tt_buf_printf(out, ",%llu,%s,%s,%s,%ld,", (unsigned long long)s.train.seed,
-                                          hash, TT_COMMIT, card, b->patience);
-                            buf_value(out, r.train_tok_s, "%.6g");
-                            tt_buf_printf(out, "\n");
-                        }
-                        if (csv_save(io.csv_path, SWEEP_HEADER, &io.rows, &io.old, err, sizeof err) != 0) {
-                            fprintf(stderr, "\ntt-bench sweep: %s\n", err);
-                            rc = 1;
-                        }
-                        sweep_point *drawn = &plotted[point - 1];
-                        *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
-                                               data.test.n ? r.test_ppl : r.valid_ppl, "",
-                                               family_name[f], rank, cores, s.model.seq_len,
-                                               txl ? s.model.mem_len : 0, s.train.lr, r.valid_ppl,
-                                               r.test_ppl, r.steps, r.best_step, m.train_tok_s,
-                                               r.train_tok_s};
-                        if (txl)
-                            snprintf(drawn->label, sizeof drawn->label, "TXL M%s", s.model.mem_len ? "" : "0");
-                        else
-                            snprintf(drawn->label, sizeof drawn->label, "R%d c%d%s", rank, cores,
-                                     f == FAM_UNMASKED ? " u" : "");
-                        char tps[64], pp[64], tp[64];
-                        bench_human(m.train_tok_s, "tokens/s", tps, sizeof tps);
-                        bench_human(r.valid_ppl, "ppl", pp, sizeof pp);
-                        bench_human(r.test_ppl, "ppl", tp, sizeof tp);
-                        fprintf(stderr, "%s%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl "
-                                "%s%s%s\n", old >= 0 ? "the last run's: " : "", m.costs.params_total / 1e6,
-                                tps, pp, tp, strcmp(status, "ok") ? ": " : "",
-                                strcmp(status, "ok") ? status : "");
+                        const bool first_point = a == 0 && c == 0 && q == 0;
+                        fprintf(stderr, "[%d/%d] ", ++point, total);
+                        rc = sweep_one(&cx, f, txl ? 0 : (int)o.ranks.v[a], txl ? 0 : (int)o.cores.v[c],
+                                       (int)o.seqs.v[q], lr, chosen >= 0,
+                                       chosen >= 0 && first_point ? &trials[chosen] : NULL,
+                                       &plotted[point - 1]);
                     }
         }
         /* the grid's rows alone: the last run's others (another grid's) are dropped */
