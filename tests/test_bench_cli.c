@@ -931,6 +931,81 @@ static void test_sweep_resume(void **state)
     free(spec), free(out);
 }
 
+/* Rows of a sweep's CSV at path without its header (the whole file when header is false). */
+static char *csv_body(const char *path, bool header)
+{
+    char *text = tu_read_file(path, NULL);
+    if (header) return text;
+    char *body = tt_xstrdup(strchr(text, '\n') + 1);
+    free(text);
+    return body;
+}
+
+/* A grid split over two runs (the masked family with Transformer-XL's; the unmasked one alone,
+ * as bench/paper-sweep.sh's options do for several GPUs), their files joined (one header, every
+ * part's rows) and the whole grid run over them with --resume: every point and trial reused, and
+ * the files those of the whole grid run at once, but for the times. */
+static void test_sweep_split(void **state)
+{
+    fixture *fx = *state;
+    static const char *const grid[] = {"--rank", "2,4", "--cores", "1", "--causal", "true,false",
+                                       "--txl", "--lr", "3e-3,1e-3", "--train-steps", "40",
+                                       "--eval-interval", "10", "--patience", "2", NULL};
+    free(run_sweep(fx, grid)); /* the whole grid at once: out/ */
+    char *out = tt_xasprintf("%s/out", fx->root), *spec = tt_xasprintf("%s/sweep.yaml", fx->root);
+    char *files[2][3]; /* [sweep.csv, lr_search.csv][whole, part a, part b] */
+    static const char *const names[2] = {"sweep.csv", "lr_search.csv"};
+    for (int k = 0; k < 2; k++) files[k][0] = tt_xasprintf("%s/%s", out, names[k]);
+    char *want[2] = {without_seconds(files[0][0]), without_seconds(files[1][0])};
+    static const char *const parts[2][4] = {{"--causal", "true", NULL, NULL},
+                                            {"--causal", "false", "--no-txl", NULL}};
+    for (int part = 0; part < 2; part++) {
+        char *dir = tt_xasprintf("%s/part%d", fx->root, part);
+        const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", dir};
+        int n = 5;
+        for (int i = 0; grid[i]; i++) argv[n++] = grid[i];
+        for (int i = 0; parts[part][i]; i++) argv[n++] = parts[part][i]; /* later options win */
+        tu_proc p;
+        tu_proc_start(&p, argv, NULL);
+        tu_proc_wait(&p, TIMEOUT);
+        tu_expect_exit(&p, 0, "a part of the grid");
+        tu_proc_free(&p);
+        for (int k = 0; k < 2; k++) files[k][1 + part] = tt_xasprintf("%s/%s", dir, names[k]);
+        free(dir);
+    }
+    /* joined into a fresh folder, the second part's rows first: rows are found by their hash */
+    char *joined = tt_xasprintf("%s/joined", fx->root);
+    assert_int_equal(mkdir(joined, 0755), 0);
+    for (int k = 0; k < 2; k++) {
+        char *b = csv_body(files[k][2], true), *a = csv_body(files[k][1], false);
+        char *text = tt_xasprintf("%s%s", b, a), *path = tt_xasprintf("%s/%s", joined, names[k]);
+        tu_write_text(path, text);
+        free(a), free(b), free(text), free(path);
+    }
+    const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", joined, "--resume"};
+    int n = 6;
+    for (int i = 0; grid[i]; i++) argv[n++] = grid[i];
+    tu_proc p;
+    tu_proc_start(&p, argv, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, "the whole grid over the joined parts");
+    int reused = 0;
+    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
+    if (reused != 6 + 8)
+        fail_msg("%d lines say a result was reused, want 14 (6 points, 8 trials):\n%s", reused, p.err);
+    tu_proc_free(&p);
+    for (int k = 0; k < 2; k++) {
+        char *path = tt_xasprintf("%s/%s", joined, names[k]), *got = without_seconds(path);
+        if (strcmp(got, want[k]))
+            fail_msg("the joined parts' %s is not the whole grid's:\n%s\nwant\n%s", names[k], got,
+                     want[k]);
+        free(got), free(path);
+        for (int j = 0; j < 3; j++) free(files[k][j]);
+        free(want[k]);
+    }
+    free(joined), free(out), free(spec);
+}
+
 /* Both masks, Transformer-XL with memory and without, each family's learning rate searched:
  * lr_search.csv has each family's rates, the chosen one of the lowest validation perplexity;
  * each family's rows are trained with it (its first point is the search's run); the
@@ -1190,6 +1265,7 @@ int main(void)
         IN_OWN_FOLDER(test_sweep_patience),
         IN_OWN_FOLDER(test_sweep_families),
         IN_OWN_FOLDER(test_sweep_resume),
+        IN_OWN_FOLDER(test_sweep_split),
         IN_OWN_FOLDER(test_sweep_refusals),
         IN_OWN_FOLDER(test_sweep_paper),
         IN_OWN_FOLDER(test_plot),
