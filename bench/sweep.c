@@ -515,8 +515,20 @@ typedef struct {
     csv_rows old, old_lr; /* the last run's rows (none without --resume) */
     tt_buf rows;          /* this run's sweep.csv rows so far */
     tt_buf lr_rows;       /* this run's lr_search.csv rows of the searches that ended */
-    long patience;
 } sweep_files;
+
+/* What every point of a sweep shares. */
+typedef struct {
+    const tt_spec *base;
+    long vocab;
+    const sweep_data *data;
+    const sweep_budget *budget;
+    sweep_files *io;
+    tt_gpu *gpu;           /* NULL: no GPU */
+    const tt_cache *cache; /* the tuning choices bench_measure takes (NULL: none) */
+    long measure_steps;    /* --steps */
+    const char *card;      /* the GPU's name, or "cpu" */
+} sweep_ctx;
 
 /* One lr_search.csv row: a rate's trial at a family's first point. */
 static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool chosen, long patience,
@@ -539,28 +551,28 @@ static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool c
  * perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when there was no
  * search or no trial trained (then *lr is the spec's), -2 when lr_search.csv cannot be written
  * (why in err). */
-static int lr_search(const tt_spec *base, family f, const value_list *lrs, const int first[3],
-                     long vocab, const sweep_data *d, const sweep_budget *b, sweep_files *io,
+static int lr_search(const sweep_ctx *cx, family f, const value_list *lrs, const int first[3],
                      sweep_result *trials, double *lr, char *err, size_t errlen)
 {
-    *lr = base->train.lr;
+    const sweep_budget *b = cx->budget;
+    sweep_files *io = cx->io;
+    *lr = cx->base->train.lr;
     int chosen = -1;
     char why[4096], hash[SWEEP_MAX][65];
     for (int i = 0; i < lrs->n; i++) {
-        tt_spec s = point_spec(base, f, first[0], first[1], first[2], lrs->v[i], b->steps,
+        tt_spec s = point_spec(cx->base, f, first[0], first[1], first[2], lrs->v[i], b->steps,
                                b->eval_interval);
         spec_sha256(&s, hash[i]);
         trials[i] = NO_RESULT;
         const int old = csv_reuse(&io->old_lr, hash[i], b->patience, "valid_ppl");
         int rc = 0;
         if (old >= 0) {
-            const csv_rows *t = &io->old_lr;
-            trials[i] = old_result(t, old);
+            trials[i] = old_result(&io->old_lr, old);
         } else {
             tt_layout l;
-            rc = tt_layout_build(&s.model, vocab, &l, why, sizeof why);
+            rc = tt_layout_build(&s.model, cx->vocab, &l, why, sizeof why);
             if (rc == 0) {
-                rc = sweep_train(&s, &l, d, b, &trials[i], why, sizeof why);
+                rc = sweep_train(&s, &l, cx->data, b, &trials[i], why, sizeof why);
                 tt_layout_free(&l);
             }
         }
@@ -573,19 +585,20 @@ static int lr_search(const tt_spec *base, family f, const value_list *lrs, const
             trials[i].valid_ppl = NAN;
             fprintf(stderr, "lr search %s: lr %g: not trained: %s\n", family_name[f], lrs->v[i], why);
         }
-        /* the file as it stands: the searches that ended, then this one's trials so far */
+        /* the file as it stands: the searches that ended, then this one's trials so far (the
+         * chosen one marked once the last has run); after the last, the searches that ended */
+        const bool last = i == lrs->n - 1;
         tt_buf now = {0};
         if (io->lr_rows.len) tt_buf_append(&now, io->lr_rows.data, io->lr_rows.len);
         for (int k = 0; k <= i; k++)
-            lr_row(&now, f, lrs->v[k], &trials[k], i == lrs->n - 1 && k == chosen, b->patience, hash[k]);
-        if (i == lrs->n - 1) {
+            lr_row(&now, f, lrs->v[k], &trials[k], last && k == chosen, b->patience, hash[k]);
+        const int saved = csv_save(io->lr_path, LR_HEADER, &now, &io->old_lr, err, errlen);
+        if (last) {
             tt_buf_free(&io->lr_rows);
             io->lr_rows = now;
-            now = (tt_buf){0};
+        } else {
+            tt_buf_free(&now);
         }
-        const int saved = csv_save(io->lr_path, LR_HEADER, i == lrs->n - 1 ? &io->lr_rows : &now,
-                                   &io->old_lr, err, errlen);
-        tt_buf_free(&now);
         if (saved != 0) return -2;
     }
     if (chosen >= 0) *lr = lrs->v[chosen];
@@ -593,19 +606,6 @@ static int lr_search(const tt_spec *base, family f, const value_list *lrs, const
             "rate trained)" : "");
     return chosen;
 }
-
-/* What every point of a sweep shares. */
-typedef struct {
-    const tt_spec *base;
-    long vocab;
-    const sweep_data *data;
-    const sweep_budget *budget;
-    sweep_files *io;
-    tt_gpu *gpu;           /* NULL: no GPU */
-    const tt_cache *cache; /* the tuning choices bench_measure takes (NULL: none) */
-    long measure_steps;    /* --steps */
-    const char *card;      /* the GPU's name, or "cpu" */
-} sweep_ctx;
 
 /* A point's row of sweep.csv (SWEEP_HEADER's columns): its spec s and hash, m's costs and
  * measured figures, r its training, status, and whether its lr came from the search. */
@@ -835,7 +835,7 @@ int bench_sweep_main(int argc, char **argv)
             rc = 2;
         }
     }
-    sweep_files io = {.patience = b->patience};
+    sweep_files io = {0};
     if (!rc) {
         io.csv_path = tt_xasprintf("%s/sweep.csv", dir);
         io.lr_path = tt_xasprintf("%s/lr_search.csv", dir);
@@ -889,8 +889,8 @@ int bench_sweep_main(int argc, char **argv)
                                   (int)o.seqs.v[0]};
             sweep_result trials[SWEEP_MAX];
             double lr = base.train.lr;
-            const int chosen = o.lrs.n ? lr_search(&base, f, &o.lrs, first, vocab, &data, b, &io,
-                                                   trials, &lr, err, sizeof err) : -1;
+            const int chosen = o.lrs.n ? lr_search(&cx, f, &o.lrs, first, trials, &lr, err,
+                                                   sizeof err) : -1;
             if (chosen == -2) {
                 fprintf(stderr, "tt-bench sweep: %s\n", err);
                 rc = 1;

@@ -23,11 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!t.lines[i]) abort();
             for (int c = 0; c < t.ncols; c++) (void)csv_number(&t, i, t.names[c]);
         }
+        /* the first row's hash: every row of it taken by the first call, none found again */
         const char *hash = t.nrows ? csv_cell(&t, 0, "spec_sha256") : "x";
-        char *first = strdup(hash);
-        while (csv_reuse(&t, first, 3, "valid_ppl") >= 0) {
-        }
-        free(first);
+        (void)csv_reuse(&t, hash, 3, "valid_ppl");
+        if (csv_reuse(&t, hash, 3, "valid_ppl") >= 0) abort();
         csv_rows_free(&t);
     }
     return 0;

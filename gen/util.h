@@ -4,6 +4,7 @@
 #ifndef TT_UTIL_H
 #define TT_UTIL_H
 
+#include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -19,7 +20,6 @@ _Noreturn void tt_panic(const char *file, int line, const char *fmt, ...)
  * is set on a thread, tt_panic on that thread writes its message into the trap and longjmps to
  * its env (setjmp'd by the caller) instead of printing and aborting. NULL: none (the default).
  * What the interrupted call held is not released: the caller marks its object unusable. */
-#include <setjmp.h>
 typedef struct {
     jmp_buf env;
     char message[1024];
