@@ -644,7 +644,7 @@ static void point_row(tt_buf *out, const sweep_ctx *cx, const tt_spec *s, family
  * sweep.csv, the last run's where --resume finds it, else measured on the GPU and trained (trial:
  * the search's run of this point with the chosen lr, taken as it is; NULL: train it), the file
  * saved; a line on stderr; and how the plot draws it in drawn. Returns 0, or 1 when sweep.csv
- * cannot be written (a line on stderr says why). */
+ * cannot be written (a last line on stderr says why). */
 static int sweep_one(const sweep_ctx *cx, family f, int rank, int cores, int seq_len, double lr,
                      bool searched, const sweep_result *trial, sweep_point *drawn)
 {
@@ -687,7 +687,6 @@ static int sweep_one(const sweep_ctx *cx, family f, int rank, int cores, int seq
     }
     char err[4096];
     const int rc = csv_save(cx->io->csv_path, SWEEP_HEADER, &cx->io->rows, old_rows, err, sizeof err);
-    if (rc != 0) fprintf(stderr, "\ntt-bench sweep: %s\n", err);
     *drawn = (sweep_point){m.costs.params_total, m.train_tok_s,
                            cx->data->test.n ? r.test_ppl : r.valid_ppl, "", family_name[f], rank,
                            cores, s.model.seq_len, txl ? s.model.mem_len : 0, s.train.lr,
@@ -705,6 +704,7 @@ static int sweep_one(const sweep_ctx *cx, family f, int rank, int cores, int seq
     fprintf(stderr, "%s%.2fM parameters, train %s tokens/s, valid ppl %s, test ppl %s%s%s\n",
             old >= 0 ? "the last run's: " : "", m.costs.params_total / 1e6, tps, pp, tp,
             strcmp(status, "ok") ? ": " : "", strcmp(status, "ok") ? status : "");
+    if (rc != 0) fprintf(stderr, "tt-bench sweep: %s\n", err); /* the last line: the sweep stops */
     return rc ? 1 : 0;
 }
 

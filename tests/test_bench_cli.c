@@ -1160,6 +1160,25 @@ static void test_sweep_refusals(void **state)
                   "--eval-interval", "1", "--patience", "0");
     SWEEP_REFUSES("--eval-interval x", "--eval-interval is a count from 1, not 'x'", "--train-steps",
                   "2", "--eval-interval", "x");
+    /* a folder where sweep.csv cannot be written (a directory of that name): --resume cannot
+     * read it (exit 2, one line); without, the first point's save fails: exit 1, the last line
+     * of stderr saying which file */
+    char *out = tt_xasprintf("%s/blocked", fx->root), *blocker = tt_xasprintf("%s/sweep.csv", out);
+    assert_int_equal(mkdir(out, 0755), 0);
+    assert_int_equal(mkdir(blocker, 0755), 0);
+    SWEEP_REFUSES("--resume over a sweep.csv that is a directory", "sweep.csv: not a regular file",
+                  "--train-steps", "2", "--out", out, "--resume");
+    tu_proc p;
+    RUN(&p, "sweep", spec, "--rank", "4", "--cores", "1", "--train-steps", "2", "--out", out);
+    tu_expect_exit(&p, 1, "a sweep whose sweep.csv cannot be written");
+    const char *last = p.err + strlen(p.err);
+    while (last > p.err && last[-1] == '\n') last--;
+    while (last > p.err && last[-1] != '\n') last--;
+    if (strncmp(last, "tt-bench sweep: ", 16) || !strstr(last, blocker) ||
+        strchr(last, '\n') != p.err + strlen(p.err) - 1)
+        fail_msg("the last line of stderr does not say sweep.csv cannot be written:\n%s", p.err);
+    tu_proc_free(&p);
+    free(out), free(blocker);
 #undef SWEEP_REFUSES
     REFUSES("--txl of an odd d_model", "--txl: ", "sweep", odd, "--rank", "2", "--cores", "1", "--txl");
     free(spec), free(odd);
