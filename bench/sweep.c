@@ -476,11 +476,12 @@ static void sweep_usage(FILE *f)
 {
     fprintf(f,
             "usage: tt-bench sweep SPEC --rank LIST --cores LIST [--seq-len LIST] [--causal LIST]\n"
-            "                      [--txl|--no-txl] [--train-steps K [--eval-interval E] [--patience P]\n"
-            "                      [--lr LIST]] [--steps K] [--out DIR] [--resume]\n"
+            "                      [--txl|--no-txl|--txl-only] [--train-steps K [--eval-interval E]\n"
+            "                      [--patience P] [--lr LIST]] [--steps K] [--out DIR] [--resume]\n"
             "Every combination of rank, cores (and seq_len) of the tensorized SPEC, for each mask of\n"
             "--causal (true,false; default SPEC's), and with --txl the Transformer-XL of SPEC's shape\n"
-            "with mem_len = seq_len and 0: parameters and FLOPs per token; on a GPU, training and\n"
+            "with mem_len = seq_len and 0 (--txl-only: those alone; no --rank or --cores needed):\n"
+            "parameters and FLOPs per token; on a GPU, training and\n"
             "evaluation tokens/s, step time, memory and MFU; with --train-steps, each trained K steps\n"
             "as tt-train would, validated every E steps and at the end, stopped after P validations\n"
             "without a new best, and scored on data.test from its best weights; --lr tries each rate\n"
@@ -711,7 +712,7 @@ static int sweep_one(const sweep_ctx *cx, family f, int rank, int cores, int seq
 /* The sweep's options beside SPEC. */
 typedef struct {
     value_list ranks, cores, seqs, causal, lrs;
-    bool txl, resume;
+    bool txl, txl_only, resume;
     sweep_budget budget;
     long steps; /* measured steps on the GPU */
     const char *out;
@@ -720,13 +721,14 @@ typedef struct {
 static int sweep_parse(int argc, char **argv, sweep_options *o)
 {
     enum { RANK = 256, CORES, SEQ, CAUSAL, TXL, NO_TXL, LR, TRAIN_STEPS, EVAL_INTERVAL, PATIENCE,
-           STEPS, OUT, RESUME };
+           STEPS, OUT, RESUME, TXL_ONLY };
     static const struct option longs[] = {{"rank", required_argument, 0, RANK},
                                           {"cores", required_argument, 0, CORES},
                                           {"seq-len", required_argument, 0, SEQ},
                                           {"causal", required_argument, 0, CAUSAL},
                                           {"txl", no_argument, 0, TXL},
                                           {"no-txl", no_argument, 0, NO_TXL},
+                                          {"txl-only", no_argument, 0, TXL_ONLY},
                                           {"lr", required_argument, 0, LR},
                                           {"train-steps", required_argument, 0, TRAIN_STEPS},
                                           {"eval-interval", required_argument, 0, EVAL_INTERVAL},
@@ -746,7 +748,10 @@ static int sweep_parse(int argc, char **argv, sweep_options *o)
         if (c == SEQ && parse_list("--seq-len", optarg, LIST_INT, 1, 8192, &o->seqs) != 0) return 2;
         if (c == CAUSAL && parse_list("--causal", optarg, LIST_BOOL, 0, 1, &o->causal) != 0) return 2;
         if (c == LR && parse_list("--lr", optarg, LIST_REAL, 0, 1, &o->lrs) != 0) return 2;
-        if (c == TXL || c == NO_TXL) o->txl = c == TXL;
+        if (c == TXL || c == NO_TXL || c == TXL_ONLY) {
+            o->txl = c != NO_TXL;
+            o->txl_only = c == TXL_ONLY;
+        }
         if (c == TRAIN_STEPS || c == EVAL_INTERVAL || c == PATIENCE || c == STEPS) {
             static const char *const names[] = {"train-steps", "eval-interval", "patience", "steps"};
             long *const to[] = {&o->budget.steps, &o->budget.eval_interval, &o->budget.patience,
@@ -768,7 +773,7 @@ static int sweep_parse(int argc, char **argv, sweep_options *o)
         }
         if (c == '?' || c == ':') return tt_opt_refuse("tt-bench sweep", c, argv);
     }
-    if (optind != argc - 1 || !o->ranks.n || !o->cores.n) {
+    if (optind != argc - 1 || (!o->txl_only && (!o->ranks.n || !o->cores.n))) {
         fprintf(stderr, "tt-bench sweep: expected one spec, --rank and --cores (see tt-bench sweep "
                         "--help)\n");
         return 2;
@@ -862,7 +867,8 @@ int bench_sweep_main(int argc, char **argv)
     if (!o.causal.n) o.causal.v[o.causal.n++] = base.model.causal;
     family fams[SWEEP_MAX + 2];
     int nf = 0;
-    for (int i = 0; i < o.causal.n; i++) fams[nf++] = o.causal.v[i] ? FAM_CAUSAL : FAM_UNMASKED;
+    for (int i = 0; i < o.causal.n && !o.txl_only; i++)
+        fams[nf++] = o.causal.v[i] ? FAM_CAUSAL : FAM_UNMASKED;
     if (o.txl) fams[nf++] = FAM_TXL_MEM, fams[nf++] = FAM_TXL_NOMEM;
 
     tt_gpu g;

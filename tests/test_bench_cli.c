@@ -931,7 +931,7 @@ static void test_sweep_resume(void **state)
     free(spec), free(out);
 }
 
-/* Rows of a sweep's CSV at path without its header (the whole file when header is false). */
+/* Rows of a sweep's CSV at path without its header (the whole file when header is true). */
 static char *csv_body(const char *path, bool header)
 {
     char *text = tu_read_file(path, NULL);
@@ -941,10 +941,11 @@ static char *csv_body(const char *path, bool header)
     return body;
 }
 
-/* A grid split over two runs (the masked family with Transformer-XL's; the unmasked one alone,
- * as bench/paper-sweep.sh's options do for several GPUs), their files joined (one header, every
- * part's rows) and the whole grid run over them with --resume: every point and trial reused, and
- * the files those of the whole grid run at once, but for the times. */
+/* A grid split over four runs, as bench/paper-sweep.sh's options split it for several GPUs (by
+ * family, the Transformer-XLs alone with --txl-only, and a family's later ranks at the rate its
+ * search chose), their files joined (one header, every part's rows) and the whole grid run over
+ * them with --resume: every point and trial reused, and the files those of the whole grid run at
+ * once, but for the times. */
 static void test_sweep_split(void **state)
 {
     fixture *fx = *state;
@@ -953,13 +954,20 @@ static void test_sweep_split(void **state)
                                        "--eval-interval", "10", "--patience", "2", NULL};
     free(run_sweep(fx, grid)); /* the whole grid at once: out/ */
     char *out = tt_xasprintf("%s/out", fx->root), *spec = tt_xasprintf("%s/sweep.yaml", fx->root);
-    char *files[2][3]; /* [sweep.csv, lr_search.csv][whole, part a, part b] */
+    enum { PARTS = 4 };
+    char *files[2][1 + PARTS]; /* [sweep.csv, lr_search.csv][whole, the parts] */
     static const char *const names[2] = {"sweep.csv", "lr_search.csv"};
     for (int k = 0; k < 2; k++) files[k][0] = tt_xasprintf("%s/%s", out, names[k]);
     char *want[2] = {without_seconds(files[0][0]), without_seconds(files[1][0])};
-    static const char *const parts[2][4] = {{"--causal", "true", NULL, NULL},
-                                            {"--causal", "false", "--no-txl", NULL}};
-    for (int part = 0; part < 2; part++) {
+    /* the causal family's search with its first rank; the unmasked family; the Transformer-XLs
+     * alone; the causal family's other rank at the rate the first part chose (its one trial is
+     * that point's run, a row the whole grid does not keep) */
+    char chosen[64] = "";
+    const char *parts[PARTS][8] = {{"--causal", "true", "--rank", "2", "--no-txl", NULL},
+                                   {"--causal", "false", "--no-txl", NULL},
+                                   {"--txl-only", NULL},
+                                   {"--causal", "true", "--rank", "4", "--no-txl", "--lr", chosen, NULL}};
+    for (int part = 0; part < PARTS; part++) {
         char *dir = tt_xasprintf("%s/part%d", fx->root, part);
         const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", dir};
         int n = 5;
@@ -972,15 +980,34 @@ static void test_sweep_split(void **state)
         tu_proc_free(&p);
         for (int k = 0; k < 2; k++) files[k][1 + part] = tt_xasprintf("%s/%s", dir, names[k]);
         free(dir);
+        if (part == 0) {
+            csv_table *t = read_table(files[1][1]);
+            for (int r = 1; r < t->rows; r++)
+                if (atoi(cell(t, r, "chosen"))) snprintf(chosen, sizeof chosen, "%s", cell(t, r, "lr"));
+            if (!*chosen) fail_msg("the first part's lr_search.csv marks no rate chosen");
+            free(t);
+        }
+        if (part == 2) { /* --txl-only: the two Transformer-XL rows alone */
+            csv_table *t = read_table(files[0][3]);
+            if (t->rows != 3 || strcmp(cell(t, 1, "family"), "txl-mem") ||
+                strcmp(cell(t, 2, "family"), "txl-nomem"))
+                fail_msg("--txl-only wrote %d rows, want the two Transformer-XLs'", t->rows - 1);
+            free(t);
+        }
     }
-    /* joined into a fresh folder, the second part's rows first: rows are found by their hash */
+    /* joined into a fresh folder, the last part's rows first: rows are found by their hash */
     char *joined = tt_xasprintf("%s/joined", fx->root);
     assert_int_equal(mkdir(joined, 0755), 0);
     for (int k = 0; k < 2; k++) {
-        char *b = csv_body(files[k][2], true), *a = csv_body(files[k][1], false);
-        char *text = tt_xasprintf("%s%s", b, a), *path = tt_xasprintf("%s/%s", joined, names[k]);
+        char *text = csv_body(files[k][PARTS], true);
+        for (int part = PARTS - 1; part >= 1; part--) {
+            char *body = csv_body(files[k][part], false), *both = tt_xasprintf("%s%s", text, body);
+            free(text), free(body);
+            text = both;
+        }
+        char *path = tt_xasprintf("%s/%s", joined, names[k]);
         tu_write_text(path, text);
-        free(a), free(b), free(text), free(path);
+        free(text), free(path);
     }
     const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", joined, "--resume"};
     int n = 6;
@@ -1000,7 +1027,7 @@ static void test_sweep_split(void **state)
             fail_msg("the joined parts' %s is not the whole grid's:\n%s\nwant\n%s", names[k], got,
                      want[k]);
         free(got), free(path);
-        for (int j = 0; j < 3; j++) free(files[k][j]);
+        for (int j = 0; j <= PARTS; j++) free(files[k][j]);
         free(want[k]);
     }
     free(joined), free(out), free(spec);
