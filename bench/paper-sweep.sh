@@ -17,7 +17,7 @@ set -euo pipefail
 dir=${1:?usage: bench/paper-sweep.sh DIR [tt-bench sweep options...]}
 shift
 bench=${TT_BENCH:-build/tt-bench}
-grid=(--rank 8,16,40,64,128 --cores 1,2,4 --causal true,false --txl --lr 2.5e-4,5e-4,1e-3,2e-3
+grid=(--rank 8,16,40,64,128 --cores 1,2,4 --causal true,false --txl --lr 1.25e-4,2.5e-4,5e-4,1e-3,2e-3
       --eval-interval 1000 --patience 3 --resume)
 for spec in ${PAPER_SWEEP_SPECS:-ptb wt2}; do
     case $spec in wt2) k=60000 ;; *) k=15000 ;; esac

@@ -548,8 +548,8 @@ static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool c
 
 /* A family's learning rate: with --lr, each rate trained at the family's first point (its
  * results in trials, a row each in lr_search.csv as it ends and a line on stderr; with --resume a
- * trial the last run finished is read back, not trained), the one of the best validation
- * perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when there was no
+ * trial the last run finished, in lr_search.csv or as that point's row in sweep.csv, is read
+ * back, not trained), the one of the best validation perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when there was no
  * search or no trial trained (then *lr is the spec's), -2 when lr_search.csv cannot be written
  * (why in err). */
 static int lr_search(const sweep_ctx *cx, family f, const value_list *lrs, const int first[3],
@@ -565,10 +565,14 @@ static int lr_search(const sweep_ctx *cx, family f, const value_list *lrs, const
                                b->eval_interval);
         spec_sha256(&s, hash[i]);
         trials[i] = NO_RESULT;
-        const int old = csv_reuse(&io->old_lr, hash[i], b->patience, "valid_ppl");
+        /* the last run's trial, or else its point of this spec: the same training */
+        int old = csv_reuse(&io->old_lr, hash[i], b->patience, "valid_ppl");
+        const csv_rows *from = &io->old_lr;
+        if (old < 0 && (old = csv_find(&io->old, hash[i], b->patience, "valid_ppl")) >= 0)
+            from = &io->old;
         int rc = 0;
         if (old >= 0) {
-            trials[i] = old_result(&io->old_lr, old);
+            trials[i] = old_result(from, old);
         } else {
             tt_layout l;
             rc = tt_layout_build(&s.model, cx->vocab, &l, why, sizeof why);

@@ -90,17 +90,23 @@ double csv_number(const csv_rows *t, int i, const char *name)
     return *v ? strtod(v, NULL) : NAN;
 }
 
-int csv_reuse(csv_rows *t, const char *hash, long patience, const char *need)
+int csv_find(const csv_rows *t, const char *hash, long patience, const char *need)
 {
-    int found = -1;
     for (int i = 0; i < t->nrows; i++) {
         if (t->taken[i] || strcmp(csv_cell(t, i, "spec_sha256"), hash)) continue;
-        t->taken[i] = true;
         const char *status = csv_cell(t, i, "status");
-        if (found < 0 && atol(csv_cell(t, i, "patience")) == patience && *csv_cell(t, i, need) &&
+        if (atol(csv_cell(t, i, "patience")) == patience && *csv_cell(t, i, need) &&
             (!*status || !strcmp(status, "ok")))
-            found = i;
+            return i;
     }
+    return -1;
+}
+
+int csv_reuse(csv_rows *t, const char *hash, long patience, const char *need)
+{
+    const int found = csv_find(t, hash, patience, need);
+    for (int i = 0; i < t->nrows; i++)
+        if (!strcmp(csv_cell(t, i, "spec_sha256"), hash)) t->taken[i] = true;
     return found;
 }
 

@@ -45,8 +45,10 @@ double csv_number(const csv_rows *t, int i, const char *name);
 
 /* The row of t that a point of spec hash `hash` trained with `patience` can reuse: one with that
  * hash and patience and a result (need: the column that must not be empty; status "ok" where t
- * has a status), not yet taken. Every row of that hash is marked taken: a row that cannot be
- * reused is superseded by the point's new run. Returns the row, or -1. */
+ * has a status), not yet taken. Returns the row, or -1; t is not changed. */
+int csv_find(const csv_rows *t, const char *hash, long patience, const char *need);
+/* csv_find's row, and every row of that hash marked taken: a row that cannot be reused is
+ * superseded by the point's new run. */
 int csv_reuse(csv_rows *t, const char *hash, long patience, const char *need);
 
 /* Writes path atomically: header, then this run's rows, then the rows of old (the last run's,

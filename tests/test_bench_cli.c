@@ -995,6 +995,29 @@ static void test_sweep_split(void **state)
             free(t);
         }
     }
+    /* the last part again over the whole grid's sweep.csv alone: its one trial is that point's
+     * row there, the same training, so nothing is trained */
+    {
+        char *seeded = tt_xasprintf("%s/seeded", fx->root), *csv = tt_xasprintf("%s/sweep.csv", seeded);
+        assert_int_equal(mkdir(seeded, 0755), 0);
+        char *text = tu_read_file(files[0][0], NULL);
+        tu_write_text(csv, text);
+        const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", seeded, "--resume"};
+        int n = 6;
+        for (int i = 0; grid[i]; i++) argv[n++] = grid[i];
+        for (int i = 0; parts[PARTS - 1][i]; i++) argv[n++] = parts[PARTS - 1][i];
+        tu_proc p;
+        tu_proc_start(&p, argv, NULL);
+        tu_proc_wait(&p, TIMEOUT);
+        tu_expect_exit(&p, 0, "a part over the whole grid's sweep.csv");
+        int reused = 0;
+        for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
+        if (reused != 2)
+            fail_msg("%d lines say a result was reused, want 2 (the trial, its point):\n%s", reused,
+                     p.err);
+        tu_proc_free(&p);
+        free(text), free(csv), free(seeded);
+    }
     /* joined into a fresh folder, the last part's rows first: rows are found by their hash */
     char *joined = tt_xasprintf("%s/joined", fx->root);
     assert_int_equal(mkdir(joined, 0755), 0);
