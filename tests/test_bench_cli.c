@@ -809,6 +809,27 @@ static char *without_seconds(const char *path)
     return b.data;
 }
 
+/* tt-bench sweep SPEC --out DIR with the NULL-terminated option lists a and then b (a later
+ * option wins; either may be NULL); exit 0 expected (what names the run). Fails unless `want`
+ * lines of its stderr say a result was reused ("the last run's"). */
+static void sweep_reusing(const char *spec, const char *dir, const char *const *a,
+                          const char *const *b, int want, const char *what)
+{
+    const char *argv[48] = {TT_BENCH_BIN, "sweep", spec, "--out", dir};
+    int n = 5;
+    for (int i = 0; a && a[i]; i++) argv[n++] = a[i];
+    for (int i = 0; b && b[i]; i++) argv[n++] = b[i];
+    tu_proc p;
+    tu_proc_start(&p, argv, NULL);
+    tu_proc_wait(&p, TIMEOUT);
+    tu_expect_exit(&p, 0, what);
+    int reused = 0;
+    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
+    if (reused != want)
+        fail_msg("%s: %d lines say a result was reused, want %d:\n%s", what, reused, want, p.err);
+    tu_proc_free(&p);
+}
+
 /* --resume: a sweep run again over its own output reuses every finished point and search trial
  * (a line says so; the files stay byte for byte); after a kill (a row gone, a row cut short, the
  * last search trial gone) it trains what is missing alone and gives the same files but for the
@@ -828,20 +849,10 @@ static void test_sweep_resume(void **state)
     for (int i = 0; args[i]; i++) resume[i + 1] = args[i];
     /* all reused */
     char *spec = tt_xasprintf("%s/sweep.yaml", fx->root), *out = tt_xasprintf("%s/out", fx->root);
-    const char *argv[32] = {TT_BENCH_BIN, "sweep", spec, "--out", out};
-    int n = 5;
-    for (int i = 0; resume[i]; i++) argv[n++] = resume[i];
-    tu_proc p;
-    tu_proc_start(&p, argv, NULL);
-    tu_proc_wait(&p, TIMEOUT);
-    tu_expect_exit(&p, 0, "tt-bench sweep --resume");
-    int reused = 0;
-    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
-    if (reused != 4 + 4) fail_msg("%d lines say the last run's result was reused, want 8:\n%s", reused, p.err);
+    sweep_reusing(spec, out, resume, NULL, 4 + 4, "tt-bench sweep --resume");
     char *got = tu_read_file(csv, NULL), *got_lr = tu_read_file(lrs, NULL);
     if (strcmp(got, want_csv) || strcmp(got_lr, want_lr))
         fail_msg("resumed over a finished sweep, the files changed:\n%s\n%s", got, got_lr);
-    tu_proc_free(&p);
     free(got), free(got_lr);
     /* a kill: the third row (unmasked, rank 2: the search's chosen trial) and the fourth gone, a
      * row cut short after them, the last trial gone from lr_search.csv */
@@ -862,17 +873,11 @@ static void test_sweep_resume(void **state)
         tu_write_text(lrs, lr_cut);
         free(lr_cut);
     }
-    tu_proc_start(&p, argv, NULL);
-    tu_proc_wait(&p, TIMEOUT);
-    tu_expect_exit(&p, 0, "tt-bench sweep --resume after a kill");
-    reused = 0;
-    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
-    if (reused != 8 - 3) fail_msg("%d lines say a result was reused, want 5:\n%s", reused, p.err);
+    sweep_reusing(spec, out, resume, NULL, 8 - 3, "tt-bench sweep --resume after a kill");
     got = without_seconds(csv), got_lr = without_seconds(lrs);
     if (strcmp(got, want_csv_ns) || strcmp(got_lr, want_lr_ns))
         fail_msg("the resumed sweep's files differ from the first run's (times aside):\n%s\nwant\n%s\n"
                  "%s\nwant\n%s", got, want_csv_ns, got_lr, want_lr_ns);
-    tu_proc_free(&p);
     free(got), free(got_lr);
     /* files of the tt-bench before trained_tokens_per_s: read, every point and trial reused, the
      * column written back empty */
@@ -894,15 +899,7 @@ static void test_sweep_resume(void **state)
             else tt_buf_free(&b);
             free(text);
         }
-        const char *old_args[32] = {TT_BENCH_BIN, "sweep", spec, "--out", out};
-        for (int i = 0; resume[i]; i++) old_args[5 + i] = resume[i];
-        tu_proc_start(&p, old_args, NULL);
-        tu_proc_wait(&p, TIMEOUT);
-        tu_expect_exit(&p, 0, "tt-bench sweep --resume over an older tt-bench's files");
-        reused = 0;
-        for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
-        if (reused != 8) fail_msg("%d lines say a result was reused, want 8:\n%s", reused, p.err);
-        tu_proc_free(&p);
+        sweep_reusing(spec, out, resume, NULL, 8, "tt-bench sweep --resume over an older tt-bench's files");
         for (int k = 0; k < 2; k++) {
             got = without_seconds(paths[k]);
             if (strcmp(got, wants[k]))
@@ -916,13 +913,8 @@ static void test_sweep_resume(void **state)
         free(now), free(first);
     }
     /* without --resume: nothing reused */
-    argv[5] = "--rank", argv[6] = "2", argv[7] = "--cores", argv[8] = "1", argv[9] = "--train-steps";
-    argv[10] = "20", argv[11] = NULL;
-    tu_proc_start(&p, argv, NULL);
-    tu_proc_wait(&p, TIMEOUT);
-    tu_expect_exit(&p, 0, "tt-bench sweep over an old one");
-    if (strstr(p.err, "the last run's")) fail_msg("reused without --resume:\n%s", p.err);
-    tu_proc_free(&p);
+    sweep_reusing(spec, out, (const char *const[]){"--rank", "2", "--cores", "1", "--train-steps", "20", NULL},
+                  NULL, 0, "tt-bench sweep over an old one");
     /* another header */
     tu_write_text(csv, "rank,cores\n8,1\n");
     REFUSES("--resume over another tool's CSV", "has another header than this tt-bench writes", "sweep",
@@ -959,6 +951,8 @@ static void test_sweep_split(void **state)
     static const char *const names[2] = {"sweep.csv", "lr_search.csv"};
     for (int k = 0; k < 2; k++) files[k][0] = tt_xasprintf("%s/%s", out, names[k]);
     char *want[2] = {without_seconds(files[0][0]), without_seconds(files[1][0])};
+    const char *resumed[24] = {"--resume"};
+    for (int i = 0; grid[i]; i++) resumed[i + 1] = grid[i];
     /* the causal family's search with its first rank; the unmasked family; the Transformer-XLs
      * alone; the causal family's other rank at the rate the first part chose (its one trial is
      * that point's run, a row the whole grid does not keep) */
@@ -969,15 +963,7 @@ static void test_sweep_split(void **state)
                                    {"--causal", "true", "--rank", "4", "--no-txl", "--lr", chosen, NULL}};
     for (int part = 0; part < PARTS; part++) {
         char *dir = tt_xasprintf("%s/part%d", fx->root, part);
-        const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", dir};
-        int n = 5;
-        for (int i = 0; grid[i]; i++) argv[n++] = grid[i];
-        for (int i = 0; parts[part][i]; i++) argv[n++] = parts[part][i]; /* later options win */
-        tu_proc p;
-        tu_proc_start(&p, argv, NULL);
-        tu_proc_wait(&p, TIMEOUT);
-        tu_expect_exit(&p, 0, "a part of the grid");
-        tu_proc_free(&p);
+        sweep_reusing(spec, dir, grid, parts[part], 0, "a part of the grid");
         for (int k = 0; k < 2; k++) files[k][1 + part] = tt_xasprintf("%s/%s", dir, names[k]);
         free(dir);
         if (part == 0) {
@@ -1002,20 +988,8 @@ static void test_sweep_split(void **state)
         assert_int_equal(mkdir(seeded, 0755), 0);
         char *text = tu_read_file(files[0][0], NULL);
         tu_write_text(csv, text);
-        const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", seeded, "--resume"};
-        int n = 6;
-        for (int i = 0; grid[i]; i++) argv[n++] = grid[i];
-        for (int i = 0; parts[PARTS - 1][i]; i++) argv[n++] = parts[PARTS - 1][i];
-        tu_proc p;
-        tu_proc_start(&p, argv, NULL);
-        tu_proc_wait(&p, TIMEOUT);
-        tu_expect_exit(&p, 0, "a part over the whole grid's sweep.csv");
-        int reused = 0;
-        for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
-        if (reused != 2)
-            fail_msg("%d lines say a result was reused, want 2 (the trial, its point):\n%s", reused,
-                     p.err);
-        tu_proc_free(&p);
+        sweep_reusing(spec, seeded, resumed, parts[PARTS - 1], 2,
+                      "a part over the whole grid's sweep.csv alone (2: the trial, its point)");
         free(text), free(csv), free(seeded);
     }
     /* joined into a fresh folder, the last part's rows first: rows are found by their hash */
@@ -1032,18 +1006,8 @@ static void test_sweep_split(void **state)
         tu_write_text(path, text);
         free(text), free(path);
     }
-    const char *argv[40] = {TT_BENCH_BIN, "sweep", spec, "--out", joined, "--resume"};
-    int n = 6;
-    for (int i = 0; grid[i]; i++) argv[n++] = grid[i];
-    tu_proc p;
-    tu_proc_start(&p, argv, NULL);
-    tu_proc_wait(&p, TIMEOUT);
-    tu_expect_exit(&p, 0, "the whole grid over the joined parts");
-    int reused = 0;
-    for (const char *c = p.err; (c = strstr(c, "the last run's")); c++) reused++;
-    if (reused != 6 + 8)
-        fail_msg("%d lines say a result was reused, want 14 (6 points, 8 trials):\n%s", reused, p.err);
-    tu_proc_free(&p);
+    sweep_reusing(spec, joined, resumed, NULL, 6 + 8,
+                  "the whole grid over the joined parts (14: 6 points, 8 trials)");
     for (int k = 0; k < 2; k++) {
         char *path = tt_xasprintf("%s/%s", joined, names[k]), *got = without_seconds(path);
         if (strcmp(got, want[k]))
