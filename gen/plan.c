@@ -46,6 +46,18 @@ static void set_const(tt_kernel *k, const char *key, long value)
     k->consts[k->n_consts++].value = value;
 }
 
+/* k's grid, x by y by z blocks, and the rule that gives it (printf's fmt), which ttgen shows. */
+static void set_grid(tt_kernel *k, unsigned x, unsigned y, unsigned z, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void set_grid(tt_kernel *k, unsigned x, unsigned y, unsigned z, const char *fmt, ...)
+{
+    k->grid[0] = x, k->grid[1] = y, k->grid[2] = z;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->grid_rule, sizeof k->grid_rule, fmt, ap);
+    va_end(ap);
+}
+
 long tt_kernel_const(const tt_kernel *k, const char *key, long fallback)
 {
     for (int i = 0; i < k->n_consts; i++)
@@ -165,8 +177,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     const char *const flags[] = {NULL};
 
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
-    k->grid[0] = ceil_div(rows, rpb);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows / %ld)", rpb);
+    set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
     whyf(k, "%s per row, %ld values per thread in registers: one read of x",
          tpr == 32 ? "one warp" : "one block", vpt);
@@ -174,8 +185,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb_b);
     unsigned blocks = ceil_div(rows, rpb_b);
     if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
-    b->grid[0] = blocks;
-    snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb_b,
+    set_grid(b, blocks, 1, 1, "x = min(ceil(rows / %ld), %d)", rpb_b,
              TT_LN_BWD_MAX_BLOCKS);
     b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
                     (rpb_b > 1 ? (unsigned)(2 * rpb_b * d * 4) : 0);
@@ -191,10 +201,8 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     set_const(c, "THREADS", ct);
     name_kernel(c, flags);
     c->block[0] = (unsigned)ct;
-    c->grid[0] = ceil_div(d, 32);
-    c->grid[1] = 3;
+    set_grid(c, ceil_div(d, 32), 3, 1, "x = ceil(%d / 32), y = the sets summed (2 or 3)", d);
     c->smem_bytes = (unsigned)(ct * 4); /* a float a thread: the warps' sums of 32 columns */
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32), y = the sets summed (2 or 3)", d);
     whyf(c, "32 columns a block, %ld warps over %u partials, fixed order: deterministic", ct / 32,
          blocks);
     return 0;
@@ -216,8 +224,7 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
     if (rpb < 0) return -1;
     tt_kernel *k = layernorm_instance(plan, "residual_ln_fwd", "OP_RESIDUAL_LN_FWD", dtype, d, tpr,
                                       rpb);
-    k->grid[0] = ceil_div(rows, rpb);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows / %ld)", rpb);
+    set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
     whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
             "stored for the backward");
@@ -228,8 +235,7 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
                                       rpb);
     unsigned blocks = ceil_div(rows, rpb);
     if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
-    b->grid[0] = blocks;
-    snprintf(b->grid_rule, sizeof b->grid_rule, "x = min(ceil(rows / %ld), %d)", rpb,
+    set_grid(b, blocks, 1, 1, "x = min(ceil(rows / %ld), %d)", rpb,
              TT_LN_BWD_MAX_BLOCKS);
     b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
                     (rpb > 1 ? (unsigned)(3 * rpb * d * 4) : 0);
@@ -257,8 +263,7 @@ static tt_kernel *row_kernel(tt_plan *plan, const char *op, const char *op_flag,
     set_const(k, "THREADS", threads);
     set_const(k, op_flag, 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = ceil_div(rows * nv, threads);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%s * %ld / %ld)", count, nv, threads);
+    set_grid(k, ceil_div(rows * nv, threads), 1, 1, "x = ceil(%s * %ld / %ld)", count, nv, threads);
     return k;
 }
 
@@ -278,7 +283,7 @@ static void plan_embedding_sort(tt_plan *plan, long rows)
     set_const(o, "THREADS", sort_threads);
     set_const(o, "OP_EMBEDDING_SORT", 1);
     o->block[0] = (unsigned)sort_threads;
-    snprintf(o->grid_rule, sizeof o->grid_rule, "x = 1; rows <= %ld", p2);
+    set_grid(o, 1, 1, 1, "x = 1; rows <= %ld", p2);
     o->dyn_smem = (unsigned)(chunk * 8);
     whyf(o, "bitonic sort of %ld (token, row) keys in one block, %ld at a time in shared memory: "
             "a fixed order for the backward's sums", p2, chunk);
@@ -308,13 +313,11 @@ static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *o
                                     const char *dtype, const char *key, long w, long rows)
 {
     tt_kernel *b = span_kernel(plan, op, op_flag, dtype, key, w);
-    b->grid[0] = ceil_div(rows, EMB_SPAN);
-    snprintf(b->grid_rule, sizeof b->grid_rule, "x = ceil(rows / %d) (a block per span of sorted keys)",
-             EMB_SPAN);
+    set_grid(b, ceil_div(rows, EMB_SPAN), 1, 1,
+             "x = ceil(rows / %d) (a block per span of sorted keys)", EMB_SPAN);
     const int at = (int)(b - plan->kernels); /* add_kernel moves the array: b is found again */
     tt_kernel *sum = span_kernel(plan, "embedding_bwd_sum", "OP_EMBEDDING_BWD_SUM", "f32", "W", w);
-    sum->grid[0] = (unsigned)rows;
-    snprintf(sum->grid_rule, sizeof sum->grid_rule, "x = rows (a block per sorted key)");
+    set_grid(sum, (unsigned)rows, 1, 1, "x = rows (a block per sorted key)");
     whyf(sum, "a block per run of equal tokens adds its spans' sums into the table's row in order: "
               "no atomics, the same bits every run");
     return &plan->kernels[at];
@@ -416,8 +419,8 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     set_const(k, "THREADS", threads);
     set_const(k, "OP_FFN_ACT_FWD", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = ceil_div(rows * nv, threads * unroll);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(rows * %ld / %ld)", nv, threads * unroll);
+    set_grid(k, ceil_div(rows * nv, threads * unroll), 1, 1, "x = ceil(rows * %ld / %ld)", nv,
+             threads * unroll);
     whyf(k, "thread per %ld vectors of %ld features, their loads in flight together: bias, ReLU "
             "and dropout in one pass over z; rows %ld apart, whole 16-byte groups for cuBLAS",
          unroll, vec, ld);
@@ -449,9 +452,7 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     name_kernel(b, flags);
     set_const(b, "OP_FFN_ACT_BWD", 1);
     b->block[0] = (unsigned)(tx * ty);
-    b->grid[0] = (unsigned)gx;
-    b->grid[1] = (unsigned)parts;
-    snprintf(b->grid_rule, sizeof b->grid_rule, "x = ceil(%ld / %ld), y = %ld row groups", nv, tx,
+    set_grid(b, (unsigned)gx, (unsigned)parts, 1, "x = ceil(%ld / %ld), y = %ld row groups", nv, tx,
              parts);
     b->smem_bytes = (unsigned)(ty * tx * vec * 4);
     whyf(b, "dz = dropout_bwd(dhd) * (h > 0), %ld rows a thread in flight; db1 partials of %ld "
@@ -465,9 +466,8 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     set_const(c, "THREADS", ct);
     name_kernel(c, flags);
     c->block[0] = (unsigned)ct;
-    c->grid[0] = ceil_div(f, 32);
+    set_grid(c, ceil_div(f, 32), 1, 1, "x = ceil(%d / 32)", f);
     c->smem_bytes = (unsigned)(ct * 4);
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(%d / 32)", f);
     whyf(c, "db1: 32 columns a block, %ld warps over %ld partials, fixed order: deterministic",
          ct / 32, parts);
     return 0;
@@ -491,8 +491,7 @@ static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
         set_const(k, "THREADS", threads);
         set_const(k, op_flags[i], 1);
         k->block[0] = (unsigned)threads;
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = the layers (a block each)");
-        k->grid[0] = (unsigned)s->model.layers;
+        set_grid(k, (unsigned)s->model.layers, 1, 1, "x = the layers (a block each)");
         k->smem_bytes = i == 0 ? (unsigned)smem : 0;
         whyf(k, "%ld values: a block a layer, every layer in one launch, a warp per core, cores "
                 "summed in order", (long)h * r);
@@ -514,8 +513,7 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, 
     name_kernel(k, flags);
     set_const(k, "OP_XENT", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = (unsigned)rows;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = rows");
+    set_grid(k, (unsigned)rows, 1, 1, "x = rows");
     k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
     return k;
 }
@@ -554,7 +552,7 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     name_kernel(t, flags);
     set_const(t, "OP_XENT_SUM", 1);
     t->block[0] = (unsigned)sthreads;
-    snprintf(t->grid_rule, sizeof t->grid_rule, "x = 1");
+    set_grid(t, 1, 1, 1, "x = 1");
     t->smem_bytes = 32 * 8;
     whyf(t, "the per-row losses summed in double in a fixed order: a deterministic total");
     return 0;
@@ -572,7 +570,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     name_kernel(k, flags);
     set_const(k, "OP_ADAM", 1);
     k->block[0] = (unsigned)at;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(parameters / %ld)", 4 * at);
+    set_grid(k, 1, 1, 1, "x = ceil(parameters / %ld)", 4 * at); /* x: set at launch */
     whyf(k, "one pass over w, g, m, v (16-byte accesses)%s; scalars read from device memory",
          strcmp(dtype, "bf16") == 0 ? ", bf16 copy of w for the GEMMs" : "");
 
@@ -582,8 +580,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     name_kernel(g, flags);
     set_const(g, "OP_GRAD_NORM", 1);
     g->block[0] = (unsigned)threads;
-    g->grid[0] = PARTIAL_BLOCKS;
-    snprintf(g->grid_rule, sizeof g->grid_rule, "x = %d", PARTIAL_BLOCKS);
+    set_grid(g, PARTIAL_BLOCKS, 1, 1, "x = %d", PARTIAL_BLOCKS);
     g->smem_bytes = 32 * 8 + 4; /* the block sum's doubles, and the last-block flag */
     whyf(g, "sums of squares in double, a partial per block of a fixed grid; the last block to "
             "finish adds them in a fixed order and writes norm and clip factor");
@@ -600,8 +597,7 @@ static void plan_cast(tt_plan *plan, const char *dtype)
     name_kernel(k, flags);
     set_const(k, "OP_CAST", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = GRID_STRIDE_BLOCKS;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = min(ceil(n / %ld), %d), grid-stride", threads,
+    set_grid(k, GRID_STRIDE_BLOCKS, 1, 1, "x = min(ceil(n / %ld), %d), grid-stride", threads,
              GRID_STRIDE_BLOCKS);
     whyf(k, "bf16 copies of fp32 results (dP, the master weights) for the bf16 GEMMs");
 }
@@ -636,11 +632,32 @@ static void bwd_wo_shape(tt_kernel *k, int n, int d, long w, long td, long split
     set_const(k, "MINB", minb);
     set_const(k, "OP_MLA_BWD_WO", 1);
     k->block[0] = (unsigned)(32 * w);
-    k->grid[0] = ceil_div(n, w);
-    k->grid[1] = ceil_div(n, 16);
-    k->grid[2] = ceil_div(d, td) * (unsigned)splits;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld) (j), y = ceil(%d / 16), "
-             "z = ceil(%d / %ld) x %ld splits", n, w, n, d, td, splits);
+    set_grid(k, ceil_div(n, w), ceil_div(n, 16), ceil_div(d, td) * (unsigned)splits,
+             "x = ceil(%d / %ld) (j), y = ceil(%d / 16), z = ceil(%d / %ld) x %ld splits", n, w, n, d,
+             td, splits);
+}
+
+/* mla_fwd's tiles (g sequences and td features a block, ns slabs of Wo), name, threads, grid
+ * and shared memory (smem), alike for its mma.sync and wgmma variants. */
+static void fwd_shape(tt_kernel *k, const tt_spec *s, long tasks, long g, long td, long ns,
+                      long minb, long smem)
+{
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
+    const int d = s->model.d_model, batch = s->train.batch;
+    set_const(k, "G", g);
+    set_const(k, "TD", td);
+    set_const(k, "JP", ceil_div(s->model.seq_len, 16));
+    name_kernel(k, flags);
+    set_const(k, "THREADS", 32 * g);
+    set_const(k, "MINB", minb);
+    set_const(k, "NS", ns);
+    set_const(k, "OP_MLA_FWD", 1);
+    k->block[0] = (unsigned)(32 * g);
+    set_grid(k, (unsigned)tasks, ceil_div(batch, g), ceil_div(d, td),
+             "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)", (int)tasks, (int)g, d, (int)td);
+    k->dyn_smem = (unsigned)smem;
+    set_const(k, "SMEM", k->dyn_smem);
+    set_const(k, "TASKS", tasks);
 }
 
 /* The (row tile, part of j) tasks of mla_tc.cu's mla_fwd and mla_bwd_q (templates/mla_geom.cuh). */
@@ -721,24 +738,8 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
                        "TD a multiple of 64 up to 256, NS 2 within 227 KiB of shared memory");
     if (wg_want) {
         tt_kernel *k = add_wg_kernel(plan, "mla_fwd", m);
-        const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
-        set_const(k, "G", wg_g);
-        set_const(k, "TD", wg_td);
-        set_const(k, "JP", ceil_div(n, 16));
-        name_kernel(k, flags);
-        set_const(k, "THREADS", 32 * wg_g);
-        set_const(k, "MINB", pick(plan, "mla_fwd", "MINB", 0)); /* 0: one block an SM */
-        set_const(k, "NS", wg_ns);
-        set_const(k, "OP_MLA_FWD", 1);
-        k->block[0] = (unsigned)(32 * wg_g);
-        k->grid[0] = (unsigned)tasks;
-        k->grid[1] = ceil_div(batch, wg_g);
-        k->grid[2] = ceil_div(d, wg_td);
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
-                 (int)tasks, (int)wg_g, d, (int)wg_td);
-        k->dyn_smem = (unsigned)tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns);
-        set_const(k, "SMEM", k->dyn_smem);
-        set_const(k, "TASKS", tasks);
+        fwd_shape(k, s, tasks, wg_g, wg_td, wg_ns, pick(plan, "mla_fwd", "MINB", 0),
+                  tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns)); /* MINB 0: a block an SM */
         whyf(k, "T = A_j V^T by mma.sync, Y += T Wo_j^T by wgmma (a warpgroup: 4 seqs' rows, T as A in "
                 "registers, Wo_j by TMA)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
         return plan_mla_fwd_sum(plan, m, err, errlen);
@@ -773,27 +774,11 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
                        "shared memory; lower model.seq_len or model.rank", n, r,
                        SMEM_DYN_LIMIT / 1024);
     tt_kernel *k = add_kernel(plan, "mla_fwd", 1, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
     mla_shape_consts(k, m);
     set_const(k, "MMA", 1);
     set_const(k, "WG", 0);
-    set_const(k, "G", g);
-    set_const(k, "TD", td);
-    set_const(k, "JP", ceil_div(n, 16));
-    name_kernel(k, flags);
-    set_const(k, "THREADS", 32 * g);
-    set_const(k, "MINB", pick(plan, "mla_fwd", "MINB", 0)); /* 0: the compiler's registers */
-    set_const(k, "NS", ns);
-    set_const(k, "OP_MLA_FWD", 1);
-    k->block[0] = (unsigned)(32 * g);
-    k->grid[0] = (unsigned)tasks;
-    k->grid[1] = ceil_div(batch, g);
-    k->grid[2] = ceil_div(d, td);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d tasks, y = ceil(batch / %d), z = ceil(%d / %d)",
-             (int)tasks, (int)g, d, (int)td);
-    k->dyn_smem = (unsigned)tt_mla_tc_fwd_smem(n, r, g, td, ns);
-    set_const(k, "SMEM", k->dyn_smem);
-    set_const(k, "TASKS", tasks);
+    fwd_shape(k, s, tasks, g, td, ns, pick(plan, "mla_fwd", "MINB", 0),
+              tt_mla_tc_fwd_smem(n, r, g, td, ns)); /* MINB 0: the compiler's registers */
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
     return plan_mla_fwd_sum(plan, m, err, errlen);
@@ -813,8 +798,7 @@ static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, si
     set_const(c, "THREADS", 256);
     set_const(c, "OP_MLA_FWD_SUM", 1);
     c->block[0] = 256;
-    c->grid[0] = GRID_STRIDE_BLOCKS;
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = %d, grid-stride over B N D", GRID_STRIDE_BLOCKS);
+    set_grid(c, GRID_STRIDE_BLOCKS, 1, 1, "x = %d, grid-stride over B N D", GRID_STRIDE_BLOCKS);
     whyf(c, "Y = the parts' fp32 sums in order, rounded once: deterministic");
     return 0;
 }
@@ -863,11 +847,8 @@ static int plan_mla(tt_plan *plan, const tt_spec *s, const char *dtype, char *er
     set_const(k, "THREADS", threads);
     set_const(k, "OP_MLA_FWD", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = ceil_div(n, ti);
-    k->grid[1] = ceil_div(d, td);
-    k->grid[2] = (unsigned)s->train.batch;
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%d / %ld), y = ceil(%d / %ld), z = batch",
-             n, ti, d, td);
+    set_grid(k, ceil_div(n, ti), ceil_div(d, td), (unsigned)s->train.batch,
+             "x = ceil(%d / %ld), y = ceil(%d / %ld), z = batch", n, ti, d, td);
     k->smem_bytes = (unsigned)tt_mla_fwd_smem(ti, td, tk, r, pos_key);
     set_const(k, "SMEM", k->smem_bytes);
     if (m->causal) {
@@ -932,11 +913,8 @@ static int plan_mla_bwd_wo_simt(tt_plan *plan, const tt_spec *s, const char *dty
     set_const(k, "THREADS", threads);
     set_const(k, "OP_MLA_BWD_WO", 1);
     k->block[0] = (unsigned)threads;
-    k->grid[0] = (unsigned)n;
-    k->grid[1] = ceil_div(n, tk);
-    k->grid[2] = ceil_div(d, td);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = %d (j), y = ceil(%d / %ld), z = ceil(%d / %ld)",
-             n, n, tk, d, td);
+    set_grid(k, (unsigned)n, ceil_div(n, tk), ceil_div(d, td),
+             "x = %d (j), y = ceil(%d / %ld), z = ceil(%d / %ld)", n, n, tk, d, td);
     k->smem_bytes = (unsigned)tt_mla_bwd_wo_smem(ti, td, tk, r);
     set_const(k, "SMEM", k->smem_bytes);
     whyf(k, "one writer per dWo element, rows walked in a fixed order (no atomics); T recomputed "
@@ -971,9 +949,7 @@ static long plan_mla_bwd_q_simt(tt_plan *plan, const tt_spec *s, const char *dty
     set_const(q, "THREADS", threads);
     set_const(q, "OP_MLA_BWD_Q", 1);
     q->block[0] = (unsigned)threads;
-    q->grid[0] = ceil_div(n, tq);
-    q->grid[1] = (unsigned)s->train.batch;
-    snprintf(q->grid_rule, sizeof q->grid_rule, "x = ceil(%d / %ld), y = batch", n, tq);
+    set_grid(q, ceil_div(n, tq), (unsigned)s->train.batch, 1, "x = ceil(%d / %ld), y = batch", n, tq);
     q->smem_bytes = (unsigned)tt_mla_bwd_q_smem(tq, tk, dc, r, key);
     set_const(q, "SMEM", q->smem_bytes);
     whyf(q, "dT = dY Wo_j^T tile by tile, never stored; per-tile partials of dK, dV, dP, dg, du, "
@@ -1081,8 +1057,7 @@ static int plan_mla_bwd_wo_sum(tt_plan *plan, const tt_model_spec *m, long split
     set_const(c, "THREADS", 256);
     set_const(c, "OP_MLA_BWD_WO_SUM", 1);
     c->block[0] = 256;
-    c->grid[0] = GRID_STRIDE_BLOCKS;
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = %d, grid-stride over D N^2", GRID_STRIDE_BLOCKS);
+    set_grid(c, GRID_STRIDE_BLOCKS, 1, 1, "x = %d, grid-stride over D N^2", GRID_STRIDE_BLOCKS);
     whyf(c, "dWo += the %ld splits' sums, in order: deterministic", splits);
     return 0;
 }
@@ -1132,9 +1107,7 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     set_const(q, "MINB", pick(plan, "mla_bwd_q", "MINB", 0));
     set_const(q, "OP_MLA_BWD_Q", 1);
     q->block[0] = (unsigned)(32 * g);
-    q->grid[0] = (unsigned)tasks;
-    q->grid[1] = ceil_div(batch, g);
-    snprintf(q->grid_rule, sizeof q->grid_rule, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
+    set_grid(q, (unsigned)tasks, ceil_div(batch, g), 1, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
     q->dyn_smem = (unsigned)(wg ? tt_mla_wg_bwd_q_smem(r, d, js, g) : tt_mla_tc_bwd_q_smem(r, d, js, g));
     set_const(q, "SMEM", q->dyn_smem);
@@ -1191,9 +1164,9 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     c->block[0] = (unsigned)threads;
     const long elems = (long)s->train.batch * n * r / vec;
     const long outputs = (m->position == TT_POS_KEY ? (long)n * r : 0) + 3L * r;
-    c->grid[0] = ceil_div(elems, threads) + ceil_div(32 * outputs, threads);
-    snprintf(c->grid_rule, sizeof c->grid_rule, "x = ceil(batch * %d / %ld / %ld) + ceil(32 * %ld / %ld)",
-             n * r, vec, threads, outputs, threads);
+    set_grid(c, ceil_div(elems, threads) + ceil_div(32 * outputs, threads), 1, 1,
+             "x = ceil(batch * %d / %ld / %ld) + ceil(32 * %ld / %ld)", n * r, vec, threads, outputs,
+             threads);
     whyf(c, "thread per element, tiles summed in a fixed order; then a warp per parameter output, "
             "lanes over sequences, a fixed butterfly: deterministic");
     return 0;
@@ -1265,16 +1238,13 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, op_flags[i], 1);
         k->block[0] = (unsigned)threads;
         if (i < 3) {
-            k->grid[0] = (unsigned)n;
-            k->grid[1] = (unsigned)batch;
-            snprintf(k->grid_rule, sizeof k->grid_rule, "x = %ld positions, y = batch", n);
+            set_grid(k, (unsigned)n, (unsigned)batch, 1, "x = %ld positions, y = batch", n);
         } else {
             const long n_dp = m->position == TT_POS_KEY ? n * r : 0;
             const long big = (m->position == TT_POS_KEY ? 3 : 1) * r;
-            k->grid[0] = ceil_div(32 * n_dp, threads) + (unsigned)big;
+            set_grid(k, ceil_div(32 * n_dp, threads) + (unsigned)big, 1, 1,
+                     "x = ceil(32 * %ld / %ld) + %ld", n_dp, threads, big);
             k->smem_bytes = 32 * 4; /* tt_block_sum's warps' sums */
-            snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(32 * %ld / %ld) + %ld", n_dp,
-                     threads, big);
         }
         static const char *const what[] = {
             "A and KV (rows of T's factors) a block per (sequence, position)",
@@ -1310,8 +1280,7 @@ static int plan_txl_softmax(tt_plan *plan, const tt_spec *s, const char *dtype, 
         set_const(k, "THREADS", threads);
         set_const(k, ops[b][1], 1);
         k->block[0] = (unsigned)threads;
-        k->grid[0] = ceil_div(rows, threads / 32);
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(batch * heads * rows / %ld)",
+        set_grid(k, ceil_div(rows, threads / 32), 1, 1, "x = ceil(batch * heads * rows / %ld)",
                  threads / 32);
         whyf(k, b ? "warp per row: dropatt and softmax backward, the relative shift undone into "
                     "dAC and dBD (no atomics: each element one writer)"
@@ -1378,11 +1347,8 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, ops[i].define, 1);
         k->dyn_smem = (unsigned)smem[i];
         k->block[0] = 128;
-        k->grid[0] = ceil_div(ops[i].per_key ? klen : n, 64);
-        k->grid[1] = (unsigned)b;
-        k->grid[2] = (unsigned)m->n_head;
-        snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(%s / 64), y = batch, z = heads",
-                 ops[i].per_key ? "klen" : "n");
+        set_grid(k, ceil_div(ops[i].per_key ? klen : n, 64), (unsigned)b, (unsigned)m->n_head,
+                 "x = ceil(%s / 64), y = batch, z = heads", ops[i].per_key ? "klen" : "n");
         snprintf(k->strategy, sizeof k->strategy, "fused: bf16 on tensor cores, no score written");
         whyf(k, "%s", ops[i].why);
     }
@@ -1394,8 +1360,7 @@ static void plan_txl_flash(tt_plan *plan, const tt_spec *s, const char *dtype)
     set_const(k, "THREADS", 256);
     set_const(k, "OP_TXL_UV_SUM", 1);
     k->block[0] = 256;
-    k->grid[0] = ceil_div(2L * m->n_head * m->d_head, 256 / 32);
-    snprintf(k->grid_rule, sizeof k->grid_rule, "x = ceil(2 H DH / 8)");
+    set_grid(k, ceil_div(2L * m->n_head * m->d_head, 256 / 32), 1, 1, "x = ceil(2 H DH / 8)");
     snprintf(k->strategy, sizeof k->strategy, "fused: bf16 on tensor cores, no score written");
     whyf(k, "warp per bias element, lanes over the (sequence, query tile) partials, a fixed "
             "butterfly: deterministic");
@@ -1458,9 +1423,8 @@ static void plan_txl(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, ops[i].define, 1);
         k->block[0] = (unsigned)threads;
         const long blocks = ceil_div(moved[i], threads);
-        k->grid[0] = ops[i].per_bias ? ceil_div(2 * hd, threads / 32)
-                                     : (unsigned)(blocks < 2048 ? blocks : 2048);
-        snprintf(k->grid_rule, sizeof k->grid_rule, "%s",
+        set_grid(k, ops[i].per_bias ? ceil_div(2 * hd, threads / 32)
+                                    : (unsigned)(blocks < 2048 ? blocks : 2048), 1, 1, "%s",
                  ops[i].per_bias ? "x = ceil(2 H DH / warps a block)"
                                  : "x = min(ceil(elements / 256), 2048), grid-stride");
         whyf(k, "%s", ops[i].why);
