@@ -368,6 +368,73 @@ static void log_axis_tics(FILE *f, const char *axis, double lo, double hi)
  * paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
  * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
  * with why in err (gnuplot missing or failing: the CSV is there either way). */
+/* The plot's axes: the parameters, the training tokens/s, the perplexity. */
+enum { X_PARAMS, X_TPS, Y_PPL };
+
+static double axis_value(const sweep_point *q, int axis)
+{
+    return axis == X_PARAMS ? q->params : axis == X_TPS ? q->tps : q->ppl;
+}
+
+/* The share of an axis's log extent a point's label takes on the plot, across and up (a label of
+ * about ten characters at 8 points on a panel of 1400 x 560 pixels, two panels). */
+#define LABEL_W 0.09
+#define LABEL_H 0.04
+
+/* The labels of one panel of the plot, x on axis xa and y on axis ya. Labelled: each
+ * Transformer-XL point and each point on the panel's Pareto front (front: over the tokens/s),
+ * lowest y first; a label that would overlap one already placed joins it when it is the same
+ * family, rank and seq_len at other cores ("R8 c1,2 u"), else is left out. out[i]: point i's
+ * label on the panel, "" for none. */
+static void panel_labels(const sweep_point *p, int n, int xa, int ya, bool front, const double lo[3],
+                         const double hi[3], char (*out)[48])
+{
+    int *order = tt_xcalloc((size_t)n, sizeof *order), *kept = tt_xcalloc((size_t)n, sizeof *kept);
+    unsigned long long *cores = tt_xcalloc((size_t)n, sizeof *cores); /* bit c - 1: c cores */
+    int want = 0, placed = 0;
+    for (int i = 0; i < n; i++) {
+        out[i][0] = 0;
+        if (!isnan(axis_value(&p[i], xa)) && !isnan(axis_value(&p[i], ya)) &&
+            (p[i].rank == 0 || on_front(p, n, i, front)))
+            order[want++] = i;
+    }
+    for (int a = 1; a < want; a++) /* lowest y first: an insertion sort of a few points */
+        for (int b = a; b > 0 && axis_value(&p[order[b]], ya) < axis_value(&p[order[b - 1]], ya); b--) {
+            const int t = order[b];
+            order[b] = order[b - 1], order[b - 1] = t;
+        }
+    const double wx = LABEL_W * log(hi[xa] / lo[xa]), wy = LABEL_H * log(hi[ya] / lo[ya]);
+    for (int a = 0; a < want; a++) {
+        const sweep_point *q = &p[order[a]];
+        int near = -1;
+        for (int b = 0; b < placed && near < 0; b++)
+            if (fabs(log(axis_value(q, xa) / axis_value(&p[kept[b]], xa))) < wx &&
+                fabs(log(axis_value(q, ya) / axis_value(&p[kept[b]], ya))) < wy)
+                near = kept[b];
+        if (near < 0) {
+            kept[placed++] = order[a];
+            if (q->rank) cores[order[a]] = 1ull << (q->cores - 1);
+            snprintf(out[order[a]], sizeof out[0], "%s", q->label);
+        } else if (q->rank && p[near].rank == q->rank && p[near].seq_len == q->seq_len &&
+                   !strcmp(p[near].family, q->family)) {
+            cores[near] |= 1ull << (q->cores - 1);
+        }
+    }
+    for (int b = 0; b < placed; b++) { /* the joined ones: their cores in order */
+        const int k = kept[b];
+        if (!p[k].rank || !(cores[k] & (cores[k] - 1))) continue;
+        size_t len = (size_t)snprintf(out[k], sizeof out[0], "R%d c", p[k].rank);
+        for (int c = 1; c <= 64 && len < sizeof out[0]; c++)
+            if (cores[k] >> (c - 1) & 1)
+                len += (size_t)snprintf(out[k] + len, sizeof out[0] - len, "%s%d",
+                                        out[k][len - 1] == 'c' ? "" : ",", c);
+        if (len < sizeof out[0])
+            snprintf(out[k] + len, sizeof out[0] - len, "%s",
+                     strcmp(p[k].family, family_name[FAM_UNMASKED]) ? "" : " u");
+    }
+    free(order), free(kept), free(cores);
+}
+
 static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, bool trained_rate,
                       const bench_paper_row *paper, char *err, size_t errlen)
 {
@@ -385,24 +452,17 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
         return -1;
     }
     /* each axis's extent over the points drawn on it (the paper's with the parameters) */
-    enum { X_PARAMS, X_TPS, Y_PPL };
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    fprintf(f, "$points << EOD\n"); /* gnuplot skips NaN */
+    int *fam = tt_xcalloc((size_t)n, sizeof *fam);
     for (int i = 0; i < n; i++) {
-        int fam = 0;
-        while (fam < 3 && strcmp(family_name[fam], p[i].family)) fam++;
-        present[fam] = true;
-        const double v[3] = {p[i].params, p[i].tps, p[i].ppl};
+        while (fam[i] < 3 && strcmp(family_name[fam[i]], p[i].family)) fam[i]++;
+        present[fam[i]] = true;
         for (int k = 0; k < 3; k++) {
-            fprintf(f, isnan(v[k]) ? "NaN " : "%.17g ", v[k]);
-            if (!isnan(v[k]) && (k == Y_PPL || !ppl || !isnan(p[i].ppl)))
-                lo[k] = fmin(lo[k], v[k]), hi[k] = fmax(hi[k], v[k]);
+            const double v = axis_value(&p[i], k);
+            if (!isnan(v) && (k == Y_PPL || !ppl || !isnan(p[i].ppl)))
+                lo[k] = fmin(lo[k], v), hi[k] = fmax(hi[k], v);
         }
-        const bool txl = p[i].rank == 0; /* Transformer-XL's are few: always labelled */
-        fprintf(f, "\"%s\" %d %d %d\n", p[i].label, fam, txl || on_front(p, n, i, false),
-                txl || on_front(p, n, i, true));
     }
-    fprintf(f, "EOD\n");
     /* the paper's figures where it gives the parameters: drawn beside ours, hollow */
     const bool paper_pts = ppl && paper && paper->params;
     if (paper_pts) {
@@ -415,8 +475,6 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
         }
         fprintf(f, "EOD\n");
     }
-    pareto_block(f, "front_params", p, n, false);
-    pareto_block(f, "front_tps", p, n, true);
     char range[3][96];
     for (int k = 0; k < 3; k++) { /* a margin of 5% of the extent (as a ratio) each side */
         const double pad = pow(hi[k] / lo[k], 0.05) * (k == Y_PPL ? 1.08 : 1.03);
@@ -427,6 +485,25 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
             snprintf(range[k], sizeof range[k], "[*:*]");
         }
     }
+    /* each point's label on each panel: over the parameters, and over the tokens/s */
+    char(*labels)[2][48] = tt_xcalloc((size_t)n, sizeof *labels), (*one)[48] =
+                                                                      tt_xcalloc((size_t)n, sizeof *one);
+    for (int panel = 0; panel < 2; panel++) {
+        panel_labels(p, n, panel ? X_TPS : X_PARAMS, ppl ? Y_PPL : X_TPS, panel == 1, lo, hi, one);
+        for (int i = 0; i < n; i++) memcpy(labels[i][panel], one[i], sizeof one[i]);
+    }
+    fprintf(f, "$points << EOD\n"); /* gnuplot skips NaN */
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 3; k++) {
+            const double v = axis_value(&p[i], k);
+            fprintf(f, isnan(v) ? "NaN " : "%.17g ", v);
+        }
+        fprintf(f, "%d \"%s\" \"%s\"\n", fam[i], labels[i][0], labels[i][1]);
+    }
+    fprintf(f, "EOD\n");
+    free(fam), free(labels), free(one);
+    pareto_block(f, "front_params", p, n, false);
+    pareto_block(f, "front_tps", p, n, true);
     static const char *const terms[2][2] = {{"pngcairo size 1400,560", "png"}, {"svg size 1400,560", "svg"}};
     const char *y = test ? "test perplexity" : "validation perplexity";
     fprintf(f, "set grid\nset logscale x\nset logscale y\nset key outside below horizontal "
@@ -434,11 +511,11 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
     for (int t = 0; t < 2; t++) {
         fprintf(f, "set terminal %s\nset output '%s/sweep.%s'\nset multiplot layout 1,%d\n", terms[t][0],
                 dir, terms[t][1], ppl && tps ? 2 : 1);
-        /* $points: 1 parameters, 2 training tokens/s, 3 perplexity, 4 label, 5 family, 6 and 7
-         * labelled on the parameters' and the tokens/s' plot */
+        /* $points: 1 parameters, 2 training tokens/s, 3 perplexity, 4 family, 5 and 6 the label
+         * on the parameters' and the tokens/s' plot ("": none) */
         for (int panel = 0; panel < (ppl ? 1 + tps : 1); panel++) {
             const bool by_tps = panel == 1;
-            const int xc = by_tps ? 2 : 1, yc = ppl ? 3 : 2, lc = by_tps ? 7 : 6;
+            const int xc = by_tps ? 2 : 1, yc = ppl ? 3 : 2, lc = by_tps ? 6 : 5;
             const int xa = by_tps ? X_TPS : X_PARAMS, ya = ppl ? Y_PPL : X_TPS;
             log_axis_tics(f, "x", lo[xa], hi[xa]);
             log_axis_tics(f, "y", lo[ya], hi[ya]);
@@ -447,10 +524,10 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
                     range[xa], range[ya]);
             for (int k = 0; k < 4; k++)
                 if (present[k])
-                    fprintf(f, "$points using %d:(column(5) == %d ? column(%d) : NaN) with points pt 7 "
+                    fprintf(f, "$points using %d:(column(4) == %d ? column(%d) : NaN) with points pt 7 "
                                "ps 1.3 lc %d title '%s', ", xc, k, yc, k + 1, family_name[k]);
-            fprintf(f, "$points using %d:%d:(column(%d) > 0 ? stringcolumn(4) : '') with labels offset "
-                       "0,0.9 font ',8' notitle", xc, yc, ppl ? lc : 6);
+            fprintf(f, "$points using %d:%d:%d with labels offset 0,0.9 font ',8' notitle", xc, yc,
+                    lc);
             if (ppl)
                 fprintf(f, ", $front_%s using 1:2 with steps lw 2 lc rgb 'gray50' title 'Pareto front'",
                         by_tps ? "tps" : "params");

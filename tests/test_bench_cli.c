@@ -1129,6 +1129,37 @@ static void test_sweep_families(void **state)
     free(txl), free(path), free(s), free(t);
 }
 
+/* The plot's labels: two points a core count apart have about the same parameters, so on the
+ * parameters' panel their labels would overlap: one label, on the better point, stands for both
+ * ("R2 c1,2 u") when both are on the front; else the front's point alone is labelled. */
+static void test_sweep_labels(void **state)
+{
+    fixture *fx = *state;
+    csv_table *t = run_sweep(fx, (const char *const[]){"--rank", "2", "--cores", "1,2", "--causal",
+                                                       "false", "--train-steps", "40",
+                                                       "--eval-interval", "10", NULL});
+    if (t->rows != 3) fail_msg("%d rows in sweep.csv, want 2", t->rows - 1);
+    const double p1 = atof(cell(t, 1, "parameters")), p2 = atof(cell(t, 2, "parameters"));
+    const bool both = atof(cell(t, 2, "test_ppl")) < atof(cell(t, 1, "test_ppl"));
+    if (!(p2 > p1 && p2 < p1 * 1.001)) fail_msg("parameters %g and %g: want a hair more at 2 cores", p1, p2);
+    char *gp_path = tt_xasprintf("%s/out/sweep.gp", fx->root), *gp = tu_read_file(gp_path, NULL);
+    const char *pts = strstr(gp, "$points << EOD\n");
+    if (!pts) fail_msg("sweep.gp has no $points:\n%s", gp);
+    pts += strlen("$points << EOD\n");
+    char label[2][64];
+    for (int i = 0; i < 2; i++) {
+        double x, y, z;
+        int fam;
+        if (sscanf(pts, "%lf %lf %lf %d \"%63[^\"]\"", &x, &y, &z, &fam, label[i]) != 5) label[i][0] = 0;
+        pts = strchr(pts, '\n') + 1;
+    }
+    const char *want = both ? "R2 c1,2 u" : "R2 c1 u";
+    if (!!label[0][0] + !!label[1][0] != 1 || strcmp(label[0][0] ? label[0] : label[1], want))
+        fail_msg("the parameters' labels: '%s' and '%s', want '%s' on one alone:\n%s", label[0],
+                 label[1], want, gp);
+    free(gp), free(gp_path), free(t);
+}
+
 /* The paper's figures beside ours where the spec has its shapes (ptb.yaml: L 3, D 256, N 32 for
  * the paper's 30, F 2100, V 10000): two rows of table.md, its core-1 and core-2 test perplexity;
  * with the cost model alone (no training, no GPU) the table has every point's parameters. */
@@ -1300,6 +1331,7 @@ int main(void)
         IN_OWN_FOLDER(test_sweep_resume),
         IN_OWN_FOLDER(test_sweep_split),
         IN_OWN_FOLDER(test_sweep_refusals),
+        IN_OWN_FOLDER(test_sweep_labels),
         IN_OWN_FOLDER(test_sweep_paper),
         IN_OWN_FOLDER(test_plot),
     };
