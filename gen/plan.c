@@ -163,6 +163,26 @@ static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr,
     return rows;
 }
 
+/* A second stage of parameter gradients (templates/colsum.cu, op colsum or bias_colsum): sets
+ * sums of d columns each over the partials a first stage wrote, 32 columns a block, the
+ * partials in a fixed order. */
+static tt_kernel *add_colsum(tt_plan *plan, const char *op, int d, int sets)
+{
+    const char *const flags[] = {NULL};
+    tt_kernel *c = add_kernel(plan, op, 0, "f32");
+    const long ct = pick(plan, op, "THREADS", COLSUM_THREADS);
+    set_const(c, "D", d);
+    set_const(c, "SETS", sets);
+    set_const(c, "ACCUMULATE", 0);
+    set_const(c, "THREADS", ct);
+    name_kernel(c, flags);
+    c->block[0] = (unsigned)ct;
+    set_grid(c, ceil_div(d, 32), (unsigned)sets, 1, "x = ceil(%d / 32)%s", d,
+             sets > 1 ? ", y = the sets summed (2 or 3)" : "");
+    c->smem_bytes = (unsigned)(ct * 4); /* a float a thread: the warps' sums of 32 columns */
+    return c;
+}
+
 static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
                           size_t errlen)
 {
@@ -174,7 +194,6 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block */
     const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr, rpb, err, errlen);
     if (rpb_b < 0) return -1;
-    const char *const flags[] = {NULL};
 
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
     set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
@@ -193,18 +212,9 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
 
     /* The second stage of LayerNorm's parameter gradients: two sets (dgamma, dbeta), or three
      * (the residual backward's sum of dy beside: a bias gradient). */
-    tt_kernel *c = add_kernel(plan, "colsum", 0, "f32");
-    const long ct = pick(plan, "colsum", "THREADS", COLSUM_THREADS);
-    set_const(c, "D", d);
-    set_const(c, "SETS", 3);
-    set_const(c, "ACCUMULATE", 0);
-    set_const(c, "THREADS", ct);
-    name_kernel(c, flags);
-    c->block[0] = (unsigned)ct;
-    set_grid(c, ceil_div(d, 32), 3, 1, "x = ceil(%d / 32), y = the sets summed (2 or 3)", d);
-    c->smem_bytes = (unsigned)(ct * 4); /* a float a thread: the warps' sums of 32 columns */
-    whyf(c, "32 columns a block, %ld warps over %u partials, fixed order: deterministic", ct / 32,
-         blocks);
+    tt_kernel *c = add_colsum(plan, "colsum", d, 3);
+    whyf(c, "32 columns a block, %ld warps over %u partials, fixed order: deterministic",
+         tt_kernel_const(c, "THREADS", 0) / 32, blocks);
     return 0;
 }
 
@@ -458,18 +468,9 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     whyf(b, "dz = dropout_bwd(dhd) * (h > 0), %ld rows a thread in flight; db1 partials of %ld "
             "row groups, no atomics", bunroll, parts);
 
-    tt_kernel *c = add_kernel(plan, "bias_colsum", 0, "f32");
-    const long ct = pick(plan, "bias_colsum", "THREADS", COLSUM_THREADS);
-    set_const(c, "D", f);
-    set_const(c, "SETS", 1);
-    set_const(c, "ACCUMULATE", 0);
-    set_const(c, "THREADS", ct);
-    name_kernel(c, flags);
-    c->block[0] = (unsigned)ct;
-    set_grid(c, ceil_div(f, 32), 1, 1, "x = ceil(%d / 32)", f);
-    c->smem_bytes = (unsigned)(ct * 4);
+    tt_kernel *c = add_colsum(plan, "bias_colsum", f, 1);
     whyf(c, "db1: 32 columns a block, %ld warps over %ld partials, fixed order: deterministic",
-         ct / 32, parts);
+         tt_kernel_const(c, "THREADS", 0) / 32, parts);
     return 0;
 }
 
