@@ -360,14 +360,6 @@ static void log_axis_tics(FILE *f, const char *axis, double lo, double hi)
     fprintf(f, ")\n");
 }
 
-/* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
- * parameters and against training tokens/s (trained_rate: each point's over its training run,
- * else tt-bench's measurement), log scales fitted to the points, a
- * colour and a key entry per family, each Pareto front drawn as a line and its points labelled
- * with their rank and cores (u: unmasked) or their Transformer-XL (M: memory, M0: none), the
- * paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
- * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
- * with why in err (gnuplot missing or failing: the CSV is there either way). */
 /* The plot's axes: the parameters, the training tokens/s, the perplexity. */
 enum { X_PARAMS, X_TPS, Y_PPL };
 
@@ -435,6 +427,14 @@ static void panel_labels(const sweep_point *p, int n, int xa, int ya, bool front
     free(order), free(kept), free(cores);
 }
 
+/* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
+ * parameters and against training tokens/s (trained_rate: each point's over its training run,
+ * else tt-bench's measurement), log scales fitted to the points, a
+ * colour and a key entry per family, each Pareto front drawn as a line and its points labelled
+ * with their rank and cores (u: unmasked) or their Transformer-XL (M: memory, M0: none) as
+ * panel_labels places them, the paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
+ * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
+ * with why in err (gnuplot missing or failing: the CSV is there either way). */
 static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, bool trained_rate,
                       const bench_paper_row *paper, char *err, size_t errlen)
 {
@@ -486,8 +486,8 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
         }
     }
     /* each point's label on each panel: over the parameters, and over the tokens/s */
-    char(*labels)[2][48] = tt_xcalloc((size_t)n, sizeof *labels), (*one)[48] =
-                                                                      tt_xcalloc((size_t)n, sizeof *one);
+    char(*labels)[2][48] = tt_xcalloc((size_t)n, sizeof *labels);
+    char(*one)[48] = tt_xcalloc((size_t)n, sizeof *one);
     for (int panel = 0; panel < 2; panel++) {
         panel_labels(p, n, panel ? X_TPS : X_PARAMS, ppl ? Y_PPL : X_TPS, panel == 1, lo, hi, one);
         for (int i = 0; i < n; i++) memcpy(labels[i][panel], one[i], sizeof one[i]);
