@@ -545,14 +545,24 @@ static int get_enum(ctx *c, const char *path, const yaml_node_t *n, const char *
                 list, describe(n, true, buf, sizeof buf));
 }
 
-/* A non-empty string on one line (quoted or not). */
+/* Whether the UTF-8 text at p (libyaml's, so valid) starts with a control character: C0, DEL,
+ * C1 (U+0080..U+009F: NEL, U+0085, is a line break to YAML) or the line and paragraph
+ * separators U+2028 and U+2029 (line breaks too). */
+static bool control_at(const unsigned char *p)
+{
+    return p[0] < 0x20 || p[0] == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) ||
+           (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9));
+}
+
+/* A non-empty string on one line (quoted or not): no control characters, so that it is written
+ * back (tt_spec_text) as it was read. */
 static int get_string(ctx *c, const char *path, const yaml_node_t *n, const char *what,
                       const char **out)
 {
     if (n->type != YAML_SCALAR_NODE || scalar_len(n) == 0)
         return type_error(c, path, n, what, true);
     for (size_t i = 0; i < scalar_len(n); i++)
-        if ((unsigned char)scalar(n)[i] < 0x20 || scalar(n)[i] == 0x7f)
+        if (control_at((const unsigned char *)scalar(n) + i))
             return fail(c, &n->start_mark, "%s: %s cannot contain control characters", path, what);
     *out = scalar(n);
     return 0;
