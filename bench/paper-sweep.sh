@@ -21,5 +21,6 @@ grid=(--rank 8,16,40,64,128 --cores 1,2,4 --causal true,false --txl --lr 1.25e-4
       --eval-interval 1000 --patience 3 --resume)
 for spec in ${PAPER_SWEEP_SPECS:-ptb wt2}; do
     k=$(sed -n 's/^  steps: *//p' "specs/$spec.yaml") # train.steps
+    [[ $k =~ ^[0-9]+$ ]] || { echo "paper-sweep.sh: specs/$spec.yaml: no one 'steps: N' line (train.steps)" >&2; exit 2; }
     "$bench" sweep "specs/$spec.yaml" "${grid[@]}" --train-steps $k "$@" --out "$dir/$spec"
 done

@@ -307,20 +307,18 @@ static int sweep_table(const char *dir, const sweep_point *p, int n, const bench
                "tok/s | lr | steps (best) | valid ppl | test ppl | Pareto front |\n"
                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
-        char rank[16] = "", cores[16] = "", tps[64] = "", valid[32] = "", test[32] = "";
+        char rank[16] = "", cores[16] = "", measured[32] = "", trained[32] = "", valid[32] = "",
+             test[32] = "";
         if (p[i].rank) snprintf(rank, sizeof rank, "%d", p[i].rank);
         if (p[i].cores) snprintf(cores, sizeof cores, "%d", p[i].cores);
-        if (!isnan(p[i].measured_tps)) snprintf(tps, sizeof tps, "%.0f", p[i].measured_tps);
-        const size_t tl = strlen(tps);
-        snprintf(tps + tl, sizeof tps - tl, " | ");
-        if (!isnan(p[i].trained_tps))
-            snprintf(tps + tl + 3, sizeof tps - tl - 3, "%.0f", p[i].trained_tps);
+        if (!isnan(p[i].measured_tps)) snprintf(measured, sizeof measured, "%.0f", p[i].measured_tps);
+        if (!isnan(p[i].trained_tps)) snprintf(trained, sizeof trained, "%.0f", p[i].trained_tps);
         if (!isnan(p[i].valid_ppl)) snprintf(valid, sizeof valid, "%.2f", p[i].valid_ppl);
         if (!isnan(p[i].test_ppl)) snprintf(test, sizeof test, "%.2f", p[i].test_ppl);
         const bool fp = on_front(p, n, i, false), ft = on_front(p, n, i, true);
-        fprintf(f, "| %s | %s | %s | %d | %d | %.0f | %s | %.3g | %ld (%ld) | %s | %s | %s%s%s |\n",
-                p[i].family, rank, cores, p[i].seq_len, p[i].mem_len, p[i].params, tps, p[i].lr,
-                p[i].steps, p[i].best_step, valid, test, fp ? "parameters" : "",
+        fprintf(f, "| %s | %s | %s | %d | %d | %.0f | %s | %s | %.3g | %ld (%ld) | %s | %s | %s%s%s |\n",
+                p[i].family, rank, cores, p[i].seq_len, p[i].mem_len, p[i].params, measured,
+                trained, p[i].lr, p[i].steps, p[i].best_step, valid, test, fp ? "parameters" : "",
                 fp && ft ? ", " : "", ft ? "tokens/s" : "");
     }
     if (paper)
@@ -376,18 +374,19 @@ static double axis_value(const sweep_point *q, int axis)
 /* The labels of one panel of the plot, x on axis xa and y on axis ya. Labelled: each
  * Transformer-XL point and each point on the panel's Pareto front (front: over the tokens/s),
  * lowest y first; a label that would overlap one already placed joins it when it is the same
- * family, rank and seq_len at other cores ("R8 c1,2 u"), else is left out. out[i]: point i's
- * label on the panel, "" for none. */
-static void panel_labels(const sweep_point *p, int n, int xa, int ya, bool front, const double lo[3],
-                         const double hi[3], char (*out)[48])
+ * family, rank and seq_len at other cores ("R8 c1,2 u"), else is left out. out[i][panel]:
+ * point i's label on this panel (0: over the parameters, 1: over the tokens/s), "" for none. */
+static void panel_labels(const sweep_point *p, int n, int panel, int ya, const double lo[3],
+                         const double hi[3], char (*out)[2][48])
 {
+    const int xa = panel ? X_TPS : X_PARAMS;
     int *order = tt_xcalloc((size_t)n, sizeof *order), *kept = tt_xcalloc((size_t)n, sizeof *kept);
     unsigned long long *cores = tt_xcalloc((size_t)n, sizeof *cores); /* bit c - 1: c cores */
     int want = 0, placed = 0;
     for (int i = 0; i < n; i++) {
-        out[i][0] = 0;
+        out[i][panel][0] = 0;
         if (!isnan(axis_value(&p[i], xa)) && !isnan(axis_value(&p[i], ya)) &&
-            (p[i].rank == 0 || on_front(p, n, i, front)))
+            (p[i].rank == 0 || on_front(p, n, i, panel == 1)))
             order[want++] = i;
     }
     for (int a = 1; a < want; a++) /* lowest y first: an insertion sort of a few points */
@@ -406,7 +405,7 @@ static void panel_labels(const sweep_point *p, int n, int xa, int ya, bool front
         if (near < 0) {
             kept[placed++] = order[a];
             if (q->rank) cores[order[a]] = 1ull << (q->cores - 1);
-            snprintf(out[order[a]], sizeof out[0], "%s", q->label);
+            snprintf(out[order[a]][panel], sizeof out[0][0], "%s", q->label);
         } else if (q->rank && p[near].rank == q->rank && p[near].seq_len == q->seq_len &&
                    !strcmp(p[near].family, q->family)) {
             cores[near] |= 1ull << (q->cores - 1);
@@ -415,13 +414,14 @@ static void panel_labels(const sweep_point *p, int n, int xa, int ya, bool front
     for (int b = 0; b < placed; b++) { /* the joined ones: their cores in order */
         const int k = kept[b];
         if (!p[k].rank || !(cores[k] & (cores[k] - 1))) continue;
-        size_t len = (size_t)snprintf(out[k], sizeof out[0], "R%d c", p[k].rank);
-        for (int c = 1; c <= 64 && len < sizeof out[0]; c++)
+        char *l = out[k][panel];
+        const size_t size = sizeof out[0][0];
+        size_t len = (size_t)snprintf(l, size, "R%d c", p[k].rank);
+        for (int c = 1; c <= 64 && len < size; c++)
             if (cores[k] >> (c - 1) & 1)
-                len += (size_t)snprintf(out[k] + len, sizeof out[0] - len, "%s%d",
-                                        out[k][len - 1] == 'c' ? "" : ",", c);
-        if (len < sizeof out[0])
-            snprintf(out[k] + len, sizeof out[0] - len, "%s",
+                len += (size_t)snprintf(l + len, size - len, "%s%d", l[len - 1] == 'c' ? "" : ",", c);
+        if (len < size)
+            snprintf(l + len, size - len, "%s",
                      strcmp(p[k].family, family_name[FAM_UNMASKED]) ? "" : " u");
     }
     free(order), free(kept), free(cores);
@@ -429,10 +429,10 @@ static void panel_labels(const sweep_point *p, int n, int xa, int ya, bool front
 
 /* The plot of a sweep: with perplexities (the test's, else the validation's), perplexity against
  * parameters and against training tokens/s (trained_rate: each point's over its training run,
- * else tt-bench's measurement), log scales fitted to the points, a
- * colour and a key entry per family, each Pareto front drawn as a line and its points labelled
- * with their rank and cores (u: unmasked) or their Transformer-XL (M: memory, M0: none) as
- * panel_labels places them, the paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
+ * else tt-bench's measurement), log scales fitted to the points, a colour and a key entry per
+ * family, each Pareto front drawn as a line and its points labelled with their rank and cores
+ * (u: unmasked) or their Transformer-XL (M: memory, M0: none) as panel_labels places them, the
+ * paper's figures beside ours; without perplexities, training tokens/s against parameters. PNG
  * and SVG through gnuplot, its script (data included) kept as DIR/sweep.gp. Returns 0, or -1
  * with why in err (gnuplot missing or failing: the CSV is there either way). */
 static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, bool trained_rate,
@@ -487,11 +487,7 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
     }
     /* each point's label on each panel: over the parameters, and over the tokens/s */
     char(*labels)[2][48] = tt_xcalloc((size_t)n, sizeof *labels);
-    char(*one)[48] = tt_xcalloc((size_t)n, sizeof *one);
-    for (int panel = 0; panel < 2; panel++) {
-        panel_labels(p, n, panel ? X_TPS : X_PARAMS, ppl ? Y_PPL : X_TPS, panel == 1, lo, hi, one);
-        for (int i = 0; i < n; i++) memcpy(labels[i][panel], one[i], sizeof one[i]);
-    }
+    for (int panel = 0; panel < 2; panel++) panel_labels(p, n, panel, ppl ? Y_PPL : X_TPS, lo, hi, labels);
     fprintf(f, "$points << EOD\n"); /* gnuplot skips NaN */
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < 3; k++) {
@@ -501,7 +497,7 @@ static int sweep_plot(const char *dir, const sweep_point *p, int n, bool test, b
         fprintf(f, "%d \"%s\" \"%s\"\n", fam[i], labels[i][0], labels[i][1]);
     }
     fprintf(f, "EOD\n");
-    free(fam), free(labels), free(one);
+    free(fam), free(labels);
     pareto_block(f, "front_params", p, n, false);
     pareto_block(f, "front_tps", p, n, true);
     static const char *const terms[2][2] = {{"pngcairo size 1400,560", "png"}, {"svg size 1400,560", "svg"}};
@@ -558,21 +554,20 @@ static void sweep_usage(FILE *f)
             "Every combination of rank, cores (and seq_len) of the tensorized SPEC, for each mask of\n"
             "--causal (true,false; default SPEC's), and with --txl the Transformer-XL of SPEC's shape\n"
             "with mem_len = seq_len and 0 (--txl-only: those alone; no --rank or --cores needed):\n"
-            "parameters and FLOPs per token; on a GPU, training and\n"
-            "evaluation tokens/s, step time, memory and MFU; with --train-steps, each trained K steps\n"
-            "as tt-train would, validated every E steps and at the end, stopped after P validations\n"
-            "without a new best, and scored on data.test from its best weights; --lr tries each rate\n"
-            "at a family's first point and trains the family with the best. Writes DIR/sweep.csv,\n"
-            "DIR/table.md (the same as a Markdown table, the Pareto fronts and, for the paper's\n"
-            "shapes, its figures), DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>)\n"
-            "and, through gnuplot, DIR/sweep.png and DIR/sweep.svg (perplexity against parameters,\n"
-            "beside the paper's, and training tokens/s, the Pareto fronts marked). --resume keeps\n"
-            "the rows of DIR's files whose points are finished (the same spec hash and patience)\n"
-            "and trains the rest. LISTs: 8,16,32.\n");
+            "parameters and FLOPs per token; on a GPU, training and evaluation tokens/s, step time,\n"
+            "memory and MFU; with --train-steps, each trained K steps as tt-train would, validated\n"
+            "every E steps and at the end, stopped after P validations without a new best, and\n"
+            "scored on data.test from its best weights; --lr tries each rate at a family's first\n"
+            "point and trains the family with the best. Writes DIR/sweep.csv, DIR/table.md (the same\n"
+            "as a Markdown table, the Pareto fronts and, for the paper's shapes, its figures),\n"
+            "DIR/lr_search.csv with --lr (default DIR: sweep-<spec name>) and, through gnuplot,\n"
+            "DIR/sweep.png and DIR/sweep.svg (perplexity against parameters, beside the paper's, and\n"
+            "training tokens/s, the Pareto fronts marked). --resume keeps the rows of DIR's files\n"
+            "whose points are finished (the same spec hash and patience) and trains the rest.\n"
+            "LISTs: 8,16,32.\n");
 }
 
 /* --- the sweep's files, kept across runs for --resume --------------------------------------- */
-
 
 /* The training result row i of t holds (a sweep.csv or an lr_search.csv row). */
 static sweep_result old_result(const csv_rows *t, int i)
@@ -626,9 +621,9 @@ static void lr_row(tt_buf *b, family f, double lr, const sweep_result *r, bool c
 /* A family's learning rate: with --lr, each rate trained at the family's first point (its
  * results in trials, a row each in lr_search.csv as it ends and a line on stderr; with --resume a
  * trial the last run finished, in lr_search.csv or as that point's row in sweep.csv, is read
- * back, not trained), the one of the best validation perplexity chosen; else the spec's. Returns the index of the chosen trial, -1 when there was no
- * search or no trial trained (then *lr is the spec's), -2 when lr_search.csv cannot be written
- * (why in err). */
+ * back, not trained), the one of the best validation perplexity chosen; else the spec's.
+ * Returns the index of the chosen trial, -1 when there was no search or no trial trained (then
+ * *lr is the spec's), -2 when lr_search.csv cannot be written (why in err). */
 static int lr_search(const sweep_ctx *cx, family f, const value_list *lrs, const int first[3],
                      sweep_result *trials, double *lr, char *err, size_t errlen)
 {
