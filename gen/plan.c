@@ -500,23 +500,44 @@ static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Opt-in shared memory per block on sm_80 and later (227 KiB on sm_90; the smallest, sm_86's
+ * 99 KiB, bounds what the plan asks for). */
+#define SMEM_DYN_LIMIT (99 * 1024)
+
+/* Shared memory a block may opt into on sm_90 (227 KiB): for kernels built for sm_90a alone. */
+#define SMEM_DYN_LIMIT_SM90 (227 * 1024)
+
+static bool is_sm90(const tt_plan *plan)
+{
+    return !strcmp(plan->arch, "sm_90") || !strcmp(plan->arch, "sm_90a");
+}
+
 /* Softmax cross-entropy over full rows of logits (the vocabulary, or an adaptive softmax's
  * head), and the fixed-order sum of its per-row losses. */
-/* One instance of xent over logits of dtype: block per row of `threads`, `cache` float4 a
- * thread kept in registers. */
+/* One instance of xent over logits of dtype: a block of `threads` per row, keeping up to `cap`
+ * 16-byte vectors of it in shared memory between its two passes. */
 static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, long rows,
-                              long threads, long cache)
+                              long threads, long cap)
 {
     const char *const flags[] = {NULL};
     tt_kernel *k = add_kernel(plan, op, 0, dtype);
     set_const(k, "THREADS", threads);
-    set_const(k, "CACHE", cache);
+    set_const(k, "ROWCAP", cap);
     name_kernel(k, flags);
     set_const(k, "OP_XENT", 1);
     k->block[0] = (unsigned)threads;
     set_grid(k, (unsigned)rows, 1, 1, "x = rows");
     k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
+    set_const(k, "SMEM", k->smem_bytes); /* the static part; the row's is dynamic */
+    k->dyn_smem = (unsigned)(cap * 16);
     return k;
+}
+
+/* The 16-byte vectors of a row of n logits of dtype, up to limit bytes of them. */
+static long xent_cap(long n, const char *dtype, long limit)
+{
+    const long per = 16 / (strcmp(dtype, "bf16") == 0 ? 2 : 4), cap = ceil_div(n, per);
+    return cap < limit / 16 ? cap : limit / 16;
 }
 
 static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
@@ -527,26 +548,34 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     const long threads = block_threads(plan, "xent", 256, err, errlen);
     if (threads < 0) return -1;
     const char *const flags[] = {NULL};
-    /* the head's row (the whole vocabulary without cutoffs) kept in registers between the two
-     * passes, up to 7 float4 a thread (the most that fits two blocks an SM without spilling);
-     * the rest is read again */
+    /* The head's row (the whole vocabulary without cutoffs) kept whole in shared memory between
+     * the two passes up to 72 KiB (three blocks an SM on sm_90, two on sm_80), so that it is read
+     * once: the wt103 head's 20,003 bf16 logits are 40 KB; a longer row has the rest read again. */
     const tt_model_spec *m = &s->model;
     const long head = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : m->vocab;
-    long cache = ceil_div(ceil_div(head, 4), threads);
-    if (cache > 7) cache = 7;
-    if (cache < 1) cache = 1; /* (a vocabulary the plan does not know yet) */
-    tt_kernel *k = xent_kernel(plan, "xent", dtype, rows, threads, cache);
+    const long cap = xent_cap(head, dtype, 72 * 1024);
+    tt_kernel *k = xent_kernel(plan, "xent", dtype, rows, threads, cap);
     set_const(k, "HEAD", head); /* the launcher's choice: rows up to the head's length here */
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
-            "logits in place, in the storage type the products read; a thread's first %ld groups "
-            "of 4 logits kept in registers (one read of a row up to %ld logits, one write)",
-         cache, cache * 4 * threads);
-    /* Rows longer than the head's (an adaptive softmax's tails): the same kernel keeping one
-     * float4, with fewer registers, more blocks an SM (the few hundred long rows of a tail are a
-     * few waves: the last one is shorter with more in flight) */
-    k = xent_kernel(plan, "xent_long", dtype, rows, 512, 1);
-    whyf(k, "xent for rows over the head's %ld logits: one float4 a thread kept, the rest read "
-            "twice", head);
+            "logits in place, in the storage type the products read; the row's first %ld "
+            "16-byte vectors kept in shared memory (a row up to %ld logits read once, written "
+            "once)",
+         cap, cap * 16 / (strcmp(dtype, "bf16") == 0 ? 2 : 4));
+    /* Rows longer than the head's (an adaptive softmax's tails, a few hundred rows each): as
+     * much of the longest tail's row as one block may hold (on sm_90 200 KiB: wt103's last tail
+     * of 67,735 bf16 logits whole, its 160,000 in part), so a block an SM, of 1024 threads for
+     * the loads in flight; the head's length when there are no tails (then only the unit
+     * tests' longer rows come here). */
+    long longest = head;
+    for (int c = 0; c < m->n_cutoffs; c++) {
+        const long hi = c + 1 < m->n_cutoffs ? m->cutoffs[c + 1] : m->vocab, len = hi - m->cutoffs[c];
+        if (len > longest) longest = len;
+    }
+    const long lcap = xent_cap(longest, dtype, is_sm90(plan) ? 200 * 1024 : SMEM_DYN_LIMIT);
+    k = xent_kernel(plan, "xent_long", dtype, rows, 1024, lcap);
+    whyf(k, "xent for rows over the head's %ld logits: their first %ld 16-byte vectors kept in "
+            "shared memory, the rest read twice",
+         head, lcap);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", 0, "f32");
     set_const(t, "THREADS", sthreads);
@@ -665,18 +694,6 @@ static void fwd_shape(tt_kernel *k, const tt_spec *s, long tasks, long g, long t
 static long mla_tc_tasks(const tt_model_spec *m, long js)
 {
     return tt_mla_tc_tasks(m->seq_len, m->causal, (int)js);
-}
-
-/* Opt-in shared memory per block on sm_80 and later (227 KiB on sm_90; the smallest, sm_86's
- * 99 KiB, bounds what the plan asks for). */
-#define SMEM_DYN_LIMIT (99 * 1024)
-
-/* Shared memory a block may opt into on sm_90 (227 KiB): for kernels built for sm_90a alone. */
-#define SMEM_DYN_LIMIT_SM90 (227 * 1024)
-
-static bool is_sm90(const tt_plan *plan)
-{
-    return !strcmp(plan->arch, "sm_90") || !strcmp(plan->arch, "sm_90a");
 }
 
 /* An attention kernel of mla_tc.cu on wgmma (WG): built for sm_90a, its shape, MMA and WG set;

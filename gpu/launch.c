@@ -388,7 +388,7 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
              float scale, bool grad)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent");
-    /* rows longer than the head's (the tails) go to xent_long (fewer registers, more blocks) */
+    /* rows longer than the head's (the tails) go to xent_long (more of a row kept, bigger blocks) */
     if (v > need(k, "HEAD")) k = tt_gpu_kernel_of(p, "xent_long");
     TT_ASSERT(v > 0 && ld >= v);
     if (rows == 0) return;

@@ -10,12 +10,18 @@
 // A row of weight 0 (outside an evaluation window) is not read: 0 loss, and a zero gradient. A
 // target outside [0, v) gives a NaN loss.
 // xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
-// Constants: TT_THREADS per block.
-// Tunable (ttgen --tune; the plan's heuristic otherwise): the threads of a row's block (fewer
-// keep more of the row in registers; more read it with more loads in flight).
+// Constants: TT_THREADS per block; TT_ROWCAP, the 16-byte vectors of a row the block keeps in
+// (dynamic) shared memory between its two passes: a row up to TT_ROWCAP vectors is read once and
+// written once, a longer one has the rest read again.
+// Tunable (ttgen --tune; the plan's heuristic otherwise): the threads of a row's block (more read
+// it with more loads in flight; fewer let more rows share an SM).
 // ttgen: tunable xent THREADS 256 512 1024
 
 #define TT_WARPS (TT_THREADS / 32)
+#define TT_XV (16 / (int)sizeof(TT_T)) // logits in a 16-byte vector
+#define TT_XUNROLL 4                   // vectors a thread has in flight in the first pass
+typedef tt_vec<TT_T, TT_XV> tt_xvec;
+
 // e^x as 2^(x log2 e) on the special-function unit (ex2.approx: 2 ulp, and x log2 e rounded: a
 // relative error of about |x| 1e-7; for the logits' |x - max| < 30, under 4e-6), two
 // instructions instead of expf's dozen: the kernel is bound by them, not by memory, otherwise.
@@ -44,6 +50,7 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
     tt_pdl_begin();
     __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
     static_assert(sizeof wm + sizeof ws + sizeof wsum == TT_SMEM, "the shared memory the plan counted is what the block declares");
+    extern __shared__ tt_xvec kept[]; // TT_ROWCAP vectors: the row's first ones, between the passes
     const int row = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     TT_T *x = logits + (size_t)row * ld; // rows ld >= v apart (a stride the products can align)
     const float w = weight ? weight[row] : 1.f;
@@ -54,39 +61,47 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
             for (int i = threadIdx.x; i < v; i += TT_THREADS) x[i] = tt_store_as<TT_T>(0.f);
         return;
     }
-    // Vector accesses of 4 logits (16 bytes of fp32, 8 of bf16) when every row starts aligned to
-    // them (a slice of a buffer may not): the row's first v / 4 * 4 logits so, the last v % 4 by
-    // threads 0 .. v % 4 - 1
-    const bool vec4 = ld % 4 == 0 && ((unsigned long long)logits % (4 * sizeof(TT_T))) == 0;
-    const int n4 = v / 4, rest = threadIdx.x < v % 4 ? n4 * 4 + threadIdx.x : -1;
+    // 16-byte accesses when every row starts aligned to them (a slice of a buffer may not): the
+    // row's first v / TT_XV * TT_XV logits so, the last v % TT_XV by threads 0 .. v % TT_XV - 1.
+    // Thread j handles vectors j, j + TT_THREADS, ... in both passes, so that it reads back from
+    // shared memory only what it wrote itself.
+    const bool vec = ld % TT_XV == 0 && ((unsigned long long)logits % 16) == 0;
+    const int nv = v / TT_XV, rest = threadIdx.x < v % TT_XV ? nv * TT_XV + threadIdx.x : -1;
+    const int cap = nv < TT_ROWCAP ? nv : TT_ROWCAP;
     const float xt = (t >= 0 && t < v) ? tt_float(x[t]) : __int_as_float(0x7fffffff);
-    auto load4 = [&](const int i) { // logits 4i .. 4i + 3
-        float q[4];
-        tt_load<4>(q, x + 4 * (size_t)i);
-        return make_float4(q[0], q[1], q[2], q[3]);
-    };
+    const tt_xvec *xv = reinterpret_cast<const tt_xvec *>(x);
 
     // Pass 1: each thread's running (max, sum of exp) and plain sum, then the block's.
     float m = TT_NEG_INF, s = 0.f, sum = 0.f;
-    float4 keep[TT_CACHE]; // the thread's first TT_CACHE vectors, for pass 2
-    if (vec4) {
-        auto add = [&](const float4 q) {
-            const float mq = fmaxf(fmaxf(q.x, q.y), fmaxf(q.z, q.w));
-            const float mx = fmaxf(m, mq);
-            s = s * tt_fexp(m - mx) + tt_fexp(q.x - mx) + tt_fexp(q.y - mx) + tt_fexp(q.z - mx) + tt_fexp(q.w - mx);
-            m = mx;
-            sum += (q.x + q.y) + (q.z + q.w);
-        };
+    if (vec) {
+        for (int i0 = threadIdx.x; i0 < nv; i0 += TT_XUNROLL * TT_THREADS) {
+            tt_xvec q[TT_XUNROLL];
 #pragma unroll
-        for (int c = 0; c < TT_CACHE; c++) { // all loads first: in flight together
-            const int i = threadIdx.x + c * TT_THREADS;
-            if (i < n4) keep[c] = load4(i);
+            for (int u = 0; u < TT_XUNROLL; u++) // the loads first: in flight together
+                if (i0 + u * TT_THREADS < nv) q[u] = xv[i0 + u * TT_THREADS];
+#pragma unroll
+            for (int u = 0; u < TT_XUNROLL; u++) {
+                const int i = i0 + u * TT_THREADS;
+                if (i >= nv) break;
+                if (i < cap) kept[i] = q[u];
+                float f[TT_XV], mq = TT_NEG_INF;
+#pragma unroll
+                for (int e = 0; e < TT_XV; e++) {
+                    f[e] = tt_float(q[u].v[e]);
+                    mq = fmaxf(mq, f[e]);
+                }
+                const float mx = fmaxf(m, mq);
+                float se = 0.f, sx = 0.f;
+#pragma unroll
+                for (int e = 0; e < TT_XV; e++) {
+                    se += tt_fexp(f[e] - mx);
+                    sx += f[e];
+                }
+                s = s * tt_fexp(m - mx) + se;
+                m = mx;
+                sum += sx;
+            }
         }
-#pragma unroll
-        for (int c = 0; c < TT_CACHE; c++)
-            if (threadIdx.x + c * TT_THREADS < n4) add(keep[c]);
-#pragma unroll 2
-        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) add(load4(i));
         if (rest >= 0) {
             const float xi = tt_float(x[rest]), mx = fmaxf(m, xi);
             s = s * tt_fexp(m - mx) + tt_fexp(xi - mx);
@@ -128,28 +143,18 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
 
     // Pass 2: the gradient, over the logits it replaces (x[t] was read above, before any write).
     const float c = scale * w, smooth = eps / v;
-    if (vec4) {
-        auto grad4 = [&](const int i, float4 q) {
-            q.x = c * (tt_fexp(q.x - lse) - smooth);
-            q.y = c * (tt_fexp(q.y - lse) - smooth);
-            q.z = c * (tt_fexp(q.z - lse) - smooth);
-            q.w = c * (tt_fexp(q.w - lse) - smooth);
-            if (i == t / 4) {
-                const float d = c * (1.f - eps);
-                if (t % 4 == 0) q.x -= d;
-                if (t % 4 == 1) q.y -= d;
-                if (t % 4 == 2) q.z -= d;
-                if (t % 4 == 3) q.w -= d;
-            }
-            const float qs[4] = {q.x, q.y, q.z, q.w};
-            tt_store<4>(x + 4 * (size_t)i, qs);
-        };
+    if (vec) {
+        tt_xvec *yv = reinterpret_cast<tt_xvec *>(x);
+        for (int i = threadIdx.x; i < nv; i += TT_THREADS) {
+            const tt_xvec q = i < cap ? kept[i] : xv[i];
+            float d[TT_XV];
 #pragma unroll
-        for (int cc = 0; cc < TT_CACHE; cc++) { // from registers
-            const int i = threadIdx.x + cc * TT_THREADS;
-            if (i < n4) grad4(i, keep[cc]);
+            for (int e = 0; e < TT_XV; e++) {
+                d[e] = c * (tt_fexp(tt_float(q.v[e]) - lse) - smooth);
+                if (i * TT_XV + e == t) d[e] -= c * (1.f - eps);
+            }
+            tt_store<TT_XV>(&yv[i].v[0], d);
         }
-        for (int i = threadIdx.x + TT_CACHE * TT_THREADS; i < n4; i += TT_THREADS) grad4(i, load4(i));
         if (rest >= 0) {
             float d = c * (tt_fexp(tt_float(x[rest]) - lse) - smooth);
             if (rest == t) d -= c * (1.f - eps);

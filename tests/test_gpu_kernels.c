@@ -973,8 +973,8 @@ static void test_xent(void **state)
     static const int vocabs[] = {10000, 30001, 517, 30003, 20003},
                      lds[] = {10000, 30001, 517, 30008, 20008};
     static const float epss[] = {0.f, 0.1f, 0.1f, 0.1f, 0.f};
-    /* a vocabulary of 20003: rows up to it take xent (7 groups of 4 a thread kept: all of 10000
-     * and 517, part of 20003), longer ones xent_long */
+    /* a vocabulary of 20003: rows up to it take xent (kept whole in shared memory between the
+     * passes), longer ones xent_long (which keeps as many logits as 20003, the rest read again) */
     tt_spec s[2];
     tt_gpu_program p[2];
     for (int bf = 0; bf < 2; bf++) {
