@@ -78,6 +78,39 @@ template <int N, typename T> __device__ __forceinline__ void tt_store(T *p, cons
     *reinterpret_cast<tt_vec<T, N> *>(p) = x;
 }
 
+// Two values rounded to bf16 and packed (lo in the low half): on sm_80 and later by the
+// hardware's conversion, one instruction for both instead of a dozen; its round to nearest even
+// is tt_store_as's for every value but NaN, which goes the long way to stay the CPU's quiet NaN.
+__device__ __forceinline__ unsigned tt_bf16x2(float lo, float hi)
+{
+#if __CUDA_ARCH__ >= 800
+    if (lo == lo && hi == hi) {
+        unsigned r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+        return r;
+    }
+#endif
+    return (unsigned)tt_store_as<tt_bf16>(lo).bits | (unsigned)tt_store_as<tt_bf16>(hi).bits << 16;
+}
+
+// bf16 vectors of an even length: rounded in pairs
+template <int N> __device__ __forceinline__ void tt_store(tt_bf16 *p, const float (&in)[N])
+{
+    if constexpr (N % 2 == 0) {
+        struct alignas(2 * N) pairs {
+            unsigned w[N / 2];
+        } x;
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) x.w[i] = tt_bf16x2(in[2 * i], in[2 * i + 1]);
+        *reinterpret_cast<pairs *>(p) = x;
+    } else {
+        tt_vec<tt_bf16, N> x;
+#pragma unroll
+        for (int i = 0; i < N; i++) x.v[i] = tt_store_as<tt_bf16>(in[i]);
+        *reinterpret_cast<tt_vec<tt_bf16, N> *>(p) = x;
+    }
+}
+
 // Kernels over rows of W features, a thread per VEC of them (a 1-D grid): the thread's row i
 // and column col, or false past the end of `count` rows.
 template <int W, int VEC> __device__ __forceinline__ bool tt_row_slot(int count, int &i, int &col)

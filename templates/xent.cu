@@ -23,14 +23,18 @@
 typedef tt_vec<TT_T, TT_XV> tt_xvec;
 
 // e^x as 2^(x log2 e) on the special-function unit (ex2.approx: 2 ulp, and x log2 e rounded: a
-// relative error of about |x| 1e-7; for the logits' |x - max| < 30, under 4e-6), two
-// instructions instead of expf's dozen: the kernel is bound by them, not by memory, otherwise.
-__device__ __forceinline__ float tt_fexp(float x)
+// relative error of about |x| 1e-7; for the logits' |x - max| < 30, under 4e-6; the vector loops'
+// fma(x, log2 e, -(m log2 e)) errs as little), two instructions instead of expf's dozen: the
+// kernel is bound by its instructions, not by memory (an H200 ran the wt103 head's row at the
+// same speed read once as read twice), so each element's are counted.
+#define TT_LOG2E 1.4426950408889634f
+__device__ __forceinline__ float tt_fexp2(float x) // 2^x
 {
     float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+__device__ __forceinline__ float tt_fexp(float x) { return tt_fexp2(x * TT_LOG2E); }
 
 // (m, s) stands for s * exp(m): a running maximum and the sum of exp(x - m) below it.
 __device__ __forceinline__ void tt_lse_add(float &m, float &s, float m2, float s2)
@@ -71,7 +75,10 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
     const float xt = (t >= 0 && t < v) ? tt_float(x[t]) : __int_as_float(0x7fffffff);
     const tt_xvec *xv = reinterpret_cast<const tt_xvec *>(x);
 
-    // Pass 1: each thread's running (max, sum of exp) and plain sum, then the block's.
+    // Pass 1: each thread's running (max, sum of exp) and plain sum (for the smoothing alone),
+    // then the block's. In the vector loops exp(x - mx) is 2^(x log2 e - mx log2 e), one fused
+    // multiply-add and the special-function unit's 2^x an element.
+    const bool smoothing = eps != 0.f;
     float m = TT_NEG_INF, s = 0.f, sum = 0.f;
     if (vec) {
         for (int i0 = threadIdx.x; i0 < nv; i0 += TT_XUNROLL * TT_THREADS) {
@@ -90,16 +97,18 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
                     f[e] = tt_float(q[u].v[e]);
                     mq = fmaxf(mq, f[e]);
                 }
-                const float mx = fmaxf(m, mq);
-                float se = 0.f, sx = 0.f;
+                const float mx = fmaxf(m, mq), mxl = mx * TT_LOG2E;
+                float se = 0.f;
 #pragma unroll
-                for (int e = 0; e < TT_XV; e++) {
-                    se += tt_fexp(f[e] - mx);
-                    sx += f[e];
-                }
+                for (int e = 0; e < TT_XV; e++) se += tt_fexp2(fmaf(f[e], TT_LOG2E, -mxl));
                 s = s * tt_fexp(m - mx) + se;
                 m = mx;
-                sum += sx;
+                if (smoothing) {
+                    float sx = 0.f;
+#pragma unroll
+                    for (int e = 0; e < TT_XV; e++) sx += f[e];
+                    sum += sx;
+                }
             }
         }
         if (rest >= 0) {
@@ -142,22 +151,28 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
     if (!grad) return;
 
     // Pass 2: the gradient, over the logits it replaces (x[t] was read above, before any write).
+    // In the vector loop c (e^(x - lse) - eps / v) as two fused multiply-adds and 2^x, the
+    // target's own term subtracted by the thread whose vector holds it.
     const float c = scale * w, smooth = eps / v;
     if (vec) {
+        const float lsel = lse * TT_LOG2E, cs = c * smooth, ct = c * (1.f - eps);
         tt_xvec *yv = reinterpret_cast<tt_xvec *>(x);
         for (int i = threadIdx.x; i < nv; i += TT_THREADS) {
             const tt_xvec q = i < cap ? kept[i] : xv[i];
             float d[TT_XV];
 #pragma unroll
-            for (int e = 0; e < TT_XV; e++) {
-                d[e] = c * (tt_fexp(tt_float(q.v[e]) - lse) - smooth);
-                if (i * TT_XV + e == t) d[e] -= c * (1.f - eps);
+            for (int e = 0; e < TT_XV; e++) d[e] = fmaf(c, tt_fexp2(fmaf(tt_float(q.v[e]), TT_LOG2E, -lsel)), -cs);
+            const int te = t - i * TT_XV;
+            if ((unsigned)te < (unsigned)TT_XV) {
+#pragma unroll
+                for (int e = 0; e < TT_XV; e++)
+                    if (e == te) d[e] -= ct;
             }
             tt_store<TT_XV>(&yv[i].v[0], d);
         }
         if (rest >= 0) {
             float d = c * (tt_fexp(tt_float(x[rest]) - lse) - smooth);
-            if (rest == t) d -= c * (1.f - eps);
+            if (rest == t) d -= ct;
             x[rest] = tt_store_as<TT_T>(d);
         }
     } else {
