@@ -514,8 +514,14 @@ static bool is_sm90(const tt_plan *plan)
 
 /* Softmax cross-entropy over full rows of logits (the vocabulary, or an adaptive softmax's
  * head), and the fixed-order sum of its per-row losses. */
+/* Bytes of one element of the storage type dtype ("bf16" or "f32"). */
+static long dtype_bytes(const char *dtype)
+{
+    return strcmp(dtype, "bf16") == 0 ? 2 : 4;
+}
+
 /* One instance of xent over logits of dtype: a block of `threads` per row, keeping up to `cap`
- * 16-byte vectors of it in shared memory between its two passes. */
+ * vectors of 8 logits of it in shared memory between its two passes. */
 static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, long rows,
                               long threads, long cap)
 {
@@ -529,15 +535,15 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, 
     set_grid(k, (unsigned)rows, 1, 1, "x = rows");
     k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
     set_const(k, "SMEM", k->smem_bytes); /* the static part; the row's is dynamic */
-    k->dyn_smem = (unsigned)(cap * 16);
+    k->dyn_smem = (unsigned)(cap * 8 * dtype_bytes(dtype));
     return k;
 }
 
-/* The 16-byte vectors of a row of n logits of dtype, up to limit bytes of them. */
+/* The vectors of 8 logits of dtype in a row of n, up to limit bytes of them. */
 static long xent_cap(long n, const char *dtype, long limit)
 {
-    const long per = 16 / (strcmp(dtype, "bf16") == 0 ? 2 : 4), cap = ceil_div(n, per);
-    return cap < limit / 16 ? cap : limit / 16;
+    const long bytes = 8 * dtype_bytes(dtype), cap = ceil_div(n, 8);
+    return cap < limit / bytes ? cap : limit / bytes;
 }
 
 static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
@@ -558,9 +564,8 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     set_const(k, "HEAD", head); /* the launcher's choice: rows up to the head's length here */
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
             "logits in place, in the storage type the products read; the row's first %ld "
-            "16-byte vectors kept in shared memory (a row up to %ld logits read once, written "
-            "once)",
-         cap, cap * 16 / (strcmp(dtype, "bf16") == 0 ? 2 : 4));
+            "logits kept in shared memory (a row up to them read once, written once)",
+         cap * 8);
     /* Rows longer than the head's (an adaptive softmax's tails, a few hundred rows each): as
      * much of the longest tail's row as one block may hold (on sm_90 200 KiB: wt103's last tail
      * of 67,735 bf16 logits whole, its 160,000 in part), so a block an SM, of 1024 threads for
@@ -573,9 +578,9 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     }
     const long lcap = xent_cap(longest, dtype, is_sm90(plan) ? 200 * 1024 : SMEM_DYN_LIMIT);
     k = xent_kernel(plan, "xent_long", dtype, rows, 1024, lcap);
-    whyf(k, "xent for rows over the head's %ld logits: their first %ld 16-byte vectors kept in "
-            "shared memory, the rest read twice",
-         head, lcap);
+    whyf(k, "xent for rows over the head's %ld logits: their first %ld kept in shared memory, "
+            "the rest read twice",
+         head, lcap * 8);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", 0, "f32");
     set_const(t, "THREADS", sthreads);

@@ -10,15 +10,18 @@
 // A row of weight 0 (outside an evaluation window) is not read: 0 loss, and a zero gradient. A
 // target outside [0, v) gives a NaN loss.
 // xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
-// Constants: TT_THREADS per block; TT_ROWCAP, the 16-byte vectors of a row the block keeps in
-// (dynamic) shared memory between its two passes: a row up to TT_ROWCAP vectors is read once and
-// written once, a longer one has the rest read again.
+// Constants: TT_THREADS per block; TT_ROWCAP, the vectors (TT_XV logits each) of a row the block
+// keeps in (dynamic) shared memory between its two passes: a row up to TT_ROWCAP vectors is read
+// once and written once, a longer one has the rest read again.
 // Tunable (ttgen --tune; the plan's heuristic otherwise): the threads of a row's block (more read
 // it with more loads in flight; fewer let more rows share an SM).
 // ttgen: tunable xent THREADS 256 512 1024
 
 #define TT_WARPS (TT_THREADS / 32)
-#define TT_XV (16 / (int)sizeof(TT_T)) // logits in a 16-byte vector
+// Logits in a vector: 8 whatever the type (16 bytes of bf16, 32 of fp32), so that the sums are
+// grouped alike and a bf16 row's gradient is the fp32 instance's rounded, bit for bit (a unit
+// test holds them so).
+#define TT_XV 8
 #define TT_XUNROLL 4                   // vectors a thread has in flight in the first pass
 typedef tt_vec<TT_T, TT_XV> tt_xvec;
 
@@ -65,11 +68,11 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
             for (int i = threadIdx.x; i < v; i += TT_THREADS) x[i] = tt_store_as<TT_T>(0.f);
         return;
     }
-    // 16-byte accesses when every row starts aligned to them (a slice of a buffer may not): the
+    // Vector accesses when every row starts aligned to them (a slice of a buffer may not): the
     // row's first v / TT_XV * TT_XV logits so, the last v % TT_XV by threads 0 .. v % TT_XV - 1.
     // Thread j handles vectors j, j + TT_THREADS, ... in both passes, so that it reads back from
     // shared memory only what it wrote itself.
-    const bool vec = ld % TT_XV == 0 && ((unsigned long long)logits % 16) == 0;
+    const bool vec = ld % TT_XV == 0 && ((unsigned long long)logits % sizeof(tt_xvec)) == 0;
     const int nv = v / TT_XV, rest = threadIdx.x < v % TT_XV ? nv * TT_XV + threadIdx.x : -1;
     const int cap = nv < TT_ROWCAP ? nv : TT_ROWCAP;
     const float xt = (t >= 0 && t < v) ? tt_float(x[t]) : __int_as_float(0x7fffffff);
