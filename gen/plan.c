@@ -558,8 +558,11 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
      * the two passes up to 72 KiB (three blocks an SM on sm_90, two on sm_80), so that it is read
      * once: the wt103 head's 20,003 bf16 logits are 40 KB; a longer row has the rest read again. */
     const tt_model_spec *m = &s->model;
-    const long head = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : m->vocab;
-    const long cap = xent_cap(head, dtype, 72 * 1024);
+    const long limit = 72 * 1024, known = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : m->vocab;
+    /* a vocabulary taken from the data (vocab: data, no cutoffs): rows up to the length that
+     * fits come here (the launcher gives a block the shared memory its row takes) */
+    const long head = known ? known : xent_cap(1L << 30, dtype, limit) * 8;
+    const long cap = xent_cap(head, dtype, limit);
     tt_kernel *k = xent_kernel(plan, "xent", dtype, rows, threads, cap);
     set_const(k, "HEAD", head); /* the launcher's choice: rows up to the head's length here */
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
@@ -570,8 +573,9 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
      * much of the longest tail's row as one block may hold (on sm_90 200 KiB: wt103's last tail
      * of 67,735 bf16 logits whole, its 160,000 in part), so a block an SM, of 1024 threads for
      * the loads in flight; the head's length when there are no tails (then only the unit
-     * tests' longer rows come here). */
-    long longest = head;
+     * tests' longer rows come here), all it may keep when the vocabulary is the data's (a
+     * launch gives a block the shared memory its row takes). */
+    long longest = m->vocab ? head : 1L << 30; /* unknown: the last tail's, or the rows' */
     for (int c = 0; c < m->n_cutoffs; c++) {
         const long hi = c + 1 < m->n_cutoffs ? m->cutoffs[c + 1] : m->vocab, len = hi - m->cutoffs[c];
         if (len > longest) longest = len;

@@ -163,18 +163,25 @@ static bool pdl_enabled(void)
     return on;
 }
 
-void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
+void tt_gpu_launch_smem(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream,
+                        unsigned smem)
 {
+    TT_ASSERT(smem <= k->k->dyn_smem);
     const dim3 block = {k->k->block[0], k->k->block[1], k->k->block[2]};
     cudaLaunchAttribute attr = {.id = cudaLaunchAttributeProgrammaticStreamSerialization};
     attr.val.programmaticStreamSerializationAllowed = 1;
-    const cudaLaunchConfig_t cfg = {.gridDim = grid, .blockDim = block, .dynamicSmemBytes = k->k->dyn_smem,
+    const cudaLaunchConfig_t cfg = {.gridDim = grid, .blockDim = block, .dynamicSmemBytes = smem,
                                     .stream = stream, .attrs = &attr, .numAttrs = pdl_enabled() ? 1 : 0};
     const cudaError_t e = cudaLaunchKernelExC(&cfg, (const void *)k->fn, args);
     if (e != cudaSuccess)
         tt_panic(__FILE__, __LINE__, "launching %s on grid (%u, %u, %u) x (%u, %u, %u), %u bytes of "
                  "dynamic shared memory: %s (%s)", k->k->name, grid.x, grid.y, grid.z, block.x,
-                 block.y, block.z, k->k->dyn_smem, cudaGetErrorString(e), cudaGetErrorName(e));
+                 block.y, block.z, smem, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream)
+{
+    tt_gpu_launch_smem(k, grid, args, stream, k->k->dyn_smem);
 }
 
 void *tt_gpu_upload(const float *x, size_t n, int bf16)

@@ -79,5 +79,9 @@ double tt_gpu_median_ms(cudaStream_t s, long iters, void (*run)(const void *arg)
 
 /* Launches k with the given grid and its planned block, checking the launch. */
 void tt_gpu_launch(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream);
+/* The same with smem bytes of dynamic shared memory, up to the plan's (a kernel that sizes what
+ * it uses by its arguments: xent keeps a row of the length it is given). */
+void tt_gpu_launch_smem(const tt_gpu_kernel *k, dim3 grid, void **args, cudaStream_t stream,
+                        unsigned smem);
 
 #endif

@@ -399,6 +399,56 @@ static void test_txl_strategy(void **state)
     }
 }
 
+/* xent's rows in shared memory: rows up to HEAD take xent, kept whole (ROWCAP vectors of 8
+ * logits); longer ones xent_long, kept as far as a block may hold. A vocabulary from the data
+ * (unknown to the plan) must still keep rows: a plan that kept none read every row twice and
+ * ran lm1b's body's softmax 1.2x slower. */
+static void test_xent_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *vocab, *adaptive, *precision, *arch;
+        long head, cap, long_cap;
+    } cases[] = {
+        {"20003", "", "bf16", ARCH, 20003, 2501, 2501},
+        {"20003", "", "fp32", ARCH, 20003, 2304, 2501},
+        {"data", "", "bf16", ARCH, 36864, 4608, 12800},
+        {"data", "", "fp32", ARCH, 18432, 2304, 6400},
+        {"data", "", "bf16", "sm_80", 36864, 4608, 6336},
+        {"267735", ", adaptive: {cutoffs: [20000, 40000, 200000]}", "bf16", ARCH, 20003, 2501, 12800},
+        {"100000", ", adaptive: {cutoffs: [20000, 40000]}", "bf16", ARCH, 20002, 2501, 7500},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *text = tt_xasprintf("model: {kind: tensorized, vocab: %s, d_model: 32, layers: 1, rank: 8, "
+                                  "cores: 2, seq_len: 16, d_inner: 32%s}\n"
+                                  "train: {batch: 4, precision: %s}\ndata: {train: t.txt}\n",
+                                  cases[c].vocab, cases[c].adaptive, cases[c].precision);
+        tt_spec s;
+        char err[512];
+        if (tt_spec_parse(text, strlen(text), "x.yaml", ".", &s, err, sizeof err) != 0) fail_msg("%s", err);
+        tt_plan p;
+        build_plan(&s, cases[c].arch, &p);
+        const tt_kernel *x = NULL, *xl = NULL;
+        for (int i = 0; i < p.n; i++) {
+            if (!strcmp(p.kernels[i].op, "xent")) x = &p.kernels[i];
+            if (!strcmp(p.kernels[i].op, "xent_long")) xl = &p.kernels[i];
+        }
+        assert_non_null(x);
+        assert_non_null(xl);
+        const long es = strcmp(cases[c].precision, "bf16") ? 4 : 2;
+        print_message("  vocab %s%s %s %s: %s HEAD %ld, %s\n", cases[c].vocab, cases[c].adaptive,
+                      cases[c].precision, cases[c].arch, x->name, tt_kernel_const(x, "HEAD", -1), xl->name);
+        assert_int_equal(tt_kernel_const(x, "HEAD", -1), cases[c].head);
+        assert_int_equal(tt_kernel_const(x, "ROWCAP", -1), cases[c].cap);
+        assert_int_equal(tt_kernel_const(xl, "ROWCAP", -1), cases[c].long_cap);
+        assert_int_equal(x->dyn_smem, cases[c].cap * 8 * es);
+        assert_int_equal(xl->dyn_smem, cases[c].long_cap * 8 * es);
+        tt_plan_free(&p);
+        tt_spec_free(&s);
+        free(text);
+    }
+}
+
 static void test_sources_and_keys_deterministic(void **state)
 {
     fixture *f = *state;
@@ -585,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_plan_deterministic),
         cmocka_unit_test(test_names_carry_constants),
         cmocka_unit_test(test_txl_strategy),
+        cmocka_unit_test(test_xent_rows),
         cmocka_unit_test(test_sources_and_keys_deterministic),
         cmocka_unit_test(test_kernels_wait_first),
         cmocka_unit_test(test_compile_every_kernel),
