@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "cpu_model.h"
 #include "cpu_ops.h"
 #include "model.h"
@@ -254,6 +255,45 @@ static double linear_obj(void *p)
     linear_ctx *k = p;
     cpu_linear_fwd(k->y, k->x, k->w, k->b, k->rows, k->in, k->out);
     return dot(k->c, k->y, (long)k->rows * k->out);
+}
+
+/* The bf16 rounding every bf16 kernel is checked against (cpu/bf16.h; the kernels' tt_store_as
+ * and tt_bf16x2): to nearest, ties to even, on the bits (subnormals and the overflow to
+ * infinity included), and a NaN kept a quiet NaN with its sign and the payload's high bits. */
+static void test_bf16_rounding(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+    } cases[] = {
+        {0x3f800000u, 0x3f80}, /* 1 */
+        {0x3f808000u, 0x3f80}, /* a tie, to the even below */
+        {0x3f818000u, 0x3f82}, /* a tie, to the even above */
+        {0x3f808001u, 0x3f81}, /* just above a tie */
+        {0x3f807fffu, 0x3f80}, /* just below */
+        {0xbf818000u, 0xbf82}, /* negative tie */
+        {0x80000000u, 0x8000}, /* -0 */
+        {0x00000001u, 0x0000}, /* the smallest subnormal, to 0 */
+        {0x00008000u, 0x0000}, /* a subnormal tie, to even 0 */
+        {0x00018000u, 0x0002}, /* a subnormal tie, to even 2 */
+        {0x007fffffu, 0x0080}, /* the largest subnormal, up to the smallest normal */
+        {0x7f7fffffu, 0x7f80}, /* the largest float, over bf16's largest: infinity */
+        {0x7f7f7fffu, 0x7f7f}, /* bf16's largest stays */
+        {0x7f800000u, 0x7f80}, /* infinity */
+        {0xff800000u, 0xff80}, /* -infinity */
+        {0x7fc00000u, 0x7fc0}, /* a quiet NaN */
+        {0x7f800001u, 0x7fc0}, /* a signaling NaN whose payload is all below bf16: quieted */
+        {0x7fa00000u, 0x7fe0}, /* a signaling NaN, quieted, its payload's high bits kept */
+        {0xffc12345u, 0xffc1}, /* a negative NaN keeps its sign */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        float x;
+        memcpy(&x, &cases[i].in, sizeof x);
+        const uint16_t got = tt_bf16_from_float(x);
+        if (got != cases[i].out)
+            fail_msg("bf16 of 0x%08x: 0x%04x, want 0x%04x", (unsigned)cases[i].in, got, cases[i].out);
+    }
 }
 
 static void test_op_linear(void **state)
@@ -1455,6 +1495,7 @@ int main(void)
            (unsigned long long)g_seed, (unsigned long long)g_seed);
     fflush(stdout);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bf16_rounding),
         cmocka_unit_test(test_op_linear),
         cmocka_unit_test(test_op_layernorm),
         cmocka_unit_test(test_op_dropout),
