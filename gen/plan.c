@@ -520,8 +520,13 @@ static long dtype_bytes(const char *dtype)
     return strcmp(dtype, "bf16") == 0 ? 2 : 4;
 }
 
+/* Logits in one of xent's vectors (xent.cu's TT_XV; tt_xent sizes a row's shared memory by it):
+ * 8 whatever the type, so that fp32 and bf16 group their sums alike and a bf16 row's gradient is
+ * the fp32 instance's rounded, bit for bit. */
+#define XENT_VEC 8
+
 /* One instance of xent over logits of dtype: a block of `threads` per row, keeping up to `cap`
- * vectors of 8 logits of it in shared memory between its two passes. */
+ * of its vectors of logits in shared memory between its two passes. */
 static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, long rows,
                               long threads, long cap)
 {
@@ -535,16 +540,19 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, 
     set_grid(k, (unsigned)rows, 1, 1, "x = rows");
     k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
     set_const(k, "SMEM", k->smem_bytes); /* the static part; the row's is dynamic */
-    k->dyn_smem = (unsigned)(cap * 8 * dtype_bytes(dtype));
+    k->dyn_smem = (unsigned)(cap * XENT_VEC * dtype_bytes(dtype));
     return k;
 }
 
-/* The vectors of 8 logits of dtype in a row of n, up to limit bytes of them. */
+/* xent's vectors of logits of dtype in a row of n, up to limit bytes of them. */
 static long xent_cap(long n, const char *dtype, long limit)
 {
-    const long bytes = 8 * dtype_bytes(dtype), cap = ceil_div(n, 8);
+    const long bytes = XENT_VEC * dtype_bytes(dtype), cap = ceil_div(n, XENT_VEC);
     return cap < limit / bytes ? cap : limit / bytes;
 }
+
+/* A row length that stands for "not known to the plan" (vocab: data): longer than any limit. */
+#define XENT_UNKNOWN (1L << 30)
 
 static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
 {
@@ -561,21 +569,21 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     const long limit = 72 * 1024, known = m->n_cutoffs ? m->cutoffs[0] + m->n_cutoffs : m->vocab;
     /* a vocabulary taken from the data (vocab: data, no cutoffs): rows up to the length that
      * fits come here (the launcher gives a block the shared memory its row takes) */
-    const long head = known ? known : xent_cap(1L << 30, dtype, limit) * 8;
+    const long head = known ? known : xent_cap(XENT_UNKNOWN, dtype, limit) * XENT_VEC;
     const long cap = xent_cap(head, dtype, limit);
     tt_kernel *k = xent_kernel(plan, "xent", dtype, rows, threads, cap);
     set_const(k, "HEAD", head); /* the launcher's choice: rows up to the head's length here */
     whyf(k, "block per row, any length: online max and sum of exp, then the gradient over the "
             "logits in place, in the storage type the products read; the row's first %ld "
             "logits kept in shared memory (a row up to them read once, written once)",
-         cap * 8);
+         cap * XENT_VEC);
     /* Rows longer than the head's (an adaptive softmax's tails, a few hundred rows each): as
      * much of the longest tail's row as one block may hold (on sm_90 200 KiB: wt103's last tail
      * of 67,735 bf16 logits whole, its 160,000 in part), so a block an SM, of 1024 threads for
      * the loads in flight; the head's length when there are no tails (then only the unit
      * tests' longer rows come here), all it may keep when the vocabulary is the data's (a
      * launch gives a block the shared memory its row takes). */
-    long longest = m->vocab ? head : 1L << 30; /* unknown: the last tail's, or the rows' */
+    long longest = m->vocab ? head : XENT_UNKNOWN; /* unknown: the last tail's, or the rows' */
     for (int c = 0; c < m->n_cutoffs; c++) {
         const long hi = c + 1 < m->n_cutoffs ? m->cutoffs[c + 1] : m->vocab, len = hi - m->cutoffs[c];
         if (len > longest) longest = len;
@@ -584,7 +592,7 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     k = xent_kernel(plan, "xent_long", dtype, rows, 1024, lcap);
     whyf(k, "xent for rows over the head's %ld logits: their first %ld kept in shared memory, "
             "the rest read twice",
-         head, lcap * 8);
+         head, lcap * XENT_VEC);
 
     tt_kernel *t = add_kernel(plan, "xent_sum", 0, "f32");
     set_const(t, "THREADS", sthreads);
