@@ -64,6 +64,7 @@ const tt_op tt_ops[] = {
     {"adam", {"adam.cu"}, "tt_adam", "tt_adam_step", "unit"},
     {"grad_norm", {"adam.cu"}, "tt_grad_norm", "tt_clip_grad_norm", GPU_TEST("test_adam")},
     {"cast", {"cast.cu"}, "tt_cast", "tt_bf16_from_float", "unit"},
+    {"cast_widen", {"cast.cu"}, "tt_cast_widen", "tt_bf16_to_float", "unit"},
 };
 const int tt_n_ops = (int)(sizeof tt_ops / sizeof *tt_ops);
 

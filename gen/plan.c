@@ -634,19 +634,27 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     return 0;
 }
 
-/* fp32 -> storage type, for the bf16 path's fp32 results and master weights. */
+/* fp32 -> storage type, for the bf16 path's fp32 results and master weights (cast); and back,
+ * for the gradients summed over several GPUs in bf16 (cast_widen). */
 static void plan_cast(tt_plan *plan, const char *dtype)
 {
-    const long threads = pick(plan, "cast", "THREADS", 256);
-    const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, "cast", 0, dtype);
-    set_const(k, "THREADS", threads);
-    name_kernel(k, flags);
-    set_const(k, "OP_CAST", 1);
-    k->block[0] = (unsigned)threads;
-    set_grid(k, GRID_STRIDE_BLOCKS, 1, 1, "x = min(ceil(n / %ld), %d), grid-stride", threads,
-             GRID_STRIDE_BLOCKS);
-    whyf(k, "bf16 copies of fp32 results (dP, the master weights) for the bf16 GEMMs");
+    static const char *const ops[2] = {"cast", "cast_widen"}, *const defines[2] = {"OP_CAST",
+                                                                                  "OP_CAST_WIDEN"};
+    static const char *const why[2] = {
+        "bf16 copies of fp32 results (dP, the master weights) for the bf16 GEMMs",
+        "bf16 back to fp32, exact: the gradients summed over several GPUs in bf16"};
+    for (int i = 0; i < 2; i++) {
+        const long threads = pick(plan, ops[i], "THREADS", 256);
+        const char *const flags[] = {NULL};
+        tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
+        set_const(k, "THREADS", threads);
+        name_kernel(k, flags);
+        set_const(k, defines[i], 1);
+        k->block[0] = (unsigned)threads;
+        set_grid(k, GRID_STRIDE_BLOCKS, 1, 1, "x = min(ceil(n / %ld), %d), grid-stride", threads,
+                 GRID_STRIDE_BLOCKS);
+        whyf(k, "%s", why[i]);
+    }
 }
 
 /* Blocks an attention kernel should launch at least: two per SM of a 132-SM H100 or H200. The

@@ -187,6 +187,11 @@ struct tt_gpu_lm {
     bool buckets;    /* the above are planned and used (TT_NCCL_BUCKETS=0: one all-reduce) */
     bool reduce_now; /* a training step's run, whose parts are reduced as it goes */
     bool emb_global; /* the embedding's backward over the whole batch */
+    /* TT_NCCL_SUMS=bf16 on the bf16 path: the gradients summed in bf16 (half the bytes), each
+     * part rounded into gh (n_floats + TT_SHARD_SLACK of the storage type), summed there and
+     * widened back; else in fp32 in place */
+    bool bf16_sums;
+    void *gh;
     int32_t *gtokens;
     uint64_t *gkeys;
     void *gdx;
@@ -737,6 +742,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
         for (int e = 0; e < 2 * lm->l->m.layers + TT_COMM_EVENTS; e++) cudaEventDestroy(lm->comm_ev[e]);
         cudaStreamDestroy(lm->comm_stream);
         cudaFree(lm->gtokens), cudaFree(lm->gkeys), cudaFree(lm->gdx);
+        cudaFree(lm->gh);
         for (int k = 0; k < lm->l->m.layers; k++) free_spans(&lm->bucket[k]);
         free_spans(&lm->early), free_spans(&lm->rest);
     }
@@ -1657,17 +1663,29 @@ static void enqueue_reduce(tt_gpu_lm *lm)
     const cudaStream_t st = lm->gpu->stream;
     ncclComm_t comm = lm->comm;
     TT_ASSERT(nc);
+    /* the elements summed (sharded: every rank's shard, the zero slack past n_floats among them),
+     * and the ones this rank then holds the sums of */
+    const size_t n = lm->shard_len ? lm->shard_len * (size_t)lm->world : lm->l->n_floats;
+    const size_t off = lm->shard_len ? lm->shard_off : 0, len = lm->shard_len ? lm->shard_len : n;
+    void *g = lm->g;
+    ncclDataType_t type = ncclFloat32;
+    size_t es = 4;
+    if (lm->bf16_sums) {
+        tt_cast(&lm->prog, st, lm->gh, lm->g, (long)n);
+        g = lm->gh, type = ncclBfloat16, es = 2;
+    }
     ncclResult_t r = nc->group_start();
     if (r == ncclSuccess && lm->shard_len) /* in place: this rank's shard of the sums */
-        r = nc->reduce_scatter(lm->g, lm->g + lm->shard_off, lm->shard_len, ncclFloat32, ncclSum,
-                               comm, st);
+        r = nc->reduce_scatter(g, (char *)g + off * es, len, type, ncclSum, comm, st);
     else if (r == ncclSuccess)
-        r = nc->all_reduce(lm->g, lm->g, lm->l->n_floats, ncclFloat32, ncclSum, comm, st);
+        r = nc->all_reduce(g, g, n, type, ncclSum, comm, st);
     if (r == ncclSuccess) r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
     const ncclResult_t e = nc->group_end();
     if (r == ncclSuccess) r = e;
     if (r != ncclSuccess)
         tt_panic(__FILE__, __LINE__, "NCCL: the gradients' all-reduce: %s", nc->get_error_string(r));
+    if (lm->bf16_sums)
+        tt_cast_widen(&lm->prog, st, lm->g + off, (const char *)lm->gh + off * 2, (long)len);
 #else
     (void)lm;
     TT_ASSERT(!"built without NCCL");
@@ -1758,14 +1776,21 @@ static void reduce_spans(tt_gpu_lm *lm, const span_list *s, bool sums)
     const tt_nccl *nc = tt_nccl_get();
     ncclComm_t comm = lm->comm;
     const cudaStream_t st = lm->comm_stream;
+    char *gh = lm->gh;
+    for (int i = 0; i < s->n && lm->bf16_sums; i++)
+        tt_cast(&lm->prog, st, gh + s->at[i] * 2, lm->g + s->at[i], (long)s->len[i]);
     ncclResult_t r = nc->group_start();
     for (int i = 0; i < s->n && r == ncclSuccess; i++)
-        r = nc->all_reduce(lm->g + s->at[i], lm->g + s->at[i], s->len[i], ncclFloat32, ncclSum,
-                           comm, st);
+        r = lm->bf16_sums ? nc->all_reduce(gh + s->at[i] * 2, gh + s->at[i] * 2, s->len[i],
+                                           ncclBfloat16, ncclSum, comm, st)
+                          : nc->all_reduce(lm->g + s->at[i], lm->g + s->at[i], s->len[i],
+                                           ncclFloat32, ncclSum, comm, st);
     if (r == ncclSuccess && sums)
         r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
     const ncclResult_t e = nc->group_end();
     nccl_check(r == ncclSuccess ? e : r, "the gradients' all-reduce");
+    for (int i = 0; i < s->n && lm->bf16_sums; i++)
+        tt_cast_widen(&lm->prog, st, lm->g + s->at[i], gh + s->at[i] * 2, (long)s->len[i]);
 #else
     (void)lm, (void)s, (void)sums;
     TT_ASSERT(!"built without NCCL");
@@ -1919,6 +1944,18 @@ void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world)
     lm->rank = rank;
     lm->world = world;
     lm->slow_wait = true; /* the first step: every rank captures it and times its products */
+    const char *sums = getenv("TT_NCCL_SUMS");
+    if (sums && strcmp(sums, "bf16") && strcmp(sums, "fp32"))
+        tt_panic(__FILE__, __LINE__, "TT_NCCL_SUMS=%s: fp32 (the default) or bf16", sums);
+    if (comm && !lm->gh && sums && !strcmp(sums, "bf16")) {
+        if (lm->es == 2) {
+            TT_CUDA(cudaMalloc(&lm->gh, l_floats_slack(lm) * 2));
+            lm->bytes += l_floats_slack(lm) * 2;
+            lm->bf16_sums = true;
+        } else if (rank == 0) {
+            fprintf(stderr, "note: TT_NCCL_SUMS=bf16: this run is not bf16; the sums stay fp32\n");
+        }
+    }
     if (comm && !lm->comm_ev && tt_env_long("TT_NCCL_BUCKETS", 0, 1, 1)) {
         plan_buckets(lm);
         lm->buckets = true;

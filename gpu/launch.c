@@ -814,13 +814,26 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
     if (side) tt_gpu_join(side, s);
 }
 
-void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n)
+/* A grid-stride conversion of n values (cast, cast_widen): ceil(n / THREADS) blocks, at most
+ * the plan's. */
+static void convert(const tt_gpu_program *p, const char *op, cudaStream_t s, void *out,
+                    const void *in, long n)
 {
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "cast");
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, op);
     const long threads = need(k, "THREADS");
     long blocks = (n + threads - 1) / threads;
     if (blocks > k->k->grid[0]) blocks = k->k->grid[0]; /* the plan's grid-stride blocks */
     if (blocks < 1) blocks = 1;
     void *args[] = {&out, &in, &n};
     tt_gpu_launch(k, (dim3){(unsigned)blocks, 1, 1}, args, s);
+}
+
+void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n)
+{
+    convert(p, "cast", s, out, in, n);
+}
+
+void tt_cast_widen(const tt_gpu_program *p, cudaStream_t s, float *out, const void *in, long n)
+{
+    convert(p, "cast_widen", s, out, in, n);
 }

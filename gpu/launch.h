@@ -299,5 +299,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
 
 /* out [n] (storage type) = in [n] (fp32), rounded to nearest even (bf16 plans only). */
 void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n);
+/* The storage type back to fp32, exactly (cast_widen): in's n values into out. */
+void tt_cast_widen(const tt_gpu_program *p, cudaStream_t s, float *out, const void *in, long n);
 
 #endif

@@ -1463,7 +1463,7 @@ static tt_unit_result adam_check(tt_unit *u, const tt_gpu_program *p, const tt_g
 typedef struct {
     size_t n;
     float *pattern; /* what every PATTERN floats of the input hold */
-    float *d_in;
+    void *d_in;     /* fp32 (cast), the storage type (cast_widen) */
     void *d_out;
 } cast_in;
 
@@ -1481,7 +1481,7 @@ static void cast_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gp
 {
     (void)check;
     const cast_in *a = u->h;
-    tt_cast(p, gpu->stream, a->d_out, a->d_in, (long)a->n);
+    tt_cast(p, gpu->stream, a->d_out, (const float *)a->d_in, (long)a->n);
 }
 
 /* every element, rounded as the CPU rounds (to nearest, ties to even): the same bits */
@@ -1499,6 +1499,48 @@ static tt_unit_result cast_check(tt_unit *u, const tt_gpu_program *p, const tt_g
         float want = a->pattern[i % PATTERN];
         tt_round_storage(&want, 1, u->bf16);
         if (got[i] == want) continue;
+        if (!differ++) snprintf(r.note, sizeof r.note, "out[%zu] is %g, want %g", i, got[i], want);
+    }
+    free(got);
+    r.whole = (tt_unit_bound){(double)differ, 0, "out", -1};
+    r.ratio = differ ? INFINITY : 0;
+    return r;
+}
+
+/* --- the storage type back to fp32 (templates/cast.cu's cast_widen): the gradients summed in bf16
+ * over several GPUs, over the model's parameters ------------------------------------------------ */
+
+static void widen_init(tt_unit *u, const tt_unit_opts *o)
+{
+    cast_in *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->n = o->params > 0 ? (size_t)o->params : (size_t)1 << 24;
+    a->pattern = host_randn(u, PATTERN, 0.02f, 62, u->bf16); /* values of the storage type */
+    a->d_in = dev_repeated(u, a->pattern, PATTERN, a->n, u->bf16);
+    a->d_out = dev_buffer(u, a->n * 4);
+    about(u, (long)a->n, (long)a->n, " over %zu parameters", a->n);
+}
+
+static void widen_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    (void)check;
+    const cast_in *a = u->h;
+    tt_cast_widen(p, gpu->stream, a->d_out, a->d_in, (long)a->n);
+}
+
+/* every element exactly the value it widens */
+static tt_unit_result widen_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    const cast_in *a = u->h;
+    TT_CUDA(cudaMemset(a->d_out, 0xff, a->n * 4));
+    TT_CUDA(cudaDeviceSynchronize());
+    widen_run(u, p, gpu, true);
+    TT_CUDA(cudaDeviceSynchronize());
+    float *got = tt_gpu_download(a->d_out, a->n, 0);
+    tt_unit_result r = {.whole.row = -1, .row.row = -1};
+    size_t differ = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const float want = a->pattern[i % PATTERN];
+        if (memcmp(&got[i], &want, 4) == 0) continue;
         if (!differ++) snprintf(r.note, sizeof r.note, "out[%zu] is %g, want %g", i, got[i], want);
     }
     free(got);
@@ -1564,6 +1606,8 @@ const tt_unit_desc tt_units[] = {
      "the attention's CPU twin (backward)", IMPL(fl_bwd_init, fl_bwd_twin, fl_bwd_run, fl_bwd_scratch, NULL)},
     {"cast", OPS("cast", NULL), "tt_cast", "differ", 0, false, NULL,
      IMPL(cast_init, NULL, cast_run, NULL, cast_check)},
+    {"cast_widen", OPS("cast_widen", NULL), "tt_cast_widen", "differ", 0, false, NULL,
+     IMPL(widen_init, NULL, widen_run, NULL, widen_check)},
     {"embedding_fwd", OPS("embedding_fwd", NULL), "tt_embedding_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), true, NULL,
      IMPL(emb_init, emb_twin, emb_run, NULL, NULL)},
