@@ -5,7 +5,9 @@
 # and bf16 sums, twice, alternating, and K with bf16 sums and --shard-optimizer; the bf16 sums'
 # losses against one GPU's at the same global batch (60 K) over 200 steps, beside the fp32 sums';
 # the same bf16 run twice for the same bits; and txl-wt103-base's weak scaling with both.
-#   [GPUS=K] bench/sums-bench.sh OUTDIR     (from the repository's root; builds build-gpu/)
+# TXL=0 leaves txl-wt103-base out; TT_TEST_CONFIGS (test_gpu_kernels') runs the units of some
+# configs alone.
+#   [GPUS=K] [TXL=0] bench/sums-bench.sh OUTDIR     (from the repository's root; builds build-gpu/)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/sums-bench.sh OUTDIR}
@@ -64,6 +66,7 @@ done
 cmp -s "$out/sl-4-bf16-0.json" "$out/sl-4-bf16-1.json" && echo "bf16 sums twice: identical logs" ||
     echo "bf16 sums twice: logs DIFFER"
 # txl-wt103-base
+[ "${TXL:-1}" = 0 ] && { rm -f specs/sw1.yaml specs/sw4.yaml specs/sl.yaml; gzip -f "$out"/*.log; exit 0; }
 tt_txl_wt103_spec specs/st1.yaml 120
 sed -e "s/batch: 60/batch: $((60 * K))/" specs/st1.yaml > specs/st4.yaml
 timeout 200 $T specs/st1.yaml --checkpoint-dir /tmp/st1 --log-every 20 > "$out/t1.log" 2>&1
