@@ -121,9 +121,43 @@ static void free_spans(span_list *s)
     *s = (span_list){0};
 }
 
-/* comm_ev's events after the layers' 2 L: the step's start, the output layer's backward, the
- * backward's end (main stream), and the parts' end (comm_stream). */
-enum { TT_EV_START, TT_EV_OUTPUT, TT_EV_BWD_END, TT_EV_COMM_DONE, TT_COMM_EVENTS };
+/* Into to, what s holds of [at, at + len). */
+static void add_overlap(span_list *to, const span_list *s, size_t at, size_t len)
+{
+    for (int i = 0; i < s->n; i++) {
+        const size_t a = s->at[i] > at ? s->at[i] : at;
+        const size_t b = s->at[i] + s->len[i] < at + len ? s->at[i] + s->len[i] : at + len;
+        if (a < b) add_span(to, a, b - a);
+    }
+}
+
+/* s without [at, at + len) (a span it falls inside split in two). */
+static void cut_span(span_list *s, size_t at, size_t len)
+{
+    span_list kept = {0};
+    for (int i = 0; i < s->n; i++) {
+        const size_t a = s->at[i], b = a + s->len[i];
+        if (b <= at || a >= at + len) {
+            add_span(&kept, a, b - a);
+            continue;
+        }
+        if (a < at) add_span(&kept, a, at - a);
+        if (b > at + len) add_span(&kept, at + len, b - at - len);
+    }
+    free_spans(s);
+    *s = kept;
+}
+
+/* comm_ev's events after the layers' 2 L: the step's start, the backward's end (main stream),
+ * the parts' end (comm_stream), and each output cluster's backward (TT_EV_OUTPUT + c), then the
+ * whole output layer's (TT_EV_OUTPUT + TT_MAX_CLUSTERS). */
+enum {
+    TT_EV_START,
+    TT_EV_BWD_END,
+    TT_EV_COMM_DONE,
+    TT_EV_OUTPUT,
+    TT_COMM_EVENTS = TT_EV_OUTPUT + TT_MAX_CLUSTERS + 1
+};
 
 struct tt_gpu_lm {
     tt_gpu *gpu;
@@ -182,7 +216,8 @@ struct tt_gpu_lm {
     cudaStream_t comm_stream;
     cudaEvent_t *comm_ev; /* [2 L + TT_COMM_EVENTS]: a layer's end on the main and side streams */
     span_list *bucket;    /* [L] */
-    span_list early, rest;
+    span_list early, rest; /* early: what the clusters' parts leave of the output layer's */
+    span_list cluster_part[TT_MAX_CLUSTERS]; /* output cluster c's, once its backward has run */
     int rank, world;
     bool buckets;    /* the above are planned and used (TT_NCCL_BUCKETS=0: one all-reduce) */
     bool reduce_now; /* a training step's run, whose parts are reduced as it goes */
@@ -745,6 +780,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
         cudaFree(lm->gh);
         for (int k = 0; k < lm->l->m.layers; k++) free_spans(&lm->bucket[k]);
         free_spans(&lm->early), free_spans(&lm->rest);
+        for (int c = 0; c < TT_MAX_CLUSTERS; c++) free_spans(&lm->cluster_part[c]);
     }
     free(lm->comm_ev), free(lm->bucket);
     free(lm->mem[0]);
@@ -1045,12 +1081,17 @@ static void proj_bwd(tt_gpu_lm *lm, void *dx, int ldx, float *dproj, const float
     tt_gemm_fwd_ld(&lm->gemm, dx, false, ldx, dh, dc, wcp(lm, proj), dc, rows, dc, d, 0.f);
 }
 
+static void reduce_cluster(tt_gpu_lm *lm, int c);
+
 /* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
  * column per tail cluster; without cutoffs, the whole vocabulary) for every row, then each tail
  * cluster for the rows route_batch listed. With grads, each part's backward comes right after its
- * loss (so one logits buffer serves all), the head's writing dx and the tails' adding into it. */
-static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float scale,
-                           const void *x)
+ * loss (so one logits buffer serves all), the head's writing dx and the tails' adding into it.
+ * With parts (several GPUs), each cluster's weight gradients are summed over the ranks as soon as
+ * its backward has written them (a cluster without rows in this rank's batch too, as the others
+ * may have some: every rank makes the same calls in the same order). */
+static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool parts,
+                           float scale, const void *x)
 {
     const tt_layout *l = lm->l;
     const tt_gpu_program *p = &lm->prog;
@@ -1079,12 +1120,16 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
                                ld0, rows);
         if (l->proj)
             proj_bwd(lm, lm->dx, dl, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
+        if (parts) reduce_cluster(lm, 0);
     }
     int scored = rows; /* per-row losses so far: the head's, then each tail's list */
     for (int c = 1; c <= nc; c++) {
         const int m = lm->counts.tail[c], dc = l->dim[c], vc = (int)(l->hi[c] - l->lo[c]);
         const int ldt = logit_ld(vc);
-        if (!m) continue;
+        if (!m) {
+            if (parts) reduce_cluster(lm, c);
+            continue;
+        }
         tt_adaptive_gather(p, st, lm->tail_x, x, rt->rows[c], m, d, dl);
         const void *hc = lm->tail_x;
         int ldc = dl;
@@ -1103,6 +1148,7 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, float
             proj_bwd(lm, lm->tail_dx, dl, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m,
                      dc);
         tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d, dl);
+        if (parts) reduce_cluster(lm, c);
     }
     tt_xent_sum(p, st, lm->sums, lm->loss, lm->nll, scored);
 }
@@ -1596,7 +1642,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     }
     if (lm->txl) txl_update_memory(lm);
     mark(lm, TT_PROF_ATTENTION);
-    enqueue_output(lm, o, grads, scale, x); /* and its backward: dx = d loss / d x */
+    enqueue_output(lm, o, grads, parts, scale, x); /* and its backward: dx = d loss / d x */
     if (parts) reduce_output(lm);
     mark(lm, TT_PROF_SOFTMAX);
     if (lm->prof) lm->prof->in_bwd = true;
@@ -1739,6 +1785,27 @@ static void plan_buckets(tt_gpu_lm *lm)
         if (part == PART_EARLY) add_span(&lm->early, p->offset, p->numel);
         if (part == PART_REST) add_span(&lm->rest, p->offset, p->numel);
     }
+    /* each output cluster's part: what the early part holds of the gradients its backward writes
+     * (its rows of the table or its weight, its biases; the head's also the cluster logits';
+     * with projections, its projection) */
+    const tt_view *g = &lm->gv;
+    for (int c = 0; c < l->n_clusters; c++) {
+        const size_t vc = (size_t)(l->hi[c] - l->lo[c]), nc = (size_t)(l->n_clusters - 1);
+        const struct {
+            const float *at;
+            size_t n;
+        } t[] = {{g->out_w[c], vc * (size_t)l->dim[c]},
+                 {g->out_b[c], vc},
+                 {c ? NULL : g->cluster_w, nc * (size_t)l->m.d_model},
+                 {c ? NULL : g->cluster_b, nc},
+                 {l->proj ? g->out_proj[c] : NULL, (size_t)l->m.d_model * (size_t)l->dim[c]}};
+        for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+            if (t[i].at && t[i].n)
+                add_overlap(&lm->cluster_part[c], &lm->early, (size_t)(t[i].at - lm->g), t[i].n);
+    }
+    for (int c = 0; c < l->n_clusters; c++)
+        for (int i = 0; i < lm->cluster_part[c].n; i++)
+            cut_span(&lm->early, lm->cluster_part[c].at[i], lm->cluster_part[c].len[i]);
     TT_CUDA(cudaStreamCreateWithFlags(&lm->comm_stream, cudaStreamNonBlocking));
     const int ne = 2 * layers + TT_COMM_EVENTS;
     lm->comm_ev = tt_xcalloc((size_t)ne, sizeof *lm->comm_ev);
@@ -1811,10 +1878,19 @@ static void gather_tokens(tt_gpu_lm *lm)
     tt_embedding_sort(&lm->prog, lm->comm_stream, lm->gkeys, lm->gtokens, lm->rows * lm->world);
 }
 
-/* After the output layer's backward: its gradients summed. */
+/* After output cluster c's backward: its part summed. */
+static void reduce_cluster(tt_gpu_lm *lm, int c)
+{
+    if (!lm->cluster_part[c].n) return;
+    comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_OUTPUT + c);
+    reduce_spans(lm, &lm->cluster_part[c], false);
+}
+
+/* After the output layer's backward: what the clusters' parts left of its gradients summed. */
 static void reduce_output(tt_gpu_lm *lm)
 {
-    comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_OUTPUT);
+    if (!lm->early.n) return;
+    comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_OUTPUT + TT_MAX_CLUSTERS);
     reduce_spans(lm, &lm->early, false);
 }
 
