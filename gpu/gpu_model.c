@@ -1806,7 +1806,15 @@ static void plan_buckets(tt_gpu_lm *lm)
     for (int c = 0; c < l->n_clusters; c++)
         for (int i = 0; i < lm->cluster_part[c].n; i++)
             cut_span(&lm->early, lm->cluster_part[c].at[i], lm->cluster_part[c].len[i]);
-    TT_CUDA(cudaStreamCreateWithFlags(&lm->comm_stream, cudaStreamNonBlocking));
+    /* The sums' kernels at the card's greatest stream priority (TT_NCCL_PRIORITY=0: the
+     * default's), so that the block scheduler gives them SMs as soon as their turn comes instead
+     * of after the backward's queued blocks; a captured kernel keeps its stream's priority, which
+     * the step's graph runs with (cudaGraphInstantiateFlagUseNodePriority). */
+    int least = 0, greatest = 0;
+    TT_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    TT_CUDA(cudaStreamCreateWithPriority(&lm->comm_stream, cudaStreamNonBlocking,
+                                         tt_env_long("TT_NCCL_PRIORITY", 0, 1, 1) ? greatest : 0));
+    (void)least;
     const int ne = 2 * layers + TT_COMM_EVENTS;
     lm->comm_ev = tt_xcalloc((size_t)ne, sizeof *lm->comm_ev);
     for (int e = 0; e < ne; e++)
@@ -2218,7 +2226,7 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
                 TT_CUDA(cudaGraphDestroy(g));
                 tt_gemm_settle(&lm->gemm);
             }
-            TT_CUDA(cudaGraphInstantiate(&sg->exec, g, 0));
+            TT_CUDA(cudaGraphInstantiate(&sg->exec, g, cudaGraphInstantiateFlagUseNodePriority));
             TT_CUDA(cudaGraphDestroy(g));
             sg->opts = *o;
             sg->counts = lm->counts;
