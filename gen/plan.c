@@ -520,8 +520,8 @@ static long dtype_bytes(const char *dtype)
     return strcmp(dtype, "bf16") == 0 ? 2 : 4;
 }
 
-/* Logits in one of xent's vectors (xent.cu's TT_XV; tt_xent sizes a row's shared memory by it):
- * 8 whatever the type, so that fp32 and bf16 group their sums alike and a bf16 row's gradient is
+/* Logits in one of xent's vectors (its TT_XV; the launcher sizes a row's shared memory by it): 8
+ * whatever the type, so that fp32 and bf16 group their sums alike and a bf16 row's gradient is
  * the fp32 instance's rounded, bit for bit. */
 #define XENT_VEC 8
 
@@ -540,6 +540,7 @@ static tt_kernel *xent_kernel(tt_plan *plan, const char *op, const char *dtype, 
     set_grid(k, (unsigned)rows, 1, 1, "x = rows");
     k->smem_bytes = 3 * (unsigned)(threads / 32) * 4;
     set_const(k, "SMEM", k->smem_bytes); /* the static part; the row's is dynamic */
+    set_const(k, "XV", XENT_VEC);
     k->dyn_smem = (unsigned)(cap * XENT_VEC * dtype_bytes(dtype));
     return k;
 }

@@ -394,9 +394,9 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
     if (rows == 0) return;
     int g = grad;
     void *args[] = {&loss, &nll, &logits, &targets, &weight, &v, &ld, &eps, &scale, &g};
-    /* the shared memory the row's whole vectors (of 8 logits: xent.cu's TT_XV) take, up to what
-     * the plan gave the kernel: more blocks an SM for shorter rows */
-    const long cap = need(k, "ROWCAP"), nv = v / 8 < cap ? v / 8 : cap;
+    /* the shared memory the row's whole vectors (of XV logits) take, up to what the plan gave
+     * the kernel: more blocks an SM for shorter rows */
+    const long cap = need(k, "ROWCAP"), xv = need(k, "XV"), nv = v / xv < cap ? v / xv : cap;
     const unsigned smem = cap ? (unsigned)(nv * (long)(k->k->dyn_smem / (unsigned)cap)) : 0;
     tt_gpu_launch_smem(k, (dim3){(unsigned)rows, 1, 1}, args, st, smem);
 }

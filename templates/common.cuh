@@ -93,7 +93,7 @@ __device__ __forceinline__ unsigned tt_bf16x2(float lo, float hi)
     return (unsigned)tt_store_as<tt_bf16>(lo).bits | (unsigned)tt_store_as<tt_bf16>(hi).bits << 16;
 }
 
-// bf16 vectors of an even length: rounded in pairs
+// bf16 vectors of an even length: rounded in pairs (an odd length: the generic one, by value)
 template <int N> __device__ __forceinline__ void tt_store(tt_bf16 *p, const float (&in)[N])
 {
     if constexpr (N % 2 == 0) {
@@ -104,10 +104,7 @@ template <int N> __device__ __forceinline__ void tt_store(tt_bf16 *p, const floa
         for (int i = 0; i < N / 2; i++) x.w[i] = tt_bf16x2(in[2 * i], in[2 * i + 1]);
         *reinterpret_cast<pairs *>(p) = x;
     } else {
-        tt_vec<tt_bf16, N> x;
-#pragma unroll
-        for (int i = 0; i < N; i++) x.v[i] = tt_store_as<tt_bf16>(in[i]);
-        *reinterpret_cast<tt_vec<tt_bf16, N> *>(p) = x;
+        tt_store<N, tt_bf16>(p, in);
     }
 }
 

@@ -10,20 +10,18 @@
 // A row of weight 0 (outside an evaluation window) is not read: 0 loss, and a zero gradient. A
 // target outside [0, v) gives a NaN loss.
 // xent_sum adds the per-row values in a fixed order (double), for a deterministic total.
-// Constants: TT_THREADS per block; TT_ROWCAP, the vectors (TT_XV logits each) of a row the block
-// keeps in (dynamic) shared memory between its two passes: a row up to TT_ROWCAP vectors is read
-// once and written once, a longer one has the rest read again.
+// Constants: TT_THREADS per block; TT_XV logits a vector (8 whatever the type: 16 bytes of bf16,
+// 32 of fp32, so that the sums are grouped alike and a bf16 row's gradient is the fp32
+// instance's rounded, bit for bit, as a unit test holds them); TT_ROWCAP, the vectors of a row
+// the block keeps in (dynamic) shared memory between its two passes: a row up to TT_ROWCAP
+// vectors is read once and written once, a longer one has the rest read again. The launch gives
+// the block the shared memory of min(v / TT_XV, TT_ROWCAP) vectors.
 // Tunable (ttgen --tune; the plan's heuristic otherwise): the threads of a row's block (more read
 // it with more loads in flight; fewer let more rows share an SM).
 // ttgen: tunable xent THREADS 256 512 1024
 
 #define TT_WARPS (TT_THREADS / 32)
-// Logits in a vector: 8 whatever the type (16 bytes of bf16, 32 of fp32), so that the sums are
-// grouped alike and a bf16 row's gradient is the fp32 instance's rounded, bit for bit (a unit
-// test holds them so).
-#define TT_XV 8
-#define TT_XUNROLL 4                   // vectors a thread has in flight in the first pass
-typedef tt_vec<TT_T, TT_XV> tt_xvec;
+#define TT_XUNROLL 4 // vectors a thread has in flight in the first pass
 
 // e^x as 2^(x log2 e) on the special-function unit (ex2.approx: 2 ulp, and x log2 e rounded: a
 // relative error of about |x| 1e-7; for the logits' |x - max| < 30, under 4e-6; the vector loops'
@@ -49,6 +47,8 @@ __device__ __forceinline__ void tt_lse_add(float &m, float &s, float m2, float s
 }
 
 #ifdef TT_OP_XENT
+typedef tt_vec<TT_T, TT_XV> tt_xvec;
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ logits,
           const int *__restrict__ targets, const float *__restrict__ weight, int v, int ld,
