@@ -14,6 +14,7 @@
 #include "mla_mat.h"
 #include "nccl_lib.h"
 #include "optim.h"
+#include "sum_parts.h"
 #include "tune.h"
 #include "util.h"
 
@@ -95,59 +96,6 @@ typedef struct {
 
 #define TT_MAX_GRAPHS 64
 
-/* Ranges of the gradient array (offsets and lengths in floats), ascending, adjacent ones merged. */
-typedef struct {
-    size_t *at, *len;
-    int n, cap;
-} span_list;
-
-static void add_span(span_list *s, size_t at, size_t len)
-{
-    if (s->n && s->at[s->n - 1] + s->len[s->n - 1] == at) {
-        s->len[s->n - 1] += len;
-        return;
-    }
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 8;
-        s->at = tt_xrealloc(s->at, (size_t)s->cap * sizeof *s->at);
-        s->len = tt_xrealloc(s->len, (size_t)s->cap * sizeof *s->len);
-    }
-    s->at[s->n] = at, s->len[s->n] = len, s->n++;
-}
-
-static void free_spans(span_list *s)
-{
-    free(s->at), free(s->len);
-    *s = (span_list){0};
-}
-
-/* Into to, what s holds of [at, at + len). */
-static void add_overlap(span_list *to, const span_list *s, size_t at, size_t len)
-{
-    for (int i = 0; i < s->n; i++) {
-        const size_t a = s->at[i] > at ? s->at[i] : at;
-        const size_t b = s->at[i] + s->len[i] < at + len ? s->at[i] + s->len[i] : at + len;
-        if (a < b) add_span(to, a, b - a);
-    }
-}
-
-/* s without [at, at + len) (a span it falls inside split in two). */
-static void cut_span(span_list *s, size_t at, size_t len)
-{
-    span_list kept = {0};
-    for (int i = 0; i < s->n; i++) {
-        const size_t a = s->at[i], b = a + s->len[i];
-        if (b <= at || a >= at + len) {
-            add_span(&kept, a, b - a);
-            continue;
-        }
-        if (a < at) add_span(&kept, a, at - a);
-        if (b > at + len) add_span(&kept, at + len, b - at - len);
-    }
-    free_spans(s);
-    *s = kept;
-}
-
 /* comm_ev's events after the layers' 2 L: the step's start, the backward's end (main stream),
  * the parts' end (comm_stream), and each output cluster's backward (TT_EV_OUTPUT + c), then the
  * whole output layer's (TT_EV_OUTPUT + TT_MAX_CLUSTERS). */
@@ -215,9 +163,7 @@ struct tt_gpu_lm {
      * gtokens, gkeys, gdx), so its table is not summed (tied: after the output layer's sum). */
     cudaStream_t comm_stream;
     cudaEvent_t *comm_ev; /* [2 L + TT_COMM_EVENTS]: a layer's end on the main and side streams */
-    span_list *bucket;    /* [L] */
-    span_list early, rest; /* early: what the clusters' parts leave of the output layer's */
-    span_list cluster_part[TT_MAX_CLUSTERS]; /* output cluster c's, once its backward has run */
+    tt_sum_parts parts; /* the gradients' parts (gpu/sum_parts.h) */
     int rank, world;
     bool buckets;    /* the above are planned and used (TT_NCCL_BUCKETS=0: one all-reduce) */
     bool reduce_now; /* a training step's run, whose parts are reduced as it goes */
@@ -778,11 +724,9 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
         cudaStreamDestroy(lm->comm_stream);
         cudaFree(lm->gtokens), cudaFree(lm->gkeys), cudaFree(lm->gdx);
         cudaFree(lm->gh);
-        for (int k = 0; k < lm->l->m.layers; k++) free_spans(&lm->bucket[k]);
-        free_spans(&lm->early), free_spans(&lm->rest);
-        for (int c = 0; c < TT_MAX_CLUSTERS; c++) free_spans(&lm->cluster_part[c]);
+        tt_sum_parts_free(&lm->parts);
     }
-    free(lm->comm_ev), free(lm->bucket);
+    free(lm->comm_ev);
     free(lm->mem[0]);
     free(lm->mem[1]);
     free(lm);
@@ -1740,72 +1684,13 @@ static void enqueue_reduce(tt_gpu_lm *lm)
 
 /* --- the gradients' all-reduce in parts beside the backward ---------------------------------- */
 
-/* The weight matrices of a layer whose gradients are whole once that layer's backward has run
- * on both streams: its products write them there and nothing writes them again in the step
- * (the biases and LayerNorms are summed after the last layer's backward, the cores after that,
- * the tensorized model's r_net with the cores). Transformer-XL's r_net is its layer's. */
-static const char *const bucket_names[] = {"dec_attn.qkv_net.weight", "dec_attn.o_net.weight",
-                                           "pos_ff.CoreNet.0.weight", "pos_ff.CoreNet.3.weight",
-                                           "dec_attn.r_net.weight"};
-
-/* Which part of the step's all-reduce parameter p's gradient is summed in: a layer's bucket
- * (its k), the output layer's (early: whole once enqueue_output has run, as nothing later writes
- * it), none (-2: the one table's embedding, untied, which every rank computes for the whole
- * batch), or the rest (-3). With one table the tied embedding is the output layer's (the
- * embedding's backward adds into it after the sum); with projections it stays in the rest, as
- * the embedding's backward adds into it on every rank. */
-enum { PART_EARLY = -1, PART_NONE = -2, PART_REST = -3 };
-static int part_of(const tt_gpu_lm *lm, const tt_param *p)
-{
-    const tt_layout *l = lm->l;
-    const int kinds = lm->txl ? 5 : 4;
-    int k, at = 0;
-    if (sscanf(p->name, "layers.%d.%n", &k, &at) == 1 && at > 0 && k >= 0 && k < l->m.layers) {
-        for (int b = 0; b < kinds; b++)
-            if (!strcmp(p->name + at, bucket_names[b])) return k;
-        return PART_REST;
-    }
-    if (!strncmp(p->name, "crit.", 5)) return PART_EARLY;
-    if (lm->emb_global && !strcmp(p->name, "word_emb.emb_layers.0.weight"))
-        return l->m.tie_weights ? PART_EARLY : PART_NONE;
-    return PART_REST;
-}
-
 /* The parts, the stream and events they run with, and the embedding's whole-batch buffers. */
 static void plan_buckets(tt_gpu_lm *lm)
 {
     const tt_layout *l = lm->l;
     const int layers = l->m.layers;
     lm->emb_global = !l->proj && tt_env_long("TT_NCCL_EMB_GLOBAL", 0, 1, 1);
-    lm->bucket = tt_xcalloc((size_t)layers, sizeof *lm->bucket);
-    for (int i = 0; i < l->n_params; i++) {
-        const tt_param *p = &l->params[i];
-        const int part = part_of(lm, p);
-        if (part >= 0) add_span(&lm->bucket[part], p->offset, p->numel);
-        if (part == PART_EARLY) add_span(&lm->early, p->offset, p->numel);
-        if (part == PART_REST) add_span(&lm->rest, p->offset, p->numel);
-    }
-    /* each output cluster's part: what the early part holds of the gradients its backward writes
-     * (its rows of the table or its weight, its biases; the head's also the cluster logits';
-     * with projections, its projection) */
-    const tt_view *g = &lm->gv;
-    for (int c = 0; c < l->n_clusters; c++) {
-        const size_t vc = (size_t)(l->hi[c] - l->lo[c]), nc = (size_t)(l->n_clusters - 1);
-        const struct {
-            const float *at;
-            size_t n;
-        } t[] = {{g->out_w[c], vc * (size_t)l->dim[c]},
-                 {g->out_b[c], vc},
-                 {c ? NULL : g->cluster_w, nc * (size_t)l->m.d_model},
-                 {c ? NULL : g->cluster_b, nc},
-                 {l->proj ? g->out_proj[c] : NULL, (size_t)l->m.d_model * (size_t)l->dim[c]}};
-        for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-            if (t[i].at && t[i].n)
-                add_overlap(&lm->cluster_part[c], &lm->early, (size_t)(t[i].at - lm->g), t[i].n);
-    }
-    for (int c = 0; c < l->n_clusters; c++)
-        for (int i = 0; i < lm->cluster_part[c].n; i++)
-            cut_span(&lm->early, lm->cluster_part[c].at[i], lm->cluster_part[c].len[i]);
+    tt_sum_parts_plan(&lm->parts, l, &lm->gv, lm->g, lm->txl, lm->emb_global);
     /* The sums' kernels at the card's greatest stream priority (TT_NCCL_PRIORITY=0: the
      * default's), so that the block scheduler gives them SMs as soon as their turn comes instead
      * of after the backward's queued blocks; a captured kernel keeps its stream's priority, which
@@ -1845,7 +1730,7 @@ static void nccl_check(ncclResult_t r, const char *what)
 /* The spans of the gradient (and with sums the loss sums and flags) summed over the ranks on
  * comm_stream, in one group. Every NCCL call of a step goes to comm_stream, so the ranks' calls
  * run in the order they were made, which is the same on every rank. */
-static void reduce_spans(tt_gpu_lm *lm, const span_list *s, bool sums)
+static void reduce_spans(tt_gpu_lm *lm, const tt_spans *s, bool sums)
 {
 #if TT_HAVE_NCCL
     const tt_nccl *nc = tt_nccl_get();
@@ -1889,17 +1774,17 @@ static void gather_tokens(tt_gpu_lm *lm)
 /* After output cluster c's backward: its part summed. */
 static void reduce_cluster(tt_gpu_lm *lm, int c)
 {
-    if (!lm->cluster_part[c].n) return;
+    if (!lm->parts.cluster[c].n) return;
     comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_OUTPUT + c);
-    reduce_spans(lm, &lm->cluster_part[c], false);
+    reduce_spans(lm, &lm->parts.cluster[c], false);
 }
 
 /* After the output layer's backward: what the clusters' parts left of its gradients summed. */
 static void reduce_output(tt_gpu_lm *lm)
 {
-    if (!lm->early.n) return;
+    if (!lm->parts.early.n) return;
     comm_wait(lm, lm->gpu->stream, 2 * lm->l->m.layers + TT_EV_OUTPUT + TT_MAX_CLUSTERS);
-    reduce_spans(lm, &lm->early, false);
+    reduce_spans(lm, &lm->parts.early, false);
 }
 
 /* After layer k's backward: its bucket summed, once both streams have written it. */
@@ -1907,7 +1792,7 @@ static void reduce_bucket(tt_gpu_lm *lm, int k)
 {
     comm_wait(lm, lm->gpu->stream, 2 * k);
     if (lm->side && !lm->txl) comm_wait(lm, lm->side->stream, 2 * k + 1);
-    reduce_spans(lm, &lm->bucket[k], false);
+    reduce_spans(lm, &lm->parts.bucket[k], false);
 }
 
 /* After the backward (both streams joined): the embedding's backward over the whole batch (d x0
@@ -1931,7 +1816,7 @@ static void reduce_rest(tt_gpu_lm *lm, const tt_lm_opts *o)
                          lm->gdx, lm->rows * lm->world, l->m.d_model, lm->dl, (int)l->vocab,
                          drop_at(lm, &whole, (float)l->m.dropout, 0, l->m.d_model));
     }
-    reduce_spans(lm, &lm->rest, true);
+    reduce_spans(lm, &lm->parts.rest, true);
     TT_CUDA(cudaEventRecord(lm->comm_ev[2 * layers + TT_EV_COMM_DONE], lm->comm_stream));
     TT_CUDA(cudaStreamWaitEvent(lm->gpu->stream, lm->comm_ev[2 * layers + TT_EV_COMM_DONE], 0));
 }
