@@ -132,7 +132,7 @@ static void check(const tt_model_spec *m, long vocab, bool txl, bool emb_global,
             if (overlap(&p.bucket[i], pr->offset, pr->numel) != pr->numel)
                 fail_msg("%s: %s not in its layer's bucket", what, name);
         }
-        char name[32];
+        char name[256];
         snprintf(name, sizeof name, "%s: bucket %d", what, i);
         expect_inside(name, &p.bucket[i], at, len, n);
     }
@@ -149,7 +149,7 @@ static void check(const tt_model_spec *m, long vocab, bool txl, bool emb_global,
             at[n] = (size_t)(g.cluster_b - base), len[n++] = nc;
         }
         if (l.proj) at[n] = (size_t)(g.out_proj[c] - base), len[n++] = (size_t)l.m.d_model * l.dim[c];
-        char name[64];
+        char name[256];
         snprintf(name, sizeof name, "%s: cluster %d", what, c);
         expect_inside(name, &p.cluster[c], at, len, n);
         /* the tied table of emb_global: each cluster its rows, summed right after its backward */
