@@ -281,6 +281,18 @@ long tt_env_long(const char *name, long lo, long hi, long fallback)
     return v;
 }
 
+int tt_env_choice(const char *name, const char *const *choices, int fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s) return fallback;
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(s, choices[i])) return i;
+    fprintf(stderr, "%s=%s: not one of", name, s);
+    for (int i = 0; choices[i]; i++) fprintf(stderr, "%s %s", i ? "," : "", choices[i]);
+    fprintf(stderr, "; using %s\n", choices[fallback]);
+    return fallback;
+}
+
 double tt_now_seconds(void)
 {
     struct timespec ts;

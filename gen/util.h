@@ -61,6 +61,10 @@ double tt_rel_l2(const float *got, const float *want, size_t n);
  * an integer from lo to hi, one line on stderr says so and fallback is used (a knob for tests
  * and benchmarks, never worth stopping a run for). */
 long tt_env_long(const char *name, long lo, long hi, long fallback);
+/* Which of choices (NULL-terminated) environment variable name holds, its index: fallback when it
+ * is unset or empty; any other value, one line on stderr naming the variable, its value and the
+ * choices, and fallback (TT_NCCL_SUMS: fp32 or bf16). */
+int tt_env_choice(const char *name, const char *const *choices, int fallback);
 
 /* 1 when no process pid runs (another user's process counts as running), else 0. */
 int tt_pid_gone(long pid);

@@ -170,8 +170,7 @@ struct tt_gpu_lm {
     bool emb_global; /* the embedding's backward over the whole batch */
     /* TT_NCCL_SUMS=bf16 on the bf16 path: the gradients summed in bf16 (half the bytes), each
      * part rounded into gh (n_floats + TT_SHARD_SLACK of the storage type), summed there and
-     * widened back; else in fp32 in place */
-    bool bf16_sums;
+     * widened back; NULL: in fp32 in place */
     void *gh;
     int32_t *gtokens;
     uint64_t *gkeys;
@@ -1660,7 +1659,7 @@ static void enqueue_reduce(tt_gpu_lm *lm)
     void *g = lm->g;
     ncclDataType_t type = ncclFloat32;
     size_t es = 4;
-    if (lm->bf16_sums) {
+    if (lm->gh) {
         tt_cast(&lm->prog, st, lm->gh, lm->g, (long)n);
         g = lm->gh, type = ncclBfloat16, es = 2;
     }
@@ -1674,7 +1673,7 @@ static void enqueue_reduce(tt_gpu_lm *lm)
     if (r == ncclSuccess) r = e;
     if (r != ncclSuccess)
         tt_panic(__FILE__, __LINE__, "NCCL: the gradients' all-reduce: %s", nc->get_error_string(r));
-    if (lm->bf16_sums)
+    if (lm->gh)
         tt_cast_widen(&lm->prog, st, lm->g + off, (const char *)lm->gh + off * 2, (long)len);
 #else
     (void)lm;
@@ -1736,20 +1735,20 @@ static void reduce_spans(tt_gpu_lm *lm, const tt_spans *s, bool sums)
     const tt_nccl *nc = tt_nccl_get();
     ncclComm_t comm = lm->comm;
     const cudaStream_t st = lm->comm_stream;
-    char *gh = lm->gh;
-    for (int i = 0; i < s->n && lm->bf16_sums; i++)
+    char *gh = lm->gh; /* bf16 sums: each span rounded there, summed, widened back */
+    for (int i = 0; i < s->n && gh; i++)
         tt_cast(&lm->prog, st, gh + s->at[i] * 2, lm->g + s->at[i], (long)s->len[i]);
     ncclResult_t r = nc->group_start();
     for (int i = 0; i < s->n && r == ncclSuccess; i++)
-        r = lm->bf16_sums ? nc->all_reduce(gh + s->at[i] * 2, gh + s->at[i] * 2, s->len[i],
-                                           ncclBfloat16, ncclSum, comm, st)
-                          : nc->all_reduce(lm->g + s->at[i], lm->g + s->at[i], s->len[i],
-                                           ncclFloat32, ncclSum, comm, st);
+        r = gh ? nc->all_reduce(gh + s->at[i] * 2, gh + s->at[i] * 2, s->len[i], ncclBfloat16,
+                                ncclSum, comm, st)
+               : nc->all_reduce(lm->g + s->at[i], lm->g + s->at[i], s->len[i], ncclFloat32,
+                                ncclSum, comm, st);
     if (r == ncclSuccess && sums)
         r = nc->all_reduce(lm->sums, lm->sums, 3, ncclFloat64, ncclSum, comm, st);
     const ncclResult_t e = nc->group_end();
     nccl_check(r == ncclSuccess ? e : r, "the gradients' all-reduce");
-    for (int i = 0; i < s->n && lm->bf16_sums; i++)
+    for (int i = 0; i < s->n && gh; i++)
         tt_cast_widen(&lm->prog, st, lm->g + s->at[i], gh + s->at[i] * 2, (long)s->len[i]);
 #else
     (void)lm, (void)s, (void)sums;
@@ -1913,14 +1912,11 @@ void tt_gpu_lm_set_comm(tt_gpu_lm *lm, void *comm, int rank, int world)
     lm->rank = rank;
     lm->world = world;
     lm->slow_wait = true; /* the first step: every rank captures it and times its products */
-    const char *sums = getenv("TT_NCCL_SUMS");
-    if (sums && strcmp(sums, "bf16") && strcmp(sums, "fp32"))
-        tt_panic(__FILE__, __LINE__, "TT_NCCL_SUMS=%s: fp32 (the default) or bf16", sums);
-    if (comm && !lm->gh && sums && !strcmp(sums, "bf16")) {
+    static const char *const sums[] = {"fp32", "bf16", NULL};
+    if (comm && !lm->gh && tt_env_choice("TT_NCCL_SUMS", sums, 0) == 1) {
         if (lm->es == 2) {
             TT_CUDA(cudaMalloc(&lm->gh, l_floats_slack(lm) * 2));
             lm->bytes += l_floats_slack(lm) * 2;
-            lm->bf16_sums = true;
         } else if (rank == 0) {
             fprintf(stderr, "note: TT_NCCL_SUMS=bf16: this run is not bf16; the sums stay fp32\n");
         }
