@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where a training step's time goes: every kernel of one step of specs/ptb.yaml, specs/wt103.yaml,
+# Where a training step's time goes: every kernel of one step of specs/ptb.yaml (as shipped, or at
+# batch 120: ptb-b120), specs/wt103.yaml,
 # specs/txl-wt103-base.yaml or lm1b.yaml's body (gpu-env.sh's tt_lm1b_body_spec; bf16) under
 # Nsight Compute, each kernel alone, its duration summed by kernel name (cuBLAS's included),
 # largest first: the last of 4 steps (from the kernel after the third Adam launch to the fourth),
@@ -7,7 +8,7 @@
 # steps on a fresh machine time cuBLAS's candidates, whose kernels would count otherwise; the
 # wt103 shapes meet new adaptive cluster sizes for a while). The wt103 shapes train on
 # bench/zipf_corpus.py's synthetic corpus (WikiText-103 is not here).
-#   bench/profile-step.sh OUTDIR [ptb|wt103|txl-wt103|lm1b-body]   (on the GPU machine, after build-gpu/ is built)
+#   bench/profile-step.sh OUTDIR [ptb|ptb-b120|wt103|txl-wt103|lm1b-body]   (on the GPU machine, after build-gpu/ is built)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$1 which=${2:-ptb}
@@ -22,6 +23,8 @@ elif [ "$which" = txl-wt103 ]; then
     tt_txl_wt103_spec "$spec" 200000
 elif [ "$which" = lm1b-body ]; then
     tt_lm1b_body_spec "$spec" 200000
+elif [ "$which" = ptb-b120 ]; then
+    tt_local_spec specs/ptb.yaml "$spec" -e "s/eval_interval: 1000/eval_interval: 0/" -e "s/batch: 32/batch: 120/"
 else
     tt_local_spec specs/ptb.yaml "$spec" -e "s/eval_interval: 1000/eval_interval: 0/"
 fi
