@@ -65,6 +65,8 @@ const tt_op tt_ops[] = {
     {"grad_norm", {"adam.cu"}, "tt_grad_norm", "tt_clip_grad_norm", GPU_TEST("test_adam")},
     {"cast", {"cast.cu"}, "tt_cast", "tt_bf16_from_float", "unit"},
     {"cast_widen", {"cast.cu"}, "tt_cast_widen", "tt_bf16_to_float", "unit"},
+    /* the padded copies of the weights the products read, after every write of the masters */
+    {"copy_rows", {"copy.cu"}, "tt_copy_rows", "memcpy of each row", "unit"},
 };
 const int tt_n_ops = (int)(sizeof tt_ops / sizeof *tt_ops);
 

@@ -106,6 +106,20 @@ static void name_kernel(tt_kernel *k, const char *const *flags)
     TT_ASSERT(n < (int)sizeof k->name);
 }
 
+/* A kernel whose only constants are its THREADS and its op's define (OP_ADAM): named by the
+ * first, a block of that many threads. */
+static tt_kernel *threads_kernel(tt_plan *plan, const char *op, const char *define, long threads,
+                                 const char *dtype)
+{
+    const char *const flags[] = {NULL};
+    tt_kernel *k = add_kernel(plan, op, 0, dtype);
+    set_const(k, "THREADS", threads);
+    name_kernel(k, flags);
+    set_const(k, define, 1);
+    k->block[0] = (unsigned)threads;
+    return k;
+}
+
 static void whyf(tt_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void whyf(tt_kernel *k, const char *fmt, ...)
 {
@@ -612,12 +626,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     const long threads = 256, at = pick(plan, "adam", "THREADS", threads);
     if (at < 32 || at > 1024 || at % 32)
         return tt_errf(err, errlen, "adam: THREADS=%ld: whole warps, at most 1024", at);
-    const char *const flags[] = {NULL};
-    tt_kernel *k = add_kernel(plan, "adam", 0, dtype);
-    set_const(k, "THREADS", at);
-    name_kernel(k, flags);
-    set_const(k, "OP_ADAM", 1);
-    k->block[0] = (unsigned)at;
+    tt_kernel *k = threads_kernel(plan, "adam", "OP_ADAM", at, dtype);
     set_grid(k, 1, 1, 1, "x = ceil(parameters / %ld)", 4 * at); /* x: set at launch */
     whyf(k, "one pass over w, g, m, v (16-byte accesses)%s; scalars read from device memory",
          strcmp(dtype, "bf16") == 0 ? ", bf16 copy of w for the GEMMs" : "");
@@ -625,7 +634,7 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
     tt_kernel *g = add_kernel(plan, "grad_norm", 0, "f32");
     set_const(g, "BLOCKS", PARTIAL_BLOCKS);
     set_const(g, "THREADS", threads);
-    name_kernel(g, flags);
+    name_kernel(g, (const char *const[]){NULL});
     set_const(g, "OP_GRAD_NORM", 1);
     g->block[0] = (unsigned)threads;
     set_grid(g, PARTIAL_BLOCKS, 1, 1, "x = %d", PARTIAL_BLOCKS);
@@ -646,16 +655,25 @@ static void plan_cast(tt_plan *plan, const char *dtype)
         "bf16 back to fp32, exact: the gradients summed over several GPUs in bf16"};
     for (int i = 0; i < 2; i++) {
         const long threads = pick(plan, ops[i], "THREADS", 256);
-        const char *const flags[] = {NULL};
-        tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
-        set_const(k, "THREADS", threads);
-        name_kernel(k, flags);
-        set_const(k, defines[i], 1);
-        k->block[0] = (unsigned)threads;
+        tt_kernel *k = threads_kernel(plan, ops[i], defines[i], threads, dtype);
         set_grid(k, GRID_STRIDE_BLOCKS, 1, 1, "x = min(ceil(n / %ld), %d), grid-stride", threads,
                  GRID_STRIDE_BLOCKS);
         whyf(k, "%s", why[i]);
     }
+}
+
+/* The padded copies of the weights (gpu_model.c's padded), every one in one launch after each
+ * write of the masters: a job per array of rows, blockIdx.y; the launcher sets the grid's x by the
+ * tallest job. Planned for every spec: what is padded is the GPU runtime's choice (by the rows'
+ * alignment), and a spec with nothing padded never launches it. */
+static void plan_copy_rows(tt_plan *plan, const char *dtype)
+{
+    const long threads = pick(plan, "copy_rows", "THREADS", 256);
+    tt_kernel *k = threads_kernel(plan, "copy_rows", "OP_COPY_ROWS", threads, dtype);
+    set_grid(k, GRID_STRIDE_BLOCKS, 1, 1, "x = min(ceil(tallest job's rows / %ld), %d), y = jobs",
+             threads / 32, GRID_STRIDE_BLOCKS);
+    whyf(k, "the padded weights' copies after each Adam step in one launch, not a copy node "
+            "each; a warp a row, in the widest access that fits");
 }
 
 /* Blocks an attention kernel should launch at least: two per SM of a 132-SM H100 or H200. The
@@ -1551,6 +1569,7 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         return -1;
     }
     if (strcmp(dtype, "bf16") == 0) plan_cast(plan, dtype);
+    plan_copy_rows(plan, dtype);
     plan->tuning = NULL;
     /* the shared memory each kernel declares, which its template static_asserts (the attention's
      * families set theirs with their geometry) */

@@ -218,6 +218,9 @@ struct tt_gpu_lm {
     size_t *zero_at, *zero_len; /* zero_grads' list: the clusters' ranges and those merged */
     void *dp_c; /* bf16: dP rounded for the bf16 products */
     uint64_t *keys;
+    long long *copy_jobs; /* refresh_padded's table (copy_rows: a job a block of a padded copy) */
+    int copy_njobs;
+    long copy_rows_max;   /* its tallest job's rows */
     float *emb_part; /* the embedding backward's span sums */
     double *norm_part;
     tt_adam_scalars *sc;
@@ -420,11 +423,15 @@ static void carve(tt_gpu_lm *lm, bump *b)
     size_t most[2] = {0, 0}; /* floats: the main stream's, the FFN's */
     padded *pd;
     bool ffn;
+    int jobs = 0;
     for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) {
         const size_t cnt = (size_t)pd->blocks * pd->prow * pd->pcol;
         pd->copy = pad_needed(pd) ? take(b, cnt * es) : NULL;
+        if (pd->copy) jobs += pd->blocks;
         if (pd->scratch && cnt > most[ffn]) most[ffn] = cnt;
     }
+    lm->copy_njobs = jobs;
+    lm->copy_jobs = jobs ? take(b, (size_t)jobs * TT_COPY_FIELDS * sizeof(long long)) : NULL;
     float *scr[2] = {most[0] ? take(b, most[0] * 4) : NULL, most[1] ? take(b, most[1] * 4) : NULL};
     for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) pd->scr = pd->scratch ? scr[ffn] : NULL;
     lm->tokens = take(b, rows * 4);
@@ -572,6 +579,8 @@ static void upload_storage(tt_gpu_lm *lm, void *dst, const float *src, size_t n)
 
 static void find_written(tt_gpu_lm *lm);
 
+static void copy_jobs_init(tt_gpu_lm *lm);
+
 int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_layout *layout,
                    int batch, const tt_cache *cache, char *err, size_t errlen)
 {
@@ -649,6 +658,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     alloc_moments(lm);
     b = (bump){lm->arena, 0};
     carve(lm, &b);
+    copy_jobs_init(lm);
     TT_CUBLAS(cublasCreate(&lm->blas));
     TT_CUBLAS(cublasSetStream(lm->blas, gpu->stream));
     TT_CUBLAS(cublasSetWorkspace(lm->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
@@ -751,23 +761,40 @@ static const void *pad_block(const tt_gpu_lm *lm, const padded *pd, int i)
     return (const char *)pad_src(lm, pd) + (size_t)i * pd->prow * pd->pcol * lm->es;
 }
 
-/* Every padded copy from wc, on the stream: after every write of wc (the host's weights cast,
- * each Adam step), so that the products never read a stale one. Memory copy nodes in a captured
- * step. */
-static void refresh_padded(tt_gpu_lm *lm)
+/* refresh_padded's table, once the arena is carved: a job for each block of each padded copy,
+ * its rows from wc's packed [rows, cols] to the copy's [prow][pcol] (the padding left zero). */
+static void copy_jobs_init(tt_gpu_lm *lm)
 {
+    if (!lm->copy_njobs) return;
     const size_t es = lm->es;
+    long long *t = tt_xmalloc((size_t)lm->copy_njobs * TT_COPY_FIELDS * sizeof *t);
+    int j = 0;
+    lm->copy_rows_max = 0;
     const padded *pd;
     bool ffn;
     for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) {
         if (!pd->copy) continue;
-        for (int blk = 0; blk < pd->blocks; blk++)
-            TT_CUDA(cudaMemcpy2DAsync((char *)pd->copy + (size_t)blk * pd->prow * pd->pcol * es,
-                                      (size_t)pd->pcol * es,
-                                      (const char *)wcp(lm, pd->w) + (size_t)blk * pd->rows * pd->cols * es,
-                                      (size_t)pd->cols * es, (size_t)pd->cols * es, (size_t)pd->rows,
-                                      cudaMemcpyDeviceToDevice, lm->gpu->stream));
+        for (int blk = 0; blk < pd->blocks; blk++, j++)
+            tt_copy_job(t + (size_t)j * TT_COPY_FIELDS,
+                        (char *)pd->copy + (size_t)blk * pd->prow * pd->pcol * es,
+                        (size_t)pd->pcol * es,
+                        (const char *)wcp(lm, pd->w) + (size_t)blk * pd->rows * pd->cols * es,
+                        (size_t)pd->cols * es, (size_t)pd->cols * es, pd->rows);
+        if (pd->rows > lm->copy_rows_max) lm->copy_rows_max = pd->rows;
     }
+    TT_ASSERT(j == lm->copy_njobs);
+    TT_CUDA(cudaMemcpy(lm->copy_jobs, t, (size_t)j * TT_COPY_FIELDS * sizeof *t,
+                       cudaMemcpyHostToDevice));
+    free(t);
+}
+
+/* Every padded copy from wc, on the stream: after every write of wc (the host's weights cast,
+ * each Adam step), so that the products never read a stale one. One copy_rows launch for all of
+ * them (a memory copy node each had cost 80 nodes a txl-wt103-base step). */
+static void refresh_padded(tt_gpu_lm *lm)
+{
+    if (lm->copy_njobs)
+        tt_copy_rows(&lm->prog, lm->gpu->stream, lm->copy_jobs, lm->copy_njobs, lm->copy_rows_max);
 }
 
 /* The gradient of blocks [blk, blk + nb) of a padded weight from a product over `rows` rows:

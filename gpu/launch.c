@@ -837,3 +837,30 @@ void tt_cast_widen(const tt_gpu_program *p, cudaStream_t s, float *out, const vo
 {
     convert(p, "cast_widen", s, out, in, n);
 }
+
+void tt_copy_job(long long *job, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                 size_t row_bytes, long rows)
+{
+    TT_ASSERT(row_bytes <= dst_pitch && (rows <= 1 || row_bytes <= src_pitch) && rows >= 0);
+    job[TT_COPY_SRC] = (long long)(uintptr_t)src;
+    job[TT_COPY_DST] = (long long)(uintptr_t)dst;
+    job[TT_COPY_SRC_PITCH] = (long long)src_pitch;
+    job[TT_COPY_DST_PITCH] = (long long)dst_pitch;
+    job[TT_COPY_ROW_BYTES] = (long long)row_bytes;
+    job[TT_COPY_ROWS] = rows;
+}
+
+/* A warp a row: ceil(max_rows / warps) blocks a job, at most the plan's (its grid's x), the warps
+ * striding over the rows past them. */
+void tt_copy_rows(const tt_gpu_program *p, cudaStream_t s, const long long *jobs, int njobs,
+                  long max_rows)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "copy_rows");
+    TT_ASSERT(njobs >= 1 && njobs <= 65535 && max_rows >= 0);
+    const long warps = need(k, "THREADS") / 32;
+    long blocks = (max_rows + warps - 1) / warps;
+    if (blocks > k->k->grid[0]) blocks = k->k->grid[0];
+    if (blocks < 1) blocks = 1;
+    void *args[] = {&jobs, &njobs};
+    tt_gpu_launch(k, (dim3){(unsigned)blocks, (unsigned)njobs, 1}, args, s);
+}

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "copy_rows.cuh"
 #include "gpu.h"
 
 /* y, x: [rows, d] of the spec's storage type; mean, rstd: [rows]. */
@@ -301,5 +302,15 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
 void tt_cast(const tt_gpu_program *p, cudaStream_t s, void *out, const float *in, long n);
 /* The storage type back to fp32, exactly (cast_widen): in's n values into out. */
 void tt_cast_widen(const tt_gpu_program *p, cudaStream_t s, float *out, const void *in, long n);
+
+/* Rows of bytes from one pitch to another (templates/copy.cu's copy_rows): the padded copies of
+ * the weights, every one in a launch. A job's fields: templates/copy_rows.cuh. */
+/* One job's fields into job[TT_COPY_FIELDS]. */
+void tt_copy_job(long long *job, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                 size_t row_bytes, long rows);
+/* njobs jobs (1..65535) of the table at jobs (device memory, njobs * TT_COPY_FIELDS values),
+ * whose tallest has max_rows rows, in one launch on s. The arrays must not overlap. */
+void tt_copy_rows(const tt_gpu_program *p, cudaStream_t s, const long long *jobs, int njobs,
+                  long max_rows);
 
 #endif

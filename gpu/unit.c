@@ -1559,6 +1559,114 @@ static tt_unit_result widen_check(tt_unit *u, const tt_gpu_program *p, const tt_
     return r;
 }
 
+/* --- rows copied from one pitch to another (templates/copy.cu's copy_rows): the padded copies of
+ * the weights ---------------------------------------------------------------------------------- */
+
+#define COPY_JOBS 101
+#define COPY_GAP 64 /* bytes between one job's arrays and the next's, which nothing may write */
+
+typedef struct {
+    long long jobs[COPY_JOBS][TT_COPY_FIELDS]; /* as the kernel reads them: device addresses */
+    size_t src_bytes, dst_bytes;
+    unsigned char *src, *want; /* the source, and the destination as it must end */
+    unsigned char *d_src, *d_dst;
+    long long *d_jobs;
+    long max_rows;
+} copy_in;
+
+/* The destination's bytes before the run (never the source's pattern). */
+static unsigned char copy_before(size_t i) { return (unsigned char)(i * 131u + 7u); }
+
+/* Job j's widest access is 16 >> (j % 5) bytes: its addresses, pitches and length are multiples
+ * of it, and one of them is an odd multiple; lengths of every residue above that; rows from 1 to
+ * 64, three jobs of weight-sized rows (2,100 of 512 bytes, 256 of 4,200, 410 of 820: the FFN's
+ * and Transformer-XL's padded weights at bf16) and one of 5,000 rows (more than the plan's blocks
+ * hold warps: the warps stride); destination pitches equal to the row or wider, so that the gaps
+ * between rows show a write past a row's end. */
+static void copy_init(tt_unit *u, const tt_unit_opts *o)
+{
+    (void)o;
+    copy_in *a = u->h = tt_xcalloc(1, sizeof *a);
+    long long shape[COPY_JOBS][5]; /* src offset, dst offset, src pitch, dst pitch, row bytes */
+    long rows[COPY_JOBS];
+    size_t src_at = 0, dst_at = 0;
+    for (int j = 0; j < COPY_JOBS; j++) {
+        const uint64_t h = tt_mix64(u->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(j + 1)));
+        const long long w = 16 >> (j % 5);
+        long long bytes = w * (1 + (long long)(h % 97));
+        rows[j] = 1 + (long)((h >> 8) % 64);
+        if (j == 5) bytes = 512, rows[j] = 2100;
+        if (j == 6) bytes = 4200, rows[j] = 256;
+        if (j == 7) bytes = 820, rows[j] = 410;
+        if (j == 10) bytes = 16, rows[j] = 5000;
+        const long long sp = bytes + w * (long long)((h >> 16) % 3);
+        const long long dp = bytes + w * (long long)((h >> 24) % 5);
+        /* the odd multiple of w: the source's offset past 16-byte alignment (w < 16) */
+        const long long off = w < 16 ? w : 0;
+        shape[j][0] = (long long)src_at + off;
+        shape[j][1] = (long long)dst_at + (long long)((h >> 32) % 2) * w * 2;
+        shape[j][2] = sp, shape[j][3] = dp, shape[j][4] = bytes;
+        src_at = (size_t)(shape[j][0] + sp * rows[j]) + COPY_GAP;
+        dst_at = (size_t)(shape[j][1] + dp * rows[j]) + COPY_GAP;
+        src_at = (src_at + 15) / 16 * 16, dst_at = (dst_at + 15) / 16 * 16;
+    }
+    a->src_bytes = src_at, a->dst_bytes = dst_at;
+    a->src = keep_host(u, tt_xmalloc(src_at));
+    a->want = keep_host(u, tt_xmalloc(dst_at));
+    for (size_t i = 0; i < src_at; i++)
+        a->src[i] = (unsigned char)(tt_mix64(u->seed + 0x632be59bd9b4e019ull * (i + 1)) >> 56);
+    for (size_t i = 0; i < dst_at; i++) a->want[i] = copy_before(i);
+    a->d_src = dev_buffer(u, src_at);
+    a->d_dst = dev_buffer(u, dst_at);
+    a->d_jobs = dev_buffer(u, sizeof a->jobs);
+    TT_CUDA(cudaMemcpy(a->d_src, a->src, src_at, cudaMemcpyHostToDevice));
+    long total_rows = 0;
+    for (int j = 0; j < COPY_JOBS; j++) {
+        tt_copy_job(a->jobs[j], a->d_dst + shape[j][1], (size_t)shape[j][3], a->d_src + shape[j][0],
+                    (size_t)shape[j][2], (size_t)shape[j][4], rows[j]);
+        for (long r = 0; r < rows[j]; r++)
+            memcpy(a->want + shape[j][1] + r * shape[j][3], a->src + shape[j][0] + r * shape[j][2],
+                   (size_t)shape[j][4]);
+        if (rows[j] > a->max_rows) a->max_rows = rows[j];
+        total_rows += rows[j];
+    }
+    TT_CUDA(cudaMemcpy(a->d_jobs, a->jobs, sizeof a->jobs, cudaMemcpyHostToDevice));
+    about(u, total_rows, total_rows, " of %d arrays, %ld rows (every access width from 16 bytes "
+          "to 1)", COPY_JOBS, total_rows);
+}
+
+static void copy_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    (void)check;
+    const copy_in *a = u->h;
+    tt_copy_rows(p, gpu->stream, a->d_jobs, COPY_JOBS, a->max_rows);
+}
+
+/* every byte of the destination: the rows copied, and nothing else written (the gaps between
+ * rows and between arrays keep the bytes they had) */
+static tt_unit_result copy_check(tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu)
+{
+    const copy_in *a = u->h;
+    unsigned char *got = tt_xmalloc(a->dst_bytes);
+    for (size_t i = 0; i < a->dst_bytes; i++) got[i] = copy_before(i);
+    TT_CUDA(cudaMemcpy(a->d_dst, got, a->dst_bytes, cudaMemcpyHostToDevice));
+    copy_run(u, p, gpu, true);
+    TT_CUDA(cudaDeviceSynchronize());
+    TT_CUDA(cudaMemcpy(got, a->d_dst, a->dst_bytes, cudaMemcpyDeviceToHost));
+    tt_unit_result r = {.whole.row = -1, .row.row = -1};
+    size_t differ = 0;
+    for (size_t i = 0; i < a->dst_bytes; i++) {
+        if (got[i] == a->want[i]) continue;
+        if (!differ++)
+            snprintf(r.note, sizeof r.note, "dst byte %zu is 0x%02x, want 0x%02x (%s)", i, got[i],
+                     a->want[i], a->want[i] == copy_before(i) ? "not to be written" : "a row's");
+    }
+    free(got);
+    r.whole = (tt_unit_bound){(double)differ, 0, "dst", -1};
+    r.ratio = differ ? INFINITY : 0;
+    return r;
+}
+
 /* --- the table ---------------------------------------------------------------------------------- */
 
 #define PLANT(p) (1u << TT_PLANT_##p)
@@ -1618,6 +1726,8 @@ const tt_unit_desc tt_units[] = {
      IMPL(cast_init, NULL, cast_run, NULL, cast_check)},
     {"cast_widen", OPS("cast_widen", NULL), "tt_cast_widen", "differ", 0, false, NULL,
      IMPL(widen_init, NULL, widen_run, NULL, widen_check)},
+    {"copy_rows", OPS("copy_rows", NULL), "tt_copy_rows", "differ", 0, false, NULL,
+     IMPL(copy_init, NULL, copy_run, NULL, copy_check)},
     {"embedding_fwd", OPS("embedding_fwd", NULL), "tt_embedding_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), true, NULL,
      IMPL(emb_init, emb_twin, emb_run, NULL, NULL)},

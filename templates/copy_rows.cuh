@@ -1,0 +1,18 @@
+// The table of templates/copy.cu's copy_rows, in one place: a job is TT_COPY_FIELDS 64-bit
+// values, in this order (addresses and bytes; rows a count). gpu/launch.c writes the tables
+// (tt_copy_job), the kernel reads them. Valid C and CUDA C++ (as mla_geom.cuh): the host includes
+// it, NVRTC compiles it.
+#ifndef TT_COPY_ROWS_CUH
+#define TT_COPY_ROWS_CUH
+
+enum {
+    TT_COPY_SRC,       /* the first source row's address */
+    TT_COPY_DST,       /* the first destination row's address */
+    TT_COPY_SRC_PITCH, /* bytes from one source row to the next */
+    TT_COPY_DST_PITCH, /* and of the destination's */
+    TT_COPY_ROW_BYTES, /* bytes a row */
+    TT_COPY_ROWS,      /* rows */
+    TT_COPY_FIELDS
+};
+
+#endif
