@@ -188,6 +188,145 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
 }
 #endif
 
+#ifdef TT_OP_XENT_ROWS
+// xent with the gradient, several rows a block and each row whole in registers (TT_VPT vectors
+// of TT_XV logits a thread: rows up to TT_VPT * TT_THREADS * TT_XV long, the head's or a full
+// softmax's), with the gradient's column sums: block b takes rows [b per, (b + 1) per) (per =
+// ceil(rows / gridDim.x)) in order and adds each row's gradient (fp32, before its rounding to
+// TT_T) into its threads' own column sums; at the end part[b][c] holds the block's, which colsum
+// adds over the blocks in a fixed order (xent_colsum: an adaptive softmax's head, the
+// shortlist's columns into its bias's gradient and the clusters' into theirs).
+// The bias's gradient so needs no pass over dlogits of its own (the wt103 head's was a product
+// with ones reading all 192 MB of them, 54 us). The row's max comes first and then the sum of
+// exp(x - max) over the registers (no running rescale), so its loss may differ from xent's in
+// the last bits; the same formulas otherwise. Vectors need the row's start aligned to one
+// (ld % TT_XV == 0 and an aligned buffer: the launcher checks); the last vector of a row of v %
+// TT_XV != 0 logits is written element by element, its padding left as it was. The column sums
+// live in shared memory, each thread's own (TT_VPT * TT_XV floats a thread: 96 KiB at 1024
+// threads and 3 vectors), as the registers would spill holding them beside the row.
+// Constants: TT_THREADS, TT_XV, TT_VPT.
+typedef tt_vec<TT_T, TT_XV> tt_xrvec;
+// A thread's column sum of element e of its vector u, in dynamic shared memory (the registers
+// hold the row): consecutive threads on consecutive banks.
+#define TT_ACC(u, e) (((u) * TT_XV + (e)) * TT_THREADS + threadIdx.x)
+
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
+TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ logits,
+          const int *__restrict__ targets, const float *__restrict__ weight, int rows, int v,
+          int ld, float eps, float scale, float *__restrict__ part)
+{
+    tt_pdl_begin();
+    __shared__ float wm[TT_WARPS], ws[TT_WARPS], wsum[TT_WARPS];
+    static_assert(sizeof wm + sizeof ws + sizeof wsum == TT_SMEM, "the shared memory the plan counted is what the block declares");
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int nv = (v + TT_XV - 1) / TT_XV; // the last one partial when v % TT_XV
+    const int per = (rows + (int)gridDim.x - 1) / (int)gridDim.x;
+    const int r0 = (int)blockIdx.x * per, r1 = r0 + per < rows ? r0 + per : rows;
+    const bool smoothing = eps != 0.f;
+    const float smooth = eps / v;
+    extern __shared__ float acc[]; // [TT_VPT][TT_XV][TT_THREADS]: the thread's own column sums
+#pragma unroll
+    for (int u = 0; u < TT_VPT; u++)
+#pragma unroll
+        for (int e = 0; e < TT_XV; e++) acc[TT_ACC(u, e)] = 0.f;
+    for (int row = r0; row < r1; row++) {
+        TT_T *x = logits + (size_t)row * ld;
+        tt_xrvec *xv = reinterpret_cast<tt_xrvec *>(x);
+        const float w = weight ? weight[row] : 1.f; // the same for every thread
+        const int t = targets[row];
+        if (w == 0.f) { // outside an evaluation window: 0 loss, a zero gradient, nothing summed
+            if (threadIdx.x == 0) loss[row] = nll[row] = 0.f;
+            for (int i = threadIdx.x; i < v; i += TT_THREADS) x[i] = tt_store_as<TT_T>(0.f);
+            continue;
+        }
+        const float xt = threadIdx.x == 0 && t >= 0 && t < v ? tt_float(x[t]) : __int_as_float(0x7fffffff);
+        tt_xrvec q[TT_VPT];
+#pragma unroll
+        for (int u = 0; u < TT_VPT; u++) { // the loads first: in flight together
+            const int i = (int)threadIdx.x + u * TT_THREADS;
+            if (i < nv) q[u] = xv[i];
+        }
+        float m = TT_NEG_INF;
+#pragma unroll
+        for (int u = 0; u < TT_VPT; u++) {
+            const int i = (int)threadIdx.x + u * TT_THREADS;
+#pragma unroll
+            for (int e = 0; e < TT_XV; e++)
+                if (i < nv && i * TT_XV + e < v) m = fmaxf(m, tt_float(q[u].v[e]));
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (lane == 0) wm[warp] = m;
+        __syncthreads();
+        // every warp reduces the warps' values by the same butterfly (one shared read a lane, not
+        // one a warp for each of them): the same bits in every thread
+        m = lane < TT_WARPS ? wm[lane] : TT_NEG_INF;
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        const float ml = m * TT_LOG2E;
+        float se = 0.f, sum = 0.f;
+#pragma unroll
+        for (int u = 0; u < TT_VPT; u++) {
+            const int i = (int)threadIdx.x + u * TT_THREADS;
+#pragma unroll
+            for (int e = 0; e < TT_XV; e++)
+                if (i < nv && i * TT_XV + e < v) {
+                    const float f = tt_float(q[u].v[e]);
+                    se += tt_fexp2(fmaf(f, TT_LOG2E, -ml));
+                    if (smoothing) sum += f;
+                }
+        }
+        se = tt_group_sum<32>(se);
+        sum = tt_group_sum<32>(sum);
+        if (lane == 0) ws[warp] = se, wsum[warp] = sum;
+        __syncthreads();
+        se = tt_group_sum<32>(lane < TT_WARPS ? ws[lane] : 0.f);
+        sum = tt_group_sum<32>(lane < TT_WARPS ? wsum[lane] : 0.f);
+        const float lse = m + logf(se);
+        if (threadIdx.x == 0) {
+            const float l = lse - xt;
+            nll[row] = w * l;
+            loss[row] = w * ((1.f - eps) * l + eps * (lse - sum / v));
+        }
+        // the gradient over the logits it replaces, added into the column sums
+        const float c = scale * w, lsel = lse * TT_LOG2E, cs = c * smooth, ct = c * (1.f - eps);
+#pragma unroll
+        for (int u = 0; u < TT_VPT; u++) {
+            const int i = (int)threadIdx.x + u * TT_THREADS;
+            if (i >= nv) continue;
+            float d[TT_XV];
+#pragma unroll
+            for (int e = 0; e < TT_XV; e++) {
+                d[e] = fmaf(c, tt_fexp2(fmaf(tt_float(q[u].v[e]), TT_LOG2E, -lsel)), -cs);
+                if (i * TT_XV + e == t) d[e] -= ct;
+            }
+            if ((i + 1) * TT_XV <= v) {
+#pragma unroll
+                for (int e = 0; e < TT_XV; e++) acc[TT_ACC(u, e)] += d[e];
+                tt_store<TT_XV>(&xv[i].v[0], d);
+            } else { // the row's last, partial vector: its logits alone
+#pragma unroll
+                for (int e = 0; e < TT_XV; e++)
+                    if (i * TT_XV + e < v) {
+                        acc[TT_ACC(u, e)] += d[e];
+                        x[i * TT_XV + e] = tt_store_as<TT_T>(d[e]);
+                    }
+            }
+        }
+    }
+    // the block's column sums (zero for a block without rows), each column once
+#pragma unroll
+    for (int u = 0; u < TT_VPT; u++) {
+        const int i = (int)threadIdx.x + u * TT_THREADS;
+#pragma unroll
+        for (int e = 0; e < TT_XV; e++) {
+            const int col = i * TT_XV + e;
+            if (i < nv && col < v) part[(size_t)blockIdx.x * v + col] = acc[TT_ACC(u, e)];
+        }
+    }
+}
+#endif
+
 #ifdef TT_OP_XENT_SUM
 // out[0] = sum of loss, out[1] = sum of nll, over rows, in double and in an order fixed by
 // TT_THREADS alone. One block.
