@@ -663,7 +663,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     alloc_moments(lm);
     b = (bump){lm->arena, 0};
     carve(lm, &b);
-    copy_jobs_init(lm);
     TT_CUBLAS(cublasCreate(&lm->blas));
     TT_CUBLAS(cublasSetStream(lm->blas, gpu->stream));
     TT_CUBLAS(cublasSetWorkspace(lm->blas, lm->blas_ws, TT_BLAS_WORKSPACE));
@@ -682,6 +681,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     tt_view_make(layout, lm->g, &lm->gv);
     find_written(lm);
     pad_bind(lm);
+    copy_jobs_init(lm); /* once the padded weights know their masters */
     /* constants in the storage type: ones (bias products), the sinusoids of positions N-1 .. 0 */
     const int n = m->seq_len, d = m->d_model;
     float *h = tt_xmalloc((size_t)(lm->pad > n * d ? lm->pad : n * d) * sizeof *h);
