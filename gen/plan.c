@@ -566,9 +566,10 @@ static long xent_cap(long n, const char *dtype, long limit)
     return cap < limit / bytes ? cap : limit / bytes;
 }
 
-/* xent_rows' blocks (one an SM of a 132-SM H100 or H200) and threads. */
-#define XENT_ROWS_BLOCKS 132
-#define XENT_ROWS_THREADS 1024
+/* xent_rows' blocks (two an SM of a 132-SM H100 or H200: the registers of two blocks of 512
+ * threads at up to 64 a thread) and threads. */
+#define XENT_ROWS_BLOCKS 264
+#define XENT_ROWS_THREADS 512
 
 /* A row length that stands for "not known to the plan" (vocab: data): longer than any limit. */
 #define XENT_UNKNOWN (1L << 30)
@@ -618,7 +619,7 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
      * there and added over the blocks by colsum, instead of a product with ones reading every
      * row of dlogits again. */
     const long xr_vpt = ceil_div(ceil_div(known, XENT_VEC), XENT_ROWS_THREADS);
-    if (known && xr_vpt <= 3 && rows >= 2 * XENT_ROWS_BLOCKS) {
+    if (known && xr_vpt <= (strcmp(dtype, "bf16") == 0 ? 5 : 3) && rows >= 2 * XENT_ROWS_BLOCKS) {
         tt_kernel *r = add_kernel(plan, "xent_rows", 0, dtype);
         set_const(r, "THREADS", XENT_ROWS_THREADS);
         set_const(r, "VPT", xr_vpt);

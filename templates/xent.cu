@@ -202,15 +202,16 @@ TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ 
 // the last bits; the same formulas otherwise. Vectors need the row's start aligned to one
 // (ld % TT_XV == 0 and an aligned buffer: the launcher checks); the last vector of a row of v %
 // TT_XV != 0 logits is written element by element, its padding left as it was. The column sums
-// live in shared memory, each thread's own (TT_VPT * TT_XV floats a thread: 96 KiB at 1024
-// threads and 3 vectors), as the registers would spill holding them beside the row.
+// live in shared memory, each thread's own (TT_VPT * TT_XV floats a thread: 80 KiB at 512
+// threads and 5 vectors, two blocks an SM), as the registers would spill holding them beside
+// the row.
 // Constants: TT_THREADS, TT_XV, TT_VPT.
 typedef tt_vec<TT_T, TT_XV> tt_xrvec;
 // A thread's column sum of element e of its vector u, in dynamic shared memory (the registers
 // hold the row): consecutive threads on consecutive banks.
 #define TT_ACC(u, e) (((u) * TT_XV + (e)) * TT_THREADS + threadIdx.x)
 
-extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 2)
 TT_KERNEL(float *__restrict__ loss, float *__restrict__ nll, TT_T *__restrict__ logits,
           const int *__restrict__ targets, const float *__restrict__ weight, int rows, int v,
           int ld, float eps, float scale, float *__restrict__ part)
