@@ -121,7 +121,9 @@ int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu
         k->k = &p->plan.kernels[i];
         TT_CUDA(cudaLibraryLoadData(&k->lib, p->builds[i].cubin, NULL, NULL, 0, NULL, NULL, 0));
         TT_CUDA(cudaLibraryGetKernel(&k->fn, k->lib, k->k->name));
-        if (k->k->dyn_smem > 48 * 1024) /* beyond the default needs the kernel's opt-in */
+        /* beyond the default 48 KiB, static and dynamic together, needs the kernel's opt-in
+         * (xent_rows' 48 KiB of column sums beside its 192 bytes were refused without it) */
+        if (k->k->dyn_smem + k->k->smem_bytes > 48 * 1024)
             TT_CUDA(cudaFuncSetAttribute((const void *)k->fn,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)k->k->dyn_smem));
