@@ -52,8 +52,6 @@ const tt_op tt_ops[] = {
     {"bias_colsum", {"colsum.cu"}, "tt_ffn_act_bwd", "cpu_linear_bwd (db1)", "unit"},
     {"xent", {"xent.cu"}, "tt_xent", "cpu_cross_entropy", "unit"},
     {"xent_long", {"xent.cu"}, "tt_xent", "cpu_cross_entropy", GPU_TEST("test_xent")},
-    {"xent_rows", {"xent.cu"}, "tt_xent_rows", "cpu_cross_entropy, dlogits' column sums", "unit"},
-    {"xent_colsum", {"colsum.cu"}, "tt_xent_rows", "dlogits' column sums (the bias's gradient)", "unit"},
     {"xent_sum", {"xent.cu"}, "tt_xent_sum", "the sum in double", GPU_TEST("test_xent")},
     /* the adaptive softmax's tails and the adaptive embedding's clusters */
     {"adaptive_gather", {"adaptive.cu"}, "tt_adaptive_gather", "a row copy", "unit"},

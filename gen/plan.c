@@ -566,11 +566,6 @@ static long xent_cap(long n, const char *dtype, long limit)
     return cap < limit / bytes ? cap : limit / bytes;
 }
 
-/* xent_rows' blocks (two an SM of a 132-SM H100 or H200: the registers of two blocks of 512
- * threads at up to 64 a thread) and threads. */
-#define XENT_ROWS_BLOCKS 264
-#define XENT_ROWS_THREADS 512
-
 /* A row length that stands for "not known to the plan" (vocab: data): longer than any limit. */
 #define XENT_UNKNOWN (1L << 30)
 
@@ -613,32 +608,6 @@ static int plan_xent(tt_plan *plan, const tt_spec *s, const char *dtype, char *e
     whyf(k, "xent for rows over the head's %ld logits: their first %ld kept in shared memory, "
             "the rest read twice",
          head, lcap * XENT_VEC);
-
-    /* The head's rows (a full softmax's) with the gradient, where the row fits a block's
-     * registers: several rows a block, the gradient's column sums (the bias's gradient) kept
-     * there and added over the blocks by colsum, instead of a product with ones reading every
-     * row of dlogits again. */
-    const long xr_vpt = ceil_div(ceil_div(known, XENT_VEC), XENT_ROWS_THREADS);
-    if (known && xr_vpt <= (strcmp(dtype, "bf16") == 0 ? 5 : 3) && rows >= 2 * XENT_ROWS_BLOCKS) {
-        tt_kernel *r = add_kernel(plan, "xent_rows", 0, dtype);
-        set_const(r, "THREADS", XENT_ROWS_THREADS);
-        set_const(r, "VPT", xr_vpt);
-        name_kernel(r, flags);
-        set_const(r, "OP_XENT_ROWS", 1);
-        set_const(r, "XV", XENT_VEC);
-        r->block[0] = XENT_ROWS_THREADS;
-        set_grid(r, XENT_ROWS_BLOCKS, 1, 1, "x = min(%d, rows): ceil(rows / x) rows a block",
-                 XENT_ROWS_BLOCKS);
-        r->smem_bytes = 3 * XENT_ROWS_THREADS / 32 * 4;
-        set_const(r, "SMEM", r->smem_bytes); /* the static part; the column sums' are dynamic */
-        r->dyn_smem = (unsigned)(xr_vpt * XENT_VEC * XENT_ROWS_THREADS * 4);
-        whyf(r, "the head's %ld logits a row in registers (%ld vectors a thread), rows in turn; "
-                "the bias's gradient summed there, no pass of its own", known, xr_vpt);
-        tt_kernel *c = add_colsum(plan, "xent_colsum", (int)known, 1);
-        if (m->n_cutoffs) set_const(c, "SPLIT", m->cutoffs[0]);
-        whyf(c, "xent_rows' column sums over its blocks, in a fixed order: the bias's gradient%s",
-             m->n_cutoffs ? " (the shortlist's, then the clusters')" : "");
-    }
 
     tt_kernel *t = add_kernel(plan, "xent_sum", 0, "f32");
     set_const(t, "THREADS", sthreads);

@@ -122,7 +122,8 @@ int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu
         TT_CUDA(cudaLibraryLoadData(&k->lib, p->builds[i].cubin, NULL, NULL, 0, NULL, NULL, 0));
         TT_CUDA(cudaLibraryGetKernel(&k->fn, k->lib, k->k->name));
         /* beyond the default 48 KiB, static and dynamic together, needs the kernel's opt-in
-         * (xent_rows' 48 KiB of column sums beside its 192 bytes were refused without it) */
+         * (a kernel of 48 KiB dynamic beside 192 bytes static, the reverted xent_rows of
+         * b3cd824, was refused at launch without it) */
         if (k->k->dyn_smem + k->k->smem_bytes > 48 * 1024)
             TT_CUDA(cudaFuncSetAttribute((const void *)k->fn,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -221,8 +221,6 @@ struct tt_gpu_lm {
     long long *copy_jobs; /* refresh_padded's table (copy_rows: a job a block of a padded copy) */
     int copy_njobs;
     long copy_rows_max;   /* its tallest job's rows */
-    float *xent_part;     /* xent_rows' column sums a block (NULL: the plan has none, or off) */
-    bool xent_rows;       /* the head through xent_rows where the plan has it (TT_XENT_ROWS) */
     float *emb_part; /* the embedding backward's span sums */
     double *norm_part;
     tt_adam_scalars *sc;
@@ -542,8 +540,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     }
     lm->ln_part = take(b, lm->ln_slot * (lm->defer_sums ? 2 * (size_t)m->layers : 1) * 4);
     lm->ffn_part = take(b, lm->ffn_slot * (lm->defer_sums ? (size_t)m->layers : 1) * 4);
-    const size_t xent_part = lm->xent_rows ? tt_xent_rows_part_floats(&lm->prog) : 0;
-    lm->xent_part = xent_part ? take(b, xent_part * 4) : NULL;
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
         const bool key = m->position == TT_POS_KEY;
@@ -632,7 +628,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->layer_stride = layer_stride(layout);
     lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * lm->dl;
     lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
-    lm->xent_rows = tt_env_long("TT_XENT_ROWS", 0, 1, 1);
     lm->defer_sums = tt_env_long("TT_DEFER_SUMS", 0, 1, 1) &&
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
     bump b = {0};
@@ -1005,14 +1000,13 @@ static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, c
 
 /* Its backward from dy (the storage type, ld apart): dw and db written, not added (the output
  * layer's weights are its first writer in a step: zero_grads leaves them out; the tied embedding's
- * backward adds into them later; db NULL: xent_rows wrote it); dx = dy w + beta dx (dx's rows
- * ldx apart, as x's). */
+ * backward adds into them later); dx = dy w + beta dx (dx's rows ldx apart, as x's). */
 static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
                        int ldx, const padded *w, float *db, int rows, int out)
 {
     pad_dw(&lm->gemm, w, 0, 1, true, 0.f, dy, ld, x, ldx, rows);
     pad_commit(&lm->gemm, w);
-    if (db) tt_gemm_bias_grad(&lm->gemm, db, dy, ld, lm->ones, rows, out);
+    tt_gemm_bias_grad(&lm->gemm, db, dy, ld, lm->ones, rows, out);
     tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), w->pcol, rows, w->pcol, out,
                      beta);
 }
@@ -1031,15 +1025,14 @@ static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, in
     tt_gemm_fwd_ld(&lm->gemm, y, false, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
                    1.f);
 }
-/* (bias: whether to add the bias's gradient; xent_rows may have written it) */
 static void cluster_logits_bwd(tt_gpu_lm *lm, void *dx, const void *dy, int ld, const void *x,
-                               int ldx, int rows, bool bias)
+                               int ldx, int rows)
 {
     const padded *w = &lm->cluster;
     const int nc = lm->l->n_clusters - 1;
     pad_dw(&lm->gemm, w, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
     pad_commit(&lm->gemm, w);
-    if (bias) tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, 1.f, dy, ld, lm->ones, 1, rows, 1, nc);
+    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, 1.f, dy, ld, lm->ones, 1, rows, 1, nc);
     tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), w->pcol, rows, w->pcol, nc, 1.f);
 }
 
@@ -1086,24 +1079,15 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
     }
     logits_fwd(lm, lm->logits, ldh, h0, ld0, &lm->out[0], w->out_b[0], rows, c0);
     if (nc) cluster_logits_fwd(lm, (char *)lm->logits + (size_t)c0 * lm->es, ldh, h0, ld0, rows);
-    /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs). With
-     * the gradient and a row that fits xent_rows, the bias's gradient (the shortlist's, then the
-     * clusters': written, the clusters' as if added into its zeroed gradient) comes with it. */
-    const bool rows_xent = grads && lm->xent_part && tt_xent_rows_v(p) == cols;
-    if (rows_xent)
-        tt_xent_rows(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL,
-                     rows, ldh, o->label_smoothing, scale, lm->xent_part, g->out_b[0],
-                     nc ? g->cluster_b : NULL);
-    else
-        tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL,
-                rows, cols, ldh, o->label_smoothing, scale, grads);
+    /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
+    tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
+            cols, ldh, o->label_smoothing, scale, grads);
     if (grads) { /* tt_xent left dlogits over the logits */
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
-        logits_bwd(lm, dh0, 0.f, lm->logits, ldh, h0, ld0, &lm->out[0],
-                   rows_xent ? NULL : g->out_b[0], rows, c0);
+        logits_bwd(lm, dh0, 0.f, lm->logits, ldh, h0, ld0, &lm->out[0], g->out_b[0], rows, c0);
         if (nc)
             cluster_logits_bwd(lm, dh0, (const char *)lm->logits + (size_t)c0 * lm->es, ldh, h0,
-                               ld0, rows, !rows_xent);
+                               ld0, rows);
         if (l->proj)
             proj_bwd(lm, lm->dx, dl, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
         if (parts) reduce_cluster(lm, 0);

@@ -401,39 +401,6 @@ void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, 
     tt_gpu_launch_smem(k, (dim3){(unsigned)rows, 1, 1}, args, st, smem);
 }
 
-long tt_xent_rows_v(const tt_gpu_program *p)
-{
-    return plan_has(p, "xent_rows") ? need(tt_gpu_kernel_of(p, "xent_colsum"), "D") : 0;
-}
-
-size_t tt_xent_rows_part_floats(const tt_gpu_program *p)
-{
-    if (!plan_has(p, "xent_rows")) return 0;
-    return (size_t)tt_gpu_kernel_of(p, "xent_rows")->k->grid[0] * (size_t)tt_xent_rows_v(p);
-}
-
-/* min(the plan's blocks, rows) blocks of ceil(rows / blocks) rows, then colsum over their
- * partials: the same blocks, and so the same sums, for a given rows. */
-void tt_xent_rows(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,
-                  const int32_t *targets, const float *weight, int rows, int ld, float eps,
-                  float scale, float *part, float *db, float *db2)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "xent_rows");
-    const tt_gpu_kernel *c = tt_gpu_kernel_of(p, "xent_colsum");
-    int v = (int)need(c, "D");
-    const long split = tt_kernel_const(c->k, "SPLIT", 0), xv = need(k, "XV");
-    TT_ASSERT(ld >= v && ld % xv == 0 && (uintptr_t)logits % (uintptr_t)(xv * 2) == 0);
-    TT_ASSERT(v <= need(k, "VPT") * need(k, "THREADS") * xv && (split > 0) == (db2 != NULL));
-    if (strcmp(k->k->dtype, "bf16") != 0) TT_ASSERT((uintptr_t)logits % (uintptr_t)(xv * 4) == 0);
-    if (rows == 0) return;
-    int blocks = (int)k->k->grid[0] < rows ? (int)k->k->grid[0] : rows;
-    void *args[] = {&loss, &nll, &logits, &targets, &weight, &rows, &v, &ld, &eps, &scale, &part};
-    tt_gpu_launch(k, (dim3){(unsigned)blocks, 1, 1}, args, st);
-    const tt_colsum_jobs j = {.in = part, .out = {db, db2, NULL}, .jobs = 1, .parts = blocks,
-                              .sets = 1};
-    tt_colsums(p, st, "xent_colsum", &j, v);
-}
-
 static void txl_softmax(const char *op, const tt_gpu_program *p, cudaStream_t st, void *a, void *b,
                         const void *c, const void *d, int batch, int heads, int n, int m,
                         float scale, tt_dropout drop)

@@ -161,16 +161,6 @@ void tt_core_bwd(const tt_gpu_program *p, cudaStream_t st, float *dtheta, const 
 void tt_xent(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,
              const int32_t *targets, const float *weight, int rows, int v, int ld, float eps,
              float scale, bool grad);
-/* tt_xent with the gradient, and the gradient's column sums, on rows of the head's v logits (a
- * full softmax's, where xent_rows' plan has them: tt_xent_rows_v gives v, else 0): rows ld apart
- * (ld a multiple of 8, logits 16-byte aligned). db [split] (fp32) is written with the sums of
- * the first split columns (the bias's gradient) and db2 [v - split] with the rest's (an adaptive
- * head's clusters; NULL without), split the plan's; part: tt_xent_rows_part_floats of scratch. */
-long tt_xent_rows_v(const tt_gpu_program *p);
-size_t tt_xent_rows_part_floats(const tt_gpu_program *p);
-void tt_xent_rows(const tt_gpu_program *p, cudaStream_t st, float *loss, float *nll, void *logits,
-                  const int32_t *targets, const float *weight, int rows, int ld, float eps,
-                  float scale, float *part, float *db, float *db2);
 /* Transformer-XL's attention probabilities (templates/txl_softmax.cu) for heads x batch x n
  * queries of m + n keys each, rows head-major ((c batch + b) n + i): prob and pdrop (after
  * dropatt) [rows, m+n] of the storage type from AC and the unshifted BD (fp32, [rows, m+n]); and

@@ -719,8 +719,6 @@ typedef struct {
     void *d_logits;
     float *d_loss, *d_nll;
     int32_t *d_t;
-    int split;            /* xent_rows: the first bias's columns (an adaptive head's shortlist) */
-    float *d_db, *d_db2;
 } xent;
 
 static void xent_init(tt_unit *u, const tt_unit_opts *o)
@@ -766,51 +764,6 @@ static void xent_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gp
     const xent *a = u->h;
     tt_xent(p, gpu->stream, a->d_loss, a->d_nll, a->d_logits, a->d_t, NULL,
             (int)(check ? u->rows_check : u->rows), a->v, a->ld, a->eps, a->scale, true);
-}
-
-/* --- xent_rows (templates/xent.cu): xent with the gradient's column sums, the bias's gradient -- */
-
-static void xent_rows_init(tt_unit *u, const tt_unit_opts *o)
-{
-    xent_init(u, o);
-    xent *a = u->h;
-    const tt_model_spec *m = &u->s->model;
-    a->split = m->n_cutoffs ? (int)m->cutoffs[0] : a->v;
-    a->d_db = dev_buffer(u, (size_t)a->split * 4);
-    add_output(u, "db", a->d_db, 0, 1, a->split, a->split, 0, TOL_FP32);
-    if (a->split < a->v) {
-        a->d_db2 = dev_buffer(u, (size_t)(a->v - a->split) * 4);
-        add_output(u, "db_clusters", a->d_db2, 0, 1, a->v - a->split, a->v - a->split, 0, TOL_FP32);
-    }
-}
-
-/* xent's twin, and the column sums of its (fp32) gradient over the checked rows, in double */
-static void xent_rows_twin(const tt_unit *u, float *const *want)
-{
-    const xent *a = u->h;
-    xent_twin(u, want);
-    for (int c = 0; c < a->v; c++) {
-        double sum = 0;
-        for (long r = 0; r < u->rows_check; r++) sum += want[2][(size_t)r * a->v + c];
-        if (c < a->split) want[3][c] = (float)sum;
-        else want[4][c - a->split] = (float)sum;
-    }
-}
-
-static void xent_rows_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
-{
-    const xent *a = u->h;
-    TT_ASSERT(tt_xent_rows_v(p) == a->v); /* the plan's head is the unit's */
-    tt_xent_rows(p, gpu->stream, a->d_loss, a->d_nll, a->d_logits, a->d_t, NULL,
-                 (int)(check ? u->rows_check : u->rows), a->ld, a->eps, a->scale, u->scratch,
-                 a->d_db, a->d_db2);
-}
-
-/* its blocks' partials */
-static size_t xent_rows_scratch(const tt_unit *u, const tt_gpu_program *p)
-{
-    (void)u;
-    return tt_xent_rows_part_floats(p);
 }
 
 /* --- Transformer-XL's shift, mask, softmax and dropatt (templates/txl_softmax.cu) ------------- */
@@ -1757,8 +1710,6 @@ const tt_unit_desc tt_units[] = {
      IMPL(ffn_bwd_init, ffn_bwd_twin, ffn_bwd_run, ffn_bwd_scratch, NULL)},
     {"xent", OPS("xent", NULL), "tt_xent", "rel. error", PLANT(ZERO_ROWS), true, NULL,
      IMPL(xent_init, xent_twin, xent_run, NULL, NULL)},
-    {"xent_rows", OPS("xent_rows", "xent_colsum", NULL), "tt_xent_rows", "rel. error",
-     PLANT(ZERO_ROWS), true, NULL, IMPL(xent_rows_init, xent_rows_twin, xent_rows_run, xent_rows_scratch, NULL)},
     {"txl_softmax_fwd", OPS("txl_softmax_fwd", NULL), "tt_txl_softmax_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED) | TXL_PLANTS, false, NULL,
      IMPL(txl_fwd_init, txl_fwd_twin, txl_fwd_run, NULL, NULL)},

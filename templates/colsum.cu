@@ -14,17 +14,11 @@
 // in four chains), then the warps' sums in warp order: a fixed order, and enough blocks and loads
 // in flight for a few hundred partials (one thread per column walking them all was 16 us for
 // LayerNorm's 264).
-// TT_SPLIT > 0 (one set): columns from TT_SPLIT on go to out1, at column - TT_SPLIT (xent_rows'
-// partials of the adaptive softmax's head: the shortlist's bias into its gradient, the clusters'
-// into theirs).
 // Tunable (ttgen --tune, timed inside the backward it ends; the plan's heuristic otherwise): the
 // warps over the partials (the order of the sums changes with them, and stays fixed for each).
 // ttgen: tunable colsum THREADS 64 128 256 512 1024
 // ttgen: tunable bias_colsum THREADS 64 128 256 512 1024
 #define TT_PW (TT_THREADS / 32)
-#ifndef TT_SPLIT
-#define TT_SPLIT 0
-#endif
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ out, float *__restrict__ out1, float *__restrict__ out2,
           const float *__restrict__ in, int parts, long long in_stride, long long out_stride)
@@ -53,9 +47,7 @@ TT_KERNEL(float *__restrict__ out, float *__restrict__ out1, float *__restrict__
 #pragma unroll
     for (int k = 1; k < TT_PW; k++) s += red[k][lane];
     static_assert(TT_SETS >= 1 && TT_SETS <= 3, "an output pointer per set");
-    static_assert(TT_SPLIT == 0 || TT_SETS == 1, "a split output takes out1: one set");
     float *o = (set == 0 ? out : set == 1 ? out1 : out2) + blockIdx.z * out_stride + col;
-    if (TT_SPLIT > 0 && col >= TT_SPLIT) o = out1 + blockIdx.z * out_stride + (col - TT_SPLIT);
 #if TT_ACCUMULATE
     *o += s;
 #else

@@ -180,15 +180,6 @@ static const variant variants[] = {
     {"F 36, dropout", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 36, NULL},
     {"bf16 F 60, adaptive", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: bf16", 1, 0, 0,
      60, NULL},
-    /* 34 x 16 rows, at least the 528 a plan runs the head through xent_rows for (several rows a
-     * block, the bias's gradient from its column sums; 52 and 300 logits: a partial last vector) */
-    {"rows, smoothed", "causal: true, dropout: 0.1", "precision: fp32, label_smoothing: 0.1", 8,
-     0, 34, 0, NULL},
-    {"rows, adaptive, smoothed head", "causal: true, dropout: 0.1, " ADAPTIVE, "precision: fp32",
-     8, 0.1f, 34, 0, NULL},
-    {"rows, bf16", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 34, 0, NULL},
-    {"rows, bf16 adaptive div 2, untied", "causal: true, dropout: 0.1, tie_weights: false, "
-     ADAPTIVE_DIV2, "precision: bf16", 1, 0, 34, 0, NULL},
     /* the attention with T materialized (templates/mla_mat.cu, gpu/mla_mat.c) */
     {"materialized fp32", "causal: true, dropout: 0.1", "precision: fp32", 8, 0, 0, 0,
      "attention: materialized"},
