@@ -147,6 +147,14 @@ struct tt_gpu_lm {
     layer_acts *acts;
     void *logits;       /* the head's [rows, columns], then each tail's [count, its words], of
                          * the storage type; each part's dlogits overwrite its logits */
+    /* out_beside (TT_OUTPUT_SIDE, on unless 0, with the side stream): the output layer's weight
+     * and bias gradients run on the side stream beside its chain to dx, each cluster's as soon
+     * as its dlogits are ready; the clusters alternate between two sets of buffers (logits_b,
+     * tail_xb, tail_hb: slot 1 the second), so that cluster c + 1's run on the main stream while
+     * c's gradients read c's, and cluster c + 2 waits for out_done[c] before writing them. */
+    bool out_beside;
+    void *logits_b, *tail_xb, *tail_hb;
+    cudaEvent_t out_done[TT_MAX_CLUSTERS];
     float *loss, *nll;  /* per row of the head, then of each tail's list */
     double *sums;       /* the loss's and the nll's sums, and (several GPUs) the ranks' flags */
     bool slow_wait;     /* several GPUs: the next step's wait takes the slow limit (tt_nccl_wait) */
@@ -485,14 +493,19 @@ static void carve(tt_gpu_lm *lm, bump *b)
         a->rstd2 = take(b, rows * 4);
     }
     lm->logits = take(b, logit_elements(lm) * es);
+    /* the second set of the output layer's buffers: only where a second cluster would use it */
+    const bool second = lm->out_beside && nc;
+    lm->logits_b = second ? take(b, logit_elements(lm) * es) : NULL;
     lm->loss = take(b, (rows + nc * pad) * 4);
     lm->nll = take(b, (rows + nc * pad) * 4);
     lm->sums = take(b, 3 * 8);
     if (nc) {
         lm->tail_x = take(b, pad * d * es);
         lm->tail_dx = take(b, pad * d * es);
+        lm->tail_xb = second ? take(b, pad * d * es) : NULL;
     }
     if (l->proj) {
+        lm->tail_hb = second ? take(b, pad * d * es) : NULL;
         lm->tail_h = take(b, pad * d * es);
         lm->tail_dh = take(b, pad * d * es);
         for (int c = 0; c < l->n_clusters; c++) lm->emb_e[c] = take(b, pad * (size_t)l->dim[c] * es);
@@ -630,10 +643,16 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
     lm->defer_sums = tt_env_long("TT_DEFER_SUMS", 0, 1, 1) &&
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
+    lm->out_beside = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) && tt_env_long("TT_OUTPUT_SIDE", 0, 1, 1);
     bump b = {0};
     carve(lm, &b);
     size_t free_b = 0, total_b = 0;
     TT_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (lm->out_beside && b.used > free_b) { /* the second set of buffers does not fit: one set */
+        lm->out_beside = false;
+        b = (bump){0};
+        carve(lm, &b);
+    }
     if (lm->mat_keep && b.used > free_b) {
         lm->mat_keep = false;
         b = (bump){0};
@@ -672,6 +691,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUBLAS(cublasSetWorkspace(lm->side_blas, lm->side_ws, TT_BLAS_WORKSPACE));
     tt_gemm_beside(&lm->gemm_side, &lm->gemm, lm->side_blas, gpu->side.stream, lm->side_ws,
                    TT_BLAS_WORKSPACE);
+    for (int c = 0; c < TT_MAX_CLUSTERS && lm->out_beside; c++)
+        TT_CUDA(cudaEventCreateWithFlags(&lm->out_done[c], cudaEventDisableTiming));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     find_written(lm);
@@ -716,6 +737,8 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     if (lm->arena) {
         if (lm->blas) TT_CUBLAS(cublasDestroy(lm->blas)); /* its workspace goes with the arena */
         if (lm->side_blas) TT_CUBLAS(cublasDestroy(lm->side_blas));
+        for (int c = 0; c < TT_MAX_CLUSTERS; c++)
+            if (lm->out_done[c]) cudaEventDestroy(lm->out_done[c]);
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
         cudaFree(lm->m);
@@ -1000,13 +1023,14 @@ static void logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, c
 
 /* Its backward from dy (the storage type, ld apart): dw and db written, not added (the output
  * layer's weights are its first writer in a step: zero_grads leaves them out; the tied embedding's
- * backward adds into them later); dx = dy w + beta dx (dx's rows ldx apart, as x's). */
-static void logits_bwd(tt_gpu_lm *lm, void *dx, float beta, const void *dy, int ld, const void *x,
-                       int ldx, const padded *w, float *db, int rows, int out)
+ * backward adds into them later), by gw's products (see out_gemm); dx = dy w + beta dx (dx's rows
+ * ldx apart, as x's) on the main stream. */
+static void logits_bwd(tt_gpu_lm *lm, const tt_gemm *gw, void *dx, float beta, const void *dy,
+                       int ld, const void *x, int ldx, const padded *w, float *db, int rows, int out)
 {
-    pad_dw(&lm->gemm, w, 0, 1, true, 0.f, dy, ld, x, ldx, rows);
-    pad_commit(&lm->gemm, w);
-    tt_gemm_bias_grad(&lm->gemm, db, dy, ld, lm->ones, rows, out);
+    pad_dw(gw, w, 0, 1, true, 0.f, dy, ld, x, ldx, rows);
+    pad_commit(gw, w);
+    tt_gemm_bias_grad(gw, db, dy, ld, lm->ones, rows, out);
     tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), w->pcol, rows, w->pcol, out,
                      beta);
 }
@@ -1025,14 +1049,14 @@ static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, in
     tt_gemm_fwd_ld(&lm->gemm, y, false, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
                    1.f);
 }
-static void cluster_logits_bwd(tt_gpu_lm *lm, void *dx, const void *dy, int ld, const void *x,
-                               int ldx, int rows)
+static void cluster_logits_bwd(tt_gpu_lm *lm, const tt_gemm *gw, void *dx, const void *dy, int ld,
+                               const void *x, int ldx, int rows)
 {
     const padded *w = &lm->cluster;
     const int nc = lm->l->n_clusters - 1;
-    pad_dw(&lm->gemm, w, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
-    pad_commit(&lm->gemm, w);
-    tt_gemm_bwd_w_ld(&lm->gemm, lm->gv.cluster_b, 1.f, dy, ld, lm->ones, 1, rows, 1, nc);
+    pad_dw(gw, w, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
+    pad_commit(gw, w);
+    tt_gemm_bwd_w_ld(gw, lm->gv.cluster_b, 1.f, dy, ld, lm->ones, 1, rows, 1, nc);
     tt_gemm_bwd_x_ld(&lm->gemm, dx, ldx, dy, ld, pad_src(lm, w), w->pcol, rows, w->pcol, nc, 1.f);
 }
 
@@ -1053,6 +1077,25 @@ static void proj_bwd(tt_gpu_lm *lm, void *dx, int ldx, float *dproj, const float
 
 static void reduce_cluster(tt_gpu_lm *lm, int c);
 
+/* Where a weight of the output layer has its gradient's products: beside (on the side stream)
+ * unless its gradient goes through a scratch, which the main stream's products share. */
+static const tt_gemm *out_gemm(const tt_gpu_lm *lm, bool beside, const padded *w)
+{
+    return beside && !w->scratch ? &lm->gemm_side : &lm->gemm;
+}
+
+/* The output layer's buffers of cluster c: its slot's (see out_beside). Before cluster c writes
+ * them, cluster c - 2's gradients (which read the same slot) have ended. */
+static int out_slot(tt_gpu_lm *lm, bool beside, int c, void **logits, void **tail_x, void **tail_h)
+{
+    const int s = beside ? c % 2 : 0;
+    *logits = s ? lm->logits_b : lm->logits;
+    *tail_x = s ? lm->tail_xb : lm->tail_x;
+    *tail_h = s ? lm->tail_hb : lm->tail_h;
+    if (beside && c >= 2) TT_CUDA(cudaStreamWaitEvent(lm->gpu->stream, lm->out_done[c - 2], 0));
+    return s;
+}
+
 /* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
  * column per tail cluster; without cutoffs, the whole vocabulary) for every row, then each tail
  * cluster for the rows route_batch listed. With grads, each part's backward comes right after its
@@ -1071,23 +1114,31 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
     const int rows = lm->rows, d = l->m.d_model, dl = lm->dl, nc = l->n_clusters - 1;
     const int c0 = (int)l->hi[0], cols = c0 + nc, ldh = logit_ld(cols);
 
+    /* the clusters' weight gradients beside the chain to dx (not with parts: their sums wait on
+     * the main stream; nor without the side stream, as tt_gpu_lm_profile's one stream runs) */
+    const bool beside = grads && !parts && lm->side && lm->out_beside;
+    void *logits, *tail_x, *tail_h;
+    out_slot(lm, beside, 0, &logits, &tail_x, &tail_h);
     const void *h0 = x; /* the head's input, its rows ld0 apart */
     int ld0 = dl;
     if (l->proj) {
-        proj_fwd(lm, lm->tail_h, x, dl, w->out_proj[0], rows, d);
-        h0 = lm->tail_h, ld0 = d;
+        proj_fwd(lm, tail_h, x, dl, w->out_proj[0], rows, d);
+        h0 = tail_h, ld0 = d;
     }
-    logits_fwd(lm, lm->logits, ldh, h0, ld0, &lm->out[0], w->out_b[0], rows, c0);
-    if (nc) cluster_logits_fwd(lm, (char *)lm->logits + (size_t)c0 * lm->es, ldh, h0, ld0, rows);
+    logits_fwd(lm, logits, ldh, h0, ld0, &lm->out[0], w->out_b[0], rows, c0);
+    if (nc) cluster_logits_fwd(lm, (char *)logits + (size_t)c0 * lm->es, ldh, h0, ld0, rows);
     /* cpu_model.c smooths the head alone (and the spec allows no smoothing with cutoffs) */
-    tt_xent(p, st, lm->loss, lm->nll, lm->logits, rt->head, o->weight ? lm->weight : NULL, rows,
+    tt_xent(p, st, lm->loss, lm->nll, logits, rt->head, o->weight ? lm->weight : NULL, rows,
             cols, ldh, o->label_smoothing, scale, grads);
     if (grads) { /* tt_xent left dlogits over the logits */
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
-        logits_bwd(lm, dh0, 0.f, lm->logits, ldh, h0, ld0, &lm->out[0], g->out_b[0], rows, c0);
+        if (beside) tt_gpu_fork(lm->side, st);
+        logits_bwd(lm, out_gemm(lm, beside, &lm->out[0]), dh0, 0.f, logits, ldh, h0, ld0,
+                   &lm->out[0], g->out_b[0], rows, c0);
         if (nc)
-            cluster_logits_bwd(lm, dh0, (const char *)lm->logits + (size_t)c0 * lm->es, ldh, h0,
-                               ld0, rows);
+            cluster_logits_bwd(lm, out_gemm(lm, beside, &lm->cluster), dh0,
+                               (const char *)logits + (size_t)c0 * lm->es, ldh, h0, ld0, rows);
+        if (beside) TT_CUDA(cudaEventRecord(lm->out_done[0], lm->side->stream));
         if (l->proj)
             proj_bwd(lm, lm->dx, dl, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
         if (parts) reduce_cluster(lm, 0);
@@ -1097,25 +1148,30 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
         const int m = lm->counts.tail[c], dc = l->dim[c], vc = (int)(l->hi[c] - l->lo[c]);
         const int ldt = logit_ld(vc);
         if (!m) {
+            if (beside) TT_CUDA(cudaEventRecord(lm->out_done[c], lm->side->stream));
             if (parts) reduce_cluster(lm, c);
             continue;
         }
-        tt_adaptive_gather(p, st, lm->tail_x, x, rt->rows[c], m, d, dl);
-        const void *hc = lm->tail_x;
+        out_slot(lm, beside, c, &logits, &tail_x, &tail_h);
+        tt_adaptive_gather(p, st, tail_x, x, rt->rows[c], m, d, dl);
+        const void *hc = tail_x;
         int ldc = dl;
         if (l->proj) {
-            proj_fwd(lm, lm->tail_h, lm->tail_x, dl, w->out_proj[c], m, dc);
-            hc = lm->tail_h, ldc = dc;
+            proj_fwd(lm, tail_h, tail_x, dl, w->out_proj[c], m, dc);
+            hc = tail_h, ldc = dc;
         }
-        logits_fwd(lm, lm->logits, ldt, hc, ldc, &lm->out[c], w->out_b[c], m, vc);
-        tt_xent(p, st, lm->loss + scored, lm->nll + scored, lm->logits, rt->target[c],
+        logits_fwd(lm, logits, ldt, hc, ldc, &lm->out[c], w->out_b[c], m, vc);
+        tt_xent(p, st, lm->loss + scored, lm->nll + scored, logits, rt->target[c],
                 rt->weight[c], m, vc, ldt, 0.f, scale, grads);
         scored += m;
         if (!grads) continue;
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
-        logits_bwd(lm, dhc, 0.f, lm->logits, ldt, hc, ldc, &lm->out[c], g->out_b[c], m, vc);
+        if (beside) tt_gpu_fork(lm->side, st);
+        logits_bwd(lm, out_gemm(lm, beside, &lm->out[c]), dhc, 0.f, logits, ldt, hc, ldc,
+                   &lm->out[c], g->out_b[c], m, vc);
+        if (beside) TT_CUDA(cudaEventRecord(lm->out_done[c], lm->side->stream));
         if (l->proj)
-            proj_bwd(lm, lm->tail_dx, dl, g->out_proj[c], w->out_proj[c], lm->tail_x, lm->tail_dh, m,
+            proj_bwd(lm, lm->tail_dx, dl, g->out_proj[c], w->out_proj[c], tail_x, lm->tail_dh, m,
                      dc);
         tt_adaptive_scatter_add(p, st, lm->dx, lm->tail_dx, rt->rows[c], m, d, dl);
         if (parts) reduce_cluster(lm, c);

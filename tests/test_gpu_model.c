@@ -937,7 +937,8 @@ static void graph_steps(tt_gpu_lm *lm, const tt_spec *s, const float *w0, size_t
  * that the least recently used is replaced), and with the parameter gradients' column sums a
  * layer at a time instead of every layer's after the backward (TT_DEFER_SUMS=0), and with the
  * materialized attention's T formed again in the backward instead of kept from the forward
- * (TT_MAT_KEEP=0, the same mode): the kernels are
+ * (TT_MAT_KEEP=0, the same mode), and with the output layer's weight gradients on the main stream
+ * instead of beside it in two sets of buffers (TT_OUTPUT_SIDE=0, the same mode): the kernels are
  * deterministic and the sums the same in the same order, so losses, norms and weights must be
  * bit-identical. The steps differ in device memory (inputs,
  * dropout step, learning rate), which checks that a replay reads each step's values, and for the
@@ -961,7 +962,8 @@ static void test_graph(void **state)
     enum { STEPS = 6, MODES = 4 };
     static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};
     static const char *const mode_name[MODES] = {"graphs", "kernel by kernel", "two graphs",
-                                                 "sums a layer at a time, T again"};
+                                                 "sums a layer at a time, T again, "
+                                                 "output on one stream"};
     /* the heuristic's algorithm for every product in all three modes: tuning would pick by
      * timing (in each mode anew) and drop the graphs captured before it */
     setenv("TT_GEMM_TUNE", "0", 1);
@@ -980,7 +982,9 @@ static void test_graph(void **state)
         for (int mode = 0; mode < MODES; mode++) {
             if (mode == 1) setenv("TT_CUDA_GRAPH", "0", 1);
             if (mode == 2) setenv("TT_CUDA_GRAPHS", "2", 1);
-            if (mode == 3) setenv("TT_DEFER_SUMS", "0", 1), setenv("TT_MAT_KEEP", "0", 1);
+            if (mode == 3)
+                setenv("TT_DEFER_SUMS", "0", 1), setenv("TT_MAT_KEEP", "0", 1),
+                    setenv("TT_OUTPUT_SIDE", "0", 1);
             char err[1024];
             tt_gpu_lm *lm;
             const int rc = tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err);
@@ -988,6 +992,7 @@ static void test_graph(void **state)
             unsetenv("TT_CUDA_GRAPHS");
             unsetenv("TT_DEFER_SUMS");
             unsetenv("TT_MAT_KEEP");
+            unsetenv("TT_OUTPUT_SIDE");
             if (rc != 0) fail_msg("%s", err);
             graph_steps(lm, &s, w0, nf, pattern, STEPS, in, tg, loss[mode], norm[mode]);
             long captured, replayed;
