@@ -1030,10 +1030,12 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             tt_wo_stage1_a(av, vc0, TT_SK(buf)[warp], TT_SV(buf), g, p, u, v, jj);
         tt_wg_bar_wait(bar_a + 8 * buf, (t / 3) & 1); // and its dY
         const unsigned dyb = dy_a + buf * (TT_TD / 64) * TT_DYBOX * 2;
+        bool issued = false;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int ih = i0 + 16 * h;
             if (ih >= TT_N || ih + 15 < ilo) continue; // the same for the whole warpgroup
+            issued = true;
             float tt[2][4];
             tt_wo_t_half(tt, av, vc0, qlane + (size_t)buf * QVK + (size_t)h * 16 * TT_SR, ih, j, kc);
             unsigned ta[4];
@@ -1044,13 +1046,17 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             for (int q = 0; q < TT_TD / 64; q++)
                 tt_wg_mma64<1>(acc[q], ta, tt_wg_desc_n64_sw128(dyb + q * TT_DYBOX * 2 + h * 2048));
             tt_wg_commit();
-            tt_wg_wait<1>(); // the half before is done with its operands
+            tt_wg_wait<1>(); // the half before (of this tile or the last) is done with its operands
         }
-        tt_wg_wait<0>();
-#pragma unroll
-        for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
+        // (the tile's last half may still run: the next tile's first waits for it, before the
+        // barrier after which its buffer is written again; a tile that skips both halves, which
+        // the mask allows where N is not whole warpgroups of j, waits here instead)
+        if (!issued) tt_wg_wait<0>();
         ts = ts1, sb = sb1, buf = nbuf;
     }
+    tt_wg_wait<0>();
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
 #undef TT_SQ
 #undef TT_SV
 #undef TT_SK

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # s27 call 3 (1 GPU): mla_bwd_q's dT product one pair ahead on wgmma (two accumulators: pair
-# pi + 1's in flight while pair pi's sums run) against 6fd45cb (.snap/old), built in the same
-# call: test_gpu_kernels, tt-attn-bench alternating (wt103, ptb), the goals alternating (wt103,
-# ptb at batch 120).
+# pi + 1's in flight while pair pi's sums run) and mla_bwd_wo's last half-tile product left in
+# flight across its tile's end, against 6fd45cb (.snap/old), built in the same call:
+# test_gpu_kernels, each mla_ kernel's time under Nsight Compute (tt-attn-bench, wt103),
+# tt-attn-bench alternating (wt103, ptb), the goals alternating (wt103, ptb at batch 120).
 #   bash bench/raw/2026-12-03-s27/run3.sh   (repo root, on the GPU machine; carry .deps .data .snap)
 set -uo pipefail
 . bench/gpu-env.sh
@@ -23,6 +24,10 @@ timeout 200 build-gpu/tests/test_gpu_kernels > $L/kernels.log 2>&1
 echo "test_gpu_kernels rc $? ($(el) s)"
 grep -E "FAILED|ERROR|NOT CAUGHT" $L/kernels.log | head -8
 grep -E "mla_bwd_q|PASSED|FAILED" $L/kernels.log | head -30
+for b in .snap/old/build-gpu build-gpu; do
+  timeout 60 ncu --metrics gpu__time_duration.sum -k regex:'^mla_' -c 12 --csv $b/tt-attn-bench specs/wt103.yaml --iters 1 2>/dev/null |
+    python3 -c "import csv,sys; [print('  ncu', r[-1].rjust(10), r[4][:60]) for r in csv.reader(sys.stdin) if len(r) > 10 and r[-3] == 'gpu__time_duration.sum']" | tee $L/ncu-$(basename $(dirname $b)).txt
+done
 for rep in 1 2; do
   for sp in wt103 ptb; do
     for b in .snap/old/build-gpu build-gpu; do
