@@ -26,13 +26,13 @@ grep -E "FAILED|ERROR|NOT CAUGHT" $L/kernels.log | head -8
 grep -E "mla_bwd_q|PASSED|FAILED" $L/kernels.log | head -30
 for b in .snap/old/build-gpu build-gpu; do
   timeout 60 ncu --metrics gpu__time_duration.sum -k regex:'^mla_' -c 12 --csv $b/tt-attn-bench specs/wt103.yaml --iters 1 2>/dev/null |
-    python3 -c "import csv,sys; [print('  ncu', r[-1].rjust(10), r[4][:60]) for r in csv.reader(sys.stdin) if len(r) > 10 and r[-3] == 'gpu__time_duration.sum']" | tee $L/ncu-$(basename $(dirname $b)).txt
+    python3 -c "import csv,sys; [print('  ncu', r[-1].rjust(10), r[4][:60]) for r in csv.reader(sys.stdin) if len(r) > 10 and r[-3] == 'gpu__time_duration.sum']" | tee $L/ncu-${b%%/*}.txt
 done
 for rep in 1 2; do
   for sp in wt103 ptb; do
     for b in .snap/old/build-gpu build-gpu; do
-      timeout 60 $b/tt-attn-bench specs/$sp.yaml --iters 50 > $L/attn-$sp-$rep-$(basename $(dirname $b)).txt 2>&1
-      echo "attn $sp rep $rep $b: $(grep -iE 'backward|forward' $L/attn-$sp-$rep-$(basename $(dirname $b)).txt | tr '\n' ' ' | cut -c1-300)"
+      timeout 60 $b/tt-attn-bench specs/$sp.yaml --iters 50 > $L/attn-$sp-$rep-${b%%/*}.txt 2>&1
+      echo "attn $sp rep $rep $b: $(grep -iE 'backward|forward' $L/attn-$sp-$rep-${b%%/*}.txt | tr '\n' ' ' | cut -c1-300)"
     done
   done
 done
