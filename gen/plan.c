@@ -768,14 +768,17 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long 
     const long blocks8 = mla_tc_tasks(m, 16) * (long)ceil_div(s->train.batch, 8) * tiles;
     *g = pick(plan, "mla_fwd", "G", blocks8 >= MLA_MIN_BLOCKS / 3 ? 8 : 4);
     *td = pick(plan, "mla_fwd", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
-    *ns = pick(plan, "mla_fwd", "NS", 2); /* j + 1's lands while j's products run */
+    /* j + 1's lands while j's products run; with three, j's last products also run on while
+     * j + 1's start: three where they fit */
+    *ns = pick(plan, "mla_fwd", "NS", 3);
     if (!tuned(plan, "mla_fwd"))
         while (tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90) {
-            if (*td > 64) *td -= 64;
+            if (*ns == 3) *ns = 2;
+            else if (*td > 64) *td -= 64;
             else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64;
             else return -1;
         }
-    if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || *ns != 2 ||
+    if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || (*ns != 2 && *ns != 3) ||
         tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90)
         return -1;
     return 0;
@@ -797,7 +800,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     const long wg_want = pick(plan, "mla_fwd", "WG", wg_fits);
     if (wg_want && !wg_fits)
         return tt_errf(err, errlen, "mla_fwd: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8, "
-                       "TD a multiple of 64 up to 256, NS 2 within 227 KiB of shared memory");
+                       "TD a multiple of 64 up to 256, NS 2 or 3 within 227 KiB of shared memory");
     if (wg_want) {
         tt_kernel *k = add_wg_kernel(plan, "mla_fwd", m);
         fwd_shape(k, s, tasks, wg_g, wg_td, wg_ns, pick(plan, "mla_fwd", "MINB", 0),

@@ -479,11 +479,14 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 // features x 16 keys (Wo as a 2-D tensor [D][N*N], its map built by the launcher; features past
 // D arrive as zeros), each box 32 bytes a feature with the 32-byte swizzle, which is wgmma's
 // K-major layout for a k16 step (8-feature atoms 256 bytes apart); an mbarrier a slab says when
-// its bytes have landed. Two slabs: j + 1's lands while j's products run.
+// its bytes have landed. Two slabs: j + 1's lands while j's products run, and every product of j
+// is done before j + 1's barrier (after which j + 2's comes into j's slab). Three: j's last
+// product may still run while j + 1's stage 1 and first product start; the first product's wait
+// ends it, before the barrier after which j + 3's comes into j's slab.
 static_assert(TT_TD % 64 == 0 && TT_TD <= 256, "feature tiles of whole n64 products");
 static_assert(TT_G % 4 == 0 && TT_THREADS == 32 * TT_G, "whole warpgroups, a warp a sequence");
 static_assert(TT_N % 8 == 0, "rows of Wo 16-byte aligned (the tensor map's stride)");
-static_assert(TT_NS == 2, "two slabs");
+static_assert(TT_NS == 2 || TT_NS == 3, "two or three slabs");
 static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, 16), "the plan's grid: a block a task");
 static_assert(tt_mla_wg_fwd_smem(TT_N, TT_R, TT_G, TT_TD, TT_NS) == TT_SMEM,
               "the shared memory the plan gives is what the blocks carve up below");
@@ -549,9 +552,10 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
 
     for (int j = j0; j < j1; j++) {
         const int s = (j - j0) % TT_NS;
-        __syncthreads(); // the V and K tiles, the barriers' init; every product of j - 1 is done
-        if (threadIdx.x == 0 && j + 1 < j1) // into the slab j - 1's products were reading
-            tt_wg_load_slab(sw_a + (1 - s) * TT_WSLAB * 2, bar_a + 8 * (1 - s), &wo_map, (j + 1) * TT_N, d0, kn);
+        __syncthreads(); // the V and K tiles, the barriers' init; the products of j + 1 - NS are done
+        const int s1 = s + 1 == TT_NS ? 0 : s + 1;
+        if (threadIdx.x == 0 && j + 1 < j1) // into the slab j + 1 - NS's products were reading
+            tt_wg_load_slab(sw_a + s1 * TT_WSLAB * 2, bar_a + 8 * s1, &wo_map, (j + 1) * TT_N, d0, kn);
         unsigned a[TT_RK][4];
         tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
         tt_wg_bar_wait(bar_a + 8 * s, ((j - j0) / TT_NS) & 1); // j's slab has landed
@@ -571,10 +575,11 @@ TT_KERNEL(TT_T *__restrict__ y, const TT_T *__restrict__ qkv, const float *__res
             tt_wg_commit();
             tt_wg_wait<1>(); // the products of the 16 keys before are done with their operands
         }
-        tt_wg_wait<0>();
-#pragma unroll
-        for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
+        if (TT_NS == 2) tt_wg_wait<0>();
     }
+    tt_wg_wait<0>();
+#pragma unroll
+    for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
     if (!live) return;
 #pragma unroll
     for (int q = 0; q < TT_TD / 64; q++)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # s27 call 3 (1 GPU): mla_bwd_q's dT product one pair ahead on wgmma (two accumulators: pair
 # pi + 1's in flight while pair pi's sums run) and mla_bwd_wo's last half-tile product left in
-# flight across its tile's end, against 6fd45cb (.snap/old), built in the same call:
+# flight across its tile's end, mla_fwd on three slabs of Wo (its last product of j left in flight
+# while j + 1 starts), against 6fd45cb (.snap/old), built in the same call:
 # test_gpu_kernels, each mla_ kernel's time under Nsight Compute (tt-attn-bench, wt103),
 # tt-attn-bench alternating (wt103, ptb), the goals alternating (wt103, ptb at batch 120).
 #   bash bench/raw/2026-12-03-s27/run3.sh   (repo root, on the GPU machine; carry .deps .data .snap)
