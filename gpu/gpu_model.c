@@ -148,19 +148,13 @@ struct tt_gpu_lm {
     void *logits;       /* the head's [rows, columns], then each tail's [count, its words], of
                          * the storage type; each part's dlogits overwrite its logits */
     /* out_beside (TT_OUTPUT_SIDE, on unless 0, with the side stream): the output layer's weight
-     * and bias gradients run on a stream of their own (out_st, gemm_out's products) beside its
-     * chain to dx and the layers' backward, each cluster's as soon as its dlogits are ready,
-     * joined before the embedding's backward (which adds into the tied table's); the clusters
-     * alternate between two sets of buffers (logits_b, tail_xb, tail_hb: slot 1 the second), so
-     * that cluster c + 1's run on the main stream while c's gradients read c's, and cluster
-     * c + 2 waits for out_done[c] before writing them. */
+     * and bias gradients run on the side stream beside its chain to dx, each cluster's as soon
+     * as its dlogits are ready; the clusters alternate between two sets of buffers (logits_b,
+     * tail_xb, tail_hb: slot 1 the second), so that cluster c + 1's run on the main stream while
+     * c's gradients read c's, and cluster c + 2 waits for out_done[c] before writing them. */
     bool out_beside;
     void *logits_b, *tail_xb, *tail_hb;
     cudaEvent_t out_done[TT_MAX_CLUSTERS];
-    tt_gpu_side out_st;
-    tt_gemm gemm_out;
-    cublasHandle_t out_blas;
-    void *out_ws;
     float *loss, *nll;  /* per row of the head, then of each tail's list */
     double *sums;       /* the loss's and the nll's sums, and (several GPUs) the ranks' flags */
     bool slow_wait;     /* several GPUs: the next step's wait takes the slow limit (tt_nccl_wait) */
@@ -580,7 +574,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
     lm->side_ws = take(b, TT_BLAS_WORKSPACE);
-    lm->out_ws = lm->out_beside ? take(b, TT_BLAS_WORKSPACE) : NULL;
     lm->dp_c = es == 4 || txl ? NULL : take(b, n * r * es);
 }
 
@@ -698,18 +691,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUBLAS(cublasSetWorkspace(lm->side_blas, lm->side_ws, TT_BLAS_WORKSPACE));
     tt_gemm_beside(&lm->gemm_side, &lm->gemm, lm->side_blas, gpu->side.stream, lm->side_ws,
                    TT_BLAS_WORKSPACE);
-    if (lm->out_beside) {
-        for (int c = 0; c < TT_MAX_CLUSTERS; c++)
-            TT_CUDA(cudaEventCreateWithFlags(&lm->out_done[c], cudaEventDisableTiming));
-        TT_CUDA(cudaStreamCreateWithFlags(&lm->out_st.stream, cudaStreamNonBlocking));
-        TT_CUDA(cudaEventCreateWithFlags(&lm->out_st.forked, cudaEventDisableTiming));
-        TT_CUDA(cudaEventCreateWithFlags(&lm->out_st.joined, cudaEventDisableTiming));
-        TT_CUBLAS(cublasCreate(&lm->out_blas));
-        TT_CUBLAS(cublasSetStream(lm->out_blas, lm->out_st.stream));
-        TT_CUBLAS(cublasSetWorkspace(lm->out_blas, lm->out_ws, TT_BLAS_WORKSPACE));
-        tt_gemm_beside(&lm->gemm_out, &lm->gemm, lm->out_blas, lm->out_st.stream, lm->out_ws,
-                       TT_BLAS_WORKSPACE);
-    }
+    for (int c = 0; c < TT_MAX_CLUSTERS && lm->out_beside; c++)
+        TT_CUDA(cudaEventCreateWithFlags(&lm->out_done[c], cudaEventDisableTiming));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     find_written(lm);
@@ -754,12 +737,8 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     if (lm->arena) {
         if (lm->blas) TT_CUBLAS(cublasDestroy(lm->blas)); /* its workspace goes with the arena */
         if (lm->side_blas) TT_CUBLAS(cublasDestroy(lm->side_blas));
-        if (lm->out_blas) TT_CUBLAS(cublasDestroy(lm->out_blas));
         for (int c = 0; c < TT_MAX_CLUSTERS; c++)
             if (lm->out_done[c]) cudaEventDestroy(lm->out_done[c]);
-        if (lm->out_st.joined) cudaEventDestroy(lm->out_st.joined);
-        if (lm->out_st.forked) cudaEventDestroy(lm->out_st.forked);
-        if (lm->out_st.stream) cudaStreamDestroy(lm->out_st.stream);
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
         cudaFree(lm->m);
@@ -1098,19 +1077,11 @@ static void proj_bwd(tt_gpu_lm *lm, void *dx, int ldx, float *dproj, const float
 
 static void reduce_cluster(tt_gpu_lm *lm, int c);
 
-/* Where a weight of the output layer has its gradient's products: beside (on out_st) unless its
- * gradient goes through a scratch, which the main stream's products share. */
+/* Where a weight of the output layer has its gradient's products: beside (on the side stream)
+ * unless its gradient goes through a scratch, which the main stream's products share. */
 static const tt_gemm *out_gemm(const tt_gpu_lm *lm, bool beside, const padded *w)
 {
-    return beside && !w->scratch ? &lm->gemm_out : &lm->gemm;
-}
-
-/* Whether a run's output layer puts its gradients beside (see out_beside): not with parts
- * (several GPUs' sums wait on the main stream), nor without the side stream (as
- * tt_gpu_lm_profile's one stream runs). */
-static bool out_beside_now(const tt_gpu_lm *lm, bool grads, bool parts)
-{
-    return grads && !parts && lm->side && lm->out_beside;
+    return beside && !w->scratch ? &lm->gemm_side : &lm->gemm;
 }
 
 /* The output layer's buffers of cluster c: its slot's (see out_beside). Before cluster c writes
@@ -1143,7 +1114,9 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
     const int rows = lm->rows, d = l->m.d_model, dl = lm->dl, nc = l->n_clusters - 1;
     const int c0 = (int)l->hi[0], cols = c0 + nc, ldh = logit_ld(cols);
 
-    const bool beside = out_beside_now(lm, grads, parts);
+    /* the clusters' weight gradients beside the chain to dx (not with parts: their sums wait on
+     * the main stream; nor without the side stream, as tt_gpu_lm_profile's one stream runs) */
+    const bool beside = grads && !parts && lm->side && lm->out_beside;
     void *logits, *tail_x, *tail_h;
     out_slot(lm, beside, 0, &logits, &tail_x, &tail_h);
     const void *h0 = x; /* the head's input, its rows ld0 apart */
@@ -1159,13 +1132,13 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
             cols, ldh, o->label_smoothing, scale, grads);
     if (grads) { /* tt_xent left dlogits over the logits */
         void *dh0 = l->proj ? lm->tail_dh : lm->dx;
-        if (beside) tt_gpu_fork(&lm->out_st, st);
+        if (beside) tt_gpu_fork(lm->side, st);
         logits_bwd(lm, out_gemm(lm, beside, &lm->out[0]), dh0, 0.f, logits, ldh, h0, ld0,
                    &lm->out[0], g->out_b[0], rows, c0);
         if (nc)
             cluster_logits_bwd(lm, out_gemm(lm, beside, &lm->cluster), dh0,
                                (const char *)logits + (size_t)c0 * lm->es, ldh, h0, ld0, rows);
-        if (beside) TT_CUDA(cudaEventRecord(lm->out_done[0], lm->out_st.stream));
+        if (beside) TT_CUDA(cudaEventRecord(lm->out_done[0], lm->side->stream));
         if (l->proj)
             proj_bwd(lm, lm->dx, dl, g->out_proj[0], w->out_proj[0], x, lm->tail_dh, rows, d);
         if (parts) reduce_cluster(lm, 0);
@@ -1175,7 +1148,7 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
         const int m = lm->counts.tail[c], dc = l->dim[c], vc = (int)(l->hi[c] - l->lo[c]);
         const int ldt = logit_ld(vc);
         if (!m) {
-            if (beside) TT_CUDA(cudaEventRecord(lm->out_done[c], lm->out_st.stream));
+            if (beside) TT_CUDA(cudaEventRecord(lm->out_done[c], lm->side->stream));
             if (parts) reduce_cluster(lm, c);
             continue;
         }
@@ -1193,10 +1166,10 @@ static void enqueue_output(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, bool 
         scored += m;
         if (!grads) continue;
         void *dhc = l->proj ? lm->tail_dh : lm->tail_dx;
-        if (beside) tt_gpu_fork(&lm->out_st, st);
+        if (beside) tt_gpu_fork(lm->side, st);
         logits_bwd(lm, out_gemm(lm, beside, &lm->out[c]), dhc, 0.f, logits, ldt, hc, ldc,
                    &lm->out[c], g->out_b[c], m, vc);
-        if (beside) TT_CUDA(cudaEventRecord(lm->out_done[c], lm->out_st.stream));
+        if (beside) TT_CUDA(cudaEventRecord(lm->out_done[c], lm->side->stream));
         if (l->proj)
             proj_bwd(lm, lm->tail_dx, dl, g->out_proj[c], w->out_proj[c], tail_x, lm->tail_dh, m,
                      dc);
@@ -1733,7 +1706,6 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             tt_gpu_join(lm->side, lm->gpu->stream); /* the keys, and the weights' products */
         else if (local_emb)
             tt_embedding_sort(&lm->prog, lm->gpu->stream, lm->keys, lm->tokens, lm->rows);
-        if (out_beside_now(lm, grads, parts)) tt_gpu_join(&lm->out_st, lm->gpu->stream);
         if (local_emb) enqueue_embedding(lm, o, true);
         if (gw != &lm->gemm) tt_gpu_join(lm->side, lm->gpu->stream);
         mark(lm, TT_PROF_EMBEDDING);

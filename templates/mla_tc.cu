@@ -1035,12 +1035,10 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             tt_wo_stage1_a(av, vc0, TT_SK(buf)[warp], TT_SV(buf), g, p, u, v, jj);
         tt_wg_bar_wait(bar_a + 8 * buf, (t / 3) & 1); // and its dY
         const unsigned dyb = dy_a + buf * (TT_TD / 64) * TT_DYBOX * 2;
-        bool issued = false;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int ih = i0 + 16 * h;
             if (ih >= TT_N || ih + 15 < ilo) continue; // the same for the whole warpgroup
-            issued = true;
             float tt[2][4];
             tt_wo_t_half(tt, av, vc0, qlane + (size_t)buf * QVK + (size_t)h * 16 * TT_SR, ih, j, kc);
             unsigned ta[4];
@@ -1051,17 +1049,13 @@ TT_KERNEL(float *__restrict__ dwo, const TT_T *__restrict__ dy, const TT_T *__re
             for (int q = 0; q < TT_TD / 64; q++)
                 tt_wg_mma64<1>(acc[q], ta, tt_wg_desc_n64_sw128(dyb + q * TT_DYBOX * 2 + h * 2048));
             tt_wg_commit();
-            tt_wg_wait<1>(); // the half before (of this tile or the last) is done with its operands
+            tt_wg_wait<1>(); // the half before is done with its operands
         }
-        // (the tile's last half may still run: the next tile's first waits for it, before the
-        // barrier after which its buffer is written again; a tile that skips both halves, which
-        // the mask allows where N is not whole warpgroups of j, waits here instead)
-        if (!issued) tt_wg_wait<0>();
+        tt_wg_wait<0>();
+#pragma unroll
+        for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
         ts = ts1, sb = sb1, buf = nbuf;
     }
-    tt_wg_wait<0>();
-#pragma unroll
-    for (int q = 0; q < TT_TD / 64; q++) tt_wg_pin(acc[q]);
 #undef TT_SQ
 #undef TT_SV
 #undef TT_SK
@@ -1237,24 +1231,114 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
         }
     float *pv = TT_PART_V(live ? b : 0, it, jp);
 
+    // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
+    // pair's slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; three
+    // slabs: the next pair's is in flight while this pair's is used, and the one before may still
+    // be read by a slower warp (the next pair's slab was last read two pairs before: one barrier
+    // a pair). The next chunk's V rows travel with the slab after a chunk's first.
     const int nchunks = (jend + 15) / 16, npairs = nchunks * nj;
+#if TT_WG
+    constexpr int SLAB = TT_DK * 16 * 16;
+    constexpr unsigned SLAB_TX = TT_DK * 16 * 16 * 2;
+    if (threadIdx.x == 0) {
+        tt_wg_bars_init(bar_a, 3);
+        if (npairs) {
+            tt_wg_expect(bar_a, SLAB_TX);
+            tt_wg_box2d(sw_a, bar_a, &wo_map, j0 * TT_N, 0);
+        }
+    }
+#else
+    constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
+    tt_load_wo_slab<TT_DK * 16, 16>(s_w, TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
+#endif
+    tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
+    tt_cp_commit();
     unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
     float dv[TT_RK][2][4];
-    // A new chunk c (its V rows in shared memory): V's operands, dV from zero.
-    auto chunk_start = [&](int c) {
-        const tt_bf16 *vc = s_vc + (size_t)(c & 1) * 16 * TT_SR;
-        // matrix q = lane / 8: keys (q / 2) * 8 + lane % 8, ranks mt*16 + (q % 2) * 8
+    for (int pi = 0, c = 0, jl = 0, sl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
+        const int kc = c * 16, j = j0 + jl, nsl = sl == 2 ? 0 : sl + 1; // its slab, the next pair's
+        const int c1 = jl + 1 == nj ? c + 1 : c, jl1 = jl + 1 == nj ? 0 : jl + 1; // the next pair's
+        if (jl == 0 && c + 1 < nchunks) // (its buffer's last reader was the chunk before)
+            tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, kc + 16, 16, 2 * TT_R, live);
+        if (pi + 1 < npairs) {
+            const int kn1 = c1 * 16;
+#if TT_WG
+            // (slab nsl's last readers were pair pi - 2's products, which every warp waited for
+            // before the barrier of pair pi - 1)
+            if (threadIdx.x == 0) {
+                tt_wg_expect(bar_a + 8 * nsl, SLAB_TX);
+                tt_wg_box2d(sw_a + nsl * SLAB * 2, bar_a + 8 * nsl, &wo_map, (j0 + jl1) * TT_N + kn1, 0);
+            }
+#else
+            tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
+                                            16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
+#endif
+        }
+        tt_cp_commit();
+        tt_cp_wait<1>();
+        __syncthreads(); // this pair's slab (and the chunk's V rows) are in shared memory
+#if TT_WG
+        tt_wg_bar_wait(bar_a + 8 * sl, (pi / 3) & 1); // (the slab: when its bytes have landed)
+#endif
+        if (jl == 0) { // a new chunk: V's operands, dV from zero
+            const tt_bf16 *vc = s_vc + (size_t)(c & 1) * 16 * TT_SR;
+            // matrix q = lane / 8: keys (q / 2) * 8 + lane % 8, ranks mt*16 + (q % 2) * 8
 #pragma unroll
-        for (int mt = 0; mt < TT_RK; mt++)
-            tt_ldsm_t(av[mt], vc + (size_t)((ql >> 1) * 8 + rl) * TT_SR + mt * 16 + (ql & 1) * 8);
+            for (int mt = 0; mt < TT_RK; mt++)
+                tt_ldsm_t(av[mt], vc + (size_t)((ql >> 1) * 8 + rl) * TT_SR + mt * 16 + (ql & 1) * 8);
 #pragma unroll
-        for (int mt = 0; mt < TT_RK; mt++)
+            for (int mt = 0; mt < TT_RK; mt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) dv[mt][0][e] = dv[mt][1][e] = 0.f;
-    };
-    // What pair (chunk c, the part's jl-th j) does with its dT (rows x the chunk's keys).
-    auto pair_sums = [&](float (&dt)[2][4], int c, int jl) {
-        const int kc = c * 16, j = j0 + jl;
+                for (int e = 0; e < 4; e++) dv[mt][0][e] = dv[mt][1][e] = 0.f;
+        }
+        float dt[2][4];
+#if TT_WG
+        // dT = dY Wo_j[:, kc..] (the warpgroup's 64 rows), masked; k-step ks reads the slab's
+        // features ks*16.. (two atoms of 8 rows, 512 bytes)
+        {
+            float d8[8] = {};
+            tt_wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < TT_DK; ks++)
+                tt_wg_mma16_tb(d8, ady[ks], tt_wg_desc_n16_sw32(sw_a + sl * SLAB * 2 + ks * 512));
+            tt_wg_commit();
+            tt_wg_wait<0>();
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                asm volatile("" : "+f"(d8[e])::"memory");
+                dt[e / 4][e % 4] = d8[e];
+            }
+        }
+#if TT_N % 16 != 0
+        // keys past N: the box holds the next j's columns there (or zeros past N*N)
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (kc + nt * 8 + tt_acc_col(lane, e) >= TT_N) dt[nt][e] = 0.f;
+#endif
+#else
+        const tt_bf16 *cur = s_w + sl * SLAB;
+        // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
+        // four chains of products are in flight instead of two
+        float dt2[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dt[nt][e] = dt2[nt][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < TT_DK; ks++) {
+            unsigned w4[4];
+            tt_ldsm_t(w4, cur + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
+            float(&acc)[2][4] = ks % 2 ? dt2 : dt;
+            tt_mma(acc[0], ady[ks], w4[0], w4[1]);
+            tt_mma(acc[1], ady[ks], w4[2], w4[3]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dt[nt][e] += dt2[nt][e];
+#endif
 #if TT_CAUSAL
         if (j > i0 || kc + 15 > i0) // some (row, j, key) of the tile is masked
 #pragma unroll
@@ -1264,8 +1348,6 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                     const int i = i0 + tt_acc_row(lane, e), k = kc + nt * 8 + tt_acc_col(lane, e);
                     if (j > i || k > i) dt[nt][e] = 0.f;
                 }
-#else
-        (void)j;
 #endif
         // dT's 8x8 blocks as bf16, (row g, keys 2t, 2t+1) of each: pr[rh][kh] holds rows
         // rh*8.., keys kh*8..: as they are, the B operands of E^T (k = keys, n = rows);
@@ -1319,152 +1401,8 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                         const int r = mt * 16 + tt_acc_row(lane, e), k = kc + h * 8 + tt_acc_col(lane, e);
                         if (k < TT_N && r < TT_R) pv[(size_t)k * TT_R + r] = dv[mt][h][e];
                     }
-    };
-    // The pair after (c, jl): the next j of the chunk, or the next chunk's first.
-    auto advance = [&](int &c, int &jl) {
-        if (++jl == nj) jl = 0, c++;
-    };
-#if TT_WG
-    // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
-    // pair's slab of Wo (features x its 16 keys, by the tensor memory accelerator) is shared by
-    // the block's warps, in three slabs; dT's product runs one pair ahead: pair pi + 1's is in
-    // flight on the tensor cores while pair pi's sums run (two accumulators, the loop unrolled
-    // by two so that each is always the same registers), and pair pi + 2's slab lands meanwhile.
-    // At pair pi's barrier every warp has waited for pair pi - 1's product, the last reader of
-    // the slab pair pi + 2's comes into. The next chunk's V rows travel after a chunk's first
-    // pair (cp.async, one group a pair).
-    constexpr int SLAB = TT_DK * 16 * 16;
-    constexpr unsigned SLAB_TX = TT_DK * 16 * 16 * 2;
-    // pair (c, jl)'s slab into slab s (its mbarrier's); by one thread
-    auto slab_load = [&](int c, int jl, int s) {
-        tt_wg_expect(bar_a + 8 * s, SLAB_TX);
-        tt_wg_box2d(sw_a + s * SLAB * 2, bar_a + 8 * s, &wo_map, (j0 + jl) * TT_N + c * 16, 0);
-    };
-    // dT = dY Wo_j[:, kc..] of the pair in slab s (the warpgroup's 64 rows) into d8, issued and
-    // committed, not waited for; k-step ks reads the slab's features ks*16.. (two atoms of 8
-    // rows, 512 bytes)
-    auto dt_issue = [&](float (&d8)[8], int s, int pi) {
-        tt_wg_bar_wait(bar_a + 8 * s, (pi / 3) & 1); // (the slab: when its bytes have landed)
-#pragma unroll
-        for (int e = 0; e < 8; e++) d8[e] = 0.f;
-        tt_wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < TT_DK; ks++)
-            tt_wg_mma16_tb(d8, ady[ks], tt_wg_desc_n16_sw32(sw_a + s * SLAB * 2 + ks * 512));
-        tt_wg_commit();
-    };
-    if (threadIdx.x == 0) {
-        tt_wg_bars_init(bar_a, 3);
-        int c1 = 0, jl1 = 0;
-        for (int q = 0; q < 2 && q < npairs; q++, advance(c1, jl1)) slab_load(c1, jl1, q);
-    }
-    tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
-    tt_cp_commit();
-    __syncthreads(); // the mbarriers' init
-    // pair pi (chunk c, jl-th j, slab sl): its dT in cur, the next pair's product into nxt
-    // (ahead: there is a next pair; a constant at each call, so that every path has the same
-    // products in flight where paths meet, which ptxas needs to keep them asynchronous)
-    auto pair = [&](int pi, int &c, int &jl, int &sl, float (&cur)[8], float (&nxt)[8], bool ahead) {
-        if (jl == 0 && c + 1 < nchunks) // (its buffer's last reader was the chunk before)
-            tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, c * 16 + 16, 16, 2 * TT_R, live);
-        tt_cp_commit();
-        tt_cp_wait<1>();
-        __syncthreads(); // the chunk's V rows are in shared memory; pair pi - 1's products done
-        const int s1 = sl == 2 ? 0 : sl + 1, s2 = s1 == 2 ? 0 : s1 + 1;
-        if (threadIdx.x == 0 && pi + 2 < npairs) {
-            int c2 = c, jl2 = jl;
-            advance(c2, jl2), advance(c2, jl2);
-            slab_load(c2, jl2, s2);
-        }
-        if (ahead) {
-            dt_issue(nxt, s1, pi + 1);
-            tt_wg_wait<1>(); // pair pi's product is done
-        } else {
-            tt_wg_wait<0>();
-        }
-        float dt[2][4];
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            asm volatile("" : "+f"(cur[e])::"memory");
-            dt[e / 4][e % 4] = cur[e];
-        }
-#if TT_N % 16 != 0
-        // keys past N: the box holds the next j's columns there (or zeros past N*N)
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (c * 16 + nt * 8 + tt_acc_col(lane, e) >= TT_N) dt[nt][e] = 0.f;
-#endif
-        if (jl == 0) chunk_start(c);
-        pair_sums(dt, c, jl);
-        advance(c, jl);
-        sl = s1;
-    };
-    if (npairs) {
-        float d8a[8], d8b[8];
-        dt_issue(d8a, 0, 0);
-        int pi = 0, c = 0, jl = 0, sl = 0;
-        for (; pi + 2 < npairs; pi += 2) {
-            pair(pi, c, jl, sl, d8a, d8b, true);
-            pair(pi + 1, c, jl, sl, d8b, d8a, true);
-        }
-        if (pi + 1 < npairs) { // the last two
-            pair(pi, c, jl, sl, d8a, d8b, true);
-            pair(pi + 1, c, jl, sl, d8b, d8a, false);
-        } else { // the last one
-            pair(pi, c, jl, sl, d8a, d8b, false);
-        }
-    }
-#else
-    // The (chunk, j) pairs the warp visits, in order: chunks kc < jend, then the part's j. Each
-    // pair's slab of Wo [DK*16][SD] (features x its 16 keys) is shared by the block's warps; three
-    // slabs: the next pair's is in flight while this pair's is used, and the one before may still
-    // be read by a slower warp (the next pair's slab was last read two pairs before: one barrier
-    // a pair). The next chunk's V rows travel with the slab after a chunk's first.
-    constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
-    tt_load_wo_slab<TT_DK * 16, 16>(s_w, TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
-    tt_load_rows<16>(s_vc, seq, 0, 16, 2 * TT_R, live);
-    tt_cp_commit();
-    for (int pi = 0, c = 0, jl = 0, sl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
-        const int kc = c * 16, nsl = sl == 2 ? 0 : sl + 1; // its slab, the next pair's
-        int c1 = c, jl1 = jl; // the next pair's
-        advance(c1, jl1);
-        if (jl == 0 && c + 1 < nchunks) // (its buffer's last reader was the chunk before)
-            tt_load_rows<16>(s_vc + (size_t)((c + 1) & 1) * 16 * TT_SR, seq, kc + 16, 16, 2 * TT_R, live);
-        if (pi + 1 < npairs) {
-            const int kn1 = c1 * 16;
-            tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
-                                            16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
-        }
-        tt_cp_commit();
-        tt_cp_wait<1>();
-        __syncthreads(); // this pair's slab (and the chunk's V rows) are in shared memory
-        if (jl == 0) chunk_start(c);
-        const tt_bf16 *cur = s_w + sl * SLAB;
-        // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
-        // four chains of products are in flight instead of two
-        float dt[2][4], dt2[2][4];
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) dt[nt][e] = dt2[nt][e] = 0.f;
-#pragma unroll
-        for (int ks = 0; ks < TT_DK; ks++) {
-            unsigned w4[4];
-            tt_ldsm_t(w4, cur + (size_t)(ks * 16 + (ql & 1) * 8 + rl) * TT_SD + (ql >> 1) * 8);
-            float(&acc)[2][4] = ks % 2 ? dt2 : dt;
-            tt_mma(acc[0], ady[ks], w4[0], w4[1]);
-            tt_mma(acc[1], ady[ks], w4[2], w4[3]);
-        }
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) dt[nt][e] += dt2[nt][e];
-        pair_sums(dt, c, jl);
         c = c1, jl = jl1, sl = nsl;
     }
-#endif
     // (the rows of keys and j the tile never sees, under the mask, are left unwritten:
     // mla_bwd_reduce does not read them)
     if (!live) return;
