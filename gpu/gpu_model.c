@@ -643,7 +643,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
     lm->defer_sums = tt_env_long("TT_DEFER_SUMS", 0, 1, 1) &&
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
-    lm->out_beside = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) && tt_env_long("TT_OUTPUT_SIDE", 0, 1, 1);
+    lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
+    lm->out_beside = lm->side && tt_env_long("TT_OUTPUT_SIDE", 0, 1, 1);
     bump b = {0};
     carve(lm, &b);
     size_t free_b = 0, total_b = 0;
@@ -685,7 +686,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     const char *graphs = getenv("TT_CUDA_GRAPH");
     lm->graphs = !(graphs && !strcmp(graphs, "0"));
     lm->max_graphs = (int)tt_env_long("TT_CUDA_GRAPHS", 1, TT_MAX_GRAPHS, TT_MAX_GRAPHS);
-    lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
     TT_CUBLAS(cublasCreate(&lm->side_blas));
     TT_CUBLAS(cublasSetStream(lm->side_blas, gpu->side.stream));
     TT_CUBLAS(cublasSetWorkspace(lm->side_blas, lm->side_ws, TT_BLAS_WORKSPACE));
@@ -1086,14 +1086,13 @@ static const tt_gemm *out_gemm(const tt_gpu_lm *lm, bool beside, const padded *w
 
 /* The output layer's buffers of cluster c: its slot's (see out_beside). Before cluster c writes
  * them, cluster c - 2's gradients (which read the same slot) have ended. */
-static int out_slot(tt_gpu_lm *lm, bool beside, int c, void **logits, void **tail_x, void **tail_h)
+static void out_slot(tt_gpu_lm *lm, bool beside, int c, void **logits, void **tail_x, void **tail_h)
 {
     const int s = beside ? c % 2 : 0;
     *logits = s ? lm->logits_b : lm->logits;
     *tail_x = s ? lm->tail_xb : lm->tail_x;
     *tail_h = s ? lm->tail_hb : lm->tail_h;
     if (beside && c >= 2) TT_CUDA(cudaStreamWaitEvent(lm->gpu->stream, lm->out_done[c - 2], 0));
-    return s;
 }
 
 /* The output layer and the loss, as cpu_model.c's output_layer: the head (the shortlist and a
