@@ -691,9 +691,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     TT_CUBLAS(cublasSetWorkspace(lm->side_blas, lm->side_ws, TT_BLAS_WORKSPACE));
     tt_gemm_beside(&lm->gemm_side, &lm->gemm, lm->side_blas, gpu->side.stream, lm->side_ws,
                    TT_BLAS_WORKSPACE);
-    if (lm->out_beside)
-        for (int c = 0; c < TT_MAX_CLUSTERS; c++)
-            TT_CUDA(cudaEventCreateWithFlags(&lm->out_done[c], cudaEventDisableTiming));
+    for (int c = 0; c < TT_MAX_CLUSTERS && lm->out_beside; c++)
+        TT_CUDA(cudaEventCreateWithFlags(&lm->out_done[c], cudaEventDisableTiming));
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     find_written(lm);
