@@ -508,8 +508,9 @@ static void plan_ffn_mm(tt_plan *plan, const tt_spec *s, const char *dtype)
         tt_kernel *k = add_kernel(plan, bwd ? "ffn_mm_bwd" : "ffn_mm_fwd", 1, dtype);
         const long ldb = bwd ? fp : dl, btile = bwd ? 32 * (128 + 8) : 128 * (32 + 8);
         set_const(k, "K", dl);
-        set_const(k, "N", fp);
         set_const(k, "F", f);
+        set_const(k, "LD", fp);
+        set_const(k, "VEC", 8); /* rows in 16-byte chunks */
         name_kernel(k, flags);
         set_const(k, "LDA", dl);
         set_const(k, "LDB", ldb);

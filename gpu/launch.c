@@ -369,7 +369,7 @@ static void expect_ffn_mm(const tt_gpu_kernel *k, int lda, int ldb, int kk, int 
 {
     expect(k, "K", kk);
     expect(k, "F", f);
-    expect(k, "N", ld);
+    expect(k, "LD", ld);
     expect(k, "LDA", lda);
     expect(k, "LDB", ldb);
     for (int i = 0; i < n; i++)

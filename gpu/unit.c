@@ -708,6 +708,156 @@ static size_t ffn_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
     return tt_ffn_act_bwd_part_floats(p);
 }
 
+/* --- the FFN's products with the activation fused in (templates/ffn_mm.cu) ------------------- */
+
+/* As the trainer runs them: the forward from x [rows, K] and W1 [F, K] (its copy [N, K], rows
+ * from F on zero), the backward from dy [rows, K], W2 [K, F] (its copy [K, N], columns from F on
+ * zero) and the forward's hd. K is the trainer's row pitch of d_model (Transformer-XL's padded,
+ * the padding zero as the trainer keeps it). The outputs are checked over the whole pitch N: the
+ * kernels write the padding as zeros, which the next product reads. */
+typedef struct {
+    int d, k, f, n;
+    long rows;               /* rows checked */
+    float *x, *w, *b1, *hd, *h; /* host: x (or dy) [rows, K], w as the device holds it, hd [rows,
+                                 * N] as stored, h: relu's output (the CPU's relu_bwd reads it) */
+    uint8_t *mask;
+    void *d_x, *d_w, *d_out, *d_hd;
+    float *d_b1, *d_db1;
+} ffn_mm;
+
+/* rows x [rows, K] of N(0, 1), zero from d_model on */
+static float *mm_rows(tt_unit *u, const ffn_mm *a, uint64_t stream)
+{
+    float *x = host_randn(u, (size_t)a->rows * a->k, 1.f, stream, u->bf16);
+    for (long r = 0; r < a->rows; r++)
+        for (int c = a->d; c < a->k; c++) x[(size_t)r * a->k + c] = 0.f;
+    return x;
+}
+
+static ffn_mm *mm_inputs(tt_unit *u, const tt_unit_opts *o, bool bwd)
+{
+    ffn_mm *a = u->h = tt_xcalloc(1, sizeof *a);
+    a->d = u->s->model.d_model, a->k = (int)d_pitch(u, 0);
+    a->f = u->s->model.d_inner, a->n = (int)tt_row_pitch(a->f);
+    a->rows = u->rows_check + o->tail_rows;
+    const long all = max_rows(u->rows, a->rows);
+    a->x = mm_rows(u, a, bwd ? 43 : 41);
+    /* W1 [N, K] or W2 [K, N], std 1 / sqrt(d) as nn.Linear's scale, zero past F and d */
+    const size_t nw = (size_t)a->n * a->k;
+    a->w = host_randn(u, nw, 1.f / sqrtf((float)a->d), bwd ? 44 : 42, 1);
+    for (int i = 0; i < a->n; i++)
+        for (int c = 0; c < a->k; c++)
+            if (i >= a->f || c >= a->d) a->w[bwd ? (size_t)c * a->n + i : (size_t)i * a->k + c] = 0.f;
+    a->b1 = host_randn(u, a->f, 0.5f, 32, 0);
+    a->d_x = dev_rows(u, a->x, a->rows, a->k, a->k, all, 1);
+    a->d_w = dev_rows(u, a->w, bwd ? a->k : a->n, bwd ? a->n : a->k, bwd ? a->n : a->k, 0, 1);
+    a->d_b1 = dev_repeated(u, a->b1, a->f, a->f, 0);
+    unit_dropout(u, u->s->model.dropout, 7);
+    about(u, a->rows, u->rows, " on %ld rows, K %d, F %d", u->rows, a->k, a->f);
+    return a;
+}
+
+/* hd [rows, N] = dropout(relu(x W1^T + b1)), zero from F on; h (relu's output, [rows, F]) and
+ * the mask where given; both rounded as the device stores them */
+static void mm_forward(const tt_unit *u, const ffn_mm *a, float *hd, float *h, uint8_t *mask)
+{
+    const size_t nf = (size_t)a->rows * a->f;
+    float *w1 = tt_xmalloc((size_t)a->f * a->k * 4 + 1), *z = tt_xmalloc(nf * 4 + 1);
+    memcpy(w1, a->w, (size_t)a->f * a->k * 4); /* its rows past F are zero */
+    cpu_linear_fwd(z, a->x, w1, a->b1, (int)a->rows, a->k, a->f);
+    cpu_relu_fwd(z, z, (long)nf);
+    if (h) memcpy(h, z, nf * 4);
+    float *d = tt_xmalloc(nf * 4 + 1);
+    tt_cpu_dropout(d, mask, z, (long)nf, u->drop);
+    tt_round_storage(d, nf, 1);
+    if (h) tt_round_storage(h, nf, 1);
+    for (long r = 0; r < a->rows; r++)
+        for (int c = 0; c < a->n; c++) hd[(size_t)r * a->n + c] = c < a->f ? d[(size_t)r * a->f + c] : 0.f;
+    free(w1), free(z), free(d);
+}
+
+static void mm_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ffn_mm *a = mm_inputs(u, o, false);
+    const long all = max_rows(u->rows, a->rows);
+    a->d_out = dev_buffer(u, (size_t)all * a->n * 2);
+    add_output(u, "hd", a->d_out, 1, a->rows, a->n, a->n, u->s->model.seq_len, TOL_STORED);
+}
+
+static void mm_fwd_twin(const tt_unit *u, float *const *want)
+{
+    mm_forward(u, u->h, want[0], NULL, NULL);
+}
+
+static void mm_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const ffn_mm *a = u->h;
+    tt_ffn_mm_fwd(p, gpu->stream, a->d_out, a->d_x, a->k, a->d_w, a->k, a->d_b1,
+                  (int)(check ? a->rows : u->rows), a->k, a->f, a->n, u->drop);
+}
+
+/* The backward's hd is the forward's (the twin's, as stored) on inputs of their own. */
+static void mm_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ffn_mm *a = mm_inputs(u, o, true);
+    const long all = max_rows(u->rows, a->rows);
+    const size_t nf = (size_t)a->rows * a->f;
+    a->hd = keep_host(u, tt_xmalloc((size_t)a->rows * a->n * 4 + 1));
+    a->h = keep_host(u, tt_xmalloc(nf * 4 + 1));
+    a->mask = keep_host(u, tt_xmalloc(nf + 1));
+    /* the forward on its own x and W1: random rows of the right shapes */
+    ffn_mm fw = *a;
+    fw.x = mm_rows(u, a, 45);
+    fw.w = host_randn(u, (size_t)a->n * a->k, 1.f / sqrtf((float)a->d), 46, 1);
+    for (int i = 0; i < a->n; i++)
+        for (int c = 0; c < a->k; c++)
+            if (i >= a->f || c >= a->d) fw.w[(size_t)i * a->k + c] = 0.f;
+    mm_forward(u, &fw, a->hd, a->h, a->mask);
+    a->d_hd = dev_rows(u, a->hd, a->rows, a->n, a->n, all, 1);
+    a->d_out = dev_buffer(u, (size_t)all * a->n * 2);
+    a->d_db1 = dev_buffer(u, (size_t)a->f * 4);
+    add_output(u, "dz", a->d_out, 1, a->rows, a->n, a->n, u->s->model.seq_len, TOL_STORED);
+    add_output(u, "db1", a->d_db1, 0, 1, a->f, a->f, 0, TOL_FP32);
+}
+
+/* dhd = dy W2 (rounded as cuBLAS's path would not: the kernel keeps it in fp32), then the
+ * dropout's and relu's backward, and db1 their column sums */
+static void mm_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const ffn_mm *a = u->h;
+    const size_t nf = (size_t)a->rows * a->f;
+    float *dhd = tt_xcalloc(nf + 1, 4), *dz = tt_xmalloc(nf * 4 + 1);
+    for (long r = 0; r < a->rows; r++)
+        for (int c = 0; c < a->f; c++) {
+            double s = 0;
+            for (int k = 0; k < a->k; k++) s += (double)a->x[(size_t)r * a->k + k] * a->w[(size_t)k * a->n + c];
+            dhd[(size_t)r * a->f + c] = (float)s;
+        }
+    cpu_dropout_bwd(dz, dhd, a->mask, (long)nf, u->drop.p);
+    cpu_relu_bwd(dz, dz, a->h, (long)nf);
+    cpu_linear_bwd(NULL, NULL, want[1], dz, NULL, NULL, (int)a->rows, 1, a->f);
+    tt_round_storage(dz, nf, 1);
+    for (long r = 0; r < a->rows; r++)
+        for (int c = 0; c < a->n; c++) want[0][(size_t)r * a->n + c] = c < a->f ? dz[(size_t)r * a->f + c] : 0.f;
+    free(dhd), free(dz);
+}
+
+static void mm_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const ffn_mm *a = u->h;
+    const int parts = tt_ffn_mm_bwd_parts(p, gpu->stream, a->d_out, u->scratch, a->d_x, a->k, a->d_w,
+                                          a->n, a->d_hd, (int)(check ? a->rows : u->rows), a->k, a->f,
+                                          a->n, u->drop.p);
+    const tt_colsum_jobs j = {.in = u->scratch, .out = {a->d_db1}, .jobs = 1, .parts = parts, .sets = 1};
+    tt_colsums(p, gpu->stream, "bias_colsum", &j, a->f);
+}
+
+static size_t mm_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    (void)u;
+    return tt_ffn_mm_bwd_part_floats(p);
+}
+
 /* --- the cross-entropy of the head's logits (templates/xent.cu) ------------------------------- */
 
 /* As training runs it: the losses, and the gradient over the logits in place. */
@@ -1708,6 +1858,12 @@ const tt_unit_desc tt_units[] = {
     {"ffn_act_bwd", OPS("ffn_act_bwd", "bias_colsum", NULL), "tt_ffn_act_bwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
      IMPL(ffn_bwd_init, ffn_bwd_twin, ffn_bwd_run, ffn_bwd_scratch, NULL)},
+    {"ffn_mm_fwd", OPS("ffn_mm_fwd", NULL), "tt_ffn_mm_fwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
+     IMPL(mm_fwd_init, mm_fwd_twin, mm_fwd_run, NULL, NULL)},
+    {"ffn_mm_bwd", OPS("ffn_mm_bwd", "bias_colsum", NULL), "tt_ffn_mm_bwd", "rel. error",
+     PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
+     IMPL(mm_bwd_init, mm_bwd_twin, mm_bwd_run, mm_bwd_scratch, NULL)},
     {"xent", OPS("xent", NULL), "tt_xent", "rel. error", PLANT(ZERO_ROWS), true, NULL,
      IMPL(xent_init, xent_twin, xent_run, NULL, NULL)},
     {"txl_softmax_fwd", OPS("txl_softmax_fwd", NULL), "tt_txl_softmax_fwd", "rel. error",

@@ -19,7 +19,8 @@
 // db1: a thread adds its rows of a column in order, the warp's eight row groups meet by a
 // butterfly, the two warps of a column in order; bias_colsum adds the PARTS partials in order:
 // deterministic, no atomics.
-// Constants: TT_K, TT_N, TT_F, TT_LDA, TT_LDB, TT_TB, TT_STAGES, TT_THREADS (256), TT_SMEM;
+// Constants: TT_K, TT_F, TT_LD (the pitch, N above), TT_VEC (8: rows in 16-byte chunks), TT_LDA,
+// TT_LDB, TT_TB, TT_STAGES, TT_THREADS (256), TT_SMEM;
 // the backward's TT_PARTS (its grid's rows of blocks). bf16 only.
 
 #define TT_BM 128
@@ -39,7 +40,7 @@
 static_assert(TT_THREADS == 256, "8 warps: 2 x 4 warp tiles of 64 x 32");
 static_assert(TT_STAGES >= 2 && TT_STAGES * (TT_ATILE + TT_BTILE) * 2 == TT_SMEM,
               "the shared memory the plan gives is what the block carves up below");
-static_assert(TT_K % 8 == 0 && TT_N % 8 == 0 && TT_LDA % 8 == 0 && TT_LDB % 8 == 0 && TT_F <= TT_N,
+static_assert(TT_VEC == 8 && TT_K % 8 == 0 && TT_LD % 8 == 0 && TT_LDA % 8 == 0 && TT_LDB % 8 == 0 && TT_F <= TT_LD,
               "16-byte chunks of every row");
 
 // Step k0's tiles into one buffer: A's rows m0.., B's columns n0.. (zeros past rows, N and K).
@@ -58,14 +59,14 @@ __device__ __forceinline__ void tt_mm_load(tt_bf16 *sa, tt_bf16 *sb, const tt_bf
 #pragma unroll
     for (int q = 0; q < TT_BK * CB / TT_THREADS; q++) {
         const int e = threadIdx.x + q * TT_THREADS, kr = e / CB, c = e % CB * 8;
-        const bool in = k0 + kr < TT_K && n0 + c < TT_N;
+        const bool in = k0 + kr < TT_K && n0 + c < TT_LD;
         tt_cp16(sb + kr * TT_SB + c, in ? b + (size_t)(k0 + kr) * TT_LDB + n0 + c : b, in);
     }
 #else
 #pragma unroll
     for (int q = 0; q < TT_BN * CA / TT_THREADS; q++) {
         const int e = threadIdx.x + q * TT_THREADS, nr = e / CA, c = e % CA * 8;
-        const bool in = n0 + nr < TT_N && k0 + c < TT_K;
+        const bool in = n0 + nr < TT_LD && k0 + c < TT_K;
         tt_cp16(sb + nr * TT_SB + c, in ? b + (size_t)(n0 + nr) * TT_LDB + k0 + c : b, in);
     }
 #endif
@@ -160,7 +161,7 @@ TT_KERNEL(tt_bf16 *__restrict__ hd, const tt_bf16 *__restrict__ x, const tt_bf16
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int r = tt_mm_row(m0, mt, h), c = tt_mm_col(n0, nt);
-                if (r >= rows || c >= TT_N) continue; // (N is even: c + 1 < N too)
+                if (r >= rows || c >= TT_LD) continue; // (N is even: c + 1 < N too)
                 float v[2];
 #pragma unroll
                 for (int q = 0; q < 2; q++) {
@@ -171,7 +172,7 @@ TT_KERNEL(tt_bf16 *__restrict__ hd, const tt_bf16 *__restrict__ x, const tt_bf16
                                                                                                    : 0.f;
                     }
                 }
-                *reinterpret_cast<unsigned *>(hd + (size_t)r * TT_N + c) = tt_bf16x2(v[0], v[1]);
+                *reinterpret_cast<unsigned *>(hd + (size_t)r * TT_LD + c) = tt_bf16x2(v[0], v[1]);
             }
 }
 #endif
@@ -200,8 +201,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dz, float *__restrict__ part, const tt_bf16 *__r
 #pragma unroll
                 for (int nt = 0; nt < 4; nt++) {
                     const int r = tt_mm_row(m0, mt, h), c = tt_mm_col(n0, nt);
-                    if (r >= rows || c >= TT_N) continue;
-                    const unsigned hh = *reinterpret_cast<const unsigned *>(hd + (size_t)r * TT_N + c);
+                    if (r >= rows || c >= TT_LD) continue;
+                    const unsigned hh = *reinterpret_cast<const unsigned *>(hd + (size_t)r * TT_LD + c);
                     float v[2];
 #pragma unroll
                     for (int q = 0; q < 2; q++) {
@@ -209,7 +210,7 @@ TT_KERNEL(tt_bf16 *__restrict__ dz, float *__restrict__ part, const tt_bf16 *__r
                         v[q] = c + q < TT_F && hv > 0.f ? acc[mt][nt][2 * h + q] * inv_keep : 0.f; // kept, h > 0
                         cs[nt][q] += v[q];
                     }
-                    *reinterpret_cast<unsigned *>(dz + (size_t)r * TT_N + c) = tt_bf16x2(v[0], v[1]);
+                    *reinterpret_cast<unsigned *>(dz + (size_t)r * TT_LD + c) = tt_bf16x2(v[0], v[1]);
                 }
     }
     // the warp's eight row groups (lanes with the same lane % 4) by a butterfly
