@@ -49,8 +49,6 @@ const tt_op tt_ops[] = {
     {"residual_ln_bwd", {"layernorm.cu"}, "tt_residual_ln_bwd", "cpu_layernorm_bwd, cpu_dropout_bwd", "unit"},
     {"ffn_act_fwd", {"ffn_act.cu"}, "tt_ffn_act_fwd", "cpu_relu_fwd, cpu_dropout_fwd", "unit"},
     {"ffn_act_bwd", {"ffn_act.cu"}, "tt_ffn_act_bwd", "cpu_dropout_bwd, cpu_relu_bwd", "unit"},
-    {"ffn_mm_fwd", {NULL, "ffn_mm.cu"}, "tt_ffn_mm_fwd", "cpu_linear_fwd, cpu_relu_fwd, cpu_dropout_fwd", "unit"},
-    {"ffn_mm_bwd", {NULL, "ffn_mm.cu"}, "tt_ffn_mm_bwd", "cpu_linear_bwd, cpu_dropout_bwd, cpu_relu_bwd", "unit"},
     {"bias_colsum", {"colsum.cu"}, "tt_ffn_act_bwd", "cpu_linear_bwd (db1)", "unit"},
     {"xent", {"xent.cu"}, "tt_xent", "cpu_cross_entropy", "unit"},
     {"xent_long", {"xent.cu"}, "tt_xent", "cpu_cross_entropy", GPU_TEST("test_xent")},

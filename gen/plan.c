@@ -488,49 +488,6 @@ static int plan_ffn_act(tt_plan *plan, const tt_spec *s, const char *dtype, char
     return 0;
 }
 
-/* The FFN's products with the activation in their epilogues (templates/ffn_mm.cu): bf16, rows
- * of x 16-byte aligned, and d_model at most 512. K = d_model is then short, so the [rows, F]
- * activations that ffn_act.cu's pass would read and write again cost more than the product's
- * arithmetic (the wt103 shapes on an H200: W1's product 13 us, the pass 21 us a layer), and an
- * mma.sync product of our own that writes them once wins over cuBLAS's plus the pass. Past 512
- * the arithmetic dominates and cuBLAS's Hopper kernels keep it (ffn_act.cu runs; so it does with
- * TT_FFN_MM=0). The backward's db1 partials are one row a block row (PARTS), which bias_colsum
- * adds up. */
-#define FFN_MM_MAX_D 512
-static void plan_ffn_mm(tt_plan *plan, const tt_spec *s, const char *dtype)
-{
-    const int d = s->model.d_model, f = s->model.d_inner;
-    const long dl = s->model.kind == TT_KIND_TXL ? tt_row_pitch(d) : d, fp = tt_row_pitch(f);
-    if (strcmp(dtype, "bf16") || dl % 8 || d > FFN_MM_MAX_D) return;
-    const long rows = (long)s->train.batch * s->model.seq_len, stages = 3;
-    const char *const flags[] = {NULL};
-    for (int bwd = 0; bwd < 2; bwd++) {
-        tt_kernel *k = add_kernel(plan, bwd ? "ffn_mm_bwd" : "ffn_mm_fwd", 1, dtype);
-        const long ldb = bwd ? fp : dl, btile = bwd ? 32 * (128 + 8) : 128 * (32 + 8);
-        set_const(k, "K", dl);
-        set_const(k, "F", f);
-        set_const(k, "LD", fp);
-        set_const(k, "VEC", 8); /* rows in 16-byte chunks */
-        name_kernel(k, flags);
-        set_const(k, "LDA", dl);
-        set_const(k, "LDB", ldb);
-        set_const(k, "TB", bwd);
-        set_const(k, "STAGES", stages);
-        set_const(k, "THREADS", 256);
-        if (bwd) set_const(k, "PARTS", ceil_div(rows, 128));
-        set_const(k, bwd ? "OP_FFN_MM_BWD" : "OP_FFN_MM_FWD", 1);
-        k->block[0] = 256;
-        k->dyn_smem = (unsigned)(stages * (128 * (32 + 8) + btile) * 2);
-        set_grid(k, ceil_div(fp, 128), ceil_div(rows, 128), 1, "x = ceil(%ld / 128), y = ceil(rows / 128)", fp);
-        if (bwd)
-            whyf(k, "dz = (dy W2) / (1 - p) where hd > 0 in the product's epilogue, db1's partials a "
-                    "block row; K = %ld: cheaper than cuBLAS's product and ffn_act_bwd's pass", dl);
-        else
-            whyf(k, "hd = dropout(relu(x W1^T + b1)) in the product's epilogue, written once; K = %ld: "
-                    "cheaper than cuBLAS's product and ffn_act_fwd's pass", dl);
-    }
-}
-
 /* The core g = mean of h softmaxes of rank R: one small block, a warp per core. */
 static int plan_core(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 {
@@ -1604,7 +1561,6 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         tt_plan_free(plan);
         return -1;
     }
-    plan_ffn_mm(plan, spec, dtype);
     if (plan_ffn_act(plan, spec, dtype, err, errlen) != 0 ||
         plan_xent(plan, spec, dtype, err, errlen) != 0) {
         tt_plan_free(plan);

@@ -152,9 +152,6 @@ struct tt_gpu_lm {
      * as its dlogits are ready; the clusters alternate between two sets of buffers (logits_b,
      * tail_xb, tail_hb: slot 1 the second), so that cluster c + 1's run on the main stream while
      * c's gradients read c's, and cluster c + 2 waits for out_done[c] before writing them. */
-    /* ffn_mm (TT_FFN_MM, on unless 0, where the plan has ffn_mm.cu's kernels): the FFN's
-     * products with the activation fused in, instead of cuBLAS's and ffn_act.cu's pass */
-    bool ffn_mm;
     bool out_beside;
     void *logits_b, *tail_xb, *tail_hb;
     cudaEvent_t out_done[TT_MAX_CLUSTERS];
@@ -643,8 +640,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->layer_stride = layer_stride(layout);
     lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * lm->dl;
-    lm->ffn_mm = tt_ffn_mm(&lm->prog) && tt_env_long("TT_FFN_MM", 0, 1, 1);
-    lm->ffn_slot = lm->ffn_mm ? tt_ffn_mm_bwd_part_floats(&lm->prog) : tt_ffn_act_bwd_part_floats(&lm->prog);
+    lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
     lm->defer_sums = tt_env_long("TT_DEFER_SUMS", 0, 1, 1) &&
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
     lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
@@ -1277,15 +1273,10 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
      * rows and W2's zero columns in their copies, so hd's and dff's padding is written with
      * zeros by the products, and adds nothing. The kernels between them leave the padding
      * alone. */
-    if (lm->ffn_mm) {
-        tt_ffn_mm_fwd(p, st, a->hd, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, lw->ff1_b, rows,
-                      lp->w1.pcol, f, fp, drop_at(lm, o, drop, tail_site(lm, k, 1), f));
-    } else {
-        tt_gemm_fwd_ld(&lm->gemm, a->hd, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol,
-                       rows, lp->w1.pcol, fp, 0.f);
-        tt_ffn_act_fwd(p, st, a->hd, a->hd, lw->ff1_b, rows, f, fp,
-                       drop_at(lm, o, drop, tail_site(lm, k, 1), f));
-    }
+    tt_gemm_fwd_ld(&lm->gemm, a->hd, false, fp, a->x1, dl, pad_src(lm, &lp->w1), lp->w1.pcol, rows,
+                   lp->w1.pcol, fp, 0.f);
+    tt_ffn_act_fwd(p, st, a->hd, a->hd, lw->ff1_b, rows, f, fp,
+                   drop_at(lm, o, drop, tail_site(lm, k, 1), f));
     tt_gemm_fwd_bias(&lm->gemm, a->f, false, dl, a->hd, fp, pad_src(lm, &lp->w2), lp->w2.pcol,
                      pad_src(lm, &lp->b2), rows, fp, lp->w2.prow);
     mark(lm, TT_PROF_FFN);
@@ -1351,16 +1342,10 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w2, 0, 1, true, 0.f, lm->dyf, dl, a->hd, fp, rows); /* written (find_written) */
     pad_commit(gw, &lp->w2);
-    const float p1 = drop_at(lm, o, drop, tail_site(lm, k, 1), f).p;
-    if (lm->ffn_mm) {
-        tt_ffn_mm_bwd_parts(p, st, lm->dff, sums_part(lm, SUMS_FFN, k), lm->dyf, dl,
-                            pad_src(lm, &lp->w2), lp->w2.pcol, a->hd, rows, lp->w2.prow, f, fp, p1);
-    } else {
-        tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
-                         lp->w2.prow, 0.f);
-        tt_ffn_act_bwd_parts(p, st, lm->dff, sums_part(lm, SUMS_FFN, k), lm->dff, a->hd, rows, f,
-                             fp, p1);
-    }
+    tt_gemm_bwd_x_ld(gm, lm->dff, fp, lm->dyf, dl, pad_src(lm, &lp->w2), lp->w2.pcol, rows, fp,
+                     lp->w2.prow, 0.f);
+    tt_ffn_act_bwd_parts(p, st, lm->dff, sums_part(lm, SUMS_FFN, k), lm->dff, a->hd, rows, f, fp,
+                         drop_at(lm, o, drop, tail_site(lm, k, 1), f).p);
     if (!lm->defer_sums) param_sums(lm, SUMS_FFN, k, 1);
     if (gw != gm) tt_gpu_fork(lm->side, st);
     pad_dw(gw, &lp->w1, 0, 1, true, 0.f, lm->dff, fp, a->x1, dl, rows);

@@ -360,59 +360,6 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
     tt_colsums(p, st, "bias_colsum", &j, f);
 }
 
-bool tt_ffn_mm(const tt_gpu_program *p) { return plan_has(p, "ffn_mm_fwd") && plan_has(p, "ffn_mm_bwd"); }
-
-/* The shapes a launch of ffn_mm_fwd or ffn_mm_bwd gives against the plan's: its rows of A and B
- * ld apart (16-byte aligned chunks), and the arrays 16-byte aligned. */
-static void expect_ffn_mm(const tt_gpu_kernel *k, int lda, int ldb, int kk, int f, int ld,
-                          const void *const *arrays, int n)
-{
-    expect(k, "K", kk);
-    expect(k, "F", f);
-    expect(k, "LD", ld);
-    expect(k, "LDA", lda);
-    expect(k, "LDB", ldb);
-    for (int i = 0; i < n; i++)
-        if ((uintptr_t)arrays[i] % 16)
-            tt_panic(__FILE__, __LINE__, "%s needs its arrays aligned to 16 bytes, got %p", k->k->name,
-                     arrays[i]);
-}
-
-void tt_ffn_mm_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const void *x, int ldx,
-                   const void *w1, int ldw, const float *b1, int rows, int k, int f, int ld,
-                   tt_dropout drop)
-{
-    const tt_gpu_kernel *kf = tt_gpu_kernel_of(p, "ffn_mm_fwd");
-    const void *arrays[] = {hd, x, w1};
-    expect_ffn_mm(kf, ldx, ldw, k, f, ld, arrays, 3);
-    if (rows == 0) return;
-    void *args[] = {&hd, &x, &w1, &b1, &rows, &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
-    tt_gpu_launch(kf, (dim3){ceil_div(ld, 128), ceil_div(rows, 128), 1}, args, st);
-}
-
-size_t tt_ffn_mm_bwd_part_floats(const tt_gpu_program *p)
-{
-    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "ffn_mm_bwd");
-    return (size_t)need(k, "PARTS") * (size_t)need(k, "F");
-}
-
-int tt_ffn_mm_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dz, float *part,
-                        const void *dy, int ldy, const void *w2, int ldw, const void *hd, int rows,
-                        int k, int f, int ld, float drop)
-{
-    const tt_gpu_kernel *kb = tt_gpu_kernel_of(p, "ffn_mm_bwd");
-    const void *arrays[] = {dz, dy, w2, hd};
-    expect_ffn_mm(kb, ldy, ldw, k, f, ld, arrays, 4);
-    const long parts = need(kb, "PARTS");
-    if ((long)rows > parts * 128)
-        tt_panic(__FILE__, __LINE__, "%s: %d rows, more than its %ld partials of 128 rows", kb->k->name,
-                 rows, parts);
-    /* every partial written: the blocks past the rows write zeros */
-    void *args[] = {&dz, &part, &dy, &w2, &hd, &rows, &drop};
-    tt_gpu_launch(kb, (dim3){ceil_div(ld, 128), (unsigned)parts, 1}, args, st);
-    return (int)parts;
-}
-
 void tt_core_fwd(const tt_gpu_program *p, cudaStream_t st, float *g, const float *theta, int h,
                  int r, int layers, long long g_stride, long long theta_stride)
 {

@@ -144,23 +144,6 @@ void tt_ffn_act_bwd(const tt_gpu_program *p, cudaStream_t st, void *dz, float *d
 int tt_ffn_act_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dz, float *part,
                          const void *dhd, const void *hd, int rows, int f, int ld, float drop);
 
-/* The FFN's products with the activation fused in (templates/ffn_mm.cu, bf16; planned where
- * d_model is short): whether the plan has them, and
- *   hd [rows, ld] = dropout(relu(x W1^T + b1)): x [rows, k] rows ldx apart, W1 [ld, k] rows ldw
- *     apart (its rows from f on zero), b1 [f]; hd's columns from f on written as zeros;
- *   dz [rows, ld] = (dy W2) / (1 - p) where hd > 0, else 0: dy [rows, k] rows ldy apart, W2 [k, ld]
- *     rows ldw apart; db1's partials (the returned count x f floats, every one written) in part
- *     for tt_colsums.
- * ld = tt_row_pitch(f), k the plan's (d_model, or its pitch where rows are padded). */
-bool tt_ffn_mm(const tt_gpu_program *p);
-void tt_ffn_mm_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const void *x, int ldx,
-                   const void *w1, int ldw, const float *b1, int rows, int k, int f, int ld,
-                   tt_dropout drop);
-size_t tt_ffn_mm_bwd_part_floats(const tt_gpu_program *p);
-int tt_ffn_mm_bwd_parts(const tt_gpu_program *p, cudaStream_t st, void *dz, float *part,
-                        const void *dy, int ldy, const void *w2, int ldw, const void *hd, int rows,
-                        int k, int f, int ld, float drop);
-
 /* The core g [r] = (1/h) sum_c softmax(theta_c), theta [h, r] (templates/core.cu); the backward
  * adds into dtheta [h, r]. For `layers` layers in one launch: layer l's g and dg are l g_stride
  * floats after the first's, its theta and dtheta l theta_stride. */
