@@ -460,8 +460,7 @@ static void output_layer_rounded(tt_cpu_lm *lm, const tt_real *x, const int32_t 
                     cw ? wc->cluster_w + (size_t)(j - c0) * d : wc->out_w[cl] + (size_t)j * dc;
                 double s = 0;
                 for (int k = 0; k < dc; k++) s += (double)ho[k] * wr[k];
-                logit[j] = cw ? stored(lm, stored(lm, (tt_real)s) + wc->cluster_b[j - c0])
-                              : stored(lm, (tt_real)(wc->out_b[cl][j] + s));
+                logit[j] = stored(lm, (tt_real)((cw ? wc->cluster_b[j - c0] : wc->out_b[cl][j]) + s));
                 mx = logit[j] > mx ? logit[j] : mx;
             }
             for (long j = 0; j < vc; j++) {

@@ -54,6 +54,9 @@ const tt_op tt_ops[] = {
     {"xent_long", {"xent.cu"}, "tt_xent", "cpu_cross_entropy", GPU_TEST("test_xent")},
     {"xent_sum", {"xent.cu"}, "tt_xent_sum", "the sum in double", GPU_TEST("test_xent")},
     /* the adaptive softmax's tails and the adaptive embedding's clusters */
+    {"cluster_cols_fwd", {"cluster_cols.cu"}, "tt_cluster_cols_fwd", "cpu_model.c's output_layer (the head's cluster logits)", "unit"},
+    {"cluster_cols_bwd", {"cluster_cols.cu"}, "tt_cluster_cols_bwd", "cpu_model.c's output_layer (their backward)", "unit"},
+    {"cluster_cols_sum", {"cluster_cols.cu"}, "tt_cluster_cols_bwd", "the sums in double", "unit"},
     {"adaptive_gather", {"adaptive.cu"}, "tt_adaptive_gather", "a row copy", "unit"},
     {"adaptive_scatter_add", {"adaptive.cu"}, "tt_adaptive_scatter_add", "a row sum", GPU_TEST("test_adaptive")},
     {"adaptive_emb_scatter", {"embedding.cu"}, "tt_adaptive_emb_scatter", "cpu_model.c's embed (adaptive)", GPU_TEST("test_adaptive")},

@@ -370,6 +370,47 @@ static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
  * cuBLAS runs dense products, and scattered back (templates/adaptive.cu, templates/embedding.cu).
  * The softmax itself is plan_xent's kernel, on the head's columns and then on each tail's. The
  * grids are for the worst case: one cluster holds every row. */
+/* The head's cluster columns (templates/cluster_cols.cu) where the cluster weights fit in a
+ * block's static shared memory as fp32 (else cuBLAS's products run them): a warp a row forward;
+ * backward a thread a column over a run of rows, partials of ~16 rows a block, and their sums. */
+static void plan_cluster_cols(tt_plan *plan, const tt_spec *s, const char *dtype)
+{
+    const tt_model_spec *m = &s->model;
+    const int d = m->d_model, nc = m->n_cutoffs;
+    if (nc < 1 || nc > 8 || (long)nc * d * 4 > SMEM_STATIC_LIMIT) return;
+    const long rows = (long)s->train.batch * m->seq_len;
+    long parts = ceil_div(rows, 16);
+    if (parts > 1024) parts = 1024;
+    const long bthreads = d >= 256 ? 256 : (long)ceil_div(d, 32) * 32;
+    const char *const flags[] = {NULL};
+    static const char *const ops[] = {"cluster_cols_fwd", "cluster_cols_bwd", "cluster_cols_sum"};
+    static const char *const op_flags[] = {"OP_CLUSTER_COLS_FWD", "OP_CLUSTER_COLS_BWD", "OP_CLUSTER_COLS_SUM"};
+    for (int i = 0; i < 3; i++) {
+        tt_kernel *k = add_kernel(plan, ops[i], 0, i == 2 ? "f32" : dtype);
+        const long threads = i == 1 ? bthreads : 256;
+        set_const(k, "D", d);
+        set_const(k, "NC", nc);
+        if (i) set_const(k, "PARTS", parts);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", threads);
+        set_const(k, op_flags[i], 1);
+        k->block[0] = (unsigned)threads;
+        if (i == 0) {
+            k->smem_bytes = (unsigned)(nc * d * 4);
+            set_grid(k, ceil_div(rows, 8 * 4), 1, 1, "x = ceil(rows / 32): a warp a row, four rows a warp");
+            whyf(k, "%d logits a row, a warp's dot products with the cluster weights in shared memory "
+                    "and the bias: one launch for cuBLAS's N = %d and K = 1 products", nc, nc);
+        } else if (i == 1) {
+            set_grid(k, (unsigned)parts, 1, 1, "x = %ld runs of ceil(rows / %ld) rows", parts, parts);
+            whyf(k, "d x += dy Wc and the partials of dWc, dbc: a thread a column, rows in order");
+        } else {
+            k->smem_bytes = 256 * 4;
+            set_grid(k, ceil_div((long)nc * d + nc, 32), 1, 1, "x = ceil(%d / 32)", nc * d + nc);
+            whyf(k, "dWc, dbc += the %ld partials, eight warps over them, in a fixed order", parts);
+        }
+    }
+}
+
 static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
@@ -385,6 +426,7 @@ static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
                    "D", d, worst, "count");
     whyf(k, "d x of a tail's rows added into theirs: a target is in one cluster, so one writer "
             "per row, no atomics");
+    plan_cluster_cols(plan, s, dtype);
     if (m->div_val == 1) return; /* one table: plan_embedding's kernels */
     k = row_kernel(plan, "adaptive_emb_scatter", "OP_ADAPTIVE_EMB_SCATTER", dtype,
                    "D", d, worst, "count");

@@ -207,6 +207,7 @@ struct tt_gpu_lm {
     void *dkvm, *dom;              /* [B*M, 2 HD], [rows, HD] */
     void *dff; /* [rows, F], fp apart */
     float *dg, *dp, *ln_part, *ffn_part, *mla_part;
+    float *cluster_part; /* cluster_cols.cu's partials of the head's cluster weights' gradients */
     /* The LayerNorms' and the FFN's biases' gradients are column sums of their kernels'
      * partials (param_sums): with defer_sums (every layer's partials fit in
      * TT_DEFERRED_SUMS_BYTES, and TT_DEFER_SUMS is not 0) after the last layer's backward, one
@@ -569,6 +570,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
     }
     lm->keys = take(b, tt_embedding_keys(&lm->prog) * 8);
     lm->emb_part = take(b, tt_embedding_part_floats(&lm->prog) * 4);
+    lm->cluster_part = tt_cluster_cols(&lm->prog) ? take(b, tt_cluster_cols_part_floats(&lm->prog) * 4) : NULL;
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
@@ -1037,13 +1039,19 @@ static void logits_bwd(tt_gpu_lm *lm, const tt_gemm *gw, void *dx, float beta, c
 
 /* The head's cluster logits, one column per tail cluster after the shortlist's c0 columns: their
  * block starts c0 columns into a row, an address of any alignment (4 bytes for bf16 logits when
- * c0 = 50), for which cuBLASLt's epilogues are not documented to have an algorithm. So the
- * bias is a rank-1 product with ones (the storage type's, and the bias's storage-type copy), and
- * so is its gradient, added into; at most 8 columns, a small cost either way. */
+ * c0 = 50). Where the plan has them, cluster_cols.cu's kernels (one launch forward, two back,
+ * the gradients added into); else cuBLAS's: the bias a rank-1 product with ones (the storage
+ * type's, and the bias's storage-type copy), and so its gradient, added into, as cuBLASLt's
+ * epilogues are not documented to have an algorithm for such an address. */
 static void cluster_logits_fwd(tt_gpu_lm *lm, void *y, int ld, const void *x, int ldx, int rows)
 {
     const padded *w = &lm->cluster;
     const int nc = lm->l->n_clusters - 1;
+    if (lm->cluster_part) {
+        tt_cluster_cols_fwd(&lm->prog, lm->gpu->stream, y, ld, x, ldx, pad_src(lm, w), w->pcol,
+                            wcp(lm, lm->wv.cluster_b), rows, nc, lm->l->m.d_model);
+        return;
+    }
     tt_gemm_fwd_ld(&lm->gemm, y, false, ld, x, ldx, pad_src(lm, w), w->pcol, rows, w->pcol, nc,
                    0.f);
     tt_gemm_fwd_ld(&lm->gemm, y, false, ld, lm->ones, 1, wcp(lm, lm->wv.cluster_b), 1, rows, 1, nc,
@@ -1054,6 +1062,12 @@ static void cluster_logits_bwd(tt_gpu_lm *lm, const tt_gemm *gw, void *dx, const
 {
     const padded *w = &lm->cluster;
     const int nc = lm->l->n_clusters - 1;
+    if (lm->cluster_part) { /* on the main stream, after the head's product wrote dx */
+        tt_cluster_cols_bwd(&lm->prog, lm->gpu->stream, dx, ldx, lm->gv.cluster_w, lm->gv.cluster_b,
+                            lm->cluster_part, dy, ld, x, pad_src(lm, w), w->pcol, rows, nc,
+                            lm->l->m.d_model);
+        return;
+    }
     pad_dw(gw, w, 0, 1, true, 1.f, dy, ld, x, ldx, rows);
     pad_commit(gw, w);
     tt_gemm_bwd_w_ld(gw, lm->gv.cluster_b, 1.f, dy, ld, lm->ones, 1, rows, 1, nc);

@@ -315,6 +315,43 @@ void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx,
     launch_rows(k, count, d, args, st);
 }
 
+bool tt_cluster_cols(const tt_gpu_program *p) { return plan_has(p, "cluster_cols_fwd"); }
+
+void tt_cluster_cols_fwd(const tt_gpu_program *p, cudaStream_t st, void *y, int ldy, const void *x,
+                         int ldx, const void *w, int ldw, const void *b, int rows, int nc, int d)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "cluster_cols_fwd");
+    expect(k, "NC", nc);
+    expect(k, "D", d);
+    if (rows == 0) return;
+    void *args[] = {&y, &ldy, &x, &ldx, &w, &ldw, &b, &rows};
+    tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "THREADS") / 32 * 4), 1, 1}, args, st);
+}
+
+size_t tt_cluster_cols_part_floats(const tt_gpu_program *p)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "cluster_cols_bwd");
+    return (size_t)need(k, "PARTS") * (size_t)(need(k, "NC") * need(k, "D") + need(k, "NC"));
+}
+
+void tt_cluster_cols_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, int ldx, float *dw,
+                         float *db, float *part, const void *dy, int ldy, const void *x,
+                         const void *w, int ldw, int rows, int nc, int d)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "cluster_cols_bwd"), *sum = tt_gpu_kernel_of(p, "cluster_cols_sum");
+    const tt_gpu_kernel *both[] = {k, sum};
+    for (int i = 0; i < 2; i++) {
+        expect(both[i], "NC", nc);
+        expect(both[i], "D", d);
+    }
+    expect(sum, "PARTS", need(k, "PARTS"));
+    /* every partial written (a run past the rows: zeros), then their sums */
+    void *args[] = {&dx, &ldx, &part, &dy, &ldy, &x, &w, &ldw, &rows};
+    tt_gpu_launch(k, (dim3){(unsigned)need(k, "PARTS"), 1, 1}, args, st);
+    void *sargs[] = {&dw, &db, &part};
+    tt_gpu_launch(sum, plan_grid(sum), sargs, st);
+}
+
 void tt_ffn_act_fwd(const tt_gpu_program *p, cudaStream_t st, void *hd, const void *z,
                     const float *b1, int rows, int f, int ld, tt_dropout drop)
 {

@@ -127,6 +127,19 @@ void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, cons
 void tt_adaptive_scatter_add(const tt_gpu_program *p, cudaStream_t st, void *dx, const void *dxc,
                              const int32_t *idx, int count, int d, int ld);
 
+/* The adaptive head's nc cluster columns (templates/cluster_cols.cu), where the plan has them:
+ *   y [rows, nc] (rows ldy apart) = x [rows, d] (ldx) Wc^T + bc: Wc [nc, d] rows ldw apart, bc
+ *     [nc], all of the storage type;
+ *   dx [rows, d] (ldx) += dy Wc, and dWc [nc, d] += dy^T x, dbc [nc] += dy's column sums (fp32),
+ *     through part (tt_cluster_cols_part_floats floats). */
+bool tt_cluster_cols(const tt_gpu_program *p);
+void tt_cluster_cols_fwd(const tt_gpu_program *p, cudaStream_t st, void *y, int ldy, const void *x,
+                         int ldx, const void *w, int ldw, const void *b, int rows, int nc, int d);
+size_t tt_cluster_cols_part_floats(const tt_gpu_program *p);
+void tt_cluster_cols_bwd(const tt_gpu_program *p, cudaStream_t st, void *dx, int ldx, float *dw,
+                         float *db, float *part, const void *dy, int ldy, const void *x,
+                         const void *w, int ldw, int rows, int nc, int d);
+
 /* hd = dropout(relu(z + b1)) (templates/ffn_act.cu): hd, z [rows, f] of the storage type,
  * ld = tt_row_pitch(f) elements from one row to the next (hd may be z); b1 [f]. The ld - f
  * columns of padding are neither read nor written. */

@@ -708,6 +708,119 @@ static size_t ffn_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
     return tt_ffn_act_bwd_part_floats(p);
 }
 
+/* --- the adaptive head's cluster columns (templates/cluster_cols.cu) --------------------------- */
+
+/* As the trainer runs them: x [rows, D] rows ld apart (the head's input), Wc [NC, D], bc [NC] as
+ * the storage-type copies; y and dy [rows, NC] rows NC + 3 apart (a slice of the logits: the
+ * padding must stay untouched); the backward adds into dx and the fp32 gradients, which start
+ * random. */
+typedef struct {
+    int d, nc, ldy;
+    long ld, rows;                        /* rows checked */
+    float *x, *w, *b, *dy, *dx0, *dw0, *db0; /* host */
+    void *d_x, *d_w, *d_b, *d_y, *d_dy, *d_dx;
+    float *d_dw, *d_db;
+} clu;
+
+static clu *clu_inputs(tt_unit *u, const tt_unit_opts *o)
+{
+    clu *a = u->h = tt_xcalloc(1, sizeof *a);
+    const int bf = u->bf16;
+    a->d = u->s->model.d_model, a->nc = u->s->model.n_cutoffs, a->ldy = a->nc + 3;
+    a->ld = d_pitch(u, o->ld_pad);
+    a->rows = u->rows_check + o->tail_rows;
+    const long all = max_rows(u->rows, a->rows);
+    a->x = host_randn(u, (size_t)a->rows * a->d, 1.f, 51, bf);
+    a->w = host_randn(u, (size_t)a->nc * a->d, 1.f / sqrtf((float)a->d), 52, bf);
+    a->b = host_randn(u, a->nc, 0.5f, 53, bf);
+    a->d_x = dev_rows(u, a->x, a->rows, a->d, a->ld, all, bf);
+    a->d_w = dev_rows(u, a->w, a->nc, a->d, a->d, 0, bf);
+    a->d_b = dev_repeated(u, a->b, a->nc, a->nc, bf);
+    about(u, a->rows, u->rows, " on %ld rows of %d, %d clusters", u->rows, a->d, a->nc);
+    return a;
+}
+
+static void clu_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    clu *a = clu_inputs(u, o);
+    const long all = max_rows(u->rows, a->rows);
+    a->d_y = dev_buffer(u, (size_t)all * a->ldy * storage_size(u->bf16));
+    add_output(u, "y", a->d_y, u->bf16, a->rows, a->nc, a->ldy, u->s->model.seq_len, TOL_STORED);
+}
+
+static void clu_fwd_twin(const tt_unit *u, float *const *want)
+{
+    const clu *a = u->h;
+    for (long r = 0; r < a->rows; r++)
+        for (int j = 0; j < a->nc; j++) {
+            double s = a->b[j];
+            for (int k = 0; k < a->d; k++) s += (double)a->x[(size_t)r * a->d + k] * a->w[(size_t)j * a->d + k];
+            want[0][(size_t)r * a->nc + j] = (float)s;
+        }
+    tt_round_storage(want[0], (size_t)a->rows * a->nc, u->bf16);
+}
+
+static void clu_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const clu *a = u->h;
+    tt_cluster_cols_fwd(p, gpu->stream, a->d_y, a->ldy, a->d_x, (int)a->ld, a->d_w, a->d, a->d_b,
+                        (int)(check ? a->rows : u->rows), a->nc, a->d);
+}
+
+static void clu_bwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    clu *a = clu_inputs(u, o);
+    const long all = max_rows(u->rows, a->rows);
+    const int bf = u->bf16, n = u->s->model.seq_len;
+    a->dy = host_randn(u, (size_t)a->rows * a->nc, 1e-2f, 54, bf);
+    a->dx0 = host_randn(u, (size_t)a->rows * a->d, 1e-2f, 55, bf);
+    a->dw0 = host_randn(u, (size_t)a->nc * a->d, 1.f, 56, 0);
+    a->db0 = host_randn(u, a->nc, 1.f, 57, 0);
+    a->d_dy = dev_rows(u, a->dy, a->rows, a->nc, a->ldy, all, bf);
+    a->d_dx = dev_rows(u, a->dx0, a->rows, a->d, a->ld, all, bf);
+    a->d_dw = dev_buffer(u, (size_t)a->nc * a->d * 4);
+    a->d_db = dev_buffer(u, (size_t)a->nc * 4);
+    add_output(u, "dx", a->d_dx, bf, a->rows, a->d, a->ld, n, TOL_STORED)->start = a->dx0;
+    add_output(u, "dWc", a->d_dw, 0, a->nc, a->d, a->d, 0, TOL_FP32)->start = a->dw0;
+    add_output(u, "dbc", a->d_db, 0, 1, a->nc, a->nc, 0, TOL_FP32)->start = a->db0;
+}
+
+/* want holds the outputs' starts: the sums added in double */
+static void clu_bwd_twin(const tt_unit *u, float *const *want)
+{
+    const clu *a = u->h;
+    for (long r = 0; r < a->rows; r++)
+        for (int k = 0; k < a->d; k++) {
+            double s = 0;
+            for (int j = 0; j < a->nc; j++) s += (double)a->dy[(size_t)r * a->nc + j] * a->w[(size_t)j * a->d + k];
+            want[0][(size_t)r * a->d + k] += (float)s;
+        }
+    tt_round_storage(want[0], (size_t)a->rows * a->d, u->bf16);
+    for (int j = 0; j < a->nc; j++) {
+        double sb = 0;
+        for (long r = 0; r < a->rows; r++) sb += a->dy[(size_t)r * a->nc + j];
+        want[2][j] += (float)sb;
+        for (int k = 0; k < a->d; k++) {
+            double s = 0;
+            for (long r = 0; r < a->rows; r++) s += (double)a->dy[(size_t)r * a->nc + j] * a->x[(size_t)r * a->d + k];
+            want[1][(size_t)j * a->d + k] += (float)s;
+        }
+    }
+}
+
+static void clu_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const clu *a = u->h;
+    tt_cluster_cols_bwd(p, gpu->stream, a->d_dx, (int)a->ld, a->d_dw, a->d_db, u->scratch, a->d_dy,
+                        a->ldy, a->d_x, a->d_w, a->d, (int)(check ? a->rows : u->rows), a->nc, a->d);
+}
+
+static size_t clu_bwd_scratch(const tt_unit *u, const tt_gpu_program *p)
+{
+    (void)u;
+    return tt_cluster_cols_part_floats(p);
+}
+
 /* --- the cross-entropy of the head's logits (templates/xent.cu) ------------------------------- */
 
 /* As training runs it: the losses, and the gradient over the logits in place. */
@@ -1708,6 +1821,11 @@ const tt_unit_desc tt_units[] = {
     {"ffn_act_bwd", OPS("ffn_act_bwd", "bias_colsum", NULL), "tt_ffn_act_bwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
      IMPL(ffn_bwd_init, ffn_bwd_twin, ffn_bwd_run, ffn_bwd_scratch, NULL)},
+    {"cluster_cols_fwd", OPS("cluster_cols_fwd", NULL), "tt_cluster_cols_fwd", "rel. error",
+     PLANT(ZERO_ROWS), false, NULL, IMPL(clu_fwd_init, clu_fwd_twin, clu_fwd_run, NULL, NULL)},
+    {"cluster_cols_bwd", OPS("cluster_cols_bwd", "cluster_cols_sum", NULL), "tt_cluster_cols_bwd",
+     "rel. error", PLANT(ZERO_ROWS), false, NULL,
+     IMPL(clu_bwd_init, clu_bwd_twin, clu_bwd_run, clu_bwd_scratch, NULL)},
     {"xent", OPS("xent", NULL), "tt_xent", "rel. error", PLANT(ZERO_ROWS), true, NULL,
      IMPL(xent_init, xent_twin, xent_run, NULL, NULL)},
     {"txl_softmax_fwd", OPS("txl_softmax_fwd", NULL), "tt_txl_softmax_fwd", "rel. error",
