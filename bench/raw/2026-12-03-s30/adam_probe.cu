@@ -11,10 +11,54 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <algorithm>
 #include <vector>
 
 #include KSRC
+
+// Two candidate loops of the same arithmetic (tt_adam_one, the generated source's) over the
+// aligned path, for main's layout only: HINT loads and stores with the streaming (evict-first)
+// hints, nothing of these arrays being read again this step; X2 two float4 groups a thread in
+// flight (i and i + stride) before any arithmetic. n a multiple of 4 (wt103's 85,295,346 is not:
+// the probe rounds n down for these two; their times are per n as the others').
+template <int X2, int HINT>
+__global__ void __launch_bounds__(TT_THREADS)
+adam_alt(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v, TT_T *__restrict__ wc,
+         const float *__restrict__ g, const double *__restrict__ sc, long long n4, float b1,
+         float b2, float eps, float wd)
+{
+    if (!isfinite(sc[4]) || !isfinite(sc[5])) return;
+    const float step = (float)(sc[0] / sc[1]), sbc2 = (float)sqrt(sc[2]), cf = (float)sc[3];
+    const long long stride = (long long)gridDim.x * TT_THREADS;
+    float4 *w4 = (float4 *)w, *m4 = (float4 *)m, *v4 = (float4 *)v;
+    const float4 *g4 = (const float4 *)g;
+    uint2 *c2 = (uint2 *)wc;
+    for (long long i = (long long)blockIdx.x * TT_THREADS + threadIdx.x; i < n4; i += (X2 + 1) * stride) {
+        float4 W[2], M[2], V[2], G[2];
+        bool in[2] = {true, X2 && i + stride < n4};
+#pragma unroll
+        for (int u = 0; u <= X2; u++) {
+            if (!in[u]) continue;
+            const long long k = i + u * stride;
+            W[u] = HINT ? __ldcs(w4 + k) : w4[k];
+            M[u] = HINT ? __ldcs(m4 + k) : m4[k];
+            V[u] = HINT ? __ldcs(v4 + k) : v4[k];
+            G[u] = HINT ? __ldcs(g4 + k) : g4[k];
+        }
+#pragma unroll
+        for (int u = 0; u <= X2; u++) {
+            if (!in[u]) continue;
+            const long long k = i + u * stride;
+            float *wq = &W[u].x, *mq = &M[u].x, *vq = &V[u].x, *gq = &G[u].x;
+#pragma unroll
+            for (int j = 0; j < 4; j++) tt_adam_one(wq[j], mq[j], vq[j], gq[j], cf, step, sbc2, b1, b2, eps, wd);
+            const uint2 c = {tt_bf16x2(wq[0], wq[1]), tt_bf16x2(wq[2], wq[3])};
+            if (HINT) __stcs(w4 + k, W[u]), __stcs(m4 + k, M[u]), __stcs(v4 + k, V[u]), __stcs(c2 + k, c);
+            else w4[k] = W[u], m4[k] = M[u], v4[k] = V[u], c2[k] = c;
+        }
+    }
+}
 
 #define CK(x)                                                                                     \
     do {                                                                                          \
@@ -127,6 +171,55 @@ int main(int argc, char **argv)
             printf("  %-34s grid %5u: %9.1f us  %6.0f GB/s  (min %.1f, max %.1f)\n", l.name, grid,
                    med * 1e3, bytes / (med * 1e-3) / 1e9, t.front() * 1e3, t.back() * 1e3);
         }
+    { /* the candidates, main's layout; checked against the generated kernel's w, m, v first */
+        layout &l = ls[1];
+        const long long n4 = n / 4;
+        const size_t nb = (size_t)n4 * 16;
+        float *ref[3], *got[3];
+        float *dev[3] = {l.w, l.m, l.v};
+        for (int i = 0; i < 3; i++) {
+            ref[i] = (float *)malloc(nb), got[i] = (float *)malloc(nb);
+        }
+        float *save[3];
+        for (int i = 0; i < 3; i++) {
+            CK(cudaMalloc(&save[i], nb));
+            CK(cudaMemcpy(save[i], dev[i], nb, cudaMemcpyDeviceToDevice));
+        }
+        KNAME<<<full, threads>>>(l.w, l.m, l.v, (TT_T *)l.wc, l.g, sc, sc + 1, sc + 2, sc + 3, sc + 4,
+                                 sc + 5, n4 * 4, 0.9f, 0.999f, 1e-8f, 0.f);
+        for (int i = 0; i < 3; i++) CK(cudaMemcpy(ref[i], dev[i], nb, cudaMemcpyDeviceToHost));
+        void (*alt[3])(float *, float *, float *, TT_T *, const float *, const double *, long long,
+                       float, float, float, float) = {adam_alt<0, 1>, adam_alt<1, 0>, adam_alt<1, 1>};
+        static const char *const alt_name[3] = {"alt: streaming hints", "alt: two groups in flight",
+                                                "alt: both"};
+        for (int a = 0; a < 3; a++) {
+            for (int i = 0; i < 3; i++) CK(cudaMemcpy(dev[i], save[i], nb, cudaMemcpyDeviceToDevice));
+            alt[a]<<<full, threads>>>(l.w, l.m, l.v, (TT_T *)l.wc, l.g, sc, n4, 0.9f, 0.999f, 1e-8f, 0.f);
+            CK(cudaDeviceSynchronize());
+            long bad = 0;
+            for (int i = 0; i < 3; i++) {
+                CK(cudaMemcpy(got[i], dev[i], nb, cudaMemcpyDeviceToHost));
+                bad += memcmp(got[i], ref[i], nb) != 0;
+            }
+            for (unsigned grid : grids) {
+                std::vector<float> t;
+                for (int it = 0; it < 25; it++) {
+                    CK(cudaEventRecord(e0));
+                    alt[a]<<<grid, threads>>>(l.w, l.m, l.v, (TT_T *)l.wc, l.g, sc, n4, 0.9f, 0.999f, 1e-8f, 0.f);
+                    CK(cudaEventRecord(e1));
+                    CK(cudaEventSynchronize(e1));
+                    float ms;
+                    CK(cudaEventElapsedTime(&ms, e0, e1));
+                    if (it >= 5) t.push_back(ms);
+                }
+                std::sort(t.begin(), t.end());
+                const float med = t[t.size() / 2];
+                printf("  %-34s grid %5u: %9.1f us  %6.0f GB/s  (%s the generated kernel's bits)\n",
+                       alt_name[a], grid, med * 1e3, bytes / (med * 1e-3) / 1e9,
+                       bad ? "NOT" : "the same as");
+            }
+        }
+    }
     float probe[4];
     CK(cudaMemcpy(probe, ls[1].w, sizeof probe, cudaMemcpyDeviceToHost));
     printf("  w[0..3] after the runs: %g %g %g %g (finite: the updates ran)\n", probe[0], probe[1],
