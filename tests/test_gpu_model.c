@@ -1141,14 +1141,15 @@ static void test_products_recorded(void **state)
 
 /* The device memory a model takes is what tt_gpu_lm_bytes says it needs (the figure tt-train and
  * tt-bench report, and what the open compares with the card's free memory), within the few MiB
- * that cuBLAS's handles and the streams take: a model whose Adam moments are 2 x 205 MB, so
+ * that cuBLAS's two handles (each may hold a default workspace, 32 MiB on Hopper), the loaded
+ * kernels and the streams take (160 MiB): a model whose Adam moments are 2 x 410 MB, so
  * that an allocation counted twice or not at all shows. (Until the thirtieth session the arena
  * was allocated with the moments' bytes in it, beside their own allocation: 2 x moments more.) */
 static void test_footprint(void **state)
 {
     (void)state;
     static const char text[] =
-        "model: {kind: tensorized, vocab: 400000, d_model: 128, layers: 1, rank: 8, cores: 2, "
+        "model: {kind: tensorized, vocab: 800000, d_model: 128, layers: 1, rank: 8, cores: 2, "
         "seq_len: 16, d_inner: 256}\ntrain: {batch: 2, precision: bf16}\n";
     char err[1024];
     tt_spec s;
@@ -1166,8 +1167,8 @@ static void test_footprint(void **state)
     const double said = (double)tt_gpu_lm_bytes(lm) / mib, moments = (double)tt_gpu_lm_moment_bytes(lm) / mib;
     printf("footprint: %.1f MiB taken by the open, %.1f MiB said (moments %.1f), %zu parameters\n",
            taken, said, moments, l.n_floats);
-    if (moments < 300) fail_msg("the model's moments are %.1f MiB: too few to tell", moments);
-    if (taken > said + 64 || taken < said)
+    if (moments < 600) fail_msg("the model's moments are %.1f MiB: too few to tell", moments);
+    if (taken > said + 160 || taken < said)
         fail_msg("the open took %.1f MiB of device memory; tt_gpu_lm_bytes says %.1f", taken, said);
     tt_gpu_lm_close(lm);
     tt_layout_free(&l);
