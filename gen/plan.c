@@ -365,11 +365,6 @@ static void plan_embedding(tt_plan *plan, const tt_spec *s, const char *dtype)
             "flight: a frequent word's run spread over many blocks", EMB_SPAN, EMB_SPAN);
 }
 
-/* The adaptive softmax's tails and the adaptive embedding (div_val > 1) work on one cluster's rows
- * at a time, gathered by the host's index lists (padded to TT_ADAPTIVE_BUCKET rows) so that
- * cuBLAS runs dense products, and scattered back (templates/adaptive.cu, templates/embedding.cu).
- * The softmax itself is plan_xent's kernel, on the head's columns and then on each tail's. The
- * grids are for the worst case: one cluster holds every row. */
 /* The head's cluster columns (templates/cluster_cols.cu) where the cluster weights fit in a
  * block's static shared memory as fp32 (else cuBLAS's products run them): a warp a row forward;
  * backward a thread a column over a run of rows, partials of ~16 rows a block, and their sums. */
@@ -411,6 +406,11 @@ static void plan_cluster_cols(tt_plan *plan, const tt_spec *s, const char *dtype
     }
 }
 
+/* The adaptive softmax's tails and the adaptive embedding (div_val > 1) work on one cluster's rows
+ * at a time, gathered by the host's index lists (padded to TT_ADAPTIVE_BUCKET rows) so that
+ * cuBLAS runs dense products, and scattered back (templates/adaptive.cu, templates/embedding.cu).
+ * The softmax itself is plan_xent's kernel, on the head's columns and then on each tail's. The
+ * grids are for the worst case: one cluster holds every row. */
 static void plan_adaptive(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;

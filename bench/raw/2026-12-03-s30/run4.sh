@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# s31's first call (1 GPU), written in s30 and not yet run: main (test_gpu_model, with
-# test_footprint), then why adam takes ~709 us a wt103 step against ~631 until s17: adam_probe.cu
+# s31's first call (1 GPU), written in s30 and not yet run, on the branch s30-arena-size (main
+# with the arena at its carved size: test_gpu_model, with test_footprint), then why adam takes
+# ~709 us a wt103 step against ~631 until s17: adam_probe.cu
 # times the generated kernel, as generated and without the guarded step's reads, over wt103's
 # parameter count in three layouts; then the branch s30-moments-arena (the moments back in the
 # arena, the layout before b00dc9a; its tree in .snap/arena: git archive s30-moments-arena ':!bench/raw')
-# alternating with main in the goals, and both builds' wt103 profiles.
+# alternating with s30-arena-size in the goals, and both builds' wt103 profiles.
 #   bash bench/raw/2026-12-03-s30/run4.sh   (repo root, on the GPU machine; carry .deps .data .snap/arena)
 set -uo pipefail
 . bench/gpu-env.sh
@@ -33,7 +34,7 @@ cp bench/raw/2026-12-03-s30/adam_probe.cu $P/dump/
 n=$(awk '$1 == "total" { print $2; exit }' $L/dump.log); echo "parameters from ttgen: ${n:-?}"
 for p in guard noguard; do timeout 60 $P/dump/p-$p ${n:-} | tee $L/probe-$p.txt; done
 echo "probe $(el) s"
-# base: the branch's build; ours: main's
+# base: s30-moments-arena's build; ours: s30-arena-size's
 BASE=.snap/arena/build-gpu REPS=2 SPECS="wt103 ptb-b120" timeout $((540 - $(el))) \
     bench/goals-check.sh $L/goals > $L/goals.txt 2>&1
 echo "goals rc $? ($(el) s)"; grep -E "rep|launches" $L/goals.txt | cut -c1-150
