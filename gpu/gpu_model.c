@@ -673,7 +673,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         tt_gpu_lm_close(lm);
         return -1;
     }
-    TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
+    TT_CUDA(cudaMalloc((void **)&lm->arena, b.used)); /* lm->bytes counts the moments too */
     /* zero: the padding of every copy and activation stays so (nothing writes it but the
      * products, with zeros: see padded) */
     TT_CUDA(cudaMemset(lm->arena, 0, b.used));
