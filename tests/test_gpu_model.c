@@ -1168,6 +1168,16 @@ static void test_footprint(void **state)
     printf("footprint: %.1f MiB taken by the open, %.1f MiB said (moments %.1f), %zu parameters\n",
            taken, said, moments, l.n_floats);
     if (moments < 600) fail_msg("the model's moments are %.1f MiB: too few to tell", moments);
+    /* adam's 16-byte path needs w, g, m and v aligned to 16 (its other path is correct, only
+     * slower, so no test of values would see it); a parameter count 2 mod 4 is the case that
+     * put v off 16 when it sat n_floats + slack floats after m */
+    if (l.n_floats % 4 == 0) fail_msg("%zu parameters, a multiple of 4: pick a spec that is not", l.n_floats);
+    const float *arrays[4] = {tt_gpu_lm_moments(lm, 0), tt_gpu_lm_moments(lm, 1), tt_gpu_lm_grads(lm),
+                              tt_gpu_lm_weights(lm)};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)arrays[i] % 16)
+            fail_msg("%s is at %p, not aligned to 16 bytes: adam takes its slow path",
+                     (const char *[]){"m", "v", "g", "w"}[i], (const void *)arrays[i]);
     if (taken > said + 160 || taken < said)
         fail_msg("the open took %.1f MiB of device memory; tt_gpu_lm_bytes says %.1f", taken, said);
     tt_gpu_lm_close(lm);
