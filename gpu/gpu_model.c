@@ -217,6 +217,7 @@ struct tt_gpu_lm {
     size_t ln_slot, ffn_slot; /* floats a slot */
     long long layer_stride;   /* floats from a layer's parameters to the next layer's */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
+    bool ln_sums;          /* the attention's residual LayerNorm adds mla_fwd's parts itself */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     bool mat_keep;         /* each layer keeps its T for the backward (TT_MAT_KEEP, memory) */
     /* Parameter gradients a step writes whole without adding (the FFN's, the LayerNorms', the
@@ -632,6 +633,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         return -1;
     }
     lm->mla_mat = !lm->txl && tt_mla_materialized(&lm->prog);
+    lm->ln_sums = !lm->txl && !lm->mla_mat && tt_mla_ln_sums(&lm->prog) &&
+                  tt_env_long("TT_LN_SUMS", 0, 1, 1);
     /* a T a layer: the backward reads the forward's instead of forming it again (the same bits;
      * TT_MAT_KEEP=0 or too little device memory for it: one T the layers share) */
     lm->mat_keep = lm->mla_mat && tt_env_long("TT_MAT_KEEP", 0, 1, 1);
@@ -1285,8 +1288,13 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
-    tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
-                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0), d));
+    const tt_dropout d1 = drop_at(lm, o, drop, tail_site(lm, k, 0), d);
+    if (lm->ln_sums)
+        tt_mla_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, lm->mla_part, lm->batch,
+                               lw->ln1_w, lw->ln1_b, rows, d, dl, d1);
+    else
+        tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
+                           rows, d, dl, d1);
     mark(lm, TT_PROF_LAYERNORM);
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
@@ -1411,6 +1419,9 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     if (lm->mla_mat)
         tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
                        key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d);
+    else if (lm->ln_sums) /* the parts stay in mla_part for layer_tail_fwd's LayerNorm */
+        tt_mla_fwd_parts(p, st, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
+                         lm->wv.v, lm->mla_part, lm->batch, n, r, d);
     else
         tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
                    lm->wv.v, lm->mla_part, lm->batch, n, r, d);
