@@ -1149,7 +1149,7 @@ static void test_footprint(void **state)
 {
     (void)state;
     static const char text[] =
-        "model: {kind: tensorized, vocab: 800000, d_model: 128, layers: 1, rank: 8, cores: 2, "
+        "model: {kind: tensorized, vocab: 800002, d_model: 128, layers: 1, rank: 8, cores: 2, "
         "seq_len: 16, d_inner: 256}\ntrain: {batch: 2, precision: bf16}\n";
     char err[1024];
     tt_spec s;
