@@ -46,6 +46,7 @@ const tt_op tt_ops[] = {
     {"embedding_bwd", {"embedding.cu"}, "tt_embedding_bwd", "cpu_embedding_row_bwd", GPU_TEST("test_embedding")},
     {"embedding_bwd_sum", {"embedding.cu"}, "tt_embedding_bwd, tt_adaptive_emb_bwd", "cpu_embedding_row_bwd", GPU_TEST("test_embedding")},
     {"residual_ln_fwd", {"layernorm.cu"}, "tt_residual_ln_fwd", "cpu_dropout_fwd, cpu_layernorm_fwd", "unit"},
+    {"mla_residual_ln_fwd", {"layernorm.cu"}, "tt_mla_residual_ln_fwd", "the parts' sum rounded, cpu_dropout_fwd, cpu_layernorm_fwd", "unit"},
     {"residual_ln_bwd", {"layernorm.cu"}, "tt_residual_ln_bwd", "cpu_layernorm_bwd, cpu_dropout_bwd", "unit"},
     {"ffn_act_fwd", {"ffn_act.cu"}, "tt_ffn_act_fwd", "cpu_relu_fwd, cpu_dropout_fwd", "unit"},
     {"ffn_act_bwd", {"ffn_act.cu"}, "tt_ffn_act_bwd", "cpu_dropout_bwd, cpu_relu_bwd", "unit"},

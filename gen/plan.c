@@ -732,7 +732,7 @@ static long mla_row_tile(int n, long per_tile, long floor)
 }
 
 static void mla_shape_consts(tt_kernel *k, const tt_model_spec *m);
-static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, size_t errlen);
+static int plan_mla_fwd_sum(tt_plan *plan, const tt_spec *s, char *err, size_t errlen);
 static int plan_mla_bwd_wo_sum(tt_plan *plan, const tt_model_spec *m, long splits);
 
 /* mla_bwd_wo's tiles (w j a block, td features, splits of the batch), name, threads and grid,
@@ -849,7 +849,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
                   tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns)); /* MINB 0: a block an SM */
         whyf(k, "T = A_j V^T by mma.sync, Y += T Wo_j^T by wgmma (a warpgroup: 4 seqs' rows, T as A in "
                 "registers, Wo_j by TMA)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
-        return plan_mla_fwd_sum(plan, m, err, errlen);
+        return plan_mla_fwd_sum(plan, s, err, errlen);
     }
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */
     long g = 4, td = d >= 128 ? 128 : (long)ceil_div(d, 16) * 16, ns = 2;
@@ -888,13 +888,13 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
               tt_mla_tc_fwd_smem(n, r, g, td, ns)); /* MINB 0: the compiler's registers */
     whyf(k, "bf16 mma.sync, T = A_j V^T then Y += T Wo_j^T in registers (T never in memory); "
             "%ld seq/block share Wo slabs%s", g, m->causal ? "; causal: j, k stop at the tile's end" : "");
-    return plan_mla_fwd_sum(plan, m, err, errlen);
+    return plan_mla_fwd_sum(plan, s, err, errlen);
 }
 
 /* The sum of the forward's parts of j (mla_tc.cu's mla_fwd_sum), where there are several. */
-static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, size_t errlen)
+static int plan_mla_fwd_sum(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
 {
-    (void)err, (void)errlen;
+    const tt_model_spec *m = &s->model;
     const int n = m->seq_len;
     const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", NULL};
     if (ceil_div(n, 16) == 1) return 0;
@@ -906,7 +906,32 @@ static int plan_mla_fwd_sum(tt_plan *plan, const tt_model_spec *m, char *err, si
     set_const(c, "OP_MLA_FWD_SUM", 1);
     c->block[0] = 256;
     set_grid(c, GRID_STRIDE_BLOCKS, 1, 1, "x = %d, grid-stride over B N D", GRID_STRIDE_BLOCKS);
-    whyf(c, "Y = the parts' fp32 sums in order, rounded once: deterministic");
+    whyf(c, "Y = the parts' fp32 sums in order, rounded once: deterministic (where the attention's "
+            "residual LayerNorm does not add them itself: tt-bench and the units)");
+    /* The attention's residual LayerNorm reading the parts itself: residual_ln_fwd's shape and
+     * rows per block (its tuning's), with the parts' constants. */
+    const int d = m->d_model;
+    const long rows = (long)s->train.batch * n;
+    long tpr, heuristic;
+    layernorm_shape(d, &tpr, &heuristic);
+    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
+    if (rpb < 0) return -1;
+    tt_kernel *k = add_kernel(plan, "mla_residual_ln_fwd", 0, "bf16");
+    set_const(k, "D", d);
+    set_const(k, "TPR", tpr);
+    set_const(k, "ROWS", rpb);
+    set_const(k, "N", n);
+    set_const(k, "CAUSAL", m->causal);
+    set_const(k, "JP", ceil_div(n, 16));
+    name_kernel(k, (const char *const[]){"CAUSAL", NULL});
+    set_const(k, "VPT", ceil_div(d, tpr));
+    set_const(k, "OP_RESIDUAL_LN_FWD", 1);
+    k->block[0] = (unsigned)(tpr * rpb);
+    set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
+    k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    whyf(k, "x1 = LayerNorm(x + dropout(y)) with y the attention's %ld parts summed in order and "
+            "rounded once, as mla_fwd_sum stores it: that launch and y's round trip saved",
+         (long)ceil_div(n, 16));
     return 0;
 }
 

@@ -131,7 +131,7 @@ struct tt_gpu_lm {
     int hl;    /* Transformer-XL: H d_head padded; a row of qkv holds q, k, v hl apart */
     char *arena;
     size_t bytes;
-    float *w, *g, *m, *v; /* m, v: in one allocation (m's) of 2 moment_floats */
+    float *w, *g, *m, *v; /* m, v: in one allocation (m's), v moment_stride(moment_floats) after m */
     size_t moment_floats; /* n_floats + TT_SHARD_SLACK, or a sharded optimizer's shard_len */
     void *wc; /* the weights in the storage type (bf16: a copy Adam keeps current; fp32: w) */
     layer_padded *pw;  /* [layers] */
@@ -217,6 +217,7 @@ struct tt_gpu_lm {
     size_t ln_slot, ffn_slot; /* floats a slot */
     long long layer_stride;   /* floats from a layer's parameters to the next layer's */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
+    bool ln_sums;          /* the attention's residual LayerNorm adds mla_fwd's parts itself */
     struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
     bool mat_keep;         /* each layer keeps its T for the backward (TT_MAT_KEEP, memory) */
     /* Parameter gradients a step writes whole without adding (the FFN's, the LayerNorms', the
@@ -410,12 +411,19 @@ static long long layer_stride(const tt_layout *l)
 
 static size_t l_floats_slack(const tt_gpu_lm *lm) { return lm->l->n_floats + TT_SHARD_SLACK; }
 
+/* Where v starts after m, in floats: moment_floats rounded up to 256 bytes, as take() rounds
+ * every arena buffer. n_floats is a multiple of 16 floats, so n_floats + TT_SHARD_SLACK put v
+ * 64 bytes past a 256-byte boundary: adam, reading w, g, m and v at the same index, took 0.81
+ * ms a wt103 step against 0.74 with v on a boundary (s31, one H200), the same bits. */
+static size_t moment_stride(size_t floats) { return (floats + 63) / 64 * 64; }
+
 /* Adam's moments, moment_floats each, zero. */
 static void alloc_moments(tt_gpu_lm *lm)
 {
-    TT_CUDA(cudaMalloc((void **)&lm->m, 2 * lm->moment_floats * 4));
-    TT_CUDA(cudaMemset(lm->m, 0, 2 * lm->moment_floats * 4));
-    lm->v = lm->m + lm->moment_floats;
+    const size_t stride = moment_stride(lm->moment_floats);
+    TT_CUDA(cudaMalloc((void **)&lm->m, 2 * stride * 4));
+    TT_CUDA(cudaMemset(lm->m, 0, 2 * stride * 4));
+    lm->v = lm->m + stride;
 }
 
 static void carve(tt_gpu_lm *lm, bump *b)
@@ -626,6 +634,8 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         return -1;
     }
     lm->mla_mat = !lm->txl && tt_mla_materialized(&lm->prog);
+    lm->ln_sums = !lm->txl && !lm->mla_mat && tt_mla_ln_sums(&lm->prog) &&
+                  tt_env_long("TT_LN_SUMS", 0, 1, 1);
     /* a T a layer: the backward reads the forward's instead of forming it again (the same bits;
      * TT_MAT_KEEP=0 or too little device memory for it: one T the layers share) */
     lm->mat_keep = lm->mla_mat && tt_env_long("TT_MAT_KEEP", 0, 1, 1);
@@ -664,7 +674,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     /* Adam's moments in an allocation of their own, which a sharded optimizer replaces by its
      * shards (tt_gpu_lm_shard) */
     lm->moment_floats = l_floats_slack(lm);
-    lm->bytes = b.used + 2 * lm->moment_floats * 4;
+    lm->bytes = b.used + 2 * moment_stride(lm->moment_floats) * 4;
     if (lm->bytes > free_b) {
         tt_errf(err, errlen, "%s needs %.2f GiB of device memory for batch %d; %s has %.2f GiB free "
                 "of %.2f: lower train.batch (or seq_len, d_inner, the vocabulary)", spec->path,
@@ -673,7 +683,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
         tt_gpu_lm_close(lm);
         return -1;
     }
-    TT_CUDA(cudaMalloc((void **)&lm->arena, lm->bytes));
+    TT_CUDA(cudaMalloc((void **)&lm->arena, b.used)); /* lm->bytes counts the moments too */
     /* zero: the padding of every copy and activation stays so (nothing writes it but the
      * products, with zeros: see padded) */
     TT_CUDA(cudaMemset(lm->arena, 0, b.used));
@@ -863,7 +873,7 @@ float *tt_gpu_lm_moments(tt_gpu_lm *lm, int which)
     return which ? lm->v : lm->m;
 }
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm) { return lm->bytes; }
-size_t tt_gpu_lm_moment_bytes(const tt_gpu_lm *lm) { return 2 * lm->moment_floats * 4; }
+size_t tt_gpu_lm_moment_bytes(const tt_gpu_lm *lm) { return 2 * moment_stride(lm->moment_floats) * 4; }
 
 /* Dropout site `site` of the run o at rate p, whose elements are `width` a position (the
  * numbering continues from where the batch's first sequence starts in the whole batch: seq0
@@ -1279,8 +1289,13 @@ static void layer_tail_fwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const void
     layer_acts *a = &lm->acts[k];
     const int rows = lm->rows, d = m->d_model, dl = lm->dl, f = m->d_inner, fp = lm->fp;
     const float drop = (float)m->dropout;
-    tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b, rows,
-                       d, dl, drop_at(lm, o, drop, tail_site(lm, k, 0), d));
+    const tt_dropout d1 = drop_at(lm, o, drop, tail_site(lm, k, 0), d);
+    if (lm->ln_sums)
+        tt_mla_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, lm->mla_part, lm->batch,
+                               lw->ln1_w, lw->ln1_b, rows, d, dl, d1);
+    else
+        tt_residual_ln_fwd(p, st, a->x1, a->s1, a->mean1, a->rstd1, x, a->y, lw->ln1_w, lw->ln1_b,
+                           rows, d, dl, d1);
     mark(lm, TT_PROF_LAYERNORM);
     /* the FFN's [rows, F] activations are fp apart, and its products run over all fp columns
      * (F = 2100 at bf16 took cuBLAS 40% longer than 2104 on an H200): the padding is W1's zero
@@ -1405,6 +1420,9 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     if (lm->mla_mat)
         tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
                        key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d);
+    else if (lm->ln_sums) /* the parts stay in mla_part for layer_tail_fwd's LayerNorm */
+        tt_mla_fwd_parts(p, st, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
+                         lm->wv.v, lm->mla_part, lm->batch, n, r, d);
     else
         tt_mla_fwd(p, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
                    lm->wv.v, lm->mla_part, lm->batch, n, r, d);
@@ -1959,14 +1977,14 @@ void tt_gpu_lm_shard(tt_gpu_lm *lm, int rank, int world)
     lm->shard_off = len * (size_t)rank;
     lm->buckets = false; /* the reduce-scatter takes the whole array at once */
     /* the moments of this rank's shard alone (the arrays' zero slack past n_floats included) */
-    float *whole = lm->m;
-    const size_t was = lm->moment_floats;
+    float *whole_m = lm->m, *whole_v = lm->v;
+    const size_t was = tt_gpu_lm_moment_bytes(lm);
     lm->moment_floats = len;
     alloc_moments(lm);
-    TT_CUDA(cudaMemcpy(lm->m, whole + lm->shard_off, len * 4, cudaMemcpyDeviceToDevice));
-    TT_CUDA(cudaMemcpy(lm->v, whole + was + lm->shard_off, len * 4, cudaMemcpyDeviceToDevice));
-    TT_CUDA(cudaFree(whole));
-    lm->bytes -= 2 * (was - len) * 4;
+    TT_CUDA(cudaMemcpy(lm->m, whole_m + lm->shard_off, len * 4, cudaMemcpyDeviceToDevice));
+    TT_CUDA(cudaMemcpy(lm->v, whole_v + lm->shard_off, len * 4, cudaMemcpyDeviceToDevice));
+    TT_CUDA(cudaFree(whole_m));
+    lm->bytes -= was - tt_gpu_lm_moment_bytes(lm);
 }
 
 void tt_gpu_lm_moments_io(tt_gpu_lm *lm, float *m, float *v, bool upload)

@@ -120,8 +120,27 @@ void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, voi
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "residual_ln_fwd");
     expect(k, "D", d);
     expect_pitch(k, d, ld, false);
+    const float *ypart = NULL;
+    int batch = 0;
     void *args[] = {&out, &sum, &mean, &rstd, &x, &y, &gamma, &beta, &rows, &ld,
-                    &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first};
+                    &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first, &ypart, &batch};
+    tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "ROWS")), 1, 1}, args, st);
+}
+
+bool tt_mla_ln_sums(const tt_gpu_program *p) { return plan_has(p, "mla_residual_ln_fwd"); }
+
+void tt_mla_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum,
+                            float *mean, float *rstd, const void *x, const float *ypart, int batch,
+                            const float *gamma, const float *beta, int rows, int d, int ld,
+                            tt_dropout drop)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_residual_ln_fwd");
+    expect(k, "D", d);
+    expect_pitch(k, d, ld, false);
+    TT_ASSERT(rows <= batch * need(k, "N"));
+    const void *y = NULL;
+    void *args[] = {&out, &sum, &mean, &rstd, &x, &y, &gamma, &beta, &rows, &ld,
+                    &drop.p, &drop.seed, &drop.step, &drop.site, &drop.first, &ypart, &batch};
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "ROWS")), 1, 1}, args, st);
 }
 
@@ -755,9 +774,9 @@ static void wo_map(const tt_gpu_kernel *k, void *map, const void *wo, int n, int
     tensor_map(k, map, wo, 2, dims, strides, box, 32);
 }
 
-void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
-                const void *wo, const void *pos, const float *u, const float *v, float *scratch,
-                int batch, int n, int r, int d)
+static void mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv,
+                    const float *g, const void *wo, const void *pos, const float *u,
+                    const float *v, float *scratch, int batch, int n, int r, int d, bool sum_parts)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_fwd");
     expect(k, "N", n);
@@ -772,7 +791,7 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
         const dim3 grid = {(unsigned)need(k, "TASKS"), ceil_div(batch, need(k, "G")),
                            ceil_div(d, need(k, "TD"))};
         tt_gpu_launch(k, grid, args, s);
-        if (need(k, "JP") > 1) { /* the parts' sums into y */
+        if (need(k, "JP") > 1 && sum_parts) { /* the parts' sums into y */
             const tt_gpu_kernel *sum = tt_gpu_kernel_of(p, "mla_fwd_sum");
             expect(sum, "JP", need(k, "JP"));
             void *sargs[] = {&y, &scratch, &batch};
@@ -780,9 +799,24 @@ void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qk
         }
         return;
     }
+    TT_ASSERT(sum_parts); /* the SIMT kernel writes y itself */
     void *args[] = {&y, &qkv, &g, &wo, &pos, &u, &v};
     const dim3 grid = {ceil_div(n, need(k, "TI")), ceil_div(d, need(k, "TD")), (unsigned)batch};
     tt_gpu_launch(k, grid, args, s);
+}
+
+void tt_mla_fwd(const tt_gpu_program *p, cudaStream_t s, void *y, const void *qkv, const float *g,
+                const void *wo, const void *pos, const float *u, const float *v, float *scratch,
+                int batch, int n, int r, int d)
+{
+    mla_fwd(p, s, y, qkv, g, wo, pos, u, v, scratch, batch, n, r, d, true);
+}
+
+void tt_mla_fwd_parts(const tt_gpu_program *p, cudaStream_t s, const void *qkv, const float *g,
+                      const void *wo, const void *pos, const float *u, const float *v,
+                      float *scratch, int batch, int n, int r, int d)
+{
+    mla_fwd(p, s, NULL, qkv, g, wo, pos, u, v, scratch, batch, n, r, d, false);
 }
 
 void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side, void *dqkv,

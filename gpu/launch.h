@@ -41,6 +41,18 @@ typedef struct {
 void tt_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum, float *mean,
                         float *rstd, const void *x, const void *y, const float *gamma,
                         const float *beta, int rows, int d, int ld, tt_dropout drop);
+/* Where the plan has it (tt_mla_ln_sums: the tensor-core attention with several parts of key
+ * positions), the attention's residual LayerNorm reads y as the sum of mla_fwd's parts (ypart,
+ * [JP][batch][N][D] fp32, templates/mla_geom.cuh), rounded once as mla_fwd_sum would store it;
+ * tt_mla_fwd_parts runs the attention without that sum. */
+bool tt_mla_ln_sums(const tt_gpu_program *p);
+void tt_mla_residual_ln_fwd(const tt_gpu_program *p, cudaStream_t st, void *out, void *sum,
+                            float *mean, float *rstd, const void *x, const float *ypart, int batch,
+                            const float *gamma, const float *beta, int rows, int d, int ld,
+                            tt_dropout drop);
+void tt_mla_fwd_parts(const tt_gpu_program *p, cudaStream_t s, const void *qkv, const float *g,
+                      const void *wo, const void *pos, const float *u, const float *v,
+                      float *scratch, int batch, int n, int r, int d);
 /* Its backward from dout: dx = ds (the residual path) and dy = dropout_bwd(ds), both [rows, d]
  * ld apart; dgamma, dbeta [d] written, and dbias [d] = the sum of dy's rows in fp32, before dy
  * is rounded to the storage type (the bias gradient of the product whose output y is) unless

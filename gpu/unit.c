@@ -13,6 +13,7 @@
 #include "bf16.h"
 #include "cpu_ops.h"
 #include "cpu_txl.h"
+#include "mla_geom.cuh"
 #include "mla_mat.h"
 #include "launch.h"
 #include "optim.h"
@@ -518,9 +519,9 @@ static void ln_forward(const tt_unit *u, const ln *l, float *out, float *sum, fl
     cpu_layernorm_fwd(out, mean, rstd, sum, l->gamma, l->beta, (int)l->rows, l->d);
 }
 
-static void ln_fwd_init(tt_unit *u, const tt_unit_opts *o)
+/* The device's x, y and outputs of a residual forward, with the outputs declared. */
+static void ln_fwd_init_buffers(tt_unit *u, ln *l)
 {
-    ln *l = ln_inputs(u, o);
     const long rows = l->rows, all = max_rows(u->rows, rows), d = l->d, ld = l->ld;
     const int bf = u->bf16;
     l->d_x = dev_rows(u, l->x, rows, d, ld, all, bf);
@@ -536,6 +537,8 @@ static void ln_fwd_init(tt_unit *u, const tt_unit_opts *o)
     add_output(u, "rstd", l->d_rstd, 0, rows, 1, 1, 0, TOL_FP32);
 }
 
+static void ln_fwd_init(tt_unit *u, const tt_unit_opts *o) { ln_fwd_init_buffers(u, ln_inputs(u, o)); }
+
 static void ln_fwd_twin(const tt_unit *u, float *const *want)
 {
     ln_forward(u, u->h, want[0], want[1], want[2], want[3], NULL);
@@ -547,6 +550,50 @@ static void ln_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *
     tt_residual_ln_fwd(p, gpu->stream, l->d_out, l->d_sum, l->d_mean, l->d_rstd, l->d_x, l->d_y,
                        l->d_gamma, l->d_beta, (int)(check ? l->rows : u->rows), l->d, (int)l->ld,
                        u->drop);
+}
+
+/* mla_residual_ln_fwd: y is the sum of the attention's parts (random fp32 here, [JP][batch][N][D]
+ * over every row the timed batch has), which the twin adds in part order and rounds to the
+ * storage type before ln_forward, as mla_fwd_sum does before residual_ln_fwd. */
+typedef struct {
+    ln l; /* first: ln_fwd_twin reads it */
+    float *d_part;
+    int batch;
+} mln;
+
+static void mln_fwd_init(tt_unit *u, const tt_unit_opts *o)
+{
+    ln *base = ln_inputs(u, o);
+    mln *ml = tt_xcalloc(1, sizeof *ml);
+    ml->l = *base;
+    free(base);
+    u->h = ml;
+    ln *l = &ml->l;
+    ln_fwd_init_buffers(u, l);
+    const int n = u->s->model.seq_len, d = l->d, causal = u->s->model.causal, jp = (n + 15) / 16;
+    const long all = max_rows(u->rows, l->rows);
+    ml->batch = (int)((all + n - 1) / n);
+    const size_t stride = (size_t)ml->batch * n * d, np = (size_t)jp * stride;
+    float *part = host_randn(u, np, 0.5f, 16, 0);
+    for (long r = 0; r < l->rows; r++) {
+        const int parts = tt_mla_parts((int)(r % n) / 16, n, causal, 16, 16);
+        for (int c = 0; c < d; c++) {
+            float y = 0.f;
+            for (int k = 0; k < parts; k++) y += part[(size_t)k * stride + (size_t)r * d + c];
+            l->y[(size_t)r * d + c] = y;
+        }
+    }
+    tt_round_storage(l->y, (size_t)l->rows * d, u->bf16);
+    ml->d_part = dev_copies(u, part, np * 4, np * 4);
+}
+
+static void mln_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
+{
+    const mln *ml = u->h;
+    const ln *l = &ml->l;
+    tt_mla_residual_ln_fwd(p, gpu->stream, l->d_out, l->d_sum, l->d_mean, l->d_rstd, l->d_x,
+                           ml->d_part, ml->batch, l->d_gamma, l->d_beta,
+                           (int)(check ? l->rows : u->rows), l->d, (int)l->ld, u->drop);
 }
 
 /* The backward reads the twin's s and statistics, so that only its kernels are under test. */
@@ -1810,6 +1857,9 @@ const tt_unit_desc tt_units[] = {
     {"residual_ln_fwd", OPS("residual_ln_fwd", NULL), "tt_residual_ln_fwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
      IMPL(ln_fwd_init, ln_fwd_twin, ln_fwd_run, NULL, NULL)},
+    {"mla_residual_ln_fwd", OPS("mla_residual_ln_fwd", NULL), "tt_mla_residual_ln_fwd",
+     "rel. error", PLANT(ZERO_ROWS) | PLANT(DROPOUT_FWD_UNSCALED), false, NULL,
+     IMPL(mln_fwd_init, ln_fwd_twin, mln_fwd_run, NULL, NULL)},
     {"residual_ln_bwd", OPS("residual_ln_bwd", "colsum", NULL), "tt_residual_ln_bwd", "rel. error",
      PLANT(ZERO_ROWS) | PLANT(DROPOUT_BWD_UNSCALED), false, NULL,
      IMPL(ln_bwd_init, ln_bwd_twin, ln_bwd_run, ln_bwd_scratch, NULL)},

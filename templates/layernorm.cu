@@ -1,3 +1,4 @@
+// ttgen: needs mla_geom.cuh
 // LayerNorm over rows of TT_D features, forward and backward (post-LN, as in MODEL.md), plain or
 // fused with the residual sum in front of it: s = x + dropout(y), out = LayerNorm(s).
 // Constants: TT_D features, TT_TPR threads per row (power of two), TT_ROWS rows per block
@@ -11,6 +12,15 @@
 // kernels (residual_ln_bwd's also sets layernorm_bwd's: they write the same partials).
 // ttgen: tunable residual_ln_fwd ROWS 1 2 4 8 16
 // ttgen: tunable residual_ln_bwd ROWS 1 2 4 8 16
+
+// mla_residual_ln_fwd (the attention's residual, TT_JP > 0): y is not read; each element is the
+// sum of the tensor-core attention's TT_JP parts of key positions (ypart [JP][batch][N][D] fp32,
+// templates/mla_geom.cuh's layout; a row of tile it has tt_mla_parts(it) of them), added in part
+// order and rounded once to the storage type, as mla_fwd_sum would have stored y: the same bits,
+// one launch and one round trip of y fewer.
+#ifndef TT_JP
+#define TT_JP 0
+#endif
 
 #define TT_THREADS (TT_TPR * TT_ROWS)
 // The backward's sets of partial sums: dgamma and dbeta, and the residual kernel's sum of dy.
@@ -183,7 +193,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
           float *__restrict__ rstd_out, const TT_T *__restrict__ x, const TT_T *__restrict__ y,
           const float *__restrict__ gamma, const float *__restrict__ beta, int rows, int ld,
           float p, unsigned long long seed, const unsigned long long *__restrict__ step,
-          unsigned site, unsigned long long drop0)
+          unsigned site, unsigned long long drop0, const float *__restrict__ ypart, int batch)
 {
     tt_pdl_begin();
     __shared__ float scratch[TT_TPR > 32 ? TT_TPR / 32 : 1];
@@ -194,6 +204,14 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float inv_keep = 1.f / (1.f - p);
     const size_t base = (size_t)row * ld, drop = drop0 + (size_t)row * TT_D;
+#if TT_JP > 0
+    (void)y;
+    const int parts = tt_mla_parts(row % TT_N / 16, TT_N, TT_CAUSAL, 16, 16);
+    const float *yrow = ypart + (size_t)row * TT_D;
+    const size_t part = tt_mla_fwd_part(batch, TT_N, TT_D, 1, 0, 0);
+#else
+    (void)ypart, (void)batch;
+#endif
 
     float v[TT_VPT];
 #pragma unroll
@@ -202,8 +220,17 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
         v[c] = 0.f;
         if (i < TT_D) {
             const bool keep = tt_dropout_keep(seed, stream, drop + i, p);
+#if TT_JP > 0
+            float ys = 0.f;
+#pragma unroll
+            for (int jp = 0; jp < TT_JP; jp++)
+                if (jp < parts) ys += yrow[jp * part + i];
+            const float yi = tt_float(tt_store_as<TT_T>(ys));
+#else
+            const float yi = tt_float(y[base + i]);
+#endif
             // __fmul_rn: never fused into an FMA with the add, so the sum rounds as on the CPU
-            const float yd = keep ? __fmul_rn(tt_float(y[base + i]), inv_keep) : 0.f;
+            const float yd = keep ? __fmul_rn(yi, inv_keep) : 0.f;
             const float sum = tt_float(x[base + i]) + yd;
             const TT_T stored = tt_store_as<TT_T>(sum);
             s_out[base + i] = stored;
