@@ -143,20 +143,34 @@ static void layernorm_shape(int d, long *tpr, long *rows_per_block)
     *rows_per_block = rows;
 }
 
-/* The constants both LayerNorm directions share; op_flag selects the kernel in the template. */
-static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *op_flag,
-                                     const char *dtype, int d, long tpr, long rpb)
+/* The constants both LayerNorm directions share, in two halves: those of the kernel's name
+ * (layernorm_named: D, TPR, ROWS; a caller may add its own before the name is made), then the
+ * name (with flags), VPT and op_flag, which selects the kernel in the template. */
+static tt_kernel *layernorm_named(tt_plan *plan, const char *op, const char *dtype, int d,
+                                  long tpr, long rpb)
 {
-    const char *const flags[] = {NULL};
     tt_kernel *k = add_kernel(plan, op, 0, dtype);
     set_const(k, "D", d);
     set_const(k, "TPR", tpr);
     set_const(k, "ROWS", rpb);
+    return k;
+}
+
+static tt_kernel *layernorm_finish(tt_kernel *k, const char *const *flags, const char *op_flag)
+{
     name_kernel(k, flags);
+    const long d = tt_kernel_const(k, "D", 0), tpr = tt_kernel_const(k, "TPR", 0);
     set_const(k, "VPT", ceil_div(d, tpr));
     set_const(k, op_flag, 1);
-    k->block[0] = (unsigned)(tpr * rpb);
+    k->block[0] = (unsigned)(tpr * tt_kernel_const(k, "ROWS", 0));
     return k;
+}
+
+static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *op_flag,
+                                     const char *dtype, int d, long tpr, long rpb)
+{
+    const char *const flags[] = {NULL};
+    return layernorm_finish(layernorm_named(plan, op, dtype, d, tpr, rpb), flags, op_flag);
 }
 
 /* A tuning's rows per block for op (a warp per row only), or the heuristic's; -1 with a message
@@ -235,6 +249,32 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
 /* Kernels whose partial sums a second, fixed-order pass adds up: two blocks per SM of an H100. */
 #define PARTIAL_BLOCKS TT_LN_BWD_MAX_BLOCKS
 
+/* residual_ln_fwd's kernel (op: it, or mla_residual_ln_fwd, whose y is the sum of the
+ * attention's jp > 0 parts): the plain LayerNorm's shape, residual_ln_fwd's rows per block (its
+ * tuning's), a block per that many rows. NULL with a message when the tuning's rows do not fit. */
+static tt_kernel *residual_ln_fwd_instance(tt_plan *plan, const tt_spec *s, const char *op,
+                                           const char *dtype, int jp, char *err, size_t errlen)
+{
+    const tt_model_spec *m = &s->model;
+    const int d = m->d_model;
+    const long rows = (long)s->train.batch * m->seq_len;
+    long tpr, heuristic;
+    layernorm_shape(d, &tpr, &heuristic);
+    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
+    if (rpb < 0) return NULL;
+    tt_kernel *k = layernorm_named(plan, op, dtype, d, tpr, rpb);
+    if (jp) {
+        set_const(k, "N", m->seq_len);
+        set_const(k, "CAUSAL", m->causal);
+        set_const(k, "JP", jp);
+    }
+    layernorm_finish(k, jp ? (const char *const[]){"CAUSAL", NULL} : (const char *const[]){NULL},
+                     "OP_RESIDUAL_LN_FWD");
+    set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
+    k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    return k;
+}
+
 /* The residual sum in front of each post-LN (MODEL.md section 2), fused with it: templates/
  * layernorm.cu with the residual op flags, the plain LayerNorm's shape and its colsum. */
 static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
@@ -244,15 +284,11 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
     const long rows = (long)s->train.batch * s->model.seq_len;
     long tpr, heuristic;
     layernorm_shape(d, &tpr, &heuristic);
-    long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
-    if (rpb < 0) return -1;
-    tt_kernel *k = layernorm_instance(plan, "residual_ln_fwd", "OP_RESIDUAL_LN_FWD", dtype, d, tpr,
-                                      rpb);
-    set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
-    k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    tt_kernel *k = residual_ln_fwd_instance(plan, s, "residual_ln_fwd", dtype, 0, err, errlen);
+    if (!k) return -1;
     whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
             "stored for the backward");
-    rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, heuristic, err, errlen);
+    const long rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, heuristic, err, errlen);
     if (rpb < 0) return -1;
 
     tt_kernel *b = layernorm_instance(plan, "residual_ln_bwd", "OP_RESIDUAL_LN_BWD", dtype, d, tpr,
@@ -908,27 +944,10 @@ static int plan_mla_fwd_sum(tt_plan *plan, const tt_spec *s, char *err, size_t e
     set_grid(c, GRID_STRIDE_BLOCKS, 1, 1, "x = %d, grid-stride over B N D", GRID_STRIDE_BLOCKS);
     whyf(c, "Y = the parts' fp32 sums in order, rounded once: deterministic (where the attention's "
             "residual LayerNorm does not add them itself: tt-bench and the units)");
-    /* The attention's residual LayerNorm reading the parts itself: residual_ln_fwd's shape and
-     * rows per block (its tuning's), with the parts' constants. */
-    const int d = m->d_model;
-    const long rows = (long)s->train.batch * n;
-    long tpr, heuristic;
-    layernorm_shape(d, &tpr, &heuristic);
-    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
-    if (rpb < 0) return -1;
-    tt_kernel *k = add_kernel(plan, "mla_residual_ln_fwd", 0, "bf16");
-    set_const(k, "D", d);
-    set_const(k, "TPR", tpr);
-    set_const(k, "ROWS", rpb);
-    set_const(k, "N", n);
-    set_const(k, "CAUSAL", m->causal);
-    set_const(k, "JP", ceil_div(n, 16));
-    name_kernel(k, (const char *const[]){"CAUSAL", NULL});
-    set_const(k, "VPT", ceil_div(d, tpr));
-    set_const(k, "OP_RESIDUAL_LN_FWD", 1);
-    k->block[0] = (unsigned)(tpr * rpb);
-    set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
-    k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    /* The attention's residual LayerNorm reading the parts itself */
+    tt_kernel *k = residual_ln_fwd_instance(plan, s, "mla_residual_ln_fwd", "bf16",
+                                            (int)ceil_div(n, 16), err, errlen);
+    if (!k) return -1;
     whyf(k, "x1 = LayerNorm(x + dropout(y)) with y the attention's %ld parts summed in order and "
             "rounded once, as mla_fwd_sum stores it: that launch and y's round trip saved",
          (long)ceil_div(n, 16));
