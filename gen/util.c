@@ -378,7 +378,7 @@ size_t tt_utf8_len(const void *s, size_t n)
     return len;
 }
 
-double tt_rel_l2(const float *got, const float *want, size_t n)
+double tt_rel_l2_floor(const float *got, const float *want, size_t n, double floor)
 {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {
@@ -386,7 +386,13 @@ double tt_rel_l2(const float *got, const float *want, size_t n)
         num += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
         den += (double)want[i] * want[i];
     }
+    if (den < floor * floor) den = floor * floor;
     return sqrt(num / (den > 0 ? den : 1));
+}
+
+double tt_rel_l2(const float *got, const float *want, size_t n)
+{
+    return tt_rel_l2_floor(got, want, n, 0);
 }
 
 void tt_json_string(const char *s, FILE *f)

@@ -56,6 +56,9 @@ double tt_now_seconds(void);
 /* The relative L2 error of got against want, ||got - want|| / ||want|| (want all zero: the
  * absolute error); infinity when got holds anything not finite. */
 double tt_rel_l2(const float *got, const float *want, size_t n);
+/* The same against max(||want||, floor): for a reference that may be smaller than the error its
+ * computation can carry (a sum whose parts cancel); floor 0 is tt_rel_l2. */
+double tt_rel_l2_floor(const float *got, const float *want, size_t n, double floor);
 
 /* The integer in environment variable name: fallback when it is unset or empty; when it is not
  * an integer from lo to hi, one line on stderr says so and fallback is used (a knob for tests

@@ -40,7 +40,14 @@
  *     scale gradients, the losses): 1e-5 over the tensor.
  *   MMA: fp32 gradients of a kernel that multiplies on tensor cores when its plan constant MMA is
  *     1 (T, dT, dY, Q rounded to bf16 on the way into mma): a bf16 product's bounds, STORED's at
- *     bf16; mla.cu's kernels multiply in fp32 and are held to FP32's.
+ *     bf16; mla.cu's kernels multiply in fp32 and are held to FP32's. The attention's dg, du, dv
+ *     (r values) and dP (n x r) are sums over the checked sequences, and their error is taken
+ *     against the larger of their own norm and the root-sum-square of the sequences' parts (the
+ *     output's floor): with r = 7 the sum can cancel well below its parts by chance, while the
+ *     bf16 roundings of the parts' terms keep the parts' size. An H100 run of mat-odd-key at bf16
+ *     saw dv 1.39e-2 against its own norm, where some 35 other seeds gave 3e-3..9e-3; its inputs,
+ *     rebuilt on the CPU, give a floor 2.6 times dv's norm: 5.3e-3 against it. The bound stays
+ *     1e-2; the norm it divides by is what changed.
  *   SUM: the residual sum x + dropout(y), one rounding of the fp32 value the twin rounds too: 1e-6
  *     over the tensor (in practice the same values); per row STORED's, which already tell a
  *     zeroed row (a bound of 1e-6 on the whole allows one row 1e-6 x sqrt(rows) of its own).
@@ -74,12 +81,12 @@ static void keep(tt_unit_result *r, tt_unit_bound *b, const char *tensor, double
 }
 
 void tt_compare(tt_unit_result *r, const char *tensor, const float *got, const float *want,
-                long rows, long cols, double tol, double row_tol)
+                long rows, long cols, double tol, double row_tol, double floor)
 {
     const size_t n = (size_t)rows * cols;
     for (size_t i = 0; i < n && !r->note[0]; i++)
         if (!isfinite(got[i])) snprintf(r->note, sizeof r->note, "%s[%zu] is %g", tensor, i, got[i]);
-    keep(r, &r->whole, tensor, tt_rel_l2(got, want, n), tol, -1);
+    keep(r, &r->whole, tensor, tt_rel_l2_floor(got, want, n, floor), tol, -1);
     if (row_tol <= 0) return;
     double all = 0;
     for (size_t i = 0; i < n; i++) all += (double)want[i] * want[i];
@@ -128,6 +135,10 @@ typedef struct {
     const char *mma;     /* TOL_MMA: the op whose constant MMA says how it is computed */
     const float *start;  /* [rows, cols] it holds before the kernels run (added into, or an input
                           * written over in place); NULL: poisoned */
+    double floor;        /* the norm the whole tensor's relative error is taken against where the
+                          * reference's own is smaller (0: none): a sum over the checked
+                          * sequences can cancel below its parts, while the rounding errors keep
+                          * the parts' size */
 } output;
 
 #define MAX_OUTPUTS 6
@@ -238,13 +249,14 @@ static float *host_randn(tt_unit *u, size_t n, float std, uint64_t stream, int b
     return x;
 }
 
-/* An output of [rows, cols] at dev, rows ld apart; the caller sets mma and start where it has them. */
+/* An output of [rows, cols] at dev, rows ld apart; the caller sets mma, start and floor where it
+ * has them. */
 static output *add_output(tt_unit *u, const char *name, void *dev, int bf16, long rows, long cols,
                           long ld, int seq, tol_kind tol)
 {
     TT_ASSERT(u->n_out < MAX_OUTPUTS);
     output *o = &u->out[u->n_out++];
-    *o = (output){name, dev, bf16, rows, cols, ld, seq, tol, NULL, NULL};
+    *o = (output){name, dev, bf16, rows, cols, ld, seq, tol, NULL, NULL, 0};
     return o;
 }
 
@@ -351,6 +363,32 @@ static void mla_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu 
                u->scratch, check ? u->check : u->batch, a->n, a->r, a->d);
 }
 
+/* The floors (see output) of dg, du, dv and dP, into floor[0..3]: the root-sum-square of each
+ * checked sequence's own gradient, from the twin once per sequence. Only where more than one
+ * sequence is checked: with one, its part is the sum, and the twin's second pass would buy
+ * nothing. */
+static void mla_sum_floors(const tt_unit *u, double floor[4])
+{
+    const mla *a = u->h;
+    const int n = a->n, r = a->r, d = a->d, key = a->key;
+    if (u->check < 2) return;
+    cpu_mla_shape one = mla_shape(u);
+    one.batch = 1;
+    const size_t all = (size_t)3 * r + (size_t)n * r;
+    float *part = tt_xmalloc(all * 4); /* dg, du, dv, dP: cpu_mla_bwd adds into them */
+    for (int b = 0; b < u->check; b++) {
+        memset(part, 0, all * 4);
+        cpu_mla_bwd(NULL, part, NULL, key ? part + 3 * r : NULL, key ? part + r : NULL,
+                    key ? part + 2 * r : NULL, a->dy + (size_t)b * n * d,
+                    a->qkv + (size_t)b * n * 3 * r, a->g, a->wo, key ? a->pos : NULL,
+                    key ? a->u : NULL, key ? a->v : NULL, one);
+        for (size_t e = 0; e < all; e++)
+            floor[e < (size_t)3 * r ? e / r : 3] += (double)part[e] * part[e];
+    }
+    free(part);
+    for (int k = 0; k < 4; k++) floor[k] = sqrt(floor[k]);
+}
+
 /* The parameter gradients are added into: they start from random values, so that a kernel that
  * overwrote them would fail. */
 /* dwo_added: dWo starts from random values (the fused kernels add into it); else it starts
@@ -366,18 +404,21 @@ static void mla_bwd_outputs(tt_unit *u, bool dwo_added)
     a->d_dqkv = dev_buffer(u, (size_t)u->rows * 3 * r * es);
     a->d_dwo = dev_buffer(u, nw * 4);
     a->d_vec = dev_buffer(u, 3 * (size_t)r * 4);
+    double floor[4] = {0}; /* dg, du, dv, dP */
+    mla_sum_floors(u, floor);
     add_output(u, "dqkv", a->d_dqkv, bf, u->rows_check, 3 * r, 3 * r, n, TOL_STORED);
     output *out = add_output(u, "dwo", a->d_dwo, 0, d, (long)n * n, (long)n * n, 0, TOL_MMA);
     out->mma = "mla_bwd_wo", out->start = dwo_added ? dwo0 : NULL;
     out = add_output(u, "dg", a->d_vec, 0, 1, r, r, 0, TOL_MMA);
-    out->mma = "mla_bwd_q", out->start = vec0;
+    out->mma = "mla_bwd_q", out->start = vec0, out->floor = floor[0];
     if (!a->key) return;
     a->d_dp = dev_buffer(u, (size_t)n * r * 4);
-    add_output(u, "dp", a->d_dp, 0, n, r, r, 0, TOL_MMA)->mma = "mla_bwd_q";
+    out = add_output(u, "dp", a->d_dp, 0, n, r, r, 0, TOL_MMA);
+    out->mma = "mla_bwd_q", out->floor = floor[3];
     out = add_output(u, "du", a->d_vec + r, 0, 1, r, r, 0, TOL_MMA);
-    out->mma = "mla_bwd_q", out->start = vec0 + r;
+    out->mma = "mla_bwd_q", out->start = vec0 + r, out->floor = floor[1];
     out = add_output(u, "dv", a->d_vec + 2 * r, 0, 1, r, r, 0, TOL_MMA);
-    out->mma = "mla_bwd_q", out->start = vec0 + 2 * r;
+    out->mma = "mla_bwd_q", out->start = vec0 + 2 * r, out->floor = floor[2];
 }
 
 static void mla_bwd_init(tt_unit *u, const tt_unit_opts *o)
@@ -2016,7 +2057,7 @@ static void compare_output(const tt_unit *u, const output *o, const float *want,
             prec = mma;
         }
         tt_compare(r, o->name, got, want, o->rows, o->cols, tolerances[k].whole[prec],
-                   o->seq ? tolerances[k].row[prec] : 0);
+                   o->seq ? tolerances[k].row[prec] : 0, o->floor);
     }
     free(got);
 }

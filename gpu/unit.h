@@ -123,12 +123,12 @@ void *tt_gpu_upload_rows(const float *x, long rows, long cols, long ld, int bf16
  * padding elements that are not NaN any more, and *at the first of them. */
 float *tt_gpu_download_rows(const void *d, long rows, long cols, long ld, int bf16, long *written,
                             long *at);
-/* got [rows, cols] against want: the whole tensor's relative L2 error and, with row_tol > 0,
- * each row's against max(its reference's norm, 3e-2 x the RMS of the reference's row norms),
- * into r (the worst of each kind kept, r->ratio the largest error over its bound). NaN anywhere
- * fails. */
+/* got [rows, cols] against want: the whole tensor's relative L2 error (against max(||want||,
+ * floor); floor 0: ||want||) and, with row_tol > 0, each row's against max(its reference's norm,
+ * 3e-2 x the RMS of the reference's row norms), into r (the worst of each kind kept, r->ratio the
+ * largest error over its bound). NaN anywhere fails. */
 void tt_compare(tt_unit_result *r, const char *tensor, const float *got, const float *want,
-                long rows, long cols, double tol, double row_tol);
+                long rows, long cols, double tol, double row_tol, double floor);
 /* Units in the last place between two floats (0: the same bits). */
 long tt_ulps_apart(float a, float b);
 /* A dropout site of a check: p, a fixed step in new device memory (*step, to cudaFree), seed. */

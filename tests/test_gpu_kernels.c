@@ -131,7 +131,7 @@ static void compare(const char *what, const config *c, const float *got, const f
                     size_t n, double tol)
 {
     tt_unit_result r = {.whole.row = -1, .row.row = -1};
-    tt_compare(&r, what, got, want, 1, (long)n, tol, 0);
+    tt_compare(&r, what, got, want, 1, (long)n, tol, 0, 0);
     printf("  %-14s %-15s %-4s  rel err %.2e  (tol %.0e)%s\n", what, c->name, c->bf16 ? "bf16" : "fp32",
            r.whole.err, tol, r.note[0] ? "  NOT FINITE" : "");
     if (r.note[0]) fail_msg("%s %s: %s", what, c->name, r.note);
