@@ -308,7 +308,8 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
-    const unsigned keep_at = tt_keep_threshold(p); // in the loop in p's stead: no more registers
+    // in the loop in p's stead (no more registers); 0 (no dropout) where p > 0 is false, NaN too
+    const unsigned keep_at = p > 0.f ? tt_keep_threshold(p) : 0u;
     float mrow[2] = {TT_NEG_INF, TT_NEG_INF}, lrow[2] = {0.f, 0.f}, acc[TT_ND][4];
     tt_fl_zero(acc);
     for (int j0 = 0, jend = tt_fl_key_end(i0, n, m); j0 < jend; j0 += TT_BK) {
@@ -518,7 +519,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
-    const unsigned keep_at = tt_keep_threshold(p); // in the loop in p's stead: no more registers
+    // in the loop in p's stead (no more registers); 0 (no dropout) where p > 0 is false, NaN too
+    const unsigned keep_at = p > 0.f ? tt_keep_threshold(p) : 0u;
     float gk[TT_ND][4], gv[TT_ND][4];
     tt_fl_zero(gk);
     tt_fl_zero(gv);
