@@ -118,3 +118,46 @@ step() {
     tail -n ${TT_STEP_TAIL:-40} "$logs/$name.log"
     return $rc
 }
+
+# A device call's script: tt_call_begin makes its log folder L=$OUT/logs (what comes back), starts
+# its clock (tt_el: the seconds since) and writes the card's name and driver to $L/gpu.txt;
+# tt_build_gpu builds build-gpu/ with the tests (its log $L/build.log, its end shown on failure);
+# tt_call_end gzips the logs and CSVs and packs $L into $OUT/logs.tar.gz.
+tt_call_begin() {
+    L=$OUT/logs
+    mkdir -p "$L"
+    tt_t0=$(date +%s)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$L/gpu.txt"
+}
+tt_el() { echo $(( $(date +%s) - tt_t0 )); }
+tt_build_gpu() {
+    (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTT_BUILD_TESTS=ON &&
+        cmake --build build-gpu -j16) > "$L/build.log" 2>&1 || { tail -30 "$L/build.log"; return 1; }
+    echo "built $(tt_el) s"
+}
+tt_call_end() {
+    echo "total $(tt_el) s"
+    gzip -f "$L"/*.log "$L"/*.csv 2>/dev/null
+    tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs 2>/dev/null
+    rm -rf "$L"
+}
+
+# tt_ncu_durations CSV: an ncu --csv run of gpu__time_duration.sum, each kernel's launches (the
+# name to its first parenthesis) as count, median and minimum in us, the largest total first.
+tt_ncu_durations() {
+    python3 - "$1" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit("no kernels in " + sys.argv[1])
+h = rows[0]
+n, u, v = h.index("Kernel Name"), h.index("Metric Unit"), h.index("Metric Value")
+sc = {"ns": 1e-3, "nsecond": 1e-3, "us": 1, "usecond": 1, "ms": 1e3, "msecond": 1e3}
+t = collections.defaultdict(list)
+for r in rows[1:]:
+    t[r[n].split("(")[0][:70]].append(float(r[v].replace(",", "")) * sc[r[u]])
+for k, x in sorted(t.items(), key=lambda kv: -sum(kv[1])):
+    x.sort()
+    print(f"  {k:70s} n {len(x):3d} median {x[len(x) // 2]:8.1f} us  min {x[0]:8.1f}")
+PY
+}
