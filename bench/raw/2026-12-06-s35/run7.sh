@@ -9,7 +9,9 @@
 set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
-[ -x build-gpu/tt-train ] || tt_build_gpu || exit 1
+[ -x build-gpu/tt-train ] || { (cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+    cmake --build build-gpu -j16 --target tt-train tt-bench) > $L/build.log 2>&1 || { tail -30 $L/build.log; exit 1; }; }
+echo "built $(tt_el) s"
 mat() { # the spec with kernels.attention: materialized (a kernels: section added where none is)
     if grep -q '^kernels:' "$1"; then sed -e 's/^kernels:/kernels:\n  attention: materialized/' "$1" > "$2"
     else { cat "$1"; printf 'kernels:\n  attention: materialized\n'; } > "$2"; fi
@@ -25,6 +27,7 @@ for s in ptb ptb120 wt103; do
 done
 for rep in 1 2; do
   for s in ptb ptb120 wt103; do
+    [ $rep = 2 ] && [ $s = wt103 ] && continue
     for k in fused mat; do
       rm -rf /tmp/ck7
       timeout 150 build-gpu/tt-train specs/s35-$s-$k.yaml --checkpoint-dir /tmp/ck7 --log-every 20 > $L/$s-$k-$rep.log 2>&1
