@@ -121,11 +121,14 @@ template <int W, int VEC> __device__ __forceinline__ bool tt_row_slot(int count,
 
 // Inverted dropout as the CPU reference defines it (cpu_dropout_fwd): element `index` of a site's
 // stream is kept when its uniform draw is >= p, and a kept value is scaled by 1 / (1 - p). No mask
-// is stored anywhere: a backward pass draws the same numbers again.
-__device__ __forceinline__ bool tt_dropout_keep(uint64_t seed, uint64_t stream, uint64_t index,
-                                                float p)
+// is stored anywhere: a backward pass draws the same numbers again. As an integer comparison of
+// the draw's bits with threshold = tt_keep_threshold(p) (exactly the same test), which a kernel
+// works out once: left to the compiler it was worked out again for every draw in some kernels
+// (embedding_bwd, residual_ln_fwd).
+__device__ __forceinline__ bool tt_dropout_kept(uint64_t seed, uint64_t stream, uint64_t index,
+                                                unsigned threshold)
 {
-    return p <= 0.f || tt_uniform(seed, stream, index) >= p;
+    return tt_uniform_bits(seed, stream, index) >= threshold;
 }
 
 // Sum over a whole block (blockDim.x a multiple of 32); every thread gets the same value, in an

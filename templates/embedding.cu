@@ -42,19 +42,27 @@ __device__ __forceinline__ void tt_embed_out(float (&v)[N], size_t base, float p
 {
     const float scale = (float)sqrt((double)TT_D); // rounded as the CPU rounds it
     const float inv_keep = 1.f / (1.f - p);
+    const unsigned keep_at = tt_keep_threshold(p);
 #pragma unroll
     for (int j = 0; j < N; j++) {
         const float e = v[j] * scale;
-        v[j] = tt_dropout_keep(seed, stream, base + j, p) ? e * inv_keep : 0.f;
+        v[j] = tt_dropout_kept(seed, stream, base + j, keep_at) ? e * inv_keep : 0.f;
     }
 }
 
+// A dropout site's test and scale, worked out once (not a draw) from its p.
+struct tt_embed_drop {
+    unsigned keep_at; // tt_keep_threshold(p)
+    float inv_keep;   // 1 / (1 - p)
+};
+__device__ __forceinline__ tt_embed_drop tt_embed_drop_of(float p) { return {tt_keep_threshold(p), 1.f / (1.f - p)}; }
+
 // Its backward for one element: cpu_dropout_bwd, then embed_bwd's * scale: two roundings, no FMA.
-__device__ __forceinline__ float tt_embed_grad(float d, size_t index, float p,
+__device__ __forceinline__ float tt_embed_grad(float d, size_t index, const tt_embed_drop &dr,
                                                unsigned long long seed, uint64_t stream)
 {
     const float scale = (float)sqrt((double)TT_D);
-    const float g = tt_dropout_keep(seed, stream, index, p) ? d * (1.f / (1.f - p)) : 0.f;
+    const float g = tt_dropout_kept(seed, stream, index, dr.keep_at) ? d * dr.inv_keep : 0.f;
     return __fmul_rn(g, scale);
 }
 #endif
@@ -139,9 +147,10 @@ TT_KERNEL(TT_T *__restrict__ dy, const TT_T *__restrict__ dx0, const int *__rest
     if (r >= 0) {
         const size_t base = drop0 + (size_t)r * TT_D + col;
         const uint64_t stream = tt_dropout_stream(*step, site);
+        const tt_embed_drop dr = tt_embed_drop_of(p);
         tt_load<TT_VEC>(v, dx0 + (size_t)r * ld + col);
 #pragma unroll
-        for (int j = 0; j < TT_VEC; j++) v[j] = tt_embed_grad(v[j], base + j, p, seed, stream);
+        for (int j = 0; j < TT_VEC; j++) v[j] = tt_embed_grad(v[j], base + j, dr, seed, stream);
     }
     tt_store<TT_VEC>(dy + (size_t)i * TT_D + col, v);
 }
@@ -319,13 +328,14 @@ TT_KERNEL(float *__restrict__ part, const TT_T *__restrict__ dx0,
 {
     tt_pdl_begin();
     const uint64_t stream = tt_dropout_stream(*step, site);
+    const tt_embed_drop dr = tt_embed_drop_of(p);
     // the rows' dropout elements from drop0 on, kept as the first row (drop0 is whole rows): a
     // 64-bit offset held across the span made the kernel spill
     const int row0 = (int)(drop0 / TT_D);
     tt_sorted_part<TT_D, TT_VEC>(
         part, keys, rows, [&](unsigned t) { return t < (unsigned)vocab ? (long long)t : -1ll; },
         [&](int row, int col, float (&v)[TT_VEC]) { tt_load<TT_VEC>(v, dx0 + (size_t)row * ld + col); },
-        [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)(row0 + row) * TT_D + e, p, seed, stream); });
+        [&](int row, int e, float d) { return tt_embed_grad(d, (size_t)(row0 + row) * TT_D + e, dr, seed, stream); });
 }
 #endif
 

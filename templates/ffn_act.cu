@@ -46,6 +46,7 @@ TT_KERNEL(TT_T *hd, const TT_T *z, const float *__restrict__ b1, int rows, float
     const long long total = (long long)rows * TT_NV;
     const long long first = (long long)blockIdx.x * (TT_THREADS * TT_UNROLL) + threadIdx.x;
     const float inv_keep = 1.f / (1.f - p);
+    const unsigned keep_at = tt_keep_threshold(p); // once, not a draw
     const uint64_t stream = tt_dropout_stream(*step, site);
     float a[TT_UNROLL][TT_VEC];
 #pragma unroll
@@ -64,7 +65,7 @@ TT_KERNEL(TT_T *hd, const TT_T *z, const float *__restrict__ b1, int rows, float
         for (int j = 0; j < TT_VEC; j++) {
             if (TT_LD != TT_F && col + j >= TT_F) break; // padding: stored back as read
             const float h = fmaxf(a[u][j] + b1[col + j], 0.f);
-            a[u][j] = tt_dropout_keep(seed, stream, elem + j, p) ? h * inv_keep : 0.f;
+            a[u][j] = tt_dropout_kept(seed, stream, elem + j, keep_at) ? h * inv_keep : 0.f;
         }
         tt_store<TT_VEC>(hd + (size_t)vi * TT_VEC, a[u]);
     }

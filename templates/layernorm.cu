@@ -203,6 +203,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
     if (row >= rows) return;
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float inv_keep = 1.f / (1.f - p);
+    const unsigned keep_at = tt_keep_threshold(p); // once, not a draw
     const size_t base = (size_t)row * ld, drop = drop0 + (size_t)row * TT_D;
 #if TT_JP > 0
     (void)y;
@@ -219,7 +220,7 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
         const int i = lane + c * TT_TPR;
         v[c] = 0.f;
         if (i < TT_D) {
-            const bool keep = tt_dropout_keep(seed, stream, drop + i, p);
+            const bool keep = tt_dropout_kept(seed, stream, drop + i, keep_at);
 #if TT_JP > 0
             float ys = 0.f;
 #pragma unroll
@@ -310,10 +311,12 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
         // The forward's keep decisions, a bit per value this thread holds, drawn before the row
         // math: fewer values live at once (lm1b's D = 1024 holds 32 per thread).
         static_assert(TT_VPT <= 32, "a keep bit per value");
+        const unsigned keep_at = tt_keep_threshold(p); // a row's, not a draw's (a register across
+                                                       // the rows spilled at lm1b's D = 1024)
         unsigned kept = 0;
 #pragma unroll
         for (int c = 0; c < TT_VPT; c++)
-            if (tt_dropout_keep(seed, stream, drop + lane + c * TT_TPR, p)) kept |= 1u << c;
+            if (tt_dropout_kept(seed, stream, drop + lane + c * TT_TPR, keep_at)) kept |= 1u << c;
 #endif
         tt_ln_row_bwd(g, dg, db, dout + base, x + base, mean_in[row], rstd_in[row], gamma, lane,
                       scratch);

@@ -24,10 +24,11 @@ TT_KERNEL(TT_T *__restrict__ pe, const float *__restrict__ src, int rows, int d,
     tt_pdl_begin();
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float scale = 1.f / (1.f - p);
+    const unsigned keep_at = tt_keep_threshold(p); // once, not a draw
     const long long count = (long long)rows * d;
     for (long long e = (long long)blockIdx.x * TT_THREADS + threadIdx.x; e < count;
          e += (long long)gridDim.x * TT_THREADS) {
-        const float x = tt_dropout_keep(seed, stream, drop0 + (uint64_t)e, p) ? src[e] * scale : 0.f;
+        const float x = tt_dropout_kept(seed, stream, drop0 + (uint64_t)e, keep_at) ? src[e] * scale : 0.f;
         pe[e / d * ld + e % d] = tt_store_as<TT_T>(x);
     }
 }

@@ -308,6 +308,8 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
+    // in the loop in p's stead (no more registers); 0 (no dropout) where p > 0 is false, NaN too
+    const unsigned keep_at = p > 0.f ? tt_keep_threshold(p) : 0u;
     float mrow[2] = {TT_NEG_INF, TT_NEG_INF}, lrow[2] = {0.f, 0.f}, acc[TT_ND][4];
     tt_fl_zero(acc);
     for (int j0 = 0, jend = tt_fl_key_end(i0, n, m); j0 < jend; j0 += TT_BK) {
@@ -347,9 +349,9 @@ TT_KERNEL(tt_bf16 *__restrict__ o, float *__restrict__ lse, const tt_bf16 *__res
                 const float pe = __expf(s[nt][e] - base[e >> 1]); // 0 where masked
                 lrow[e >> 1] += pe;
                 float pd = pe;
-                if (p > 0.f) {
+                if (keep_at > 0u) {
                     const int i = iw + tt_acc_row(lane, e), j = j0 + nt * 8 + tt_acc_col(lane, e);
-                    pd = i < n && tt_dropout_keep(seed, stream, drop0 + tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                    pd = i < n && tt_dropout_kept(seed, stream, drop0 + tt_fl_ref(b, c, i, heads, n, klen) + j, keep_at)
                              ? pe * keep_scale : 0.f;
                 }
                 s[nt][e] = pd;
@@ -517,6 +519,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
 
     const uint64_t stream = tt_dropout_stream(*step, site);
     const float keep_scale = 1.f / (1.f - p);
+    // in the loop in p's stead (no more registers); 0 (no dropout) where p > 0 is false, NaN too
+    const unsigned keep_at = p > 0.f ? tt_keep_threshold(p) : 0u;
     float gk[TT_ND][4], gv[TT_ND][4];
     tt_fl_zero(gk);
     tt_fl_zero(gv);
@@ -581,8 +585,8 @@ TT_KERNEL(tt_bf16 *__restrict__ dqkv, tt_bf16 *__restrict__ dkvm, int ldq, int l
                 const float sc = (st[nt][e] + sx[(TT_BQ - 1 - ii + 16 * warp + rr) * TT_XQ + ii]) * scale;
                 const float pr = vis ? __expf(sc - slse[ii]) : 0.f;
                 float kp = 1.f;
-                if (p > 0.f)
-                    kp = vis && tt_dropout_keep(seed, stream, drop0 + tt_fl_ref(b, c, i, heads, n, klen) + j, p)
+                if (keep_at > 0u)
+                    kp = vis && tt_dropout_kept(seed, stream, drop0 + tt_fl_ref(b, c, i, heads, n, klen) + j, keep_at)
                              ? keep_scale : 0.f;
                 st[nt][e] = pr * kp;                                  // P'^T
                 dpt[nt][e] = pr * (dpt[nt][e] * kp - sd[ii]) * scale; // dS^T

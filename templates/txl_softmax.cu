@@ -60,6 +60,7 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
     }
     z = tt_group_sum<32>(z);
     const float inv = 1.f / z, keep_scale = 1.f / (1.f - p);
+    const unsigned keep_at = tt_keep_threshold(p); // once, not a draw
     const uint64_t stream = tt_dropout_stream(*step, site);
     const long long ref = (long long)drop0 + tt_txl_ref_row(row, n, batch, heads) * klen;
 #pragma unroll
@@ -68,7 +69,7 @@ TT_KERNEL(TT_T *__restrict__ prob, TT_T *__restrict__ pdrop, const float *__rest
         if (j >= klen) continue;
         const float pr = s[q] * inv;
         prob[row * klen + j] = tt_store_as<TT_T>(pr);
-        const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j), p);
+        const bool keep = tt_dropout_kept(seed, stream, (uint64_t)(ref + j), keep_at);
         pdrop[row * klen + j] = tt_store_as<TT_T>(keep ? pr * keep_scale : 0.f);
     }
 }
@@ -87,6 +88,7 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
     if (row >= rows) return;
     const int i = (int)(row % n), klen = m + n, end = m + i + 1, shift = n - 1 - i;
     const float keep_scale = 1.f / (1.f - p);
+    const unsigned keep_at = tt_keep_threshold(p); // once, not a draw
     const uint64_t stream = tt_dropout_stream(*step, site);
     const long long ref = (long long)drop0 + tt_txl_ref_row(row, n, batch, heads) * klen;
     float pr[TT_PER_LANE], dp[TT_PER_LANE], dot = 0.f;
@@ -96,7 +98,7 @@ TT_KERNEL(TT_T *__restrict__ dac, TT_T *__restrict__ dbd, const float *__restric
         pr[q] = dp[q] = 0.f;
         if (j < end) {
             pr[q] = tt_float(prob[row * klen + j]);
-            const bool keep = tt_dropout_keep(seed, stream, (uint64_t)(ref + j), p);
+            const bool keep = tt_dropout_kept(seed, stream, (uint64_t)(ref + j), keep_at);
             dp[q] = keep ? dpdrop[row * klen + j] * keep_scale : 0.f;
         }
         dot += pr[q] * dp[q];

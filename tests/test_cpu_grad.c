@@ -29,6 +29,7 @@
 #include "cpu_model.h"
 #include "cpu_ops.h"
 #include "model.h"
+#include "rng.h"
 #include "spec.h"
 #include "testutil.h"
 
@@ -440,6 +441,35 @@ static void test_op_dropout(void **state)
         assert_memory_equal(z, k.y, k.n * sizeof *z);
         free(z), free(dx), free(k.x), free(k.y), free(k.c), free(k.mask);
     }
+}
+
+/* The kernels' dropout test (tt_keep_threshold: the draw's bits against an integer) is the CPU's
+ * (its uniform against p in float), for every 24-bit draw at the p that matter (the ends, the
+ * shipped 0.1 and 0.3, the floats next to them), and around the threshold of many random p. */
+static void test_keep_threshold(void **state)
+{
+    (void)state;
+    const float special[] = {0.f, -0.5f, 1e-30f, 1e-8f, 0.1f, 0.3f, 0.5f, nextafterf(0.1f, 1.f),
+                             nextafterf(0.3f, 0.f), 0.999f, nextafterf(1.f, 0.f), 1.f, 1.5f, NAN};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) {
+        const float p = special[i];
+        const uint32_t thr = tt_keep_threshold(p);
+        long differ = 0;
+        for (uint32_t u = 0; u < 1u << 24; u++)
+            differ += ((float)u * (1.0f / 16777216.0f) >= p) != (u >= thr);
+        if (differ) fail_msg("p = %.9g: threshold %u differs from the float test at %ld draws", p, thr, differ);
+    }
+    rng r = rng_for(11);
+    for (int t = 0; t < 100000; t++) {
+        const float p = (float)(rng_u64(&r) >> 40) * (1.0f / 16777216.0f) + (float)(rng_u64(&r) % 3) * 1e-9f;
+        const uint32_t thr = tt_keep_threshold(p);
+        for (int64_t u = (int64_t)thr - 2; u <= (int64_t)thr + 2; u++) {
+            if (u < 0 || u >= 1 << 24) continue;
+            assert_true(((float)u * (1.0f / 16777216.0f) >= p) == ((uint32_t)u >= thr));
+        }
+    }
+    for (uint64_t i = 0; i < 1000; i++) /* the bits are the uniform's */
+        assert_true(tt_uniform(3, 5, i) == (float)tt_uniform_bits(3, 5, i) * (1.0f / 16777216.0f));
 }
 
 /* --- relu --- */
@@ -1510,6 +1540,7 @@ int main(void)
         cmocka_unit_test(test_op_linear),
         cmocka_unit_test(test_op_layernorm),
         cmocka_unit_test(test_op_dropout),
+        cmocka_unit_test(test_keep_threshold),
         cmocka_unit_test(test_op_relu),
         cmocka_unit_test(test_op_core),
         cmocka_unit_test(test_op_mla),
