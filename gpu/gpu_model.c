@@ -451,7 +451,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         if (pd->scratch && cnt > most[ffn]) most[ffn] = cnt;
     }
     lm->copy_njobs = jobs;
-    lm->adam_pads = jobs <= TT_ADAM_PAD_JOBS && tt_env_long("TT_ADAM_PADS", 0, 1, 1);
+    lm->adam_pads = tt_env_long("TT_ADAM_PADS", 0, 1, 1) && jobs <= TT_ADAM_PAD_JOBS;
     lm->copy_jobs = jobs ? take(b, (size_t)jobs * TT_COPY_FIELDS * sizeof(long long)) : NULL;
     float *scr[2] = {most[0] ? take(b, most[0] * 4) : NULL, most[1] ? take(b, most[1] * 4) : NULL};
     for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) pd->scr = pd->scratch ? scr[ffn] : NULL;
@@ -831,6 +831,12 @@ static void copy_jobs_init(tt_gpu_lm *lm)
     TT_ASSERT(j == lm->copy_njobs);
     /* by source address: Adam's search of the table (copy_rows takes the jobs in any order) */
     qsort(t, (size_t)j, TT_COPY_FIELDS * sizeof *t, by_copy_src);
+    for (int k = 0; k < j; k++) { /* what Adam's search assumes: disjoint sources under 4 GiB */
+        const long long *q = t + (size_t)k * TT_COPY_FIELDS;
+        const long long span = q[TT_COPY_ROWS] * q[TT_COPY_SRC_PITCH];
+        TT_ASSERT(span >= 0 && span < (1ll << 32) && q[TT_COPY_DST_PITCH] < (1ll << 32));
+        TT_ASSERT(k + 1 == j || q[TT_COPY_SRC] + span <= q[TT_COPY_FIELDS + TT_COPY_SRC]);
+    }
     TT_CUDA(cudaMemcpy(lm->copy_jobs, t, (size_t)j * TT_COPY_FIELDS * sizeof *t,
                        cudaMemcpyHostToDevice));
     free(t);

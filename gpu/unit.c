@@ -1586,7 +1586,7 @@ typedef struct {
 /* The padded copies' jobs (elements: source offset, columns, rows, destination pitch): unaligned
  * starts and widths (a group of four elements across two rows and across two jobs), two jobs
  * back to back (the search leaves one for the next), one in the scalar tail, one of the FFN's
- * shape (256 rows of 2,100 in 2,104) and one of Transformer-XL's (410 in 416). Listed out of
+ * row (16 rows of 2,100 in 2,104) and one of Transformer-XL's (410 in 416). Listed out of
  * order: the table is sorted as the trainer sorts it. */
 static const long adam_pad_shape[ADAM_PADS][4] = {
     {40001, 41, 101, 48},   {1000, 210, 37, 216},        {1000 + 210 * 37, 64, 10, 72},

@@ -124,31 +124,48 @@ __device__ __forceinline__ int tt_adam_pad_last(const tt_adam_pads &p, unsigned 
 // The elements [i, i + count) of the storage-type weights (base: their array; vals: the values
 // stored there) into their padded places, where they have them. One search for the group: no job
 // meets it when the last job starting before its end ends before its start (the jobs' sources
-// are sorted and disjoint); else one an element.
+// are sorted and disjoint). Else the job of the first element is searched, its row and column
+// worked out once (32-bit: a job's source is under 4 GiB, gpu_model.c checks) and stepped
+// element by element; a search again only where an element leaves that job.
 template <int count>
 __device__ __forceinline__ void tt_adam_pad(const tt_adam_pads &p, const char *base, long long i,
                                             const float *vals)
 {
-    const unsigned long long a0 = (unsigned long long)(base + i * (long long)sizeof(TT_T));
-    const unsigned long long a1 = a0 + count * sizeof(TT_T);
+    constexpr unsigned es = sizeof(TT_T);
+    const unsigned long long a0 = (unsigned long long)(base + i * (long long)es);
+    const unsigned long long a1 = a0 + count * es;
     const int last = tt_adam_pad_last(p, a1 - 1);
     if (last < 0 || (unsigned long long)p.job[last][TT_COPY_SRC] +
                             (unsigned long long)(p.job[last][TT_COPY_ROWS] * p.job[last][TT_COPY_SRC_PITCH]) <=
                         a0)
         return;
+    int j = -1;                   // the job element e is in (-1: not known, or none)
+    unsigned long long end = 0;   // its source's end
+    unsigned r = 0, c = 0, pitch = 0; // e's row and byte in it, the source's pitch
 #pragma unroll
     for (int e = 0; e < count; e++) {
-        const unsigned long long a = a0 + e * sizeof(TT_T);
-        const int j = tt_adam_pad_last(p, a);
-        if (j < 0) continue;
-        const unsigned long long off = a - (unsigned long long)p.job[j][TT_COPY_SRC];
-        const unsigned long long pitch = (unsigned long long)p.job[j][TT_COPY_SRC_PITCH];
-        const unsigned long long r = off / pitch, c = off - r * pitch;
-        if (r >= (unsigned long long)p.job[j][TT_COPY_ROWS] ||
-            c >= (unsigned long long)p.job[j][TT_COPY_ROW_BYTES])
-            continue;
-        char *d = reinterpret_cast<char *>(p.job[j][TT_COPY_DST]) + r * p.job[j][TT_COPY_DST_PITCH] + c;
-        *reinterpret_cast<TT_T *>(d) = tt_store_as<TT_T>(vals[e]);
+        const unsigned long long a = a0 + e * es;
+        if (j >= 0 && a < end) { // the next element of the same job
+            c += es;
+            if (c >= pitch) c -= pitch, r++;
+        } else {
+            j = tt_adam_pad_last(p, a);
+            if (j < 0) continue;
+            const unsigned long long start = (unsigned long long)p.job[j][TT_COPY_SRC];
+            pitch = (unsigned)p.job[j][TT_COPY_SRC_PITCH];
+            end = start + (unsigned long long)p.job[j][TT_COPY_ROWS] * pitch;
+            if (a >= end) { // between jobs
+                j = -1;
+                continue;
+            }
+            const unsigned off = (unsigned)(a - start);
+            r = off / pitch;
+            c = off - r * pitch;
+        }
+        if (c < (unsigned)p.job[j][TT_COPY_ROW_BYTES])
+            *reinterpret_cast<TT_T *>(reinterpret_cast<char *>(p.job[j][TT_COPY_DST]) +
+                                      (unsigned long long)r * (unsigned long long)p.job[j][TT_COPY_DST_PITCH] + c) =
+                tt_store_as<TT_T>(vals[e]);
     }
 }
 
