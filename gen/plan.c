@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_rows.cuh"
 #include "mla_geom.cuh"
 #include "ops.h"
 #include "tune.h"
@@ -706,7 +707,9 @@ static int plan_adam(tt_plan *plan, const char *dtype, char *err, size_t errlen)
         return tt_errf(err, errlen, "adam: THREADS=%ld: whole warps, at most 1024", at);
     tt_kernel *k = threads_kernel(plan, "adam", "OP_ADAM", at, dtype);
     set_grid(k, 1, 1, 1, "x = ceil(parameters / %ld)", 4 * at); /* x: set at launch */
-    whyf(k, "one pass over w, g, m, v (16-byte accesses)%s; scalars read from device memory",
+    k->smem_bytes = TT_ADAM_PAD_SMEM; /* the padded copies' jobs */
+    whyf(k, "one pass over w, g, m, v (16-byte accesses)%s and the padded copies of the weights "
+            "(no copy_rows after it); scalars read from device memory",
          strcmp(dtype, "bf16") == 0 ? ", bf16 copy of w for the GEMMs" : "");
 
     tt_kernel *g = add_kernel(plan, "grad_norm", 0, "f32");

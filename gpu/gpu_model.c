@@ -231,6 +231,9 @@ struct tt_gpu_lm {
     long long *copy_jobs; /* refresh_padded's table (copy_rows: a job a block of a padded copy) */
     int copy_njobs;
     long copy_rows_max;   /* its tallest job's rows */
+    bool adam_pads;       /* Adam writes the padded copies (TT_ADAM_PADS, on unless 0, where its
+                           * table holds the jobs): no copy_rows after it (but for the sharded
+                           * step, whose copies follow the weights' all-gather) */
     float *emb_part; /* the embedding backward's span sums */
     double *norm_part;
     tt_adam_scalars *sc;
@@ -448,6 +451,7 @@ static void carve(tt_gpu_lm *lm, bump *b)
         if (pd->scratch && cnt > most[ffn]) most[ffn] = cnt;
     }
     lm->copy_njobs = jobs;
+    lm->adam_pads = tt_env_long("TT_ADAM_PADS", 0, 1, 1) && jobs <= TT_ADAM_PAD_JOBS;
     lm->copy_jobs = jobs ? take(b, (size_t)jobs * TT_COPY_FIELDS * sizeof(long long)) : NULL;
     float *scr[2] = {most[0] ? take(b, most[0] * 4) : NULL, most[1] ? take(b, most[1] * 4) : NULL};
     for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) pd->scr = pd->scratch ? scr[ffn] : NULL;
@@ -796,6 +800,13 @@ static const void *pad_block(const tt_gpu_lm *lm, const padded *pd, int i)
     return (const char *)pad_src(lm, pd) + (size_t)i * pd->prow * pd->pcol * lm->es;
 }
 
+static int by_copy_src(const void *a, const void *b)
+{
+    const unsigned long long x = (unsigned long long)((const long long *)a)[TT_COPY_SRC];
+    const unsigned long long y = (unsigned long long)((const long long *)b)[TT_COPY_SRC];
+    return (x > y) - (x < y);
+}
+
 /* refresh_padded's table, once the arena is carved: a job for each block of each padded copy,
  * its rows from wc's packed [rows, cols] to the copy's [prow][pcol] (the padding left zero). */
 static void copy_jobs_init(tt_gpu_lm *lm)
@@ -818,6 +829,14 @@ static void copy_jobs_init(tt_gpu_lm *lm)
         if (pd->rows > lm->copy_rows_max) lm->copy_rows_max = pd->rows;
     }
     TT_ASSERT(j == lm->copy_njobs);
+    /* by source address: Adam's search of the table (copy_rows takes the jobs in any order) */
+    qsort(t, (size_t)j, TT_COPY_FIELDS * sizeof *t, by_copy_src);
+    for (int k = 0; k < j; k++) { /* what Adam's search assumes: disjoint sources under 4 GiB */
+        const long long *q = t + (size_t)k * TT_COPY_FIELDS;
+        const long long span = q[TT_COPY_ROWS] * q[TT_COPY_SRC_PITCH];
+        TT_ASSERT(span >= 0 && span < (1ll << 32) && q[TT_COPY_DST_PITCH] < (1ll << 32));
+        TT_ASSERT(k + 1 == j || q[TT_COPY_SRC] + span <= q[TT_COPY_FIELDS + TT_COPY_SRC]);
+    }
     TT_CUDA(cudaMemcpy(lm->copy_jobs, t, (size_t)j * TT_COPY_FIELDS * sizeof *t,
                        cudaMemcpyHostToDevice));
     free(t);
@@ -1951,7 +1970,7 @@ static void enqueue_adam_shard(tt_gpu_lm *lm)
     tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g, 0, t->clip, 0, &lm->sc->norm);
     char *wc = es == 4 ? NULL : (char *)lm->wc;
     tt_adam(&lm->prog, st, lm->w + off, lm->m, lm->v, wc ? wc + off * es : NULL,
-            lm->g + off, lm->sc, lm->sums, len, t);
+            lm->g + off, lm->sc, lm->sums, len, t, NULL, 0); /* the copies after the gather */
     if (r == ncclSuccess) r = nc->group_start();
     if (r == ncclSuccess) r = nc->all_gather(lm->w + off, lm->w, len, ncclFloat32, comm, st);
     if (r == ncclSuccess && wc)
@@ -2133,9 +2152,10 @@ static void enqueue_adam(tt_gpu_lm *lm)
     const tt_train_spec *t = &lm->spec->train;
     const cudaStream_t st = lm->gpu->stream;
     tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
+    const bool pads = lm->adam_pads;
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
-            lm->sums, lm->l->n_floats, t);
-    refresh_padded(lm);
+            lm->sums, lm->l->n_floats, t, pads ? lm->copy_jobs : NULL, pads ? lm->copy_njobs : 0);
+    if (!pads) refresh_padded(lm);
 }
 
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)

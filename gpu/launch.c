@@ -667,8 +667,9 @@ void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *
 
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, const double *loss, size_t n,
-             const tt_train_spec *t)
+             const tt_train_spec *t, const long long *pads, int npads)
 {
+    TT_ASSERT(npads >= 0 && npads <= TT_ADAM_PAD_JOBS && (pads || !npads));
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adam");
     if (n == 0) return;
     const double *lr = &sc->lr, *bc1 = &sc->bc1, *bc2 = &sc->bc2, *clip = &sc->clip;
@@ -677,8 +678,8 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
     /* converted as tt_adam_step converts them */
     float b1 = (float)t->beta1, b2 = (float)t->beta2, eps = (float)t->eps;
     float wd = (float)t->weight_decay;
-    void *args[] = {&w,   &m,    &v,  &wcopy, &g,  &lr,  &bc1, &bc2,
-                    &clip, &norm, &loss, &nn, &b1, &b2, &eps, &wd};
+    void *args[] = {&w,   &m,    &v,  &wcopy, &g,  &lr,  &bc1, &bc2,   &clip,
+                    &norm, &loss, &nn, &b1,   &b2, &eps, &wd, &pads, &npads};
     /* four elements a thread; past 8192 blocks the threads loop (the result is the same) */
     unsigned blocks = ceil_div((long)((n + 3) / 4), need(k, "THREADS"));
     if (blocks > 8192) blocks = 8192;

@@ -285,11 +285,15 @@ void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
 void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                      const float *g, size_t n, double max_norm, int raw, const double *add);
 /* tt_adam_step on w, m, v [n] with gradient g * sc->clip; wcopy (may be NULL) gets the new w in
- * the storage type (the bf16 weights of the GEMMs). Nothing changes when sc->norm, or *loss (a
- * device address; NULL: not looked at), is not finite: the guarded step. */
+ * the storage type (the bf16 weights of the GEMMs), and so do the padded copies of pads (npads
+ * copy_rows jobs, at most TT_ADAM_PAD_JOBS, sorted by source address, whose sources lie in wcopy,
+ * or in w where wcopy is NULL; NULL and 0: none): what tt_copy_rows of those jobs would copy.
+ * Nothing changes when sc->norm, or *loss (a device address; NULL: not looked at), is not finite:
+ * the guarded step. */
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, const double *loss, size_t n,
-             const tt_train_spec *t);
+             const tt_train_spec *t, const long long *pads,
+             int npads);
 
 /* templates/mla_mat.cu's kernels, which gpu/mla_mat.c runs between cuBLAS's products when the
  * plan's attention is materialized (tt_mla_materialized): A [batch, N, R2] and KV [batch, N^2,

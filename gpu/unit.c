@@ -1565,6 +1565,7 @@ static void gather_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *
 /* --- Adam (templates/adam.cu) ------------------------------------------------------------------- */
 
 #define ADAM_CHECK 100003 /* elements checked: odd, so that the vector loop's tail runs too */
+#define ADAM_PADS 6
 
 typedef struct {
     size_t n; /* elements timed */
@@ -1574,7 +1575,25 @@ typedef struct {
     float *d_w, *d_m, *d_v, *d_g;
     void *d_copy; /* the storage type's copy of w (bf16 only, as the trainer) */
     tt_adam_scalars *d_sc;
+    /* padded copies Adam writes (as the trainer's FFN weights): jobs whose sources are ranges of
+     * the storage-type weights (d_copy, or d_w at fp32) among the checked elements */
+    long long pads[ADAM_PADS][TT_COPY_FIELDS]; /* sorted by source, device addresses */
+    long long *d_pads;
+    unsigned char *d_pad_dst;
+    size_t pad_bytes;
 } adam_in;
+
+/* The padded copies' jobs (elements: source offset, columns, rows, destination pitch): unaligned
+ * starts and widths (a group of four elements across two rows and across two jobs), two jobs
+ * back to back (the search leaves one for the next), one in the scalar tail, one of the FFN's
+ * row (16 rows of 2,100 in 2,104) and one of Transformer-XL's (410 in 416). Listed out of
+ * order: the table is sorted as the trainer sorts it. */
+static const long adam_pad_shape[ADAM_PADS][4] = {
+    {40001, 41, 101, 48},   {1000, 210, 37, 216},        {1000 + 210 * 37, 64, 10, 72},
+    {ADAM_CHECK - 65, 13, 5, 16}, {50003, 2100, 16, 2104}, {87001, 410, 30, 416},
+};
+
+static unsigned char adam_pad_before(size_t i) { return (unsigned char)(i * 29u + 3u); }
 
 static void adam_init(tt_unit *u, const tt_unit_opts *o)
 {
@@ -1601,14 +1620,36 @@ static void adam_init(tt_unit *u, const tt_unit_opts *o)
     a->d_v = dev_repeated(u, a->v, c, a->n, 0);
     a->d_g = dev_repeated(u, a->g, c, a->n, 0);
     if (u->bf16) a->d_copy = dev_buffer(u, a->n * 2);
-    about(u, ADAM_CHECK, (long)a->n, " over %zu parameters", a->n);
+    const size_t es = storage_size(u->bf16);
+    const char *base = a->d_copy ? (const char *)a->d_copy : (const char *)a->d_w;
+    size_t at[ADAM_PADS];
+    for (int j = 0; j < ADAM_PADS; j++) {
+        at[j] = a->pad_bytes;
+        a->pad_bytes += (size_t)(adam_pad_shape[j][2] * adam_pad_shape[j][3]) * es + 64;
+    }
+    a->d_pad_dst = dev_buffer(u, a->pad_bytes);
+    int order[ADAM_PADS];
+    for (int j = 0; j < ADAM_PADS; j++) order[j] = j;
+    for (int i = 1; i < ADAM_PADS; i++) /* by source offset */
+        for (int k = i; k > 0 && adam_pad_shape[order[k]][0] < adam_pad_shape[order[k - 1]][0]; k--) {
+            const int t = order[k];
+            order[k] = order[k - 1], order[k - 1] = t;
+        }
+    for (int i = 0; i < ADAM_PADS; i++) {
+        const long *sh = adam_pad_shape[order[i]];
+        TT_ASSERT(sh[0] + sh[1] * sh[2] <= (long)c);
+        tt_copy_job(a->pads[i], a->d_pad_dst + at[order[i]], (size_t)sh[3] * es,
+                    base + (size_t)sh[0] * es, (size_t)sh[1] * es, (size_t)sh[1] * es, sh[2]);
+    }
+    a->d_pads = dev_copies(u, a->pads, sizeof a->pads, sizeof a->pads);
+    about(u, ADAM_CHECK, (long)a->n, " over %zu parameters, %d padded copies", a->n, ADAM_PADS);
 }
 
 static void adam_launch(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, size_t n)
 {
     const adam_in *a = u->h;
     tt_adam(p, gpu->stream, a->d_w, a->d_m, a->d_v, a->d_copy, a->d_g, a->d_sc, NULL, n,
-            &a->t);
+            &a->t, a->d_pads, ADAM_PADS);
 }
 
 static void adam_run(const tt_unit *u, const tt_gpu_program *p, const tt_gpu *gpu, bool check)
@@ -1629,6 +1670,9 @@ static tt_unit_result adam_check(tt_unit *u, const tt_gpu_program *p, const tt_g
     static const char *const name[] = {"w", "m", "v"};
     for (int i = 0; i < 3; i++) TT_CUDA(cudaMemcpy(dev[i], from[i], c * 4, cudaMemcpyHostToDevice));
     if (a->d_copy) TT_CUDA(cudaMemset(a->d_copy, 0xff, c * 2));
+    unsigned char *pad = tt_xmalloc(a->pad_bytes);
+    for (size_t i = 0; i < a->pad_bytes; i++) pad[i] = adam_pad_before(i);
+    TT_CUDA(cudaMemcpy(a->d_pad_dst, pad, a->pad_bytes, cudaMemcpyHostToDevice));
     TT_CUDA(cudaDeviceSynchronize());
     adam_run(u, p, gpu, true);
     TT_CUDA(cudaDeviceSynchronize());
@@ -1656,6 +1700,31 @@ static tt_unit_result adam_check(tt_unit *u, const tt_gpu_program *p, const tt_g
         free(copy);
     }
     free(w);
+    /* each padded copy holds the bytes of its source rows (the storage-type w as the device
+     * left it) at its pitch, and nothing else of the destination was written */
+    const size_t es = storage_size(u->bf16);
+    unsigned char *src = tt_xmalloc(c * es), *pwant = tt_xmalloc(a->pad_bytes);
+    TT_CUDA(cudaMemcpy(src, a->d_copy ? a->d_copy : (void *)a->d_w, c * es, cudaMemcpyDeviceToHost));
+    TT_CUDA(cudaMemcpy(pad, a->d_pad_dst, a->pad_bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < a->pad_bytes; i++) pwant[i] = adam_pad_before(i);
+    const unsigned char *base = a->d_copy ? (const unsigned char *)a->d_copy : (const unsigned char *)a->d_w;
+    for (int j = 0; j < ADAM_PADS; j++) {
+        const long long *q = a->pads[j];
+        const size_t so = (size_t)((const unsigned char *)(uintptr_t)q[TT_COPY_SRC] - base);
+        const size_t dso = (size_t)((const unsigned char *)(uintptr_t)q[TT_COPY_DST] - a->d_pad_dst);
+        for (long long row = 0; row < q[TT_COPY_ROWS]; row++)
+            memcpy(pwant + dso + row * q[TT_COPY_DST_PITCH], src + so + row * q[TT_COPY_SRC_PITCH],
+                   (size_t)q[TT_COPY_ROW_BYTES]);
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < a->pad_bytes; i++)
+        if (pad[i] != pwant[i] && !differ++ && !r.note[0])
+            snprintf(r.note, sizeof r.note, "padded copies: byte %zu is 0x%02x, want 0x%02x (%s)", i,
+                     pad[i], pwant[i], pwant[i] == adam_pad_before(i) ? "not to be written" : "a row's");
+    if (differ) r.ratio = INFINITY;
+    free(src);
+    free(pwant);
+    free(pad);
     return r;
 }
 

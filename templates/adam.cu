@@ -1,3 +1,4 @@
+// ttgen: needs copy_rows.cuh
 // The optimizer step over the flat fp32 parameter array, as cpu/optim.c does it on the CPU:
 //   grad_norm                         norm = ||g||_2; clip = maxnorm / (norm + 1e-6) if it is
 //                                     over maxnorm, else 1 (tt_clip_grad_norm)
@@ -98,17 +99,96 @@ __device__ __forceinline__ void tt_adam_one(float &w, float &m, float &v, float 
     w = __fsub_rn(w, __fdiv_rn(__fmul_rn(step, m), __fadd_rn(__fdiv_rn(__fsqrt_rn(v), sbc2), eps)));
 }
 
-// w, m, v updated in place; wcopy (may be NULL) gets w in the storage type, for the GEMMs.
+// The padded copies (copy_rows' jobs, whose sources are ranges of the storage-type weights: of
+// wcopy, or of w itself where there is no wcopy) written here too, so that no copy_rows launch
+// follows Adam: an element in a job's source range also goes to its place in the job's
+// destination, the same bytes copy_rows would have copied there. The jobs sorted by source
+// address, at most TT_ADAM_PAD_JOBS (templates/copy_rows.cuh), in shared memory.
+struct tt_adam_pads {
+    long long job[TT_ADAM_PAD_JOBS][TT_COPY_FIELDS];
+    int n;
+};
+
+// The last job whose source starts at or below byte a; -1: none.
+__device__ __forceinline__ int tt_adam_pad_last(const tt_adam_pads &p, unsigned long long a)
+{
+    int lo = -1, hi = p.n; // job lo starts at or below a (-1: before all), job hi above it
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if ((unsigned long long)p.job[mid][TT_COPY_SRC] <= a) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// The elements [i, i + count) of the storage-type weights (base: their array; vals: the values
+// stored there) into their padded places, where they have them. One search for the group: no job
+// meets it when the last job starting before its end ends before its start (the jobs' sources
+// are sorted and disjoint). Else the job of the first element is searched, its row and column
+// worked out once (32-bit: a job's source is under 4 GiB, gpu_model.c checks) and stepped
+// element by element; a search again only where an element leaves that job.
+template <int count>
+__device__ __forceinline__ void tt_adam_pad(const tt_adam_pads &p, const char *base, long long i,
+                                            const float *vals)
+{
+    constexpr unsigned es = sizeof(TT_T);
+    const unsigned long long a0 = (unsigned long long)(base + i * (long long)es);
+    const unsigned long long a1 = a0 + count * es;
+    const int last = tt_adam_pad_last(p, a1 - 1);
+    if (last < 0 || (unsigned long long)p.job[last][TT_COPY_SRC] +
+                            (unsigned long long)(p.job[last][TT_COPY_ROWS] * p.job[last][TT_COPY_SRC_PITCH]) <=
+                        a0)
+        return;
+    int j = -1;                   // the job element e is in (-1: not known, or none)
+    unsigned long long end = 0;   // its source's end
+    unsigned r = 0, c = 0, pitch = 0; // e's row and byte in it, the source's pitch
+#pragma unroll
+    for (int e = 0; e < count; e++) {
+        const unsigned long long a = a0 + e * es;
+        if (j >= 0 && a < end) { // the next element of the same job
+            c += es;
+            if (c >= pitch) c -= pitch, r++;
+        } else {
+            j = tt_adam_pad_last(p, a);
+            if (j < 0) continue;
+            const unsigned long long start = (unsigned long long)p.job[j][TT_COPY_SRC];
+            pitch = (unsigned)p.job[j][TT_COPY_SRC_PITCH];
+            end = start + (unsigned long long)p.job[j][TT_COPY_ROWS] * pitch;
+            if (a >= end) { // between jobs
+                j = -1;
+                continue;
+            }
+            const unsigned off = (unsigned)(a - start);
+            r = off / pitch;
+            c = off - r * pitch;
+        }
+        if (c < (unsigned)p.job[j][TT_COPY_ROW_BYTES])
+            *reinterpret_cast<TT_T *>(reinterpret_cast<char *>(p.job[j][TT_COPY_DST]) +
+                                      (unsigned long long)r * (unsigned long long)p.job[j][TT_COPY_DST_PITCH] + c) =
+                tt_store_as<TT_T>(vals[e]);
+    }
+}
+
+// w, m, v updated in place; wcopy (may be NULL) gets w in the storage type, for the GEMMs, and
+// the padded copies their elements (pads: njobs jobs, or none).
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
           TT_T *__restrict__ wcopy, const float *__restrict__ g, const double *__restrict__ lr,
           const double *__restrict__ bc1, const double *__restrict__ bc2,
           const double *__restrict__ clip, const double *__restrict__ norm,
           const double *__restrict__ loss, long long n, float beta1, float beta2, float eps,
-          float weight_decay)
+          float weight_decay, const long long *__restrict__ pads, int npads)
 {
     tt_pdl_begin();
+    __shared__ tt_adam_pads pad;
+    static_assert(sizeof pad == TT_SMEM, "the shared memory the plan counted is what the block declares");
+    for (int i = threadIdx.x; i < npads * TT_COPY_FIELDS; i += TT_THREADS)
+        pad.job[i / TT_COPY_FIELDS][i % TT_COPY_FIELDS] = pads[i];
+    if (threadIdx.x == 0) pad.n = npads;
+    __syncthreads();
     if (!isfinite(*norm) || (loss && !isfinite(*loss))) return; // the same for every thread
+    // the padded copies' source: the storage-type weights (w where they are w itself)
+    const char *pbase = wcopy ? reinterpret_cast<const char *>(wcopy) : reinterpret_cast<const char *>(w);
     // As tt_adam_step: the step size and sqrt(bc2) in double, then rounded to float.
     const float step = (float)(*lr / *bc1), sbc2 = (float)sqrt(*bc2), cf = (float)*clip;
     const long long stride = (long long)gridDim.x * TT_THREADS;
@@ -129,6 +209,7 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
             tt_store<4>(m + 4 * i, mq);
             tt_store<4>(v + 4 * i, vq);
             if (wcopy) tt_store<4>(wcopy + 4 * i, wq);
+            if (npads) tt_adam_pad<4>(pad, pbase, 4 * i, wq);
         }
         done = n / 4 * 4;
     }
@@ -139,6 +220,7 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
         m[i] = mi;
         v[i] = vi;
         if (wcopy) wcopy[i] = tt_store_as<TT_T>(wi);
+        if (npads) tt_adam_pad<1>(pad, pbase, i, &wi);
     }
 }
 #endif

@@ -1134,7 +1134,7 @@ static void test_adam(void **state)
             TT_CUDA(cudaMemset(part + np - 1, 0, 8)); /* the count of blocks done */
             tt_grad_norm(&p, gpu.stream, d_sc, part, d_g + off, n, clip);
             tt_adam(&p, gpu.stream, d_w + off, d_m + off, d_v + off,
-                    (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, d_loss, n, &t);
+                    (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, d_loss, n, &t, NULL, 0);
             float *g_w = download(d_w, n + 1, 0), *g_m = download(d_m, n + 1, 0),
                   *g_v = download(d_v, n + 1, 0), *g_copy = download(d_copy, n + 1, c->bf16);
             TT_CUDA(cudaMemcpy(&host, d_sc, sizeof host, cudaMemcpyDeviceToHost));
