@@ -13,16 +13,7 @@ timeout 200 build-gpu/tests/test_gpu_kernels > $L/kernels.log 2>&1; krc=$?; echo
 grep -E "adam|copy_rows|FAILED|PASSED|NOT CAUGHT|ERROR" $L/kernels.log | head -16
 timeout 90 build-gpu/tests/test_gpu_model > $L/model.log 2>&1; mrc=$?; echo "test_gpu_model rc $mrc ($(tt_el) s)"
 grep -E "FAILED|PASSED|ERROR" $L/model.log | tail -4
-tt_local_spec specs/ptb.yaml specs/s35-ptb-same.yaml -e "s/eval_interval: 1000/eval_interval: 0/" \
-    -e "s/steps: 40000/steps: 300/" -e "s/^\(  checkpoint: .*interval: \)[0-9]*}/\1300}/"
-for e in 0 1; do
-  rm -rf /tmp/ck8-$e
-  TT_ADAM_PADS=$e timeout 90 build-gpu/tt-train specs/s35-ptb-same.yaml --checkpoint-dir /tmp/ck8-$e -q > $L/same-$e.log 2>&1
-  echo "ptb 300 steps TT_ADAM_PADS=$e rc $?"
-done
-for e in 0 1; do (cd /tmp/ck8-$e/step-00000300 && sha256sum *) > $L/same-$e.sha 2>&1; done
-cmp -s $L/same-0.sha $L/same-1.sha && echo "checkpoints identical ($(wc -l < $L/same-0.sha) files)" || { echo "CHECKPOINTS DIFFER"; diff $L/same-0.sha $L/same-1.sha | head; }
-rm -f specs/s35-ptb-same.yaml
+tt_same_bits TT_ADAM_PADS
 [ $krc = 0 ] && [ $mrc = 0 ] && BASE=build-gpu BASE_ENV=TT_ADAM_PADS=0 REPS=2 SPECS="ptb ptb-b120 wt103" \
     timeout $((560 - $(tt_el))) bench/goals-check.sh $L/goals > $L/goals.txt 2>&1
 echo "goals vs TT_ADAM_PADS=0 rc $? ($(tt_el) s)"; grep -E "rep|launches" $L/goals.txt | cut -c1-150 | head -14
