@@ -153,6 +153,9 @@ struct tt_gpu_lm {
      * tail_xb, tail_hb: slot 1 the second), so that cluster c + 1's run on the main stream while
      * c's gradients read c's, and cluster c + 2 waits for out_done[c] before writing them. */
     bool out_beside;
+    /* tail_side (TT_TAIL_SIDE, on unless 0, with the side stream): the parameters' sums after
+     * the layers' backward (cores, deferred column sums) beside the embedding's backward */
+    bool tail_side;
     void *logits_b, *tail_xb, *tail_hb;
     cudaEvent_t out_done[TT_MAX_CLUSTERS];
     float *loss, *nll;  /* per row of the head, then of each tail's list */
@@ -660,6 +663,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->defer_sums = tt_env_long("TT_DEFER_SUMS", 0, 1, 1) &&
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
     lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
+    lm->tail_side = tt_env_long("TT_TAIL_SIDE", 0, 1, 1);
     lm->out_beside = lm->side && tt_env_long("TT_OUTPUT_SIDE", 0, 1, 1);
     bump b = {0};
     carve(lm, &b);
@@ -1344,8 +1348,9 @@ static float *sums_part(const tt_gpu_lm *lm, int kind, int k)
     return lm->ln_part + (lm->defer_sums ? (size_t)(2 * k + (kind == SUMS_LN2)) * lm->ln_slot : 0);
 }
 
-/* That kind's sums into the gradients of `layers` layers from layer k on, in one launch. */
-static void param_sums(tt_gpu_lm *lm, int kind, int k, int layers)
+/* That kind's sums into the gradients of `layers` layers from layer k on, in one launch, on
+ * stream st. */
+static void param_sums_on(tt_gpu_lm *lm, cudaStream_t st, int kind, int k, int layers)
 {
     const tt_model_spec *m = &lm->l->m;
     const tt_layer_view *g = &lm->gv.layer[k];
@@ -1364,8 +1369,13 @@ static void param_sums(tt_gpu_lm *lm, int kind, int k, int layers)
         j.sets = kind == SUMS_LN1 ? 2 : 3;
         j.parts = tt_layernorm_bwd_parts(&lm->prog, lm->rows);
     }
-    tt_colsums(&lm->prog, lm->gpu->stream, ffn ? "bias_colsum" : "colsum", &j,
-               ffn ? m->d_inner : m->d_model);
+    tt_colsums(&lm->prog, st, ffn ? "bias_colsum" : "colsum", &j, ffn ? m->d_inner : m->d_model);
+}
+
+/* The same on the main stream. */
+static void param_sums(tt_gpu_lm *lm, int kind, int k, int layers)
+{
+    param_sums_on(lm, lm->gpu->stream, kind, k, layers);
 }
 
 /* Its backward, from lm->dx = d x2: lm->dx = d x through the residual alone and lm->dy = d y.
@@ -1411,13 +1421,21 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
 
 /* Every layer's core g (the forward), or its backward into the cores' gradients from every
  * layer's dg (after the last layer's backward), in one launch. */
-static void cores(tt_gpu_lm *lm, bool bwd)
+/* The cores' backward (every layer's, one launch) on stream st. */
+static void cores_bwd_on(tt_gpu_lm *lm, cudaStream_t st)
 {
     const tt_model_spec *m = &lm->l->m;
     const tt_layer_view *w = &lm->wv.layer[0], *g = &lm->gv.layer[0];
+    tt_core_bwd(&lm->prog, st, g->core, lm->dg, w->core, m->cores, m->rank, m->layers, m->rank,
+                lm->layer_stride);
+}
+
+static void cores(tt_gpu_lm *lm, bool bwd)
+{
+    const tt_model_spec *m = &lm->l->m;
+    const tt_layer_view *w = &lm->wv.layer[0];
     if (bwd)
-        tt_core_bwd(&lm->prog, lm->gpu->stream, g->core, lm->dg, w->core, m->cores, m->rank,
-                    m->layers, m->rank, lm->layer_stride);
+        cores_bwd_on(lm, lm->gpu->stream);
     else
         tt_core_fwd(&lm->prog, lm->gpu->stream, lm->acts[0].g, w->core, m->cores, m->rank,
                     m->layers, m->rank, lm->layer_stride);
@@ -1741,23 +1759,40 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
                 mla_attn_bwd(lm, k, xin, gw);
             if (parts) reduce_bucket(lm, k);
         }
-        if (!lm->txl) {
-            cores(lm, true);
-            mark(lm, TT_PROF_ATTENTION);
-        }
-        if (lm->defer_sums) {
-            param_sums(lm, SUMS_LN2, 0, m->layers);
-            param_sums(lm, SUMS_LN1, 0, m->layers);
-            mark(lm, TT_PROF_LAYERNORM);
-            param_sums(lm, SUMS_FFN, 0, m->layers);
-            mark(lm, TT_PROF_FFN);
+        /* The parameters' sums after the layers (the cores' gradients, and the deferred column
+         * sums of the LayerNorms' and the FFN's biases): on the side stream beside the
+         * embedding's backward, which writes none of what they read or write (TT_TAIL_SIDE=0,
+         * and one stream: in order on the main stream, before it). The same bits either way. */
+        const bool tail_side = lm->side && lm->tail_side;
+        if (!tail_side) {
+            if (!lm->txl) {
+                cores(lm, true);
+                mark(lm, TT_PROF_ATTENTION);
+            }
+            if (lm->defer_sums) {
+                param_sums(lm, SUMS_LN2, 0, m->layers);
+                param_sums(lm, SUMS_LN1, 0, m->layers);
+                mark(lm, TT_PROF_LAYERNORM);
+                param_sums(lm, SUMS_FFN, 0, m->layers);
+                mark(lm, TT_PROF_FFN);
+            }
         }
         if (lm->side)
             tt_gpu_join(lm->side, lm->gpu->stream); /* the keys, and the weights' products */
         else if (local_emb)
             tt_embedding_sort(&lm->prog, lm->gpu->stream, lm->keys, lm->tokens, lm->rows);
+        if (tail_side) { /* after every layer's backward (the fork), beside the embedding's */
+            const cudaStream_t ss = lm->side->stream;
+            tt_gpu_fork(lm->side, lm->gpu->stream);
+            if (!lm->txl) cores_bwd_on(lm, ss);
+            if (lm->defer_sums) {
+                param_sums_on(lm, ss, SUMS_LN2, 0, m->layers);
+                param_sums_on(lm, ss, SUMS_LN1, 0, m->layers);
+                param_sums_on(lm, ss, SUMS_FFN, 0, m->layers);
+            }
+        }
         if (local_emb) enqueue_embedding(lm, o, true);
-        if (gw != &lm->gemm) tt_gpu_join(lm->side, lm->gpu->stream);
+        if (gw != &lm->gemm || tail_side) tt_gpu_join(lm->side, lm->gpu->stream);
         mark(lm, TT_PROF_EMBEDDING);
         if (parts) reduce_rest(lm, o);
     }
