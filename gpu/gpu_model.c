@@ -156,6 +156,9 @@ struct tt_gpu_lm {
     /* tail_side (TT_TAIL_SIDE, on unless 0, with the side stream): the parameters' sums after
      * the layers' backward (cores, deferred column sums) beside the embedding's backward */
     bool tail_side;
+    /* zero_side (TT_ZERO_SIDE, on unless 0, with the side stream): the gradients zeroed on the
+     * side stream beside the forward */
+    bool zero_side;
     void *logits_b, *tail_xb, *tail_hb;
     cudaEvent_t out_done[TT_MAX_CLUSTERS];
     float *loss, *nll;  /* per row of the head, then of each tail's list */
@@ -664,6 +667,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                      (2 * lm->ln_slot + lm->ffn_slot) * (size_t)m->layers * 4 <= TT_DEFERRED_SUMS_BYTES;
     lm->side = tt_env_long("TT_CUDA_SIDE", 0, 1, 1) ? &gpu->side : NULL;
     lm->tail_side = tt_env_long("TT_TAIL_SIDE", 0, 1, 1);
+    lm->zero_side = tt_env_long("TT_ZERO_SIDE", 0, 1, 1);
     lm->out_beside = lm->side && tt_env_long("TT_OUTPUT_SIDE", 0, 1, 1);
     bump b = {0};
     carve(lm, &b);
@@ -1275,7 +1279,7 @@ static void find_written(tt_gpu_lm *lm)
  * (most of a large vocabulary's parameters: 68.5M of wt103's 85M), which logits_bwd writes
  * without adding, and the gradients find_written lists: neither this memset nor their writer
  * touches them twice. */
-static void zero_grads(tt_gpu_lm *lm)
+static void zero_grads(tt_gpu_lm *lm, cudaStream_t st)
 {
     const tt_layout *l = lm->l;
     size_t *at = lm->zero_at, *len = lm->zero_len;
@@ -1289,7 +1293,7 @@ static void zero_grads(tt_gpu_lm *lm)
     for (int i = 0; i <= n; i++) {
         const size_t to = i < n ? at[i] : l->n_floats;
         if (to > from)
-            TT_CUDA(cudaMemsetAsync(lm->g + from, 0, (to - from) * 4, lm->gpu->stream));
+            TT_CUDA(cudaMemsetAsync(lm->g + from, 0, (to - from) * 4, st));
         if (i < n && at[i] + len[i] > from) from = at[i] + len[i];
     }
 }
@@ -1702,12 +1706,18 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     const bool parts = grads && lm->reduce_now && lm->buckets;
     const bool local_emb = !parts || !lm->emb_global; /* the embedding's backward, this rank's */
 
-    if (grads) zero_grads(lm);
+    /* The gradients' zeroing (a memset for each stretch between the gradients written whole:
+     * 32 at the wt103 shapes) beside the forward on the side stream where there is one,
+     * joined before the output layer's backward, the first to touch a gradient
+     * (TT_ZERO_SIDE=0: on the main stream first, as without the side stream) */
+    const bool zero_side = grads && lm->side && lm->zero_side;
+    if (grads && !zero_side) zero_grads(lm, lm->gpu->stream);
     if (parts) gather_tokens(lm);
     if (grads && lm->side) {
         /* the order the embedding's backward adds rows in, known from the tokens alone: sorted
          * beside the forward (one block), joined before the embedding's backward */
         tt_gpu_fork(lm->side, lm->gpu->stream);
+        if (zero_side) zero_grads(lm, lm->side->stream);
         if (local_emb) tt_embedding_sort(&lm->prog, lm->side->stream, lm->keys, lm->tokens, lm->rows);
     }
     mark(lm, TT_PROF_OPTIMIZER);
@@ -1736,6 +1746,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     }
     if (lm->txl) txl_update_memory(lm);
     mark(lm, TT_PROF_ATTENTION);
+    if (zero_side) tt_gpu_join(lm->side, lm->gpu->stream); /* the zeroed gradients */
     enqueue_output(lm, o, grads, parts, scale, x); /* and its backward: dx = d loss / d x */
     if (parts) reduce_output(lm);
     mark(lm, TT_PROF_SOFTMAX);
