@@ -162,26 +162,29 @@ for k, x in sorted(t.items(), key=lambda kv: -sum(kv[1])):
 PY
 }
 
-# tt_same_bits VAR: ptb.yaml trained 300 steps with VAR=0 and VAR=1 (an environment switch
-# between two ways to the same bits), the final checkpoints' files compared by SHA-256; prints
-# one line and returns non-zero when they differ. Needs build-gpu/ and L (tt_call_begin).
+# tt_same_bits VAR...: ptb.yaml trained 300 steps with every VAR 0 and with every VAR 1
+# (environment switches between ways to the same bits), the final checkpoints' files compared by
+# SHA-256; prints one line and returns non-zero when they differ. Needs build-gpu/ and L
+# (tt_call_begin).
 tt_same_bits() {
-    local var=$1 e spec=specs/same-bits-ptb.yaml
+    local e v spec=specs/same-bits-ptb.yaml tag=${1:?tt_same_bits VAR...}
     tt_local_spec specs/ptb.yaml $spec -e "s/eval_interval: 1000/eval_interval: 0/" \
         -e "s/steps: 40000/steps: 300/" -e "s/^\(  checkpoint: .*interval: \)[0-9]*}/\1300}/"
     for e in 0 1; do
+        local set=()
+        for v in "$@"; do set+=("$v=$e"); done
         rm -rf /tmp/ck-same-$e
-        env "$var=$e" timeout 90 build-gpu/tt-train $spec --checkpoint-dir /tmp/ck-same-$e -q \
-            > "$L/same-$var-$e.log" 2>&1
-        echo "ptb 300 steps $var=$e rc $?"
-        (cd /tmp/ck-same-$e/step-00000300 && sha256sum *) > "$L/same-$var-$e.sha" 2>&1
+        env "${set[@]}" timeout 90 build-gpu/tt-train $spec --checkpoint-dir /tmp/ck-same-$e -q \
+            > "$L/same-$tag-$e.log" 2>&1
+        echo "ptb 300 steps ${set[*]} rc $?"
+        (cd /tmp/ck-same-$e/step-00000300 && sha256sum *) > "$L/same-$tag-$e.sha" 2>&1
     done
     rm -f $spec
-    if cmp -s "$L/same-$var-0.sha" "$L/same-$var-1.sha"; then
-        echo "$var 0 and 1: checkpoints identical ($(wc -l < "$L/same-$var-0.sha") files)"
+    if cmp -s "$L/same-$tag-0.sha" "$L/same-$tag-1.sha"; then
+        echo "$* 0 and 1: checkpoints identical ($(wc -l < "$L/same-$tag-0.sha") files)"
     else
-        echo "$var 0 and 1: CHECKPOINTS DIFFER"
-        diff "$L/same-$var-0.sha" "$L/same-$var-1.sha" | head
+        echo "$* 0 and 1: CHECKPOINTS DIFFER"
+        diff "$L/same-$tag-0.sha" "$L/same-$tag-1.sha" | head
         return 1
     fi
 }
