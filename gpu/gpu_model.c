@@ -1423,8 +1423,6 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     mark(lm, TT_PROF_LAYERNORM);
 }
 
-/* Every layer's core g (the forward), or its backward into the cores' gradients from every
- * layer's dg (after the last layer's backward), in one launch. */
 /* The cores' backward (every layer's, one launch) on stream st. */
 static void cores_bwd_on(tt_gpu_lm *lm, cudaStream_t st)
 {
@@ -1434,6 +1432,8 @@ static void cores_bwd_on(tt_gpu_lm *lm, cudaStream_t st)
                 lm->layer_stride);
 }
 
+/* Every layer's core g (the forward), or its backward into the cores' gradients from every
+ * layer's dg (after the last layer's backward), in one launch. */
 static void cores(tt_gpu_lm *lm, bool bwd)
 {
     const tt_model_spec *m = &lm->l->m;

@@ -963,7 +963,8 @@ static void test_graph(void **state)
     static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};
     static const char *const mode_name[MODES] = {"graphs", "kernel by kernel", "two graphs",
                                                  "sums a layer at a time, T again, "
-                                                 "output on one stream"};
+                                                 "output, tail and zeroing on one stream, "
+                                                 "copy_rows after Adam"};
     /* the heuristic's algorithm for every product in all three modes: tuning would pick by
      * timing (in each mode anew) and drop the graphs captured before it */
     setenv("TT_GEMM_TUNE", "0", 1);
@@ -984,7 +985,8 @@ static void test_graph(void **state)
             if (mode == 2) setenv("TT_CUDA_GRAPHS", "2", 1);
             if (mode == 3)
                 setenv("TT_DEFER_SUMS", "0", 1), setenv("TT_MAT_KEEP", "0", 1),
-                    setenv("TT_OUTPUT_SIDE", "0", 1);
+                    setenv("TT_OUTPUT_SIDE", "0", 1), setenv("TT_TAIL_SIDE", "0", 1),
+                    setenv("TT_ZERO_SIDE", "0", 1), setenv("TT_ADAM_PADS", "0", 1);
             char err[1024];
             tt_gpu_lm *lm;
             const int rc = tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err);
@@ -993,6 +995,9 @@ static void test_graph(void **state)
             unsetenv("TT_DEFER_SUMS");
             unsetenv("TT_MAT_KEEP");
             unsetenv("TT_OUTPUT_SIDE");
+            unsetenv("TT_TAIL_SIDE");
+            unsetenv("TT_ZERO_SIDE");
+            unsetenv("TT_ADAM_PADS");
             if (rc != 0) fail_msg("%s", err);
             graph_steps(lm, &s, w0, nf, pattern, STEPS, in, tg, loss[mode], norm[mode]);
             long captured, replayed;
