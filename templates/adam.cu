@@ -106,13 +106,12 @@ __device__ __forceinline__ void tt_adam_one(float &w, float &m, float &v, float 
 // address, at most TT_ADAM_PAD_JOBS (templates/copy_rows.cuh), in shared memory.
 struct tt_adam_pads {
     long long job[TT_ADAM_PAD_JOBS][TT_COPY_FIELDS];
-    int n;
 };
 
-// The last job whose source starts at or below byte a; -1: none.
-__device__ __forceinline__ int tt_adam_pad_last(const tt_adam_pads &p, unsigned long long a)
+// The last of the n jobs whose source starts at or below byte a; -1: none.
+__device__ __forceinline__ int tt_adam_pad_last(const tt_adam_pads &p, int n, unsigned long long a)
 {
-    int lo = -1, hi = p.n; // job lo starts at or below a (-1: before all), job hi above it
+    int lo = -1, hi = n; // job lo starts at or below a (-1: before all), job hi above it
     while (hi - lo > 1) {
         const int mid = (lo + hi) / 2;
         if ((unsigned long long)p.job[mid][TT_COPY_SRC] <= a) lo = mid;
@@ -128,13 +127,13 @@ __device__ __forceinline__ int tt_adam_pad_last(const tt_adam_pads &p, unsigned 
 // worked out once (32-bit: a job's source is under 4 GiB, gpu_model.c checks) and stepped
 // element by element; a search again only where an element leaves that job.
 template <int count>
-__device__ __forceinline__ void tt_adam_pad(const tt_adam_pads &p, const char *base, long long i,
-                                            const float *vals)
+__device__ __forceinline__ void tt_adam_pad(const tt_adam_pads &p, int n, const char *base,
+                                            long long i, const float *vals)
 {
     constexpr unsigned es = sizeof(TT_T);
     const unsigned long long a0 = (unsigned long long)(base + i * (long long)es);
     const unsigned long long a1 = a0 + count * es;
-    const int last = tt_adam_pad_last(p, a1 - 1);
+    const int last = tt_adam_pad_last(p, n, a1 - 1);
     if (last < 0 || (unsigned long long)p.job[last][TT_COPY_SRC] +
                             (unsigned long long)(p.job[last][TT_COPY_ROWS] * p.job[last][TT_COPY_SRC_PITCH]) <=
                         a0)
@@ -149,7 +148,7 @@ __device__ __forceinline__ void tt_adam_pad(const tt_adam_pads &p, const char *b
             c += es;
             if (c >= pitch) c -= pitch, r++;
         } else {
-            j = tt_adam_pad_last(p, a);
+            j = tt_adam_pad_last(p, n, a);
             if (j < 0) continue;
             const unsigned long long start = (unsigned long long)p.job[j][TT_COPY_SRC];
             pitch = (unsigned)p.job[j][TT_COPY_SRC_PITCH];
@@ -184,7 +183,6 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
     static_assert(sizeof pad == TT_SMEM, "the shared memory the plan counted is what the block declares");
     for (int i = threadIdx.x; i < npads * TT_COPY_FIELDS; i += TT_THREADS)
         pad.job[i / TT_COPY_FIELDS][i % TT_COPY_FIELDS] = pads[i];
-    if (threadIdx.x == 0) pad.n = npads;
     __syncthreads();
     if (!isfinite(*norm) || (loss && !isfinite(*loss))) return; // the same for every thread
     // the padded copies' source: the storage-type weights (w where they are w itself)
@@ -209,7 +207,7 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
             tt_store<4>(m + 4 * i, mq);
             tt_store<4>(v + 4 * i, vq);
             if (wcopy) tt_store<4>(wcopy + 4 * i, wq);
-            if (npads) tt_adam_pad<4>(pad, pbase, 4 * i, wq);
+            if (npads) tt_adam_pad<4>(pad, npads, pbase, 4 * i, wq);
         }
         done = n / 4 * 4;
     }
@@ -220,7 +218,7 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
         m[i] = mi;
         v[i] = vi;
         if (wcopy) wcopy[i] = tt_store_as<TT_T>(wi);
-        if (npads) tt_adam_pad<1>(pad, pbase, i, &wi);
+        if (npads) tt_adam_pad<1>(pad, npads, pbase, i, &wi);
     }
 }
 #endif

@@ -16,9 +16,9 @@ enum {
 };
 
 /* templates/adam.cu writes the padded copies itself (no copy_rows after it) for at most this
- * many jobs, a table it keeps in shared memory: TT_ADAM_PAD_SMEM bytes (the jobs and their count,
- * 8-byte aligned). More jobs than that: copy_rows after Adam, as before. */
+ * many jobs, a table it keeps in shared memory: TT_ADAM_PAD_SMEM bytes. More jobs than that:
+ * copy_rows after Adam, as before. */
 #define TT_ADAM_PAD_JOBS 64
-#define TT_ADAM_PAD_SMEM (TT_ADAM_PAD_JOBS * TT_COPY_FIELDS * 8 + 8)
+#define TT_ADAM_PAD_SMEM (TT_ADAM_PAD_JOBS * TT_COPY_FIELDS * 8)
 
 #endif
