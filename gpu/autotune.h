@@ -4,7 +4,9 @@
  * with CUDA events after warm-up, as the trainer runs it (the attention's backward with its
  * second stream): both through the op's unit (unit.h). The fastest correct variant goes into the
  * tuning cache for this card, where tt_gpu_program_load finds it. Kernels are tuned one after
- * another, each with the variants already chosen for the kernels before it. */
+ * another, each with the variants already chosen for the kernels before it; before them all, the
+ * tensorized attention's strategy under `kernels.attention: auto` (fused or materialized), by
+ * whole training steps of each, alternating. */
 #ifndef TT_AUTOTUNE_H
 #define TT_AUTOTUNE_H
 
