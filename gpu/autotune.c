@@ -458,11 +458,8 @@ static double strategy_step_ms(const tt_spec *spec, int mat, tt_gpu *gpu, const 
     return win[STRATEGY_WINDOWS / 2];
 }
 
-/* The tensorized attention's strategy under `kernels.attention: auto`, where both plan: whole
- * training steps of each, alternating, the cost model's choice kept unless the other is faster
- * (medians of STRATEGY_ROUNDS); the choice joins *so_far and the tuning cache. */
-static int tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
-                         FILE *out, tt_tuning *so_far, char *err, size_t errlen)
+int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
+                     FILE *out, tt_tuning *so_far, char *err, size_t errlen)
 {
     if (spec->model.kind != TT_KIND_TENSORIZED) return 0;
     char sig[320];
@@ -542,7 +539,7 @@ int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tu
     int rc = 0, tuned = 0;
     tt_tuning so_far = {0};
     /* the strategy first: the kernels tuned after it are its plan's */
-    if (tune_strategy(spec, gpu, cache, vocab, opts.out, &so_far, err, errlen) != 0) rc = -1;
+    if (tt_tune_strategy(spec, gpu, cache, vocab, opts.out, &so_far, err, errlen) != 0) rc = -1;
     if (rc == 0 && so_far.n) {
         tt_plan_free(&plan);
         if (tt_plan_build_tuned(spec, gpu->arch, &so_far, &plan, err, errlen) != 0) {

@@ -32,6 +32,15 @@ typedef struct {
 int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
             char *err, size_t errlen);
 
+/* The tensorized attention's strategy under `kernels.attention: auto` where both strategies
+ * plan (tt_strategy_signature): whole training steps of each at the spec's shapes (random
+ * weights and tokens, vocab words), alternating, the cost model's choice kept unless the other
+ * is faster (medians of three rounds); the choice joins *so_far and the tuning cache (an entry
+ * whose default variant and time are the other strategy's). 0 also where there is nothing to
+ * choose (said on out); -1 with a message. */
+int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
+                     FILE *out, tt_tuning *so_far, char *err, size_t errlen);
+
 /* What the tuner times for op's variants ("tt_mla_bwd"), or NULL when no unit runs op: every op
  * a template declares tunables for must have one (tested). */
 const char *tt_tune_unit(const char *op);
