@@ -214,14 +214,17 @@ int tt_strategy_signature(const tt_spec *spec, const char *arch, char *out, size
     char hex[65];
     tt_sha256_final(&h, digest);
     tt_hex(digest, 6, hex);
-    snprintf(out, n, "%s|%s|%s|batch=%d|N=%d,R=%d,D=%d,H=%d,L=%d,F=%d,V=%ld,CAUSAL=%d,POS_KEY=%d|src=%s",
+    snprintf(out, n,
+             "%s|%s|%s|batch=%d|N=%d,R=%d,D=%d,H=%d,L=%d,F=%d,V=%ld,C=%d,DV=%d,TIE=%d,CAUSAL=%d,"
+             "POS_KEY=%d|src=%s",
              TT_STRATEGY_OP,
              spec->train.precision == TT_PREC_BF16   ? "bf16"
              : spec->train.precision == TT_PREC_TF32 ? "tf32"
                                                      : "fp32",
              arch,
              spec->train.batch, m->seq_len, m->rank, m->d_model, m->cores, m->layers, m->d_inner,
-             m->vocab, m->causal, m->position == TT_POS_KEY, hex);
+             m->vocab, m->n_cutoffs, m->div_val, m->tie_weights, m->causal,
+             m->position == TT_POS_KEY, hex);
     return 0;
 }
 
@@ -494,7 +497,7 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
         const bool mat = tt_tuning_get(&t, TT_STRATEGY_OP, TT_STRATEGY_KEY, 0) != 0;
         /* a strategy's entry: default_variant and default_ms are the other strategy's */
         snprintf(k->strategy, sizeof k->strategy,
-                 "%s: tuned on %.40s (%s): %.4f ms a step against %.4f ms %s (%.2fx; %.40s)",
+                 "%s: tuned on %.40s (%s): %.4f ms a step against %.4f ms %s (%.2fx; %.48s)",
                  mat ? "materialized" : "fused", card, strategy->date, strategy->best_ms,
                  strategy->default_ms, mat ? "fused" : "materialized",
                  strategy->default_ms / strategy->best_ms, strategy->unit);

@@ -489,7 +489,14 @@ int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, lo
         for (int j = 0; j < 2; j++) {
             const int mat = j ? !model : model;
             ms[mat][round] = strategy_step_ms(spec, mat, gpu, cache, vocab, err, errlen);
-            if (ms[mat][round] < 0) return -1;
+            if (ms[mat][round] >= 0) continue;
+            if (mat == model) return -1; /* the plan's own strategy must run */
+            /* the other does not open (e.g. materialized's T beyond the free device memory):
+             * the cost model's stays, with no entry */
+            if (out) fprintf(out, "  %s: not timed: %s; the cost model's kept\n",
+                             mat ? "materialized" : "fused", err);
+            err[0] = '\0';
+            return 0;
         }
     for (int mat = 0; mat < 2; mat++) qsort(ms[mat], STRATEGY_ROUNDS, sizeof **ms, cmp_double);
     const double med[2] = {ms[0][STRATEGY_ROUNDS / 2], ms[1][STRATEGY_ROUNDS / 2]};
@@ -518,6 +525,48 @@ int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, lo
     return 0;
 }
 
+/* Whether t sets any key of op. */
+static bool op_in(const tt_tuning *t, const char *op)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->c[i].op, op)) return true;
+    return false;
+}
+
+/* One pass of the kernels' tuning over the plan of ks (with the choices so far): each tunable
+ * op not chosen yet, in the units' order; *tuned counts them. */
+static int tune_pass(const tt_spec *ks, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
+                     const tt_unit_opts *uo, const tt_tunable *tu, int nt, tt_tuning *so_far,
+                     int *tuned, char *err, size_t errlen)
+{
+    tt_plan plan;
+    if (tt_plan_build_tuned(ks, gpu->arch, so_far, &plan, err, errlen) != 0) return -1;
+    int rc = 0;
+    for (int i = 0; i < tt_n_units && rc == 0; i++) {
+        const tt_unit_desc *d = &tt_units[i];
+        tt_unit *u = NULL; /* built for the first of its ops the plan tunes */
+        for (const char *const *op = d->ops; *op && rc == 0; op++) {
+            const tt_kernel *k = tunable(&plan, *op, tu, nt);
+            if (!k || op_in(so_far, *op)) continue;
+            if (d->needs_vocab && uo->vocab <= 0) {
+                if (o->out) fprintf(o->out, "\n%s: not tuned: the vocabulary is not known yet\n", *op);
+                continue;
+            }
+            if (!u && d->slow_twin && o->out) {
+                fprintf(o->out, "%s at batch %d (the reference every variant is held to)...\n",
+                        d->slow_twin, uo->check);
+                fflush(o->out);
+            }
+            if (!u) u = tt_unit_init(d, ks, uo);
+            rc = tune_op(ks, gpu, cache, o, u, k, tu, nt, so_far, err, errlen);
+            *tuned += rc == 0;
+        }
+        tt_unit_free(u);
+    }
+    tt_plan_free(&plan);
+    return rc;
+}
+
 int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
             char *err, size_t errlen)
 {
@@ -526,55 +575,39 @@ int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tu
     tt_tunable *tu;
     int nt;
     if (tt_tunables_load(NULL, &tu, &nt, err, errlen) != 0) return -1;
-    tt_plan plan;
-    if (tt_plan_build(spec, gpu->arch, &plan, err, errlen) != 0) {
-        free(tu);
-        return -1;
-    }
     int check = opts.check_batch > 0 ? opts.check_batch : spec->train.batch;
     if (check > spec->train.batch) check = spec->train.batch;
     if (opts.check_batch <= 0 && check > CHECK_BATCH_MAX) check = CHECK_BATCH_MAX;
     const long vocab = opts.vocab > 0 ? opts.vocab : spec->model.vocab;
     const tt_unit_opts uo = {.check = check, .seed = TUNE_SEED, .params = opts.params, .vocab = vocab};
-    int rc = 0, tuned = 0;
+    /* Where both attention strategies plan, the kernels are tuned on the fused plan first, so
+     * that the strategies' steps compare the fused kernels tuned (the materialized ones declare
+     * no tunables; the kernels both share are the same); then the strategy; then, where it is
+     * materialized, that plan's kernels not tuned yet. Elsewhere the plan's own kernels. */
+    char sig[320];
+    if (tt_strategy_signature(spec, gpu->arch, sig, sizeof sig, err, errlen) != 0) {
+        free(tu);
+        return -1;
+    }
+    const bool both = sig[0] && vocab > 0;
+    tt_spec fused = *spec, mat = *spec;
+    fused.kernels.attention = TT_ATTN_FUSED;
+    mat.kernels.attention = TT_ATTN_MATERIALIZED;
+    int tuned = 0;
     tt_tuning so_far = {0};
-    /* the strategy first: the kernels tuned after it are its plan's */
-    if (tt_tune_strategy(spec, gpu, cache, vocab, opts.out, &so_far, err, errlen) != 0) rc = -1;
-    if (rc == 0 && so_far.n) {
-        tt_plan_free(&plan);
-        if (tt_plan_build_tuned(spec, gpu->arch, &so_far, &plan, err, errlen) != 0) {
-            tt_tuning_free(&so_far);
-            free(tu);
-            return -1;
-        }
-    }
-    for (int i = 0; i < tt_n_units && rc == 0; i++) {
-        const tt_unit_desc *d = &tt_units[i];
-        tt_unit *u = NULL; /* built for the first of its ops the plan tunes */
-        for (const char *const *op = d->ops; *op && rc == 0; op++) {
-            const tt_kernel *k = tunable(&plan, *op, tu, nt);
-            if (!k) continue;
-            if (d->needs_vocab && vocab <= 0) {
-                if (opts.out) fprintf(opts.out, "\n%s: not tuned: the vocabulary is not known yet\n", *op);
-                continue;
-            }
-            if (!u && d->slow_twin && opts.out) {
-                fprintf(opts.out, "%s at batch %d (the reference every variant is held to)...\n",
-                        d->slow_twin, check);
-                fflush(opts.out);
-            }
-            if (!u) u = tt_unit_init(d, spec, &uo);
-            rc = tune_op(spec, gpu, cache, &opts, u, k, tu, nt, &so_far, err, errlen);
-            tuned += rc == 0;
-        }
-        tt_unit_free(u);
-    }
+    int rc = tune_pass(both ? &fused : spec, gpu, cache, &opts, &uo, tu, nt, &so_far, &tuned, err,
+                       errlen);
+    tt_tuning strategy = {0};
+    if (rc == 0 && tt_tune_strategy(spec, gpu, cache, vocab, opts.out, &strategy, err, errlen) != 0)
+        rc = -1;
+    if (rc == 0 && both && tt_tuning_get(&strategy, TT_STRATEGY_OP, TT_STRATEGY_KEY, 0))
+        rc = tune_pass(&mat, gpu, cache, &opts, &uo, tu, nt, &so_far, &tuned, err, errlen);
     if (rc == 0 && !tuned)
         rc = tt_errf(err, errlen, "no kernel of this spec's plan declares tunables");
     if (rc == 0 && vocab > 0)
         rc = retime_products(spec, gpu, cache, vocab, opts.out, err, errlen);
+    tt_tuning_free(&strategy);
     tt_tuning_free(&so_far);
-    tt_plan_free(&plan);
     free(tu);
     return rc;
 }
