@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# For the next session's first call (1 GPU), on branch s37-fold: main, s37-td (main with
+# For the next session's first call (1 GPU), on branch s37-all (s37-fold with s37-profile-ops:
+# tt-bench --profile's kernels by op): main, s37-td (main with
 # s36-fwd-td: mla_fwd's wider grid where it covers under half the SMs, ptb and wt2) and s37-fold
 # (s37-td with the fold of mla_bwd_wo's splits into its last block, four loads deep, and the
 # strategy tuner's every-round rule), built side by side from `.snap/main` and `.snap/td`
@@ -20,6 +21,8 @@ timeout 200 build-gpu/tests/test_gpu_kernels > $L/kernels.log 2>&1; krc=$?
 echo "test_gpu_kernels rc $krc ($(tt_el) s)"; grep -E "mla_bwd .*bf16|FAILED|PASSED|NOT CAUGHT|ERROR" $L/kernels.log | head -12
 timeout 90 env TT_TEST_ONLY=test_strategy_tuned build-gpu/tests/test_gpu_model > $L/model.log 2>&1
 echo "test_gpu_model (strategy) rc $? ($(tt_el) s)"; grep -E "FAILED|PASSED|ERROR|rounds" $L/model.log | tail -4
+timeout 60 env TT_TEST_ONLY=test_profile build-gpu/tests/test_bench_cli > $L/bench-cli.log 2>&1
+echo "test_bench_cli (profile) rc $? ($(tt_el) s)"; grep -E "FAILED|PASSED|ERROR|by op" $L/bench-cli.log | tail -3
 wait; echo "built $(tt_el) s"
 [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > $L/corpus.txt
 tt_wt103_spec specs/goal-wt103.yaml 600
@@ -35,6 +38,6 @@ for rep in 1 2 3 4; do
     done
 done | tee $L/runs.txt
 timeout $((590 - $(tt_el))) build-gpu/tt-bench specs/goal-wt103.yaml --profile > $L/profile-wt103.txt 2>&1
-grep '^launches' $L/profile-wt103.txt
+grep '^launches\|^kernels by op' $L/profile-wt103.txt
 rm -f specs/goal-*.yaml
 tt_call_end
