@@ -37,6 +37,17 @@ for rep in 1 2 3 4; do
         done
     done
 done | tee $L/runs.txt
+# each build's median over its reps (of an even count, the middle two's mean), against main's
+tt_medians() {
+    awk '$3 == "rep" && $8 > 0 { k = $1 " " $2; n[k]++; v[k, n[k]] = $8; spec[$1] = 1 }
+        END { for (k in n) { m = n[k]; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
+                  if (v[k, j] < v[k, i]) { t = v[k, i]; v[k, i] = v[k, j]; v[k, j] = t }
+                  med[k] = m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2 }
+              for (s in spec) for (b = 1; b <= 3; b++) { split("main td gpu", bs, " "); k = s " " bs[b]
+                  if (k in med) printf "%s %s median %.0f tok/s of %d reps%s\n", s, bs[b], med[k], n[k],
+                      (s " main") in med ? sprintf(", %.3fx main", med[k] / med[s " main"]) : "" } }' "$1"
+}
+tt_medians $L/runs.txt | tee $L/medians.txt
 timeout $((590 - $(tt_el))) build-gpu/tt-bench specs/goal-wt103.yaml --profile > $L/profile-wt103.txt 2>&1
 grep '^launches\|^kernels by op' $L/profile-wt103.txt
 rm -f specs/goal-*.yaml
