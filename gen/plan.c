@@ -859,6 +859,17 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long 
             else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64;
             else return -1;
         }
+    /* Too few blocks to cover a quarter of the MLA_MIN_BLOCKS (half the SMs): more feature
+     * tiles, as even as whole n64s allow, each block recomputing its T (cheap at such shapes:
+     * ptb.yaml's 3 x 8 blocks of TD=256 took 0.0206 ms, 3 x 8 x 4 of TD=64 0.0170 on an H100,
+     * `ttgen --tune`, 2026-12-06). Narrower tiles never need more shared memory. Not where a
+     * tuning sets TD (one that sets only G or NS still gets these tiles). */
+    if (!tt_tuning_has(plan->tuning, "mla_fwd", "TD"))
+        for (long t = tiles + 1; *td > 64 &&
+                                 mla_tc_tasks(m, 16) * (long)ceil_div(s->train.batch, *g) *
+                                         ceil_div(d, *td) < MLA_MIN_BLOCKS / 4;
+             t++)
+            *td = (long)ceil_div(ceil_div(d, t), 64) * 64;
     if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || (*ns != 2 && *ns != 3) ||
         tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90)
         return -1;
