@@ -135,6 +135,14 @@ tt_build_gpu() {
         cmake --build build-gpu -j16) > "$L/build.log" 2>&1 || { tail -30 "$L/build.log"; return 1; }
     echo "built $(tt_el) s"
 }
+# tt_build_snap_bg DIR: builds DIR's tt-train (a snapshot of another commit, e.g. .snap/main
+# from `git archive main`) into build-main/ in the background, its log $L/build-main.log; its
+# process id in tt_bm for `wait`.
+tt_build_snap_bg() {
+    (cmake -S "$1" -B build-main -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+        cmake --build build-main -j6 --target tt-train) > "$L/build-main.log" 2>&1 &
+    tt_bm=$!
+}
 tt_call_end() {
     echo "total $(tt_el) s"
     gzip -f "$L"/*.log "$L"/*.csv 2>/dev/null

@@ -7,16 +7,14 @@
 set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
-(cmake -S .snap/main -B build-main -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
- cmake --build build-main -j6 --target tt-train) > $L/build-main.log 2>&1 &
-bm=$!
+tt_build_snap_bg .snap/main
 tt_build_gpu || exit 1
 build-gpu/ttgen specs/ptb.yaml | grep -A1 "^  mla_fwd_N"
 TT_TEST_CONFIGS=ptb timeout 100 build-gpu/tests/test_gpu_kernels > $L/kernels.log 2>&1; krc=$?
 echo "test_gpu_kernels (ptb) rc $krc ($(tt_el) s)"; grep -E "mla_fwd.*ptb|FAILED|PASSED|ERROR" $L/kernels.log | head -8
 timeout 60 build-gpu/tests/test_gpu_model > $L/model.log 2>&1; mrc=$?; echo "test_gpu_model rc $mrc ($(tt_el) s)"
 grep -E "FAILED|PASSED|ERROR" $L/model.log | tail -3
-wait $bm || { echo "main's build failed"; tail -20 $L/build-main.log; }
+wait $tt_bm || { echo "main's build failed"; tail -20 $L/build-main.log; }
 [ $krc = 0 ] && [ $mrc = 0 ] && BASE=build-main REPS=3 SPECS="ptb ptb-b120" \
     timeout $((230 - $(tt_el))) bench/goals-check.sh $L/goals > $L/goals.txt 2>&1
 echo "goals vs main rc $? ($(tt_el) s)"; grep -E "rep" $L/goals.txt | cut -c1-110
