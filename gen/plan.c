@@ -897,8 +897,15 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         tt_kernel *k = add_wg_kernel(plan, "mla_fwd", m);
         fwd_shape(k, s, tasks, wg_g, wg_td, wg_ns, pick(plan, "mla_fwd", "MINB", 0),
                   tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns)); /* MINB 0: a block an SM */
+        const long td_even = (long)ceil_div(ceil_div(d, ceil_div(d, 256)), 64) * 64;
+        char narrowed[96] = "";
+        if (wg_td < td_even)
+            snprintf(narrowed, sizeof narrowed, "; TD %ld: %ld blocks (TD %ld: %ld)", wg_td,
+                     tasks * (long)ceil_div(batch, wg_g) * (long)ceil_div(d, wg_td), td_even,
+                     tasks * (long)ceil_div(batch, wg_g) * (long)ceil_div(d, td_even));
         whyf(k, "T = A_j V^T by mma.sync, Y += T Wo_j^T by wgmma (a warpgroup: 4 seqs' rows, T as A in "
-                "registers, Wo_j by TMA)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
+                "registers, Wo_j by TMA)%s%s", m->causal ? "; causal: j, k stop at the tile's end" : "",
+             narrowed);
         return plan_mla_fwd_sum(plan, s, err, errlen);
     }
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */
