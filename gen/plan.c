@@ -1364,8 +1364,11 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
  *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements, with the
  *     forward's T kept for the backward, and E's B N^2 R2 fp32 twice) at 3 TB/s, and its 7 more
  *     launches at 4 us;
- * materialized only while T fits in 4 GiB. Returns 1 for materialized; why says the estimate. */
-static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n)
+ * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
+ * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
+ * Returns 1 for materialized; why says the estimate. */
+static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype, char *why,
+                        size_t n)
 {
     const tt_model_spec *m = &s->model;
     const double B = s->train.batch, N = m->seq_len, D = m->d_model;
@@ -1388,6 +1391,12 @@ static int mla_strategy(const tt_spec *s, const char *dtype, char *why, size_t n
         return m_;
     }
     const bool fits = t_bytes <= 4.0 * 1024 * 1024 * 1024;
+    if (tt_tuning_has(plan->tuning, TT_STRATEGY_OP, TT_STRATEGY_KEY)) {
+        const int m_ = fits && tt_tuning_get(plan->tuning, TT_STRATEGY_OP, TT_STRATEGY_KEY, 0) != 0;
+        snprintf(why, n, "auto: timed (the cost model's estimates a layer: %.3g ms fused, %.3g ms "
+                 "materialized)", fused * 1e3, mat * 1e3);
+        return m_;
+    }
     const int materialized = fits && mat < fused;
     snprintf(why, n, "auto: %.3g ms a layer %s against %.3g ms %s (cost model)%s",
              (materialized ? mat : fused) * 1e3, materialized ? "materialized" : "fused",
@@ -1629,7 +1638,7 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     if (spec->model.kind == TT_KIND_TENSORIZED) {
         char why[176];
         const int first = plan->n;
-        int mat = mla_strategy(spec, dtype, why, sizeof why);
+        int mat = mla_strategy(plan, spec, dtype, why, sizeof why);
         int rc = mat ? plan_mla_mat(plan, spec, dtype)
                      : plan_mla(plan, spec, dtype, err, errlen) != 0 ||
                                plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ? -1 : 0;

@@ -169,6 +169,65 @@ int tt_kernel_signature(const tt_kernel *k, const tt_spec *spec, const char *arc
     return 0;
 }
 
+int tt_strategy_signature(const tt_spec *spec, const char *arch, char *out, size_t n, char *err,
+                          size_t errlen)
+{
+    out[0] = '\0';
+    const tt_model_spec *m = &spec->model;
+    if (m->kind != TT_KIND_TENSORIZED || spec->kernels.attention != TT_ATTN_AUTO) return 0;
+    tt_tunable *tu;
+    int nt;
+    if (tt_tunables_load(NULL, &tu, &nt, err, errlen) != 0) return -1;
+    tt_sha256_ctx h;
+    tt_sha256_init(&h);
+    int rc = 0, kernels = 0;
+    for (int mat = 0; mat <= 1 && rc == 0; mat++) {
+        tt_tuning t = {0};
+        tt_tuning_set(&t, TT_STRATEGY_OP, TT_STRATEGY_KEY, mat);
+        tt_plan p;
+        char perr[512];
+        if (tt_plan_build_tuned(spec, arch, &t, &p, perr, sizeof perr) != 0) {
+            rc = 1; /* that strategy does not plan: nothing to choose */
+        } else {
+            const char *want = mat ? "materialized" : "fused";
+            for (int i = 0; i < p.n && rc == 0; i++) {
+                const tt_kernel *k = &p.kernels[i];
+                if (!k->strategy[0]) continue;
+                if (strncmp(k->strategy, want, strlen(want)) || k->strategy[strlen(want)] != ':') {
+                    rc = 1; /* the plan fell back to the other (it does not fit) */
+                    break;
+                }
+                char sig[320];
+                if (tt_kernel_signature(k, spec, arch, tu, nt, sig, sizeof sig, err, errlen) != 0)
+                    rc = -1;
+                else
+                    tt_sha256_update(&h, sig, strlen(sig) + 1), kernels++;
+            }
+            tt_plan_free(&p);
+        }
+        tt_tuning_free(&t);
+    }
+    free(tu);
+    if (rc < 0) return -1;
+    if (rc > 0 || !kernels) return 0;
+    uint8_t digest[32];
+    char hex[65];
+    tt_sha256_final(&h, digest);
+    tt_hex(digest, 6, hex);
+    snprintf(out, n,
+             "%s|%s|%s|batch=%d|N=%d,R=%d,D=%d,H=%d,L=%d,F=%d,V=%ld,C=%d,DV=%d,TIE=%d,CAUSAL=%d,"
+             "POS_KEY=%d|src=%s",
+             TT_STRATEGY_OP,
+             spec->train.precision == TT_PREC_BF16   ? "bf16"
+             : spec->train.precision == TT_PREC_TF32 ? "tf32"
+                                                     : "fp32",
+             arch,
+             spec->train.batch, m->seq_len, m->rank, m->d_model, m->cores, m->layers, m->d_inner,
+             m->vocab, m->n_cutoffs, m->div_val, m->tie_weights, m->causal,
+             m->position == TT_POS_KEY, hex);
+    return 0;
+}
+
 int tt_kernel_same(const tt_kernel *a, const tt_kernel *b)
 {
     if (strcmp(a->name, b->name) || a->n_consts != b->n_consts) return 0;
@@ -364,8 +423,28 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
     note_defaults(plan, tu, nt, why);
     if (!spec->kernels.tune || !use || !card || !ne) goto done;
 
-    /* the entries that match this plan's kernels, found by the default plan's signatures */
+    /* the attention's strategy first (its entry's signature: tt_strategy_signature), then the
+     * entries that match the kernels of that strategy's plan, found by their signatures */
     tt_tuning t = {0};
+    const tt_tune_entry *strategy = NULL;
+    char ssig[320], sserr[256];
+    if (tt_strategy_signature(spec, arch, ssig, sizeof ssig, sserr, sizeof sserr) == 0 && ssig[0])
+        for (int e = 0; e < ne && !strategy; e++)
+            if (!strcmp(entries[e].card, card) && !strcmp(entries[e].signature, ssig) &&
+                tt_variant_parse(entries[e].variant, TT_STRATEGY_OP, &t) == 0)
+                strategy = &entries[e];
+    if (strategy) {
+        tt_plan sp;
+        char perr[512];
+        if (tt_plan_build_tuned(spec, arch, &t, &sp, perr, sizeof perr) == 0) {
+            tt_plan_free(plan);
+            *plan = sp;
+            note_defaults(plan, tu, nt, why);
+        } else { /* signed as planning both: not expected; the cost model decides */
+            tt_tuning_free(&t);
+            strategy = NULL;
+        }
+    }
     const tt_tune_entry **hit = tt_xcalloc((size_t)plan->n, sizeof *hit);
     for (int i = 0; i < plan->n; i++) {
         const tt_kernel *k = &plan->kernels[i];
@@ -411,6 +490,17 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
             tt_plan_free(plan);
             *plan = tuned;
         }
+    }
+    for (int i = 0; strategy && i < plan->n; i++) {
+        tt_kernel *k = &plan->kernels[i];
+        if (!k->strategy[0]) continue;
+        const bool mat = tt_tuning_get(&t, TT_STRATEGY_OP, TT_STRATEGY_KEY, 0) != 0;
+        /* a strategy's entry: default_variant and default_ms are the other strategy's */
+        snprintf(k->strategy, sizeof k->strategy,
+                 "%s: tuned on %.40s (%s): %.4f ms a step against %.4f ms %s (%.2fx; %.48s)",
+                 mat ? "materialized" : "fused", card, strategy->date, strategy->best_ms,
+                 strategy->default_ms, mat ? "fused" : "materialized",
+                 strategy->default_ms / strategy->best_ms, strategy->unit);
     }
     free(hit);
     tt_tuning_free(&t);

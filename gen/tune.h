@@ -23,6 +23,12 @@
 #define TT_TUNE_VALUES 8
 #define TT_TUNE_KEYS 4
 
+/* The tensorized attention's strategy under `kernels.attention: auto`, as a tuning sets it:
+ * attention MAT=1 materialized, MAT=0 fused (gpu/autotune.c times whole training steps of both;
+ * the plan's cost model decides where no tuning does). */
+#define TT_STRATEGY_OP "attention"
+#define TT_STRATEGY_KEY "MAT"
+
 typedef struct {
     char template_file[32]; /* the template that declares it */
     char op[32];
@@ -64,6 +70,14 @@ int tt_kernel_signature(const tt_kernel *k, const tt_spec *spec, const char *arc
                         const tt_tunable *tunables, int n_tunables, char *out, size_t n,
                         char *err, size_t errlen);
 
+/* The signature of spec's attention strategy on arch (its tuning entry's): the shapes and a
+ * hash of both strategies' attention kernels' signatures, so that an edited template or other
+ * shapes miss the entry. Empty (0) where there is nothing to choose: Transformer-XL, a fixed
+ * kernels.attention, or a strategy that does not plan (T over 4 GiB, tiles that do not fit). -1
+ * with a message when a source cannot be emitted. */
+int tt_strategy_signature(const tt_spec *spec, const char *arch, char *out, size_t n, char *err,
+                          size_t errlen);
+
 /* Whether a and b are the same instance: name and every constant (a tunable that is not part of
  * the name, such as adam's THREADS, makes variants of one name). */
 int tt_kernel_same(const tt_kernel *a, const tt_kernel *b);
@@ -80,6 +94,9 @@ typedef struct {
     char default_variant[160]; /* the plan's own choice when it was tuned (the heuristic's) */
     double best_ms, default_ms;
     char unit[64];             /* what was timed, e.g. "tt_mla_bwd"; a product's algorithm */
+    /* the attention strategy's entry (TT_STRATEGY_OP): variant "MAT=1" or "MAT=0", the chosen;
+     * default_variant and default_ms the other strategy's, both timed; unit what was timed and
+     * the cost model's choice */
     char date[16];
 } tt_tune_entry;
 

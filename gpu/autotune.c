@@ -355,36 +355,59 @@ fail:
     return -1;
 }
 
+/* A model of spec's shapes on gpu for timing whole training steps: random weights (the times do
+ * not depend on the values), the spec's batch; *l its layout (tt_layout_free after
+ * tt_gpu_lm_close). NULL with a message. */
+static tt_gpu_lm *open_timed(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
+                             tt_layout *l, char *err, size_t errlen)
+{
+    if (tt_layout_build(&spec->model, vocab, l, err, errlen) != 0) return NULL;
+    tt_gpu_lm *lm;
+    if (tt_gpu_lm_open(&lm, gpu, spec, l, spec->train.batch, cache, err, errlen) != 0) {
+        tt_layout_free(l);
+        return NULL;
+    }
+    float *w = tt_xmalloc(l->n_floats * sizeof *w);
+    tt_layout_init(l, w, TUNE_SEED);
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l->n_floats * sizeof *w, cudaMemcpyHostToDevice));
+    tt_gpu_lm_weights_changed(lm);
+    free(w);
+    return lm;
+}
+
+/* The next random batch of rows inputs and targets from the generator state *x. */
+static void random_batch(uint64_t *x, size_t rows, long vocab, int32_t *in, int32_t *tg)
+{
+    for (size_t i = 0; i < rows; i++) {
+        *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+        in[i] = (int32_t)((*x >> 33) % (uint64_t)vocab);
+        tg[i] = (int32_t)((*x >> 13) % (uint64_t)vocab);
+    }
+}
+
+/* One training step s of lm on the batch. */
+static void timed_step(tt_gpu_lm *lm, const int32_t *in, const int32_t *tg, long s)
+{
+    const tt_lm_opts lo = {.train = true, .seed = TUNE_SEED, .step = (uint64_t)s};
+    tt_lm_result r;
+    tt_gpu_lm_train_step(lm, in, tg, &lo, s, &r);
+}
+
 /* The matrix products of two training steps of spec, each timed again on gpu and recorded in
- * the tuning cache in place of what was there (gemm.h): a model of the spec's shapes, random
- * weights and tokens (the products' times do not depend on the values), the spec's batch. */
+ * the tuning cache in place of what was there (gemm.h), on two random batches. */
 static int retime_products(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
                            FILE *out, char *err, size_t errlen)
 {
     tt_layout l;
-    if (tt_layout_build(&spec->model, vocab, &l, err, errlen) != 0) return -1;
-    tt_gpu_lm *lm;
-    if (tt_gpu_lm_open(&lm, gpu, spec, &l, spec->train.batch, cache, err, errlen) != 0) {
-        tt_layout_free(&l);
-        return -1;
-    }
+    tt_gpu_lm *lm = open_timed(spec, gpu, cache, vocab, &l, err, errlen);
+    if (!lm) return -1;
     tt_gpu_lm_retime_products(lm);
-    float *w = tt_xmalloc(l.n_floats * sizeof *w);
-    tt_layout_init(&l, w, TUNE_SEED);
-    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w, l.n_floats * sizeof *w, cudaMemcpyHostToDevice));
-    tt_gpu_lm_weights_changed(lm);
     const size_t rows = (size_t)spec->train.batch * (size_t)spec->model.seq_len;
     int32_t *in = tt_xmalloc(rows * sizeof *in), *tg = tt_xmalloc(rows * sizeof *tg);
     uint64_t x = TUNE_SEED;
     for (int s = 1; s <= 2; s++) {
-        for (size_t i = 0; i < rows; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            in[i] = (int32_t)((x >> 33) % (uint64_t)vocab);
-            tg[i] = (int32_t)((x >> 13) % (uint64_t)vocab);
-        }
-        const tt_lm_opts lo = {.train = true, .seed = TUNE_SEED, .step = (uint64_t)s};
-        tt_lm_result r;
-        tt_gpu_lm_train_step(lm, in, tg, &lo, s, &r);
+        random_batch(&x, rows, vocab, in, tg);
+        timed_step(lm, in, tg, s);
     }
     long n_timed, n_recorded;
     tt_gpu_lm_products(lm, &n_timed, &n_recorded);
@@ -392,10 +415,156 @@ static int retime_products(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cac
         fprintf(out, "\nmatrix products: %ld timed again and recorded (cuBLASLt's algorithms; "
                 "an adaptive softmax's tail products of other row counts are timed when a run "
                 "first meets them)\n", n_timed);
-    free(w), free(in), free(tg);
+    free(in), free(tg);
     tt_gpu_lm_close(lm);
     tt_layout_free(&l);
     return 0;
+}
+
+/* --- the attention's strategy ------------------------------------------------------------------ */
+
+#define STRATEGY_WARM 8    /* steps before the timing: graphs captured, products timed */
+#define STRATEGY_STEPS 10  /* steps a window */
+#define STRATEGY_WINDOWS 5 /* windows a round, the median kept */
+#define STRATEGY_ROUNDS 3  /* rounds, the two strategies alternating, the median kept */
+
+/* ms a training step of spec with the attention's strategy forced (mat: materialized), on one
+ * random batch: the median of STRATEGY_WINDOWS windows after STRATEGY_WARM steps; -1 with a
+ * message. */
+static double strategy_step_ms(const tt_spec *spec, int mat, tt_gpu *gpu, const tt_cache *cache,
+                               long vocab, char *err, size_t errlen)
+{
+    tt_spec forced = *spec;
+    forced.kernels.attention = mat ? TT_ATTN_MATERIALIZED : TT_ATTN_FUSED;
+    tt_layout l;
+    tt_gpu_lm *lm = open_timed(&forced, gpu, cache, vocab, &l, err, errlen);
+    if (!lm) return -1;
+    const size_t rows = (size_t)spec->train.batch * (size_t)spec->model.seq_len;
+    int32_t *in = tt_xmalloc(rows * sizeof *in), *tg = tt_xmalloc(rows * sizeof *tg);
+    uint64_t x = TUNE_SEED;
+    random_batch(&x, rows, vocab, in, tg);
+    long s = 1;
+    for (int i = 0; i < STRATEGY_WARM; i++) timed_step(lm, in, tg, s++);
+    double win[STRATEGY_WINDOWS];
+    for (int w = 0; w < STRATEGY_WINDOWS; w++) {
+        const double t0 = tt_now_seconds(); /* each step ends synchronized (its sums) */
+        for (int i = 0; i < STRATEGY_STEPS; i++) timed_step(lm, in, tg, s++);
+        win[w] = (tt_now_seconds() - t0) * 1e3 / STRATEGY_STEPS;
+    }
+    qsort(win, STRATEGY_WINDOWS, sizeof *win, cmp_double);
+    free(in), free(tg);
+    tt_gpu_lm_close(lm);
+    tt_layout_free(&l);
+    return win[STRATEGY_WINDOWS / 2];
+}
+
+int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
+                     FILE *out, tt_tuning *so_far, char *err, size_t errlen)
+{
+    if (spec->model.kind != TT_KIND_TENSORIZED) return 0;
+    char sig[320];
+    if (tt_strategy_signature(spec, gpu->arch, sig, sizeof sig, err, errlen) != 0) return -1;
+    if (!sig[0] || vocab <= 0) {
+        if (out)
+            fprintf(out, "\nattention strategy: not tuned (%s)\n",
+                    spec->kernels.attention != TT_ATTN_AUTO ? "kernels.attention is set"
+                    : sig[0] ? "the vocabulary is not known yet"
+                             : "only one strategy fits these shapes");
+        return 0;
+    }
+    tt_plan p;
+    if (tt_plan_build(spec, gpu->arch, &p, err, errlen) != 0) return -1;
+    int model = 0; /* the cost model's choice */
+    for (int i = 0; i < p.n; i++)
+        if (p.kernels[i].strategy[0]) model = !strncmp(p.kernels[i].strategy, "materialized", 12);
+    tt_plan_free(&p);
+    if (out) {
+        fprintf(out, "\nattention strategy: fused against materialized, %d rounds of %d x %d "
+                "training steps each, alternating (the cost model's: %s)\n", STRATEGY_ROUNDS,
+                STRATEGY_WINDOWS, STRATEGY_STEPS, model ? "materialized" : "fused");
+        fflush(out);
+    }
+    double ms[2][STRATEGY_ROUNDS];
+    for (int round = 0; round < STRATEGY_ROUNDS; round++)
+        for (int j = 0; j < 2; j++) {
+            const int mat = j ? !model : model;
+            ms[mat][round] = strategy_step_ms(spec, mat, gpu, cache, vocab, err, errlen);
+            if (ms[mat][round] >= 0) continue;
+            if (mat == model) return -1; /* the plan's own strategy must run */
+            /* the other does not open (e.g. materialized's T beyond the free device memory):
+             * the cost model's stays, with no entry */
+            if (out) fprintf(out, "  %s: not timed: %s; the cost model's kept\n",
+                             mat ? "materialized" : "fused", err);
+            err[0] = '\0';
+            return 0;
+        }
+    for (int mat = 0; mat < 2; mat++) qsort(ms[mat], STRATEGY_ROUNDS, sizeof **ms, cmp_double);
+    const double med[2] = {ms[0][STRATEGY_ROUNDS / 2], ms[1][STRATEGY_ROUNDS / 2]};
+    const int chosen = med[!model] < med[model] ? !model : model;
+    tt_tune_entry e = {0};
+    snprintf(e.card, sizeof e.card, "%s", gpu->name);
+    snprintf(e.signature, sizeof e.signature, "%s", sig);
+    snprintf(e.variant, sizeof e.variant, "%s=%d", TT_STRATEGY_KEY, chosen);
+    snprintf(e.default_variant, sizeof e.default_variant, "%s=%d", TT_STRATEGY_KEY, !chosen);
+    e.best_ms = med[chosen];
+    e.default_ms = med[!chosen];
+    snprintf(e.unit, sizeof e.unit, "train steps; the cost model's: %s",
+             model ? "materialized" : "fused");
+    tt_tune_today(e.date);
+    char *path = tt_tuning_path(cache->dir);
+    const int rc = tt_tuning_store(path, &e, err, errlen);
+    free(path);
+    if (rc != 0) return -1;
+    tt_tuning_set(so_far, TT_STRATEGY_OP, TT_STRATEGY_KEY, chosen);
+    if (out) {
+        fprintf(out, "  fused %.4f ms a step, materialized %.4f (medians); chosen: %s%s\n", med[0],
+                med[1], chosen ? "materialized" : "fused",
+                chosen == model ? ", the cost model's" : ", not the cost model's");
+        fflush(out);
+    }
+    return 0;
+}
+
+/* Whether t sets any key of op. */
+static bool op_in(const tt_tuning *t, const char *op)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->c[i].op, op)) return true;
+    return false;
+}
+
+/* One pass of the kernels' tuning over the plan of ks (with the choices so far): each tunable
+ * op not chosen yet, in the units' order; *tuned counts them. */
+static int tune_pass(const tt_spec *ks, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
+                     const tt_unit_opts *uo, const tt_tunable *tu, int nt, tt_tuning *so_far,
+                     int *tuned, char *err, size_t errlen)
+{
+    tt_plan plan;
+    if (tt_plan_build_tuned(ks, gpu->arch, so_far, &plan, err, errlen) != 0) return -1;
+    int rc = 0;
+    for (int i = 0; i < tt_n_units && rc == 0; i++) {
+        const tt_unit_desc *d = &tt_units[i];
+        tt_unit *u = NULL; /* built for the first of its ops the plan tunes */
+        for (const char *const *op = d->ops; *op && rc == 0; op++) {
+            const tt_kernel *k = tunable(&plan, *op, tu, nt);
+            if (!k || op_in(so_far, *op)) continue;
+            if (d->needs_vocab && uo->vocab <= 0) {
+                if (o->out) fprintf(o->out, "\n%s: not tuned: the vocabulary is not known yet\n", *op);
+                continue;
+            }
+            if (!u && d->slow_twin && o->out) {
+                fprintf(o->out, "%s at batch %d (the reference every variant is held to)...\n",
+                        d->slow_twin, uo->check);
+                fflush(o->out);
+            }
+            if (!u) u = tt_unit_init(d, ks, uo);
+            rc = tune_op(ks, gpu, cache, o, u, k, tu, nt, so_far, err, errlen);
+            *tuned += rc == 0;
+        }
+        tt_unit_free(u);
+    }
+    tt_plan_free(&plan);
+    return rc;
 }
 
 int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
@@ -406,45 +575,39 @@ int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tu
     tt_tunable *tu;
     int nt;
     if (tt_tunables_load(NULL, &tu, &nt, err, errlen) != 0) return -1;
-    tt_plan plan;
-    if (tt_plan_build(spec, gpu->arch, &plan, err, errlen) != 0) {
-        free(tu);
-        return -1;
-    }
     int check = opts.check_batch > 0 ? opts.check_batch : spec->train.batch;
     if (check > spec->train.batch) check = spec->train.batch;
     if (opts.check_batch <= 0 && check > CHECK_BATCH_MAX) check = CHECK_BATCH_MAX;
     const long vocab = opts.vocab > 0 ? opts.vocab : spec->model.vocab;
     const tt_unit_opts uo = {.check = check, .seed = TUNE_SEED, .params = opts.params, .vocab = vocab};
-    int rc = 0, tuned = 0;
-    tt_tuning so_far = {0};
-    for (int i = 0; i < tt_n_units && rc == 0; i++) {
-        const tt_unit_desc *d = &tt_units[i];
-        tt_unit *u = NULL; /* built for the first of its ops the plan tunes */
-        for (const char *const *op = d->ops; *op && rc == 0; op++) {
-            const tt_kernel *k = tunable(&plan, *op, tu, nt);
-            if (!k) continue;
-            if (d->needs_vocab && vocab <= 0) {
-                if (opts.out) fprintf(opts.out, "\n%s: not tuned: the vocabulary is not known yet\n", *op);
-                continue;
-            }
-            if (!u && d->slow_twin && opts.out) {
-                fprintf(opts.out, "%s at batch %d (the reference every variant is held to)...\n",
-                        d->slow_twin, check);
-                fflush(opts.out);
-            }
-            if (!u) u = tt_unit_init(d, spec, &uo);
-            rc = tune_op(spec, gpu, cache, &opts, u, k, tu, nt, &so_far, err, errlen);
-            tuned += rc == 0;
-        }
-        tt_unit_free(u);
+    /* Where both attention strategies plan, the kernels are tuned on the fused plan first, so
+     * that the strategies' steps compare the fused kernels tuned (the materialized ones declare
+     * no tunables; the kernels both share are the same); then the strategy; then, where it is
+     * materialized, that plan's kernels not tuned yet. Elsewhere the plan's own kernels. */
+    char sig[320];
+    if (tt_strategy_signature(spec, gpu->arch, sig, sizeof sig, err, errlen) != 0) {
+        free(tu);
+        return -1;
     }
+    const bool both = sig[0] && vocab > 0;
+    tt_spec fused = *spec, mat = *spec;
+    fused.kernels.attention = TT_ATTN_FUSED;
+    mat.kernels.attention = TT_ATTN_MATERIALIZED;
+    int tuned = 0;
+    tt_tuning so_far = {0};
+    int rc = tune_pass(both ? &fused : spec, gpu, cache, &opts, &uo, tu, nt, &so_far, &tuned, err,
+                       errlen);
+    tt_tuning strategy = {0};
+    if (rc == 0 && tt_tune_strategy(spec, gpu, cache, vocab, opts.out, &strategy, err, errlen) != 0)
+        rc = -1;
+    if (rc == 0 && both && tt_tuning_get(&strategy, TT_STRATEGY_OP, TT_STRATEGY_KEY, 0))
+        rc = tune_pass(&mat, gpu, cache, &opts, &uo, tu, nt, &so_far, &tuned, err, errlen);
     if (rc == 0 && !tuned)
         rc = tt_errf(err, errlen, "no kernel of this spec's plan declares tunables");
     if (rc == 0 && vocab > 0)
         rc = retime_products(spec, gpu, cache, vocab, opts.out, err, errlen);
+    tt_tuning_free(&strategy);
     tt_tuning_free(&so_far);
-    tt_plan_free(&plan);
     free(tu);
     return rc;
 }

@@ -4,7 +4,10 @@
  * with CUDA events after warm-up, as the trainer runs it (the attention's backward with its
  * second stream): both through the op's unit (unit.h). The fastest correct variant goes into the
  * tuning cache for this card, where tt_gpu_program_load finds it. Kernels are tuned one after
- * another, each with the variants already chosen for the kernels before it. */
+ * another, each with the variants already chosen for the kernels before it; where both of the
+ * tensorized attention's strategies plan under `kernels.attention: auto`, on the fused plan,
+ * then the strategy (tt_tune_strategy) with those kernels in place, then the materialized plan's
+ * kernels not tuned yet where it won. */
 #ifndef TT_AUTOTUNE_H
 #define TT_AUTOTUNE_H
 
@@ -29,6 +32,16 @@ typedef struct {
  * reported in the table and skipped). */
 int tt_tune(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, const tt_tune_opts *o,
             char *err, size_t errlen);
+
+/* The tensorized attention's strategy under `kernels.attention: auto` where both strategies
+ * plan (tt_strategy_signature): whole training steps of each at the spec's shapes (random
+ * weights and tokens, vocab words), alternating, the cost model's choice kept unless the other
+ * is faster (medians of three rounds); the choice joins *so_far and the tuning cache (an entry
+ * whose default variant and time are the other strategy's). 0 also where there is nothing to
+ * choose, or where the other strategy does not open (said on out, nothing chosen); -1 with a
+ * message. */
+int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, long vocab,
+                     FILE *out, tt_tuning *so_far, char *err, size_t errlen);
 
 /* What the tuner times for op's variants ("tt_mla_bwd"), or NULL when no unit runs op: every op
  * a template declares tunables for must have one (tested). */

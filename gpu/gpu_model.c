@@ -808,13 +808,6 @@ static const void *pad_block(const tt_gpu_lm *lm, const padded *pd, int i)
     return (const char *)pad_src(lm, pd) + (size_t)i * pd->prow * pd->pcol * lm->es;
 }
 
-static int by_copy_src(const void *a, const void *b)
-{
-    const unsigned long long x = (unsigned long long)((const long long *)a)[TT_COPY_SRC];
-    const unsigned long long y = (unsigned long long)((const long long *)b)[TT_COPY_SRC];
-    return (x > y) - (x < y);
-}
-
 /* refresh_padded's table, once the arena is carved: a job for each block of each padded copy,
  * its rows from wc's packed [rows, cols] to the copy's [prow][pcol] (the padding left zero). */
 static void copy_jobs_init(tt_gpu_lm *lm)
@@ -837,14 +830,7 @@ static void copy_jobs_init(tt_gpu_lm *lm)
         if (pd->rows > lm->copy_rows_max) lm->copy_rows_max = pd->rows;
     }
     TT_ASSERT(j == lm->copy_njobs);
-    /* by source address: Adam's search of the table (copy_rows takes the jobs in any order) */
-    qsort(t, (size_t)j, TT_COPY_FIELDS * sizeof *t, by_copy_src);
-    for (int k = 0; k < j; k++) { /* what Adam's search assumes: disjoint sources under 4 GiB */
-        const long long *q = t + (size_t)k * TT_COPY_FIELDS;
-        const long long span = q[TT_COPY_ROWS] * q[TT_COPY_SRC_PITCH];
-        TT_ASSERT(span >= 0 && span < (1ll << 32) && q[TT_COPY_DST_PITCH] < (1ll << 32));
-        TT_ASSERT(k + 1 == j || q[TT_COPY_SRC] + span <= q[TT_COPY_FIELDS + TT_COPY_SRC]);
-    }
+    tt_copy_jobs_for_adam(t, j); /* copy_rows takes the jobs in any order, Adam in this one */
     TT_CUDA(cudaMemcpy(lm->copy_jobs, t, (size_t)j * TT_COPY_FIELDS * sizeof *t,
                        cudaMemcpyHostToDevice));
     free(t);
@@ -1423,26 +1409,33 @@ static void layer_tail_bwd(tt_gpu_lm *lm, const tt_lm_opts *o, int k, const tt_g
     mark(lm, TT_PROF_LAYERNORM);
 }
 
-/* The cores' backward (every layer's, one launch) on stream st. */
-static void cores_bwd_on(tt_gpu_lm *lm, cudaStream_t st)
+/* Every layer's core g (the forward), in one launch. */
+static void cores_fwd(tt_gpu_lm *lm)
 {
     const tt_model_spec *m = &lm->l->m;
-    const tt_layer_view *w = &lm->wv.layer[0], *g = &lm->gv.layer[0];
-    tt_core_bwd(&lm->prog, st, g->core, lm->dg, w->core, m->cores, m->rank, m->layers, m->rank,
-                lm->layer_stride);
+    tt_core_fwd(&lm->prog, lm->gpu->stream, lm->acts[0].g, lm->wv.layer[0].core, m->cores,
+                m->rank, m->layers, m->rank, lm->layer_stride);
 }
 
-/* Every layer's core g (the forward), or its backward into the cores' gradients from every
- * layer's dg (after the last layer's backward), in one launch. */
-static void cores(tt_gpu_lm *lm, bool bwd)
+/* The parameters' sums after every layer's backward, on stream st: the cores' backward from
+ * every layer's dg and the deferred column sums of the LayerNorms' and the FFN's biases, each in
+ * one launch; the profile's marks where st is the main stream. */
+static void tail_sums(tt_gpu_lm *lm, cudaStream_t st)
 {
     const tt_model_spec *m = &lm->l->m;
-    const tt_layer_view *w = &lm->wv.layer[0];
-    if (bwd)
-        cores_bwd_on(lm, lm->gpu->stream);
-    else
-        tt_core_fwd(&lm->prog, lm->gpu->stream, lm->acts[0].g, w->core, m->cores, m->rank,
-                    m->layers, m->rank, lm->layer_stride);
+    const bool marks = st == lm->gpu->stream;
+    if (!lm->txl) {
+        tt_core_bwd(&lm->prog, st, lm->gv.layer[0].core, lm->dg, lm->wv.layer[0].core, m->cores,
+                    m->rank, m->layers, m->rank, lm->layer_stride);
+        if (marks) mark(lm, TT_PROF_ATTENTION);
+    }
+    if (lm->defer_sums) {
+        param_sums_on(lm, st, SUMS_LN2, 0, m->layers);
+        param_sums_on(lm, st, SUMS_LN1, 0, m->layers);
+        if (marks) mark(lm, TT_PROF_LAYERNORM);
+        param_sums_on(lm, st, SUMS_FFN, 0, m->layers);
+        if (marks) mark(lm, TT_PROF_FFN);
+    }
 }
 
 /* The tensorized layer's attention (MODEL.md section 1): y = MLA(x). */
@@ -1733,7 +1726,7 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     }
     const void *x = lm->x0;
     if (!lm->txl) {
-        cores(lm, false);
+        cores_fwd(lm);
         mark(lm, TT_PROF_ATTENTION);
     }
     for (int k = 0; k < m->layers; k++) {
@@ -1775,32 +1768,14 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
          * embedding's backward, which writes none of what they read or write (TT_TAIL_SIDE=0,
          * and one stream: in order on the main stream, before it). The same bits either way. */
         const bool tail_side = lm->side && lm->tail_side;
-        if (!tail_side) {
-            if (!lm->txl) {
-                cores(lm, true);
-                mark(lm, TT_PROF_ATTENTION);
-            }
-            if (lm->defer_sums) {
-                param_sums(lm, SUMS_LN2, 0, m->layers);
-                param_sums(lm, SUMS_LN1, 0, m->layers);
-                mark(lm, TT_PROF_LAYERNORM);
-                param_sums(lm, SUMS_FFN, 0, m->layers);
-                mark(lm, TT_PROF_FFN);
-            }
-        }
+        if (!tail_side) tail_sums(lm, lm->gpu->stream);
         if (lm->side)
             tt_gpu_join(lm->side, lm->gpu->stream); /* the keys, and the weights' products */
         else if (local_emb)
             tt_embedding_sort(&lm->prog, lm->gpu->stream, lm->keys, lm->tokens, lm->rows);
         if (tail_side) { /* after every layer's backward (the fork), beside the embedding's */
-            const cudaStream_t ss = lm->side->stream;
             tt_gpu_fork(lm->side, lm->gpu->stream);
-            if (!lm->txl) cores_bwd_on(lm, ss);
-            if (lm->defer_sums) {
-                param_sums_on(lm, ss, SUMS_LN2, 0, m->layers);
-                param_sums_on(lm, ss, SUMS_LN1, 0, m->layers);
-                param_sums_on(lm, ss, SUMS_FFN, 0, m->layers);
-            }
+            tail_sums(lm, lm->side->stream);
         }
         if (local_emb) enqueue_embedding(lm, o, true);
         if (gw != &lm->gemm || tail_side) tt_gpu_join(lm->side, lm->gpu->stream);

@@ -2,6 +2,7 @@
 #include "launch.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device.h"
@@ -920,6 +921,24 @@ void tt_copy_job(long long *job, void *dst, size_t dst_pitch, const void *src, s
     job[TT_COPY_DST_PITCH] = (long long)dst_pitch;
     job[TT_COPY_ROW_BYTES] = (long long)row_bytes;
     job[TT_COPY_ROWS] = rows;
+}
+
+static int by_copy_src(const void *a, const void *b)
+{
+    const unsigned long long x = (unsigned long long)((const long long *)a)[TT_COPY_SRC];
+    const unsigned long long y = (unsigned long long)((const long long *)b)[TT_COPY_SRC];
+    return (x > y) - (x < y);
+}
+
+void tt_copy_jobs_for_adam(long long *jobs, int njobs)
+{
+    qsort(jobs, (size_t)njobs, TT_COPY_FIELDS * sizeof *jobs, by_copy_src);
+    for (int k = 0; k < njobs; k++) { /* what Adam's search assumes */
+        const long long *q = jobs + (size_t)k * TT_COPY_FIELDS;
+        const long long span = q[TT_COPY_ROWS] * q[TT_COPY_SRC_PITCH];
+        TT_ASSERT(span >= 0 && span < (1ll << 32) && q[TT_COPY_DST_PITCH] < (1ll << 32));
+        TT_ASSERT(k + 1 == njobs || q[TT_COPY_SRC] + span <= q[TT_COPY_FIELDS + TT_COPY_SRC]);
+    }
 }
 
 /* A warp a row: ceil(max_rows / warps) blocks a job, at most the plan's (its grid's x), the warps

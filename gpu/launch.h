@@ -286,14 +286,13 @@ void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *
                      const float *g, size_t n, double max_norm, int raw, const double *add);
 /* tt_adam_step on w, m, v [n] with gradient g * sc->clip; wcopy (may be NULL) gets the new w in
  * the storage type (the bf16 weights of the GEMMs), and so do the padded copies of pads (npads
- * copy_rows jobs, at most TT_ADAM_PAD_JOBS, sorted by source address, whose sources lie in wcopy,
+ * copy_rows jobs, at most TT_ADAM_PAD_JOBS, ordered by tt_copy_jobs_for_adam, whose sources lie in wcopy,
  * or in w where wcopy is NULL; NULL and 0: none): what tt_copy_rows of those jobs would copy.
  * Nothing changes when sc->norm, or *loss (a device address; NULL: not looked at), is not finite:
  * the guarded step. */
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, const double *loss, size_t n,
-             const tt_train_spec *t, const long long *pads,
-             int npads);
+             const tt_train_spec *t, const long long *pads, int npads);
 
 /* templates/mla_mat.cu's kernels, which gpu/mla_mat.c runs between cuBLAS's products when the
  * plan's attention is materialized (tt_mla_materialized): A [batch, N, R2] and KV [batch, N^2,
@@ -337,6 +336,9 @@ void tt_cast_widen(const tt_gpu_program *p, cudaStream_t s, float *out, const vo
 /* One job's fields into job[TT_COPY_FIELDS]. */
 void tt_copy_job(long long *job, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
                  size_t row_bytes, long rows);
+/* The table of njobs jobs (host memory) in the order tt_adam's padded copies need: by source
+ * address, the sources disjoint, each under 4 GiB with its destination pitch (asserted). */
+void tt_copy_jobs_for_adam(long long *jobs, int njobs);
 /* njobs jobs (1..65535) of the table at jobs (device memory, njobs * TT_COPY_FIELDS values),
  * whose tallest has max_rows rows, in one launch on s. The arrays must not overlap. */
 void tt_copy_rows(const tt_gpu_program *p, cudaStream_t s, const long long *jobs, int njobs,

@@ -1577,8 +1577,9 @@ typedef struct {
     tt_adam_scalars *d_sc;
     /* padded copies Adam writes (as the trainer's FFN weights): jobs whose sources are ranges of
      * the storage-type weights (d_copy, or d_w at fp32) among the checked elements */
-    long long pads[ADAM_PADS][TT_COPY_FIELDS]; /* sorted by source, device addresses */
+    long long pads[ADAM_PADS][TT_COPY_FIELDS]; /* in tt_copy_jobs_for_adam's order, device addresses */
     long long *d_pads;
+    const unsigned char *d_pad_src; /* the storage-type weights: d_copy, or d_w at fp32 */
     unsigned char *d_pad_dst;
     size_t pad_bytes;
 } adam_in;
@@ -1621,26 +1622,20 @@ static void adam_init(tt_unit *u, const tt_unit_opts *o)
     a->d_g = dev_repeated(u, a->g, c, a->n, 0);
     if (u->bf16) a->d_copy = dev_buffer(u, a->n * 2);
     const size_t es = storage_size(u->bf16);
-    const char *base = a->d_copy ? (const char *)a->d_copy : (const char *)a->d_w;
+    a->d_pad_src = a->d_copy ? (const unsigned char *)a->d_copy : (const unsigned char *)a->d_w;
     size_t at[ADAM_PADS];
     for (int j = 0; j < ADAM_PADS; j++) {
         at[j] = a->pad_bytes;
         a->pad_bytes += (size_t)(adam_pad_shape[j][2] * adam_pad_shape[j][3]) * es + 64;
     }
     a->d_pad_dst = dev_buffer(u, a->pad_bytes);
-    int order[ADAM_PADS];
-    for (int j = 0; j < ADAM_PADS; j++) order[j] = j;
-    for (int i = 1; i < ADAM_PADS; i++) /* by source offset */
-        for (int k = i; k > 0 && adam_pad_shape[order[k]][0] < adam_pad_shape[order[k - 1]][0]; k--) {
-            const int t = order[k];
-            order[k] = order[k - 1], order[k - 1] = t;
-        }
-    for (int i = 0; i < ADAM_PADS; i++) {
-        const long *sh = adam_pad_shape[order[i]];
+    for (int j = 0; j < ADAM_PADS; j++) {
+        const long *sh = adam_pad_shape[j];
         TT_ASSERT(sh[0] + sh[1] * sh[2] <= (long)c);
-        tt_copy_job(a->pads[i], a->d_pad_dst + at[order[i]], (size_t)sh[3] * es,
-                    base + (size_t)sh[0] * es, (size_t)sh[1] * es, (size_t)sh[1] * es, sh[2]);
+        tt_copy_job(a->pads[j], a->d_pad_dst + at[j], (size_t)sh[3] * es,
+                    a->d_pad_src + (size_t)sh[0] * es, (size_t)sh[1] * es, (size_t)sh[1] * es, sh[2]);
     }
+    tt_copy_jobs_for_adam(&a->pads[0][0], ADAM_PADS); /* as the trainer orders its table */
     a->d_pads = dev_copies(u, a->pads, sizeof a->pads, sizeof a->pads);
     about(u, ADAM_CHECK, (long)a->n, " over %zu parameters, %d padded copies", a->n, ADAM_PADS);
 }
@@ -1704,13 +1699,12 @@ static tt_unit_result adam_check(tt_unit *u, const tt_gpu_program *p, const tt_g
      * left it) at its pitch, and nothing else of the destination was written */
     const size_t es = storage_size(u->bf16);
     unsigned char *src = tt_xmalloc(c * es), *pwant = tt_xmalloc(a->pad_bytes);
-    TT_CUDA(cudaMemcpy(src, a->d_copy ? a->d_copy : (void *)a->d_w, c * es, cudaMemcpyDeviceToHost));
+    TT_CUDA(cudaMemcpy(src, a->d_pad_src, c * es, cudaMemcpyDeviceToHost));
     TT_CUDA(cudaMemcpy(pad, a->d_pad_dst, a->pad_bytes, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < a->pad_bytes; i++) pwant[i] = adam_pad_before(i);
-    const unsigned char *base = a->d_copy ? (const unsigned char *)a->d_copy : (const unsigned char *)a->d_w;
     for (int j = 0; j < ADAM_PADS; j++) {
         const long long *q = a->pads[j];
-        const size_t so = (size_t)((const unsigned char *)(uintptr_t)q[TT_COPY_SRC] - base);
+        const size_t so = (size_t)((const unsigned char *)(uintptr_t)q[TT_COPY_SRC] - a->d_pad_src);
         const size_t dso = (size_t)((const unsigned char *)(uintptr_t)q[TT_COPY_DST] - a->d_pad_dst);
         for (long long row = 0; row < q[TT_COPY_ROWS]; row++)
             memcpy(pwant + dso + row * q[TT_COPY_DST_PITCH], src + so + row * q[TT_COPY_SRC_PITCH],

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autotune.h"
 #include "cache.h"
 #include "cpu_model.h"
 #include "cpu_ops.h"
@@ -1144,6 +1145,73 @@ static void test_products_recorded(void **state)
     }
 }
 
+/* `ttgen --tune`'s choice of the attention's strategy (tt_tune_strategy) at ptb.yaml's shapes
+ * (batch 8): it times both strategies' training steps, records the faster with both times (the
+ * other's as the default), sets it in the choices so far, and a later plan for this card takes
+ * it and says so under the attention's kernels; with the spec's strategy fixed it times
+ * nothing. */
+static void test_strategy_tuned(void **state)
+{
+    (void)state;
+    char err[1024], dir[64];
+    tt_spec s;
+    char *spec_path = tt_xasprintf("%s/specs/ptb.yaml", TT_SOURCE_DIR);
+    if (tt_spec_load(spec_path, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    free(spec_path);
+    s.train.batch = 8;
+    tu_temp_dir("strategy", dir, sizeof dir);
+    tt_cache cc;
+    if (tt_cache_open(&cc, dir, err, sizeof err) != 0) fail_msg("%s", err);
+    tt_tuning so_far = {0};
+    if (tt_tune_strategy(&s, &gpu, &cc, s.model.vocab, stdout, &so_far, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_true(tt_tuning_has(&so_far, TT_STRATEGY_OP, TT_STRATEGY_KEY));
+    const long mat = tt_tuning_get(&so_far, TT_STRATEGY_OP, TT_STRATEGY_KEY, -1);
+    char *path = tt_tuning_path(cc.dir);
+    tt_tune_entry *e;
+    int n;
+    if (tt_tuning_load(path, &e, &n, err, sizeof err) != 0) fail_msg("%s", err);
+    char sig[320];
+    assert_int_equal(tt_strategy_signature(&s, gpu.arch, sig, sizeof sig, err, sizeof err), 0);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i].signature, sig)) continue;
+        found++;
+        printf("strategy entry: %s, %.4f ms a step against %.4f for %s (%s)\n", e[i].variant,
+               e[i].best_ms, e[i].default_ms, e[i].default_variant, e[i].unit);
+        assert_string_equal(e[i].card, gpu.name);
+        assert_string_equal(e[i].variant, mat ? "MAT=1" : "MAT=0");
+        assert_string_equal(e[i].default_variant, mat ? "MAT=0" : "MAT=1");
+        assert_true(e[i].best_ms > 0 && e[i].default_ms > 0);
+        /* the cost model's kept unless the other was faster: the chosen is never the slower */
+        assert_true(e[i].best_ms <= e[i].default_ms);
+    }
+    assert_int_equal(found, 1);
+    free(e);
+    tt_plan p;
+    if (tt_plan_build_for_card(&s, gpu.arch, gpu.name, path, &p, err, sizeof err) != 0) fail_msg("%s", err);
+    int kernels = 0;
+    for (int i = 0; i < p.n; i++) {
+        const char *st = p.kernels[i].strategy;
+        if (!st[0]) continue;
+        kernels++;
+        if (strncmp(st, mat ? "materialized: tuned on " : "fused: tuned on ", mat ? 23 : 16))
+            fail_msg("%s: %s", p.kernels[i].name, st);
+    }
+    assert_true(kernels > 0);
+    tt_plan_free(&p);
+    /* a fixed strategy: nothing to time, nothing chosen */
+    tt_tuning none = {0};
+    s.kernels.attention = TT_ATTN_FUSED;
+    assert_int_equal(tt_tune_strategy(&s, &gpu, &cc, s.model.vocab, stdout, &none, err, sizeof err), 0);
+    assert_int_equal(none.n, 0);
+    tt_tuning_free(&so_far);
+    free(path);
+    tt_cache_close(&cc);
+    tu_rm_rf(dir);
+    tt_spec_free(&s);
+}
+
 /* The device memory a model takes is what tt_gpu_lm_bytes says it needs (the figure tt-train and
  * tt-bench report, and what the open compares with the card's free memory), within the few MiB
  * that cuBLAS's two handles (each may hold a default workspace, 32 MiB on Hopper), the loaded
@@ -1205,6 +1273,7 @@ int main(void)
                                        cmocka_unit_test(test_leak),
                                        cmocka_unit_test(test_graph),
                                        cmocka_unit_test(test_products_recorded),
+                                       cmocka_unit_test(test_strategy_tuned),
                                        cmocka_unit_test(test_footprint)};
     const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_txl: only the tests it matches */
     if (only && *only) cmocka_set_test_filter(only);

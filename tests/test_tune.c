@@ -474,6 +474,107 @@ static void test_plan_for_card(void **state)
     tt_spec_free(&s);
 }
 
+/* The kernels of p that carry the attention's strategy all start with want ("fused: ..."). */
+static void assert_strategy(const tt_plan *p, const char *want)
+{
+    int n = 0;
+    for (int i = 0; i < p->n; i++) {
+        const char *st = p->kernels[i].strategy;
+        if (!st[0]) continue;
+        if (strncmp(st, want, strlen(want)) || st[strlen(want)] != ':')
+            fail_msg("%s: strategy '%s', not %s", p->kernels[i].name, st, want);
+        n++;
+    }
+    assert_true(n > 0);
+}
+
+/* The attention's strategy as a tuning sets it (attention MAT): the plan takes it under `auto`
+ * where T fits, says it was timed, and ignores it where the spec fixes the strategy; its entry's
+ * signature changes with the shapes and exists only where both strategies plan; a later plan
+ * for that card takes the entry and shows both timings under the attention's kernels. */
+static void test_strategy_tuned(void **state)
+{
+    (void)state;
+    char err[512], sig[320], sig2[320];
+    tt_spec s;
+    load("specs/ptb.yaml", &s);
+    tt_plan p;
+    if (tt_plan_build(&s, ARCH, &p, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_strategy(&p, "fused"); /* the cost model's */
+    tt_plan_free(&p);
+    for (int mat = 0; mat <= 1; mat++) {
+        tt_tuning t = {0};
+        tt_tuning_set(&t, TT_STRATEGY_OP, TT_STRATEGY_KEY, mat);
+        if (tt_plan_build_tuned(&s, ARCH, &t, &p, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_strategy(&p, mat ? "materialized" : "fused");
+        for (int i = 0; i < p.n; i++)
+            if (p.kernels[i].strategy[0]) assert_non_null(strstr(p.kernels[i].strategy, "auto: timed"));
+        tt_plan_free(&p);
+        /* a spec that fixes the strategy keeps it */
+        s.kernels.attention = mat ? TT_ATTN_FUSED : TT_ATTN_MATERIALIZED;
+        if (tt_plan_build_tuned(&s, ARCH, &t, &p, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_strategy(&p, mat ? "fused" : "materialized");
+        tt_plan_free(&p);
+        assert_int_equal(tt_strategy_signature(&s, ARCH, sig, sizeof sig, err, sizeof err), 0);
+        assert_string_equal(sig, ""); /* nothing to choose */
+        s.kernels.attention = TT_ATTN_AUTO;
+        tt_tuning_free(&t);
+    }
+    assert_int_equal(tt_strategy_signature(&s, ARCH, sig, sizeof sig, err, sizeof err), 0);
+    print_message("  signature %s\n", sig);
+    assert_non_null(strstr(sig, "attention|bf16|sm_90|batch=32|N=32,R=40,D=256,H=2,L=3,F=2100"));
+    s.train.batch = 33;
+    assert_int_equal(tt_strategy_signature(&s, ARCH, sig2, sizeof sig2, err, sizeof err), 0);
+    assert_string_not_equal(sig, sig2);
+    s.train.batch = 32;
+    s.model.rank = 24; /* the kernels' shapes, and so the hash of their signatures */
+    assert_int_equal(tt_strategy_signature(&s, ARCH, sig2, sizeof sig2, err, sizeof err), 0);
+    assert_string_not_equal(sig, sig2);
+    s.model.rank = 40;
+
+    /* the cache: this card's entry chooses materialized; another card's plan stays fused */
+    char dir[96];
+    tu_temp_dir("tune-strategy", dir, sizeof dir);
+    char *path = tt_tuning_path(dir);
+    const char *card = "NVIDIA H100 80GB HBM3";
+    tt_tune_entry e = entry(card, sig, "MAT=1", 0.5);
+    snprintf(e.default_variant, sizeof e.default_variant, "MAT=0");
+    e.default_ms = 0.6;
+    snprintf(e.unit, sizeof e.unit, "train steps; the cost model's: fused");
+    assert_int_equal(tt_tuning_store(path, &e, err, sizeof err), 0);
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_strategy(&p, "materialized");
+    for (int i = 0; i < p.n; i++)
+        if (p.kernels[i].strategy[0]) {
+            print_message("  %s\n", p.kernels[i].strategy);
+            assert_non_null(strstr(p.kernels[i].strategy, "tuned on NVIDIA H100 80GB HBM3 (2026-11-26): "
+                                                          "0.5000 ms a step against 0.6000 ms fused (1.20x"));
+        }
+    tt_plan_free(&p);
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, "NVIDIA H200", path, &p, err, sizeof err), 0);
+    assert_strategy(&p, "fused");
+    tt_plan_free(&p);
+    setenv("TT_TUNE", "0", 1);
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_strategy(&p, "fused");
+    tt_plan_free(&p);
+    unsetenv("TT_TUNE");
+    /* another batch misses the entry */
+    s.train.batch = 33;
+    assert_int_equal(tt_plan_build_for_card(&s, ARCH, card, path, &p, err, sizeof err), 0);
+    assert_strategy(&p, "fused");
+    tt_plan_free(&p);
+    tt_spec_free(&s);
+
+    /* Transformer-XL has no such choice */
+    load("specs/txl-ptb.yaml", &s);
+    assert_int_equal(tt_strategy_signature(&s, ARCH, sig, sizeof sig, err, sizeof err), 0);
+    assert_string_equal(sig, "");
+    tt_spec_free(&s);
+    free(path);
+    tu_rm_rf(dir);
+}
+
 /* mla_bwd_wo's three buffers of tiles: on wgmma (sm_90's heuristic) in dynamic shared memory;
  * on mma.sync in 48 KiB of static shared memory, where at rank 64 the heuristic's feature tile
  * narrows to fit, and a tuned W and TD that do not fit are refused with the reason. */
@@ -623,7 +724,8 @@ int main(void)
         cmocka_unit_test(test_declarations),     cmocka_unit_test(test_bad_declaration),
         cmocka_unit_test(test_plan_honors_values), cmocka_unit_test(test_cache_file),
         cmocka_unit_test(test_concurrent_store),
-        cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_wo_tiles_fit),
+        cmocka_unit_test(test_plan_for_card),    cmocka_unit_test(test_strategy_tuned),
+        cmocka_unit_test(test_wo_tiles_fit),
         cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_variants_compile),
