@@ -1724,6 +1724,13 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     return 0;
 }
 
+int tt_plan_materialized(const tt_plan *plan)
+{
+    for (int i = 0; i < plan->n; i++)
+        if (!strcmp(plan->kernels[i].op, "mla_mat_prep")) return 1;
+    return 0;
+}
+
 void tt_plan_free(tt_plan *plan)
 {
     free(plan->kernels);

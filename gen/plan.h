@@ -56,6 +56,10 @@ typedef struct {
 int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen);
 void tt_plan_free(tt_plan *plan);
 
+/* Whether the plan's tensorized attention is the materialized strategy (it has mla_mat_prep):
+ * what the plan chose, not its note. */
+int tt_plan_materialized(const tt_plan *plan);
+
 /* Human-readable, one block per kernel; deterministic. */
 void tt_plan_write(const tt_plan *plan, FILE *f);
 

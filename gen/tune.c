@@ -188,15 +188,13 @@ int tt_strategy_signature(const tt_spec *spec, const char *arch, char *out, size
         char perr[512];
         if (tt_plan_build_tuned(spec, arch, &t, &p, perr, sizeof perr) != 0) {
             rc = 1; /* that strategy does not plan: nothing to choose */
+        } else if (tt_plan_materialized(&p) != mat) {
+            rc = 1; /* the plan fell back to the other (it does not fit) */
+            tt_plan_free(&p);
         } else {
-            const char *want = mat ? "materialized" : "fused";
             for (int i = 0; i < p.n && rc == 0; i++) {
                 const tt_kernel *k = &p.kernels[i];
-                if (!k->strategy[0]) continue;
-                if (strncmp(k->strategy, want, strlen(want)) || k->strategy[strlen(want)] != ':') {
-                    rc = 1; /* the plan fell back to the other (it does not fit) */
-                    break;
-                }
+                if (!k->strategy[0]) continue; /* the attention's kernels */
                 char sig[320];
                 if (tt_kernel_signature(k, spec, arch, tu, nt, sig, sizeof sig, err, errlen) != 0)
                     rc = -1;
@@ -428,7 +426,12 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
     tt_tuning t = {0};
     const tt_tune_entry *strategy = NULL;
     char ssig[320], sserr[256];
-    if (tt_strategy_signature(spec, arch, ssig, sizeof ssig, sserr, sizeof sserr) == 0 && ssig[0])
+    /* (the signature plans both strategies: only where this card has a strategy entry at all) */
+    bool any = false;
+    for (int e = 0; e < ne && !any; e++)
+        any = !strcmp(entries[e].card, card) &&
+              !strncmp(entries[e].signature, TT_STRATEGY_OP "|", strlen(TT_STRATEGY_OP "|"));
+    if (any && tt_strategy_signature(spec, arch, ssig, sizeof ssig, sserr, sizeof sserr) == 0 && ssig[0])
         for (int e = 0; e < ne && !strategy; e++)
             if (!strcmp(entries[e].card, card) && !strcmp(entries[e].signature, ssig) &&
                 tt_variant_parse(entries[e].variant, TT_STRATEGY_OP, &t) == 0)
@@ -491,10 +494,10 @@ int tt_plan_build_for_card(const tt_spec *spec, const char *arch, const char *ca
             *plan = tuned;
         }
     }
+    const bool mat = strategy && tt_plan_materialized(plan);
     for (int i = 0; strategy && i < plan->n; i++) {
         tt_kernel *k = &plan->kernels[i];
         if (!k->strategy[0]) continue;
-        const bool mat = tt_tuning_get(&t, TT_STRATEGY_OP, TT_STRATEGY_KEY, 0) != 0;
         /* a strategy's entry: default_variant and default_ms are the other strategy's */
         snprintf(k->strategy, sizeof k->strategy,
                  "%s: tuned on %.40s (%s): %.4f ms a step against %.4f ms %s (%.2fx; %.48s)",

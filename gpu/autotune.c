@@ -474,9 +474,7 @@ int tt_tune_strategy(const tt_spec *spec, tt_gpu *gpu, const tt_cache *cache, lo
     }
     tt_plan p;
     if (tt_plan_build(spec, gpu->arch, &p, err, errlen) != 0) return -1;
-    int model = 0; /* the cost model's choice */
-    for (int i = 0; i < p.n; i++)
-        if (p.kernels[i].strategy[0]) model = !strncmp(p.kernels[i].strategy, "materialized", 12);
+    const int model = tt_plan_materialized(&p); /* the cost model's choice */
     tt_plan_free(&p);
     if (out) {
         fprintf(out, "\nattention strategy: fused against materialized, %d rounds of %d x %d "

@@ -719,7 +719,7 @@ size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
     return fwd > bwd ? fwd : bwd;
 }
 
-bool tt_mla_materialized(const tt_gpu_program *p) { return plan_has(p, "mla_mat_prep"); }
+bool tt_mla_materialized(const tt_gpu_program *p) { return tt_plan_materialized(&p->plan); }
 
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch)
