@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # For the next session's first call (1 GPU), on branch s38-all (main with s38-out-chunks and
 # s37-profile-ops). First the GPU tests of both: test_gpu_model's test_output_chunks (the output
-# layer in 8 KiB chunks against the CPU), its test_graph (the same bits in every mode, default
+# layer in 1 KiB chunks against the CPU), its test_graph (the same bits in every mode, default
 # chunks) and test_bench_cli's test_profile (kernels by op, through the driver now). Then one
 # build under two settings, alternating: the output layer in chunks of a third of L2 (the
 # default) against TT_OUT_CHUNK_KB=0 (every row at once, as main), wt103 shapes, ptb at batch
