@@ -21,7 +21,7 @@ timeout 60 env TT_TEST_ONLY=test_profile build-gpu/tests/test_bench_cli > $L/ben
 echo "test_bench_cli (profile) rc $? ($(tt_el) s)"; grep -E "FAILED|PASSED|ERROR|by op" $L/bench-cli.log | tail -4
 [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > $L/corpus.txt
 tt_wt103_spec specs/prof-wt103.yaml 600
-for kb in 0 ""; do # 0: every row at once; "": the default chunks
+for kb in 0 "" 8192; do # 0: every row at once; "": the default chunks (a third of L2); 8 MiB
     f=$L/profile-wt103-${kb:-default}.txt
     timeout 60 env ${kb:+TT_OUT_CHUNK_KB=$kb} build-gpu/tt-bench specs/prof-wt103.yaml --profile > $f 2>&1
     echo "profile, chunks ${kb:-default}: $(grep '^softmax' $f | tr -s ' ')"
