@@ -838,7 +838,8 @@ static tt_kernel *add_wg_kernel(tt_plan *plan, const char *op, const tt_model_sp
  * them. The feature tiles as even as whole n64s allow; then narrower tiles and one warpgroup a
  * block instead of two until the shared memory fits. 0 with the constants, -1 when
  * no shape fits (the mma.sync kernel then runs). */
-static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long *td, long *ns)
+static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long *td, long *ns,
+                           long *narrowed_from)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model;
@@ -859,6 +860,23 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long 
             else if (*g == 8) *g = 4, *td = (long)ceil_div(ceil_div(d, tiles), 64) * 64;
             else return -1;
         }
+    /* Too few blocks to cover a quarter of the MLA_MIN_BLOCKS (half the SMs): more feature
+     * tiles, as even as whole n64s allow, each block recomputing its T (cheap at such shapes:
+     * ptb.yaml's 3 x 8 blocks of TD=256 took 0.0206 ms, 3 x 8 x 4 of TD=64 0.0170 on an H100,
+     * `ttgen --tune`, 2026-12-06). Narrower tiles never need more shared memory. Not where a
+     * tuning sets TD (one that sets only G or NS still gets these tiles). */
+    *narrowed_from = 0;
+    if (!tt_tuning_has(plan->tuning, "mla_fwd", "TD")) {
+        const long before = *td;
+        for (long t = ceil_div(d, *td) + 1; *td > 64 &&
+                                             mla_tc_tasks(m, 16) * (long)ceil_div(s->train.batch, *g) *
+                                                     ceil_div(d, *td) < MLA_MIN_BLOCKS / 4;
+             t++) {
+            const long narrower = (long)ceil_div(ceil_div(d, t), 64) * 64;
+            if (narrower < *td) *td = narrower;
+        }
+        if (*td != before) *narrowed_from = before;
+    }
     if ((*g != 4 && *g != 8) || *td % 64 || *td < 64 || *td > 256 || (*ns != 2 && *ns != 3) ||
         tt_mla_wg_fwd_smem(n, r, *g, *td, *ns) > SMEM_DYN_LIMIT_SM90)
         return -1;
@@ -876,8 +894,9 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
     const long tasks = mla_tc_tasks(m, 16);
     /* wgmma where it can run and the tuning's values (if any) fit it: a tuning from before WG
      * existed, made for the mma.sync kernel, keeps that kernel */
-    long wg_g = 0, wg_td = 0, wg_ns = 0;
-    const bool wg_fits = is_sm90(plan) && n % 8 == 0 && !plan_mla_wg_fwd(plan, s, &wg_g, &wg_td, &wg_ns);
+    long wg_g = 0, wg_td = 0, wg_ns = 0, wg_td_was = 0;
+    const bool wg_fits = is_sm90(plan) && n % 8 == 0 &&
+                         !plan_mla_wg_fwd(plan, s, &wg_g, &wg_td, &wg_ns, &wg_td_was);
     const long wg_want = pick(plan, "mla_fwd", "WG", wg_fits);
     if (wg_want && !wg_fits)
         return tt_errf(err, errlen, "mla_fwd: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8, "
@@ -886,8 +905,14 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         tt_kernel *k = add_wg_kernel(plan, "mla_fwd", m);
         fwd_shape(k, s, tasks, wg_g, wg_td, wg_ns, pick(plan, "mla_fwd", "MINB", 0),
                   tt_mla_wg_fwd_smem(n, r, wg_g, wg_td, wg_ns)); /* MINB 0: a block an SM */
+        char narrowed[96] = "";
+        if (wg_td_was)
+            snprintf(narrowed, sizeof narrowed, "; TD %ld: %ld blocks (TD %ld: %ld)", wg_td,
+                     tasks * (long)ceil_div(batch, wg_g) * (long)ceil_div(d, wg_td), wg_td_was,
+                     tasks * (long)ceil_div(batch, wg_g) * (long)ceil_div(d, wg_td_was));
         whyf(k, "T = A_j V^T by mma.sync, Y += T Wo_j^T by wgmma (a warpgroup: 4 seqs' rows, T as A in "
-                "registers, Wo_j by TMA)%s", m->causal ? "; causal: j, k stop at the tile's end" : "");
+                "registers, Wo_j by TMA)%s%s", m->causal ? "; causal: j, k stop at the tile's end" : "",
+             narrowed);
         return plan_mla_fwd_sum(plan, s, err, errlen);
     }
     /* feature tiles in whole pairs of n8 tiles (one ldmatrix.x4 feeds two products) */

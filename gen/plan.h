@@ -34,7 +34,7 @@ typedef struct {
     char grid_rule[96];
     unsigned smem_bytes;           /* static shared memory the template declares */
     unsigned dyn_smem;             /* dynamic shared memory every launch passes (0: none) */
-    char why[160];                 /* why this variant and these constants */
+    char why[200];                 /* why this variant and these constants */
     char variant[256];             /* a tunable kernel's: default or tuned, and why (tune.h) */
     char strategy[192];            /* the tensorized attention's kernels: fused or materialized,
                                     * and why (the plan's cost model, or the spec) */
