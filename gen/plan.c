@@ -874,8 +874,8 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long 
     *narrowed_from = 0;
     if (!tt_tuning_has(plan->tuning, "mla_fwd", "TD")) {
         const long before = *td;
-        for (long t = ceil_div(d, *td) + 1; *td > 64 && wg_fwd_blocks(s, *g, *td) < MLA_MIN_BLOCKS / 4;
-             t++) {
+        for (long t = ceil_div(d, *td) + 1;
+             *td > 64 && wg_fwd_blocks(s, *g, *td) < MLA_MIN_BLOCKS / 4; t++) {
             const long narrower = (long)ceil_div(ceil_div(d, t), 64) * 64;
             if (narrower < *td) *td = narrower;
         }
