@@ -833,6 +833,13 @@ static tt_kernel *add_wg_kernel(tt_plan *plan, const char *op, const tt_model_sp
     return k;
 }
 
+/* The blocks of the wgmma forward with g sequences a block and feature tiles of td. */
+static long wg_fwd_blocks(const tt_spec *s, long g, long td)
+{
+    return mla_tc_tasks(&s->model, 16) * (long)ceil_div(s->train.batch, g) *
+           (long)ceil_div(s->model.d_model, td);
+}
+
 /* The forward's second stage on wgmma (mla_tc.cu, TT_WG): warpgroups of four sequences, td
  * output features a block in whole n64 products (up to 256), Wo's slabs of a j whole, two of
  * them. The feature tiles as even as whole n64s allow; then narrower tiles and one warpgroup a
@@ -847,8 +854,7 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long 
     /* two warpgroups a block where that still gives a block to most SMs (a block an SM: their
      * shared memory), else one (wt103 on an H200: 120 blocks of 8 sequences 0.047 ms, 225 of 4
      * 0.058) */
-    const long blocks8 = mla_tc_tasks(m, 16) * (long)ceil_div(s->train.batch, 8) * tiles;
-    *g = pick(plan, "mla_fwd", "G", blocks8 >= MLA_MIN_BLOCKS / 3 ? 8 : 4);
+    *g = pick(plan, "mla_fwd", "G", wg_fwd_blocks(s, 8, 256) >= MLA_MIN_BLOCKS / 3 ? 8 : 4);
     *td = pick(plan, "mla_fwd", "TD", (long)ceil_div(ceil_div(d, tiles), 64) * 64);
     /* j + 1's lands while j's products run; with three, j's last products also run on while
      * j + 1's start: three where they fit */
@@ -868,10 +874,8 @@ static int plan_mla_wg_fwd(const tt_plan *plan, const tt_spec *s, long *g, long 
     *narrowed_from = 0;
     if (!tt_tuning_has(plan->tuning, "mla_fwd", "TD")) {
         const long before = *td;
-        for (long t = ceil_div(d, *td) + 1; *td > 64 &&
-                                             mla_tc_tasks(m, 16) * (long)ceil_div(s->train.batch, *g) *
-                                                     ceil_div(d, *td) < MLA_MIN_BLOCKS / 4;
-             t++) {
+        for (long t = ceil_div(d, *td) + 1;
+             *td > 64 && wg_fwd_blocks(s, *g, *td) < MLA_MIN_BLOCKS / 4; t++) {
             const long narrower = (long)ceil_div(ceil_div(d, t), 64) * 64;
             if (narrower < *td) *td = narrower;
         }
@@ -908,8 +912,7 @@ static int plan_mla_tc_fwd(tt_plan *plan, const tt_spec *s, char *err, size_t er
         char narrowed[96] = "";
         if (wg_td_was)
             snprintf(narrowed, sizeof narrowed, "; TD %ld: %ld blocks (TD %ld: %ld)", wg_td,
-                     tasks * (long)ceil_div(batch, wg_g) * (long)ceil_div(d, wg_td), wg_td_was,
-                     tasks * (long)ceil_div(batch, wg_g) * (long)ceil_div(d, wg_td_was));
+                     wg_fwd_blocks(s, wg_g, wg_td), wg_td_was, wg_fwd_blocks(s, wg_g, wg_td_was));
         whyf(k, "T = A_j V^T by mma.sync, Y += T Wo_j^T by wgmma (a warpgroup: 4 seqs' rows, T as A in "
                 "registers, Wo_j by TMA)%s%s", m->causal ? "; causal: j, k stop at the tile's end" : "",
              narrowed);
