@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "cpu_ops.h"
 #include "cpu_txl.h"
+#include "device.h"
 #include "mla_mat.h"
 #include "nccl_lib.h"
 #include "optim.h"
@@ -2314,26 +2315,18 @@ static void profiled_step(tt_gpu_lm *lm, struct prof_marks *pm, const tt_lm_opts
     lm->prof = NULL;
 }
 
-/* The step's launches by kind (the marks' event nodes not counted). */
-/* The op of kernel node `node`: the plan's, where its function is one of the program's (by
- * handle, else by symbol name), else "cuBLAS and others". */
+/* The op of kernel node `node`: the plan's, where it launches one of the program's kernels (by
+ * handle, else by name, both from the driver), else "cuBLAS and others". */
 static const char *node_op(const tt_gpu_lm *lm, cudaGraphNode_t node)
 {
     static const char other[] = "cuBLAS and others";
-    struct cudaKernelNodeParams kp;
-    if (cudaGraphKernelNodeGetParams(node, &kp) != cudaSuccess) {
-        (void)cudaGetLastError(); /* (not sticky) */
-        return other;
-    }
+    const void *kernel;
+    const char *name;
+    if (tt_device_kernel_node(node, &kernel, &name) != 0) return other;
     const tt_gpu_program *p = &lm->prog;
     for (int i = 0; i < p->plan.n; i++)
-        if ((const void *)p->kernels[i].fn == kp.func) return p->kernels[i].k->op;
-    const char *name = NULL;
-    if (cudaFuncGetName(&name, kp.func) != cudaSuccess || !name) {
-        (void)cudaGetLastError();
-        return other;
-    }
-    for (int i = 0; i < p->plan.n; i++)
+        if (kernel && (const void *)p->kernels[i].fn == kernel) return p->kernels[i].k->op;
+    for (int i = 0; name && i < p->plan.n; i++)
         if (!strcmp(name, p->kernels[i].k->name)) return p->kernels[i].k->op;
     return other;
 }
