@@ -657,8 +657,14 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
         json_number(step_ms, stdout);
         printf(",\"parts_sum_ms\":");
         json_number(p.sum_ms, stdout);
-        printf(",\"parts\":%d,\"kernels\":%d,\"memsets\":%d,\"copies\":%d,\"peak_tflops\":",
+        printf(",\"parts\":%d,\"kernels\":%d,\"memsets\":%d,\"copies\":%d,\"kernels_by_op\":[",
                p.parts, p.kernels, p.memsets, p.copies);
+        for (int i = 0; i < p.n_ops; i++) {
+            printf("%s{\"op\":", i ? "," : "");
+            tt_json_string(p.ops[i].op, stdout);
+            printf(",\"n\":%d}", p.ops[i].n);
+        }
+        printf("],\"peak_tflops\":");
         json_number(peak, stdout);
         printf(",\"bandwidth_gbps\":");
         json_number(bandwidth, stdout);
@@ -749,6 +755,11 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
                card ? tt_card_label(card) : "unknown (this card is not in gpu/cards.c)");
         printf("launches a step: %d kernels (cuBLAS's each counted), %d memsets, %d copies\n",
                p.kernels, p.memsets, p.copies);
+        if (p.n_ops) {
+            printf("kernels by op:");
+            for (int i = 0; i < p.n_ops; i++) printf("%s %s %d", i ? "," : "", p.ops[i].op, p.ops[i].n);
+            printf("\n");
+        }
     }
     free(c.in), free(c.tg), free(w);
     tt_gpu_lm_close(lm);

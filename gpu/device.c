@@ -25,6 +25,10 @@ static struct {
                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                              CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
                              CUtensorMapFloatOOBfill);
+    /* optional: what a graph's kernel node launches (tt-bench --profile's kernels by op) */
+    CUresult (*node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);
+    CUresult (*func_name)(const char **, CUfunction);
+    CUresult (*kernel_name)(const char **, CUkernel);
 } cu;
 
 static const char *cu_error(CUresult r)
@@ -57,6 +61,9 @@ static int load_driver(void)
     SYM(error_string, "cuGetErrorString")
 #undef SYM
     *(void **)&cu.encode_tiled = dlsym(h, "cuTensorMapEncodeTiled");
+    *(void **)&cu.node_params = dlsym(h, "cuGraphKernelNodeGetParams_v2");
+    *(void **)&cu.func_name = dlsym(h, "cuFuncGetName");
+    *(void **)&cu.kernel_name = dlsym(h, "cuKernelGetName");
     CUresult r = cu.init(0);
     if (r != CUDA_SUCCESS) {
         snprintf(cu.why, sizeof cu.why, "no CUDA device: cuInit failed: %s", cu_error(r));
@@ -120,5 +127,20 @@ int tt_device_tensor_map(void *map, const void *base, int rank, const uint64_t *
         return tt_errf(why, whylen, "cuTensorMapEncodeTiled (rank %d, %llu x %llu..., box %u x %u...): %s", rank,
                        (unsigned long long)dims[0], (unsigned long long)(rank > 1 ? dims[1] : 1), box[0],
                        rank > 1 ? box[1] : 1, cu_error(r));
+    return 0;
+}
+
+int tt_device_kernel_node(void *node, const void **kernel, const char **name)
+{
+    *kernel = NULL, *name = NULL;
+    if (load_driver() < 0 || !cu.node_params) return -1;
+    CUDA_KERNEL_NODE_PARAMS_v2 p;
+    memset(&p, 0, sizeof p);
+    if (cu.node_params((CUgraphNode)node, &p) != CUDA_SUCCESS) return -1;
+    *kernel = p.kern;
+    if (p.func && cu.func_name && cu.func_name(name, p.func) == CUDA_SUCCESS && *name) return 0;
+    *name = NULL;
+    if (p.kern && cu.kernel_name && cu.kernel_name(name, p.kern) == CUDA_SUCCESS && *name) return 0;
+    *name = NULL;
     return 0;
 }

@@ -30,4 +30,9 @@ int tt_device_count(char *why, size_t whylen);
 int tt_device_tensor_map(void *map, const void *base, int rank, const uint64_t *dims, const uint64_t *strides,
                          const uint32_t *box, int swizzle_bytes, char *why, size_t whylen);
 
+/* What kernel node `node` of a CUDA graph (a cudaGraphNode_t) launches: its kernel handle (a
+ * cudaKernel_t where it was launched as one, else NULL) and its name as its module declares it
+ * (NULL where the driver cannot say). Returns 0, or -1 where the driver cannot read the node. */
+int tt_device_kernel_node(void *node, const void **kernel, const char **name);
+
 #endif

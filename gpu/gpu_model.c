@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "cpu_ops.h"
 #include "cpu_txl.h"
+#include "device.h"
 #include "mla_mat.h"
 #include "nccl_lib.h"
 #include "optim.h"
@@ -2314,8 +2315,31 @@ static void profiled_step(tt_gpu_lm *lm, struct prof_marks *pm, const tt_lm_opts
     lm->prof = NULL;
 }
 
-/* The step's launches by kind (the marks' event nodes not counted). */
-static void count_nodes(cudaGraph_t g, tt_step_profile *out)
+/* The op of kernel node `node`: the plan's, where it launches one of the program's kernels (by
+ * handle, else by name, both from the driver), else "cuBLAS and others". */
+static const char *node_op(const tt_gpu_lm *lm, cudaGraphNode_t node)
+{
+    static const char other[] = "cuBLAS and others";
+    const void *kernel;
+    const char *name;
+    if (tt_device_kernel_node(node, &kernel, &name) != 0) return other;
+    const tt_gpu_program *p = &lm->prog;
+    for (int i = 0; i < p->plan.n; i++)
+        if (kernel && (const void *)p->kernels[i].fn == kernel) return p->kernels[i].k->op;
+    for (int i = 0; name && i < p->plan.n; i++)
+        if (!strcmp(name, p->kernels[i].k->name)) return p->kernels[i].k->op;
+    return other;
+}
+
+/* the most launched first; ties by name */
+static int by_count(const void *a, const void *b)
+{
+    const tt_prof_op *x = a, *y = b;
+    return x->n != y->n ? (y->n > x->n) - (y->n < x->n) : strcmp(x->op, y->op);
+}
+
+/* A step's graph nodes by kind, and its kernels by op (tt_step_profile). */
+static void count_nodes(const tt_gpu_lm *lm, cudaGraph_t g, tt_step_profile *out)
 {
     size_t n = 0;
     TT_CUDA(cudaGraphGetNodes(g, NULL, &n));
@@ -2327,8 +2351,19 @@ static void count_nodes(cudaGraph_t g, tt_step_profile *out)
         out->kernels += t == cudaGraphNodeTypeKernel;
         out->memsets += t == cudaGraphNodeTypeMemset;
         out->copies += t == cudaGraphNodeTypeMemcpy;
+        if (t != cudaGraphNodeTypeKernel) continue;
+        const char *op = node_op(lm, nodes[i]);
+        int k = 0;
+        while (k < out->n_ops && strcmp(out->ops[k].op, op)) k++;
+        if (k == out->n_ops) {
+            if (k == TT_PROF_MAX_OPS) continue; /* (more ops than a plan has) */
+            snprintf(out->ops[k].op, sizeof out->ops[k].op, "%s", op);
+            out->n_ops++;
+        }
+        out->ops[k].n++;
     }
     free(nodes);
+    qsort(out->ops, (size_t)out->n_ops, sizeof out->ops[0], by_count);
 }
 
 void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
@@ -2352,7 +2387,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     profiled_step(lm, pm, o, weights);
     TT_CUDA(cudaStreamEndCapture(st, &g));
     TT_ASSERT(!tt_gemm_pending(&lm->gemm));
-    count_nodes(g, out);
+    count_nodes(lm, g, out);
     TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
     TT_CUDA(cudaGraphDestroy(g));
     for (int rep = 0; rep <= reps; rep++) { /* the first warms the graph up, uncounted */

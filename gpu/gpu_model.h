@@ -106,6 +106,12 @@ void tt_gpu_lm_products(const tt_gpu_lm *lm, long *timed, long *recorded);
 /* ttgen --tune: the products met from now on are timed again, and their records replaced. */
 void tt_gpu_lm_retime_products(tt_gpu_lm *lm);
 
+#define TT_PROF_MAX_OPS 64
+typedef struct {
+    char op[32];
+    int n;
+} tt_prof_op;
+
 /* Where a training step's time goes (tt-bench --profile), by role (report.h's tt_prof_role). */
 typedef struct {
     double ms[TT_PROF_ROLES][2]; /* [role][forward, backward]: mean ms a step */
@@ -113,6 +119,10 @@ typedef struct {
     int parts;                   /* the parts a step was cut into */
     int kernels, memsets, copies; /* a step's launches by kind (the graph's nodes; cuBLAS's
                                    * kernels each count) */
+    /* the kernel nodes by op, most first: ours under the plan's op (e.g. "mla_bwd_q"), every
+     * other kernel (cuBLAS's, with its split-K sums) under "cuBLAS and others" */
+    int n_ops;
+    tt_prof_op ops[TT_PROF_MAX_OPS];
 } tt_step_profile;
 
 /* reps training steps on inputs on the main stream alone, captured as a CUDA graph with an event

@@ -472,6 +472,26 @@ static void test_profile(void **state)
     /* each share is printed to 6 decimals (within 5e-7): the 8 of them sum to 1 within 4e-6 */
     if (fabs(share - 1) > 8 * 5e-7 + 1e-12) fail_msg("the shares add up to %.9f", share);
     tu_proc_free(&p);
+    /* --json: the kernels by op add up to the kernel nodes, ours named by the plan's ops (the
+     * attention's backward and Adam among them), cuBLAS's products under one name */
+    RUN(&p, PTB, "--profile", "--json", "--steps", "3");
+    tu_expect_exit(&p, 0, "tt-bench --profile --json");
+    const char *k = strstr(p.out, "\"kernels\":"), *ops = strstr(p.out, "\"kernels_by_op\":[");
+    if (!k || !ops) fail_msg("no kernels or kernels_by_op:\n%.400s", p.out);
+    const int kernels = atoi(k + strlen("\"kernels\":"));
+    const char *end = strchr(ops, ']');
+    int sum = 0, named = 0;
+    for (const char *n = strstr(ops, "\"n\":"); n && n < end; n = strstr(n + 1, "\"n\":")) sum += atoi(n + 4);
+    static const char *const want[] = {"\"op\":\"mla_bwd_q\"", "\"op\":\"adam\"",
+                                       "\"op\":\"cuBLAS and others\""};
+    for (int i = 0; i < 3; i++) {
+        const char *at = strstr(ops, want[i]);
+        named += at && at < end;
+    }
+    print_message("  %d kernels; by op: %.*s\n", kernels, (int)(end - ops), ops);
+    if (kernels <= 0 || sum != kernels || named != 3)
+        fail_msg("kernels %d, by op %d, named %d of 3:\n%.*s", kernels, sum, named, (int)(end - ops + 1), ops);
+    tu_proc_free(&p);
 }
 
 /* tt-bench sweep on a small spec and corpus: every (rank, cores, seq_len) a row of the
@@ -1335,5 +1355,7 @@ int main(void)
         IN_OWN_FOLDER(test_sweep_paper),
         IN_OWN_FOLDER(test_plot),
     };
+    const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_profile: only the tests it matches */
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
