@@ -1355,7 +1355,6 @@ int main(void)
         IN_OWN_FOLDER(test_sweep_paper),
         IN_OWN_FOLDER(test_plot),
     };
-    const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_profile: only the tests it matches */
-    if (only && *only) cmocka_set_test_filter(only);
+    tu_test_only_from_env();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1275,8 +1275,7 @@ int main(void)
                                        cmocka_unit_test(test_products_recorded),
                                        cmocka_unit_test(test_strategy_tuned),
                                        cmocka_unit_test(test_footprint)};
-    const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_txl: only the tests it matches */
-    if (only && *only) cmocka_set_test_filter(only);
+    tu_test_only_from_env();
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_gpu_close(&gpu, &cache);
     return rc;

@@ -1454,8 +1454,7 @@ static void test_resume_across_devices(void **state)
 
 int main(void)
 {
-    const char *only = getenv("TT_TEST_ONLY"); /* e.g. test_nonfinite_step: the tests it matches */
-    if (only && *only) cmocka_set_test_filter(only);
+    tu_test_only_from_env();
     const char *want = getenv("TT_TEST_DEVICE");
     if (want && !strcmp(want, "cuda")) {
         tt_device_info info;

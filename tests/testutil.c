@@ -270,3 +270,9 @@ int tu_free_port(void)
     close(s);
     return ntohs(a.sin_port);
 }
+
+void tu_test_only_from_env(void)
+{
+    const char *only = getenv("TT_TEST_ONLY");
+    if (only && *only) cmocka_set_test_filter(only);
+}

@@ -69,4 +69,8 @@ int tu_count_lines(const char *s);
 /* A loopback TCP port nobody listens on now (the kernel's pick, released). */
 int tu_free_port(void);
 
+/* TT_TEST_ONLY (e.g. test_profile): cmocka runs only the tests whose names match it. Before
+ * cmocka_run_group_tests. */
+void tu_test_only_from_env(void);
+
 #endif
