@@ -576,14 +576,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
         const bool key = m->position == TT_POS_KEY;
-        const int bt = lm->batch, ni = (int)n, ri = (int)r;
+        const int bt = lm->batch, ni = (int)n, ri = (int)r, di = (int)m->d_model;
         tt_mla_mat_bufs shared;
-        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, key, es, false);
-        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, key, es, false);
-        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, key, es, true);
+        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false);
+        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false);
+        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, true);
         for (int k = 0; k < m->layers; k++) {
             if (k == 0 || lm->mat_keep)
-                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, key, es, true);
+                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, true);
             lm->acts[k].mat = shared;
         }
     }
