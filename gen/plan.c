@@ -1356,8 +1356,8 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
 
 long tt_mat_tile_end(long t, long tiles, long n) { return (t + 1) * n / tiles; }
 
-/* The share of the dense products' FLOPs the materialized attention's products with Wo run in
- * tiles of positions under the causal mask: tile [i0, i1) over i1 N columns. */
+/* The share of the dense products' FLOPs the materialized attention's Y = T Wo^T and dT = dY Wo
+ * run in tiles of positions under the causal mask: tile [i0, i1) over i1 N columns. */
 static double mat_tile_share(long tiles, long n)
 {
     double sum = 0;
@@ -1380,9 +1380,9 @@ static double mat_cost(const tt_spec *s, long tiles)
     const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
                         : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
     const double t_bytes = B * N * N * N * es, rows_bytes = tiles > 1 ? 4 * B * N * D * es : 0;
-    return 3 * dense * mat_tile_share(tiles, m->seq_len) / gemm +
+    return (2 * mat_tile_share(tiles, m->seq_len) + 1) * dense / gemm +
            (8 * t_bytes + 2 * B * N * N * R2 * 4 + rows_bytes) / 3e12 +
-           (double)(7 + (tiles > 1 ? 2 + 3 * (tiles - 1) : 0)) * 4e-6;
+           (double)(7 + (tiles > 1 ? 2 + 2 * (tiles - 1) : 0)) * 4e-6;
 }
 
 /* The materialized attention's tiles of positions for its products with Wo under the causal
@@ -1411,12 +1411,12 @@ static long mat_tiles(const tt_spec *s)
  *     25 GFLOP in 0.242 ms), where the backward's mla_bwd_q is on tensor cores only for
  *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
  *     8 layers' 268 GFLOP in about 0.1 s);
- *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask the share
- *     of them its tiles of positions run, mat_tile_share) at cuBLAS's rate (bf16 500, tf32
- *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements, with the
- *     forward's T kept for the backward, and E's B N^2 R2 fp32 twice; with tiles, Y's and dY's
- *     rows moved between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches (with
- *     tiles, 2 more and 3 a tile after the first) at 4 us;
+ *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
+ *     dT's the share of them its tiles of positions run, mat_tile_share) at cuBLAS's rate (bf16
+ *     500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements,
+ *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; with tiles, Y's
+ *     and dY's rows moved between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches
+ *     (with tiles, 2 more and 2 a tile after the first) at 4 us;
  * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
  * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
  * Returns 1 for materialized; why says the estimate. */
@@ -1503,9 +1503,9 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, "TILES", tiles);
         k->block[0] = (unsigned)threads;
         set_grid(k, (unsigned)n, (unsigned)batch, 1, "x = %ld positions, y = batch", n);
-        whyf(k, "dY into the positions' order and Y out of it, a block a row: the products with "
-                "Wo in %ld tiles of positions, each over the columns its last row sees (%.0f%% "
-                "of the dense FLOPs)", tiles, 100 * mat_tile_share(tiles, n));
+        whyf(k, "dY into the positions' order and Y out of it, a block a row: Y = T Wo^T and dT "
+                "= dY Wo in %ld tiles of positions, each over the columns its last row sees "
+                "(%.0f%% of the dense FLOPs)", tiles, 100 * mat_tile_share(tiles, n));
     }
     return 0;
 }

@@ -1454,7 +1454,8 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
     if (lm->mla_mat)
         tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
-                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d);
+                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d,
+                       &(tt_mla_mat_side){lm->side, &lm->gemm_side});
     else if (lm->ln_sums) /* the parts stay in mla_part for layer_tail_fwd's LayerNorm */
         tt_mla_fwd_parts(p, st, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
                          lm->wv.v, lm->mla_part, lm->batch, n, r, d);
@@ -1481,7 +1482,8 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
         tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                        key ? g->u : NULL, key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
                        key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &a->mat,
-                       lm->mat_keep, lm->batch, n, r, d);
+                       lm->mat_keep, lm->batch, n, r, d,
+                       &(tt_mla_mat_side){lm->side, &lm->gemm_side});
     else
         tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                    key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,

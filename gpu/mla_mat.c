@@ -73,10 +73,16 @@ static mat_tile tile_of(int t, int tiles, int batch, int n, int d)
 
 static void *at(const void *base, size_t elems, size_t es) { return (char *)base + elems * es; }
 
+/* The side stream, where there is one and TT_MAT_SIDE is not 0 */
+static const tt_mla_mat_side *side_of(const tt_mla_mat_side *side)
+{
+    return side && side->side && tt_env_long("TT_MAT_SIDE", 0, 1, 1) ? side : NULL;
+}
+
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
-                    int r, int d)
+                    int r, int d, const tt_mla_mat_side *side)
 {
     TT_ASSERT(gm->stream == s);
     const int r2 = pos ? 2 * r : r, nn = n * n, tiles = tt_mla_mat_tiles(p);
@@ -85,12 +91,17 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
         tt_gemm_fwd(gm, y, false, b->t, wo, batch * n, nn, d, 0.f); /* Y = T Wo^T */
         return;
     }
+    /* Y's rows of each tile, in the positions' order: the last tile (every column) on s, the
+     * others beside it on the side stream (at 3 tiles of equal rows, the same FLOPs) */
     const size_t es = gm->act == CUDA_R_16BF ? 2 : 4;
-    for (int t = 0; t < tiles; t++) { /* Y's rows of the tile, in the positions' order */
+    side = side_of(side);
+    if (side) tt_gpu_fork(side->side, s);
+    for (int t = 0; t < tiles; t++) {
         const mat_tile c = tile_of(t, tiles, batch, n, d);
-        tt_gemm_fwd_ld(gm, at(b->rows, c.y_off, es), false, d, at(b->t, c.t_off, es), nn, wo, nn,
-                       c.rows, c.cols, d, 0.f);
+        tt_gemm_fwd_ld(side && t < tiles - 1 ? side->gemm : gm, at(b->rows, c.y_off, es), false, d,
+                       at(b->t, c.t_off, es), nn, wo, nn, c.rows, c.cols, d, 0.f);
     }
+    if (side) tt_gpu_join(side->side, s);
     tt_mla_mat_rows(p, s, y, b->rows, batch, false);
 }
 
@@ -98,7 +109,7 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
-                    int batch, int n, int r, int d)
+                    int batch, int n, int r, int d, const tt_mla_mat_side *side)
 {
     TT_ASSERT(gm->stream == s);
     const int r2 = pos ? 2 * r : r, nn = n * n, rows = batch * n, tiles = tt_mla_mat_tiles(p);
@@ -106,18 +117,19 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
     /* T (the forward's, or again where the layers share its buffer), then dWo = dY^T T and
      * dT = dY Wo, masked */
     if (!kept) form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2, tiles);
+    side = tiles > 1 ? side_of(side) : NULL;
     if (tiles == 1) {
         tt_gemm_bwd_w_ld(gm, dwo, 0.f, dy, d, b->t, nn, rows, nn, d); /* written */
         tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
     } else {
-        /* dY in the positions' order; the last tile (every column) writes dWo, the others add
-         * into their columns, in a fixed order; each tile's dT columns past its own are left
-         * to the mask, which zeroes them */
+        /* dY in the positions' order. dWo in one product over every row (written; on the side
+         * stream, beside the rest of this backward, where there is one); dT a tile at a time,
+         * each tile's columns past its own left to the mask, which zeroes them */
         tt_mla_mat_rows(p, s, b->rows, dy, batch, true);
-        for (int t = tiles - 1; t >= 0; t--) {
+        if (side) tt_gpu_fork(side->side, s);
+        tt_gemm_bwd_w_ld(side ? side->gemm : gm, dwo, 0.f, b->rows, d, b->t, nn, rows, nn, d);
+        for (int t = 0; t < tiles; t++) {
             const mat_tile c = tile_of(t, tiles, batch, n, d);
-            tt_gemm_bwd_w_ldw(gm, dwo, nn, t == tiles - 1 ? 0.f : 1.f, at(b->rows, c.y_off, es),
-                              d, at(b->t, c.t_off, es), nn, c.rows, c.cols, d);
             tt_gemm_bwd_x_ld(gm, at(b->dt, c.t_off, es), nn, at(b->rows, c.y_off, es), d, wo, nn,
                              c.rows, c.cols, d, 0.f);
         }
@@ -132,4 +144,5 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     r2, (long long)n * r2, nn, r2, n, batch, 0.f);
     tt_mla_mat_grads(p, s, dqkv, b->part, b->gm, b->em, qkv, g, pos, u, v, batch);
     tt_mla_mat_params(p, s, dp, dg, du, dv, b->part, batch);
+    if (side) tt_gpu_join(side->side, s); /* dWo, before the next layer's dY takes its rows */
 }

@@ -35,10 +35,19 @@ size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r,
 size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d,
                              bool key, size_t es, bool t_part);
 
+/* A stream beside the main one for the tiled products (tt_mla_mat_tiles > 1), with its own
+ * products (gemm: on side's stream): the forward's tiles but the last run there, and the
+ * backward's dWo beside the rest of the backward; NULL, or TT_MAT_SIDE=0: all on the main
+ * stream. The same bits either way. */
+typedef struct {
+    const tt_gpu_side *side;
+    const tt_gemm *gemm;
+} tt_mla_mat_side;
+
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
-                    int r, int d);
+                    int r, int d, const tt_mla_mat_side *side);
 /* dqkv, dwo written, dp written (position: key), dg, du, dv added into. kept: b's a, kv and t
  * hold what this layer's forward left there (from the same qkv, g, pos, u, v); else they are
  * formed again. */
@@ -46,6 +55,6 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
-                    int batch, int n, int r, int d);
+                    int batch, int n, int r, int d, const tt_mla_mat_side *side);
 
 #endif

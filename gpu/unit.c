@@ -485,7 +485,7 @@ static void mla_mat_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
     tt_gemm_init(&gm, gpu, u->s->train.precision);
     const tt_mla_mat_bufs b = mat_bufs(u, check);
     tt_mla_mat_fwd(p, &gm, gpu->stream, a->d_y, a->d_qkv, a->d_g, a->d_wo, a->d_pos, a->d_u,
-                   a->d_v, &b, check ? u->check : u->batch, a->n, a->r, a->d);
+                   a->d_v, &b, check ? u->check : u->batch, a->n, a->r, a->d, NULL);
     TT_CUDA(cudaStreamSynchronize(gpu->stream));
     tt_gemm_free(&gm);
 }
@@ -501,7 +501,7 @@ static void mla_mat_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
     tt_mla_mat_bwd(p, &gm, gpu->stream, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
                    key ? a->d_vec + r : NULL, key ? a->d_vec + 2 * r : NULL, a->d_dy, a->d_qkv,
                    a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, &b, false,
-                   check ? u->check : u->batch, a->n, r, a->d);
+                   check ? u->check : u->batch, a->n, r, a->d, NULL);
     TT_CUDA(cudaStreamSynchronize(gpu->stream));
     tt_gemm_free(&gm);
 }

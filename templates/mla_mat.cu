@@ -13,9 +13,10 @@
 //                  sequences' order (b N + i) or, under the tiled products, the positions' (i B + b).
 //   mla_mat_rows   a block per (position, sequence): a row of D between the two orders. Under the
 //                  causal mask row i of T is zero from column (i + 1) N on, so gpu/mla_mat.c runs
-//                  the products with Wo in tiles of positions, each over the columns its last row
-//                  can see; a tile's rows are contiguous in the positions' order, into which dY
-//                  goes before the backward's products and out of which Y comes after the forward's.
+//                  Y = T Wo^T and dT = dY Wo in tiles of positions, each over the columns its last
+//                  row can see; a tile's rows are contiguous in the positions' order, into which
+//                  dY goes before the backward's products and out of which Y comes after the
+//                  forward's.
 //   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
 //                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
 //                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
