@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
-# For the next session's first call (1 GPU), on branch s39-mat-tiles at its second commit: the
-# materialized attention's Y = T Wo^T and dT = dY Wo in tiles of positions under the causal mask,
-# the forward's tiles but the last on the side stream beside it, dWo one product over every row
-# on the side stream beside the rest of the backward (call 4 of the thirty-ninth session ran
-# every product tiled, in order on one stream: lm1b's body 0.994x, d1024-n160 1.018x). First the
-# GPU units of the materialized attention (the mat configs: 1 to 13 tiles, no side stream) and
-# test_gpu_model's test_step and test_graph (3, 4 and 16 tiles in whole steps with the side
-# stream, the same bits in every mode). Then one build alternating, three reps: TT_MAT_TILES=1
-# (as main), the plan's tiles, and the plan's tiles with TT_MAT_SIDE=0, at lm1b's body (3 tiles)
-# and d1024-n160 (5); medians; lm1b's body's profile both ways. Last, as time allows, a ptb
-# step's kernels under Nsight Compute (run5.sh's, on this tree).
+# For the next session's first call (1 GPU), on branch s39-mat-tiles: the materialized
+# attention's Y = T Wo^T and dT = dY Wo in tiles of positions under the causal mask, dWo one
+# product, the side stream beside (thirty-ninth session: lm1b's body, N 80, 0.994x and 0.979x;
+# d1024-n160 1.018x and 1.019x; bench/RESULTS.md). Whether to plan tiles at N 160 only, and how
+# many: the GPU tests of the tiles, then one build alternating, three reps, at the grid's two
+# N 160 points: d1024-n160 at 1 tile (as main), 3 and 5 (the plan's); d512-n160 at 1 and the
+# plan's (4); medians. Then those two points against the compiled peer with the plan's tiles
+# (bench/grid-bench.sh), and, as time allows, a ptb step's kernels under Nsight Compute.
 #   bash bench/raw/2026-12-07-s39/run6.sh   (repo root, on the GPU machine; carry .deps .data)
 set -uo pipefail
 . bench/gpu-env.sh
@@ -23,23 +20,23 @@ echo "test_gpu_model (step) rc $? ($(tt_el) s)"; grep -E "^  materialized|FAILED
 timeout 90 env TT_TEST_ONLY=test_graph build-gpu/tests/test_gpu_model > $L/model-graph.log 2>&1
 echo "test_gpu_model (graph) rc $? ($(tt_el) s)"; grep -E "tiles step 6|FAILED|PASSED|ERROR" $L/model-graph.log | tail -3
 tt_lm1b_body_spec specs/t-lm1b.yaml 200
-sed -e 's/^  layers: 8/  layers: 4/' -e 's/^  seq_len: 80/  seq_len: 160/' -e 's/^  d_inner: 2100/  d_inner: 4096/' \
-    -e 's/^  batch: 32/  batch: 16/' -e 's/^  vocab: data/  vocab: 10000/' specs/t-lm1b.yaml > specs/t-d1024-n160.yaml
-grep -q "seq_len: 160" specs/t-d1024-n160.yaml || { echo "d1024-n160 spec edit failed"; exit 1; }
-one() { tt_train_one "$@"; }
+for d in 1024 512; do
+    sed -e 's/^  layers: 8/  layers: 4/' -e 's/^  seq_len: 80/  seq_len: 160/' -e "s/^  d_model: 1024/  d_model: $d/" \
+        -e "s/^  d_inner: 2100/  d_inner: $((4 * d))/" -e 's/^  batch: 32/  batch: 16/' -e 's/^  vocab: data/  vocab: 10000/' \
+        specs/t-lm1b.yaml > specs/t-d$d-n160.yaml
+    grep -q "seq_len: 160" specs/t-d$d-n160.yaml || { echo "d$d-n160 spec edit failed"; exit 1; }
+    build-gpu/ttgen specs/t-d$d-n160.yaml 2>&1 | grep -o 'Wo^T and dT = dY Wo in [0-9]* tiles' | head -1
+done
 for rep in 1 2 3; do
-    one one lm1b $rep TT_MAT_TILES=1; one plan lm1b $rep; one serial lm1b $rep TT_MAT_SIDE=0
-    [ $(tt_el) -lt 380 ] || break
-    one one d1024-n160 $rep TT_MAT_TILES=1; one plan d1024-n160 $rep
+    tt_train_one one d1024-n160 $rep TT_MAT_TILES=1; tt_train_one three d1024-n160 $rep TT_MAT_TILES=3
+    tt_train_one plan d1024-n160 $rep
+    tt_train_one one d512-n160 $rep TT_MAT_TILES=1; tt_train_one plan d512-n160 $rep
+    [ $(tt_el) -lt 300 ] || break
 done | tee $L/runs.txt
 tt_medians $L/runs.txt | tee $L/medians.txt
-for t in 1 ""; do
-    f=$L/profile-lm1b-${t:-plan}.txt
-    [ $(tt_el) -lt 440 ] || break
-    timeout 60 env ${t:+TT_MAT_TILES=$t} build-gpu/tt-bench specs/t-lm1b.yaml --profile > $f 2>&1
-    echo "profile lm1b body, tiles ${t:-plan}: $(grep '^attention' $f | tr -s ' ')"; grep 'as trained' $f | cut -c1-90
-done
 rm -f specs/t-*.yaml
+timeout $((500 - $(tt_el))) bench/grid-bench.sh $L/grid d1024-n160-r40-c2 d512-n160-r40-c2 > $L/grid.txt 2>&1
+echo "grid rc $? ($(tt_el) s)"; tail -6 $L/grid.txt
 if [ $(tt_el) -lt 420 ]; then
     timeout $((560 - $(tt_el))) bench/profile-step.sh $L/ptb ptb > /dev/null 2>&1; echo "profile-step ptb rc $? ($(tt_el) s)"
     head -24 $L/ptb/step-breakdown.txt 2>/dev/null; tail -1 $L/ptb/step-breakdown.txt 2>/dev/null
