@@ -2404,6 +2404,29 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     }
     out->parts = pm->n - 1;
     TT_CUDA(cudaGraphExecDestroy(exec));
+    /* the same step on one stream without the marks: the parts' sum against it shows what the
+     * marks cost (the step as trained differs from both by the side stream's overlap too) */
+    TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    enqueue_run(lm, o, true, weights);
+    enqueue_adam(lm);
+    TT_CUDA(cudaStreamEndCapture(st, &g));
+    TT_ASSERT(!tt_gemm_pending(&lm->gemm));
+    TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    TT_CUDA(cudaGraphDestroy(g));
+    cudaEvent_t ev[2];
+    TT_CUDA(cudaEventCreate(&ev[0]));
+    TT_CUDA(cudaEventCreate(&ev[1]));
+    TT_CUDA(cudaGraphLaunch(exec, st)); /* warms the graph up, uncounted */
+    TT_CUDA(cudaEventRecord(ev[0], st));
+    for (int rep = 0; rep < reps; rep++) TT_CUDA(cudaGraphLaunch(exec, st));
+    TT_CUDA(cudaEventRecord(ev[1], st));
+    TT_CUDA(cudaEventSynchronize(ev[1]));
+    float ms;
+    TT_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    out->one_stream_ms = ms / reps;
+    TT_CUDA(cudaEventDestroy(ev[0]));
+    TT_CUDA(cudaEventDestroy(ev[1]));
+    TT_CUDA(cudaGraphExecDestroy(exec));
     lm->mlen = mlen, lm->par = par;
     lm->side = side;
     for (int i = 0; i < pm->created; i++) cudaEventDestroy(pm->ev[i]);
