@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# For the next session's first call (1 GPU), on branch s39-mat-tiles: the materialized
-# attention's Y = T Wo^T and dT = dY Wo in tiles of positions under the causal mask, dWo one
-# product, the side stream beside (thirty-ninth session: lm1b's body, N 80, 0.994x and 0.979x;
+# For the next session's first call (1 GPU), on branch s39-next (s39-mat-tiles with
+# s39-profile-one-stream). First tt-bench --profile's new one-stream step: test_profile, and
+# ptb.yaml's and the wt103 shapes' profiles (the parts against one stream, and as trained).
+# Then s39-mat-tiles: the materialized attention's Y = T Wo^T and dT = dY Wo in tiles of
+# positions under the causal mask, dWo one product, the side stream beside (thirty-ninth session: lm1b's body, N 80, 0.994x and 0.979x;
 # d1024-n160 1.018x and 1.019x; bench/RESULTS.md). Whether to plan tiles at N 160 only, and how
 # many: the GPU tests of the tiles, then one build alternating, three reps, at the grid's two
 # N 160 points: d1024-n160 at 1 tile (as main), 3 and 5 (the plan's); d512-n160 at 1 and the
@@ -12,6 +14,15 @@ set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
 tt_build_gpu || exit 1
+timeout 60 env TT_TEST_ONLY=test_profile build-gpu/tests/test_bench_cli > $L/bench-cli.log 2>&1
+echo "test_bench_cli (profile) rc $? ($(tt_el) s)"; grep -E "FAILED|PASSED|ERROR|one stream" $L/bench-cli.log | tail -3
+tt_local_spec specs/ptb.yaml specs/t-ptb.yaml -e "s/eval_interval: 1000/eval_interval: 0/"
+[ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > $L/corpus.txt
+tt_wt103_spec specs/t-wt103.yaml 600
+for sp in ptb wt103; do
+    timeout 60 build-gpu/tt-bench specs/t-$sp.yaml --profile > $L/profile-$sp.txt 2>&1
+    echo "profile $sp rc $?: $(grep -o 'one stream, as profiled.*of one stream.s' $L/profile-$sp.txt)"
+done
 timeout 120 env TT_TEST_CONFIGS=mat build-gpu/tests/test_gpu_kernels > $L/kernels.log 2>&1
 echo "test_gpu_kernels (mat configs) rc $? ($(tt_el) s)"
 grep -E "^  mla_mat|FAILED|PASSED|NOT CAUGHT|ERROR|FAILS" $L/kernels.log | cut -c1-150 | head -30
