@@ -97,6 +97,16 @@ tt_late_rate() {
     grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") print $(i - 1) }' |
         tail -5 | sort -n | awk '{ r[NR] = $1 } END { if (NR) print r[int((NR + 1) / 2)] }'
 }
+# tt_gpu_test LOG TIMEOUT PATTERN BINARY [VAR=value...]: build-gpu/tests/BINARY with those
+# variables, its output in $L/LOG.log; a line with its exit status and the call's seconds so far,
+# then the last 12 of its lines that match PATTERN
+tt_gpu_test() {
+    local log=$1 t=$2 pat=$3 bin=$4
+    shift 4
+    timeout $t env "$@" build-gpu/tests/$bin > $L/$log.log 2>&1
+    echo "$bin ($log) rc $? ($(tt_el) s)"
+    grep -E "$pat" $L/$log.log | cut -c1-150 | tail -12
+}
 # tt_train_one LABEL SPEC REP [VAR=value...]: one tt-train run of build-gpu on specs/t-SPEC.yaml
 # (its log $L/SPEC-LABEL-REP.log), then a line "SPEC LABEL rep REP: rc R late RATE tok/s; valid
 # ppl P" that tt_medians reads

@@ -14,8 +14,7 @@ set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
 tt_build_gpu || exit 1
-timeout 60 env TT_TEST_ONLY=test_profile build-gpu/tests/test_bench_cli > $L/bench-cli.log 2>&1
-echo "test_bench_cli (profile) rc $? ($(tt_el) s)"; grep -E "FAILED|PASSED|ERROR|one stream" $L/bench-cli.log | tail -3
+tt_gpu_test bench-cli 60 "FAILED|PASSED|ERROR|one stream" test_bench_cli TT_TEST_ONLY=test_profile
 tt_local_spec specs/ptb.yaml specs/t-ptb.yaml -e "s/eval_interval: 1000/eval_interval: 0/"
 [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > $L/corpus.txt
 tt_wt103_spec specs/t-wt103.yaml 600
@@ -23,13 +22,9 @@ for sp in ptb wt103; do
     timeout 60 build-gpu/tt-bench specs/t-$sp.yaml --profile > $L/profile-$sp.txt 2>&1
     echo "profile $sp rc $?: $(grep -o 'one stream, as profiled.*of one stream.s' $L/profile-$sp.txt)"
 done
-timeout 120 env TT_TEST_CONFIGS=mat build-gpu/tests/test_gpu_kernels > $L/kernels.log 2>&1
-echo "test_gpu_kernels (mat configs) rc $? ($(tt_el) s)"
-grep -E "^  mla_mat|FAILED|PASSED|NOT CAUGHT|ERROR|FAILS" $L/kernels.log | cut -c1-150 | head -30
-timeout 120 env TT_TEST_ONLY=test_step build-gpu/tests/test_gpu_model > $L/model-step.log 2>&1
-echo "test_gpu_model (step) rc $? ($(tt_el) s)"; grep -E "^  materialized|FAILED|PASSED|ERROR" $L/model-step.log | tail -10
-timeout 90 env TT_TEST_ONLY=test_graph build-gpu/tests/test_gpu_model > $L/model-graph.log 2>&1
-echo "test_gpu_model (graph) rc $? ($(tt_el) s)"; grep -E "tiles step 6|FAILED|PASSED|ERROR" $L/model-graph.log | tail -3
+tt_gpu_test kernels 120 "^  mla_mat|FAILED|PASSED|NOT CAUGHT|ERROR|FAILS" test_gpu_kernels TT_TEST_CONFIGS=mat
+tt_gpu_test model-step 120 "^  materialized|FAILED|PASSED|ERROR" test_gpu_model TT_TEST_ONLY=test_step
+tt_gpu_test model-graph 90 "tiles step 6|FAILED|PASSED|ERROR" test_gpu_model TT_TEST_ONLY=test_graph
 tt_lm1b_body_spec specs/t-lm1b.yaml 200
 for d in 1024 512; do
     sed -e 's/^  layers: 8/  layers: 4/' -e 's/^  seq_len: 80/  seq_len: 160/' -e "s/^  d_model: 1024/  d_model: $d/" \
