@@ -1388,7 +1388,11 @@ static double mat_cost(const tt_spec *s, long tiles)
 /* The materialized attention's tiles of positions for its products with Wo under the causal
  * mask (templates/mla_mat.cu's mla_mat_rows): kernels.attention_tiles (at most N), else the
  * cheapest by mat_cost of 1 to 8, no more than N, and at least 512 rows a tile so that cuBLAS's
- * products stay large. 1 (a product over every column) without the mask. */
+ * products stay large; 1 (a product over every column) without the mask, and where the cheapest
+ * saves less than a tenth of the layer's estimate. mat_cost takes the tiles' smaller products
+ * at the dense ones' rate, which they do not reach: on an H100 (bench/RESULTS.md, fortieth
+ * session) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
+ * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%. */
 static long mat_tiles(const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
@@ -1399,7 +1403,7 @@ static long mat_tiles(const tt_spec *s)
     most = most > 8 ? 8 : most < m->seq_len ? most : m->seq_len;
     for (long t = 2; t <= most; t++)
         if (mat_cost(s, t) < mat_cost(s, best)) best = t;
-    return best;
+    return mat_cost(s, best) < 0.9 * mat_cost(s, 1) ? best : 1;
 }
 
 /* The tensorized attention's strategy per shape: fused (templates/mla.cu, mla_tc.cu: T never
