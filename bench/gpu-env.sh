@@ -97,6 +97,33 @@ tt_late_rate() {
     grep '^step [0-9]*/' "$1" | awk '{ for (i = 2; i <= NF; i++) if ($i == "tok/s") print $(i - 1) }' |
         tail -5 | sort -n | awk '{ r[NR] = $1 } END { if (NR) print r[int((NR + 1) / 2)] }'
 }
+# tt_gpu_test LOG TIMEOUT PATTERN BINARY [VAR=value...]: build-gpu/tests/BINARY with those
+# variables, its output in $L/LOG.log; a line with its exit status and the call's seconds so far,
+# then the last 12 of its lines that match PATTERN
+tt_gpu_test() {
+    local log=$1 t=$2 pat=$3 bin=$4
+    shift 4
+    timeout $t env "$@" build-gpu/tests/$bin > $L/$log.log 2>&1
+    echo "$bin ($log) rc $? ($(tt_el) s)"
+    grep -E "$pat" $L/$log.log | cut -c1-150 | tail -12
+}
+# tt_train_one LABEL SPEC REP [VAR=value...]: one tt-train run of build-gpu on specs/t-SPEC.yaml
+# (its log $L/SPEC-LABEL-REP.log), then a line "SPEC LABEL rep REP: rc R late RATE tok/s; valid
+# ppl P" that tt_medians reads
+tt_train_one() {
+    local label=$1 spec=$2 rep=$3 log=$L/$2-$1-$3.log
+    shift 3
+    rm -rf /tmp/ck-t
+    env "$@" timeout 120 build-gpu/tt-train specs/t-$spec.yaml --checkpoint-dir /tmp/ck-t --log-every 20 > $log 2>&1
+    echo "$spec $label rep $rep: rc $? late $(tt_late_rate $log) tok/s; $(grep 'valid ppl' $log | tail -1 | grep -o 'valid ppl [0-9.]*')"
+}
+# tt_medians FILE: each SPEC LABEL's median late rate over its reps in FILE (tt_train_one's lines)
+tt_medians() {
+    awk '$3 == "rep" && $8 > 0 { k = $1 " " $2; n[k]++; v[k, n[k]] = $8 }
+        END { for (k in n) { m = n[k]; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
+                  if (v[k, j] < v[k, i]) { t = v[k, i]; v[k, i] = v[k, j]; v[k, j] = t }
+                  printf "%s: median %.0f tok/s of %d\n", k, m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2, m } }' "$1" | sort
+}
 # tt_mfu RATE LOG: RATE tokens/s as MFU, from tt-train's line "MFU ... of CARD's P TFLOP/s ...
 # (train FLOPs F MFLOP/token)"
 tt_mfu() {

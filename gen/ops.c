@@ -22,6 +22,7 @@ const tt_op tt_ops[] = {
     /* the attention with T materialized (large D): its kernels between cuBLAS's products */
     {"mla_mat_prep", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_mask", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
+    {"mla_mat_rows", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd, cpu_mla_bwd (through T)", "unit"},
     {"mla_mat_grads", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},
     {"mla_mat_params", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},
     {"core_fwd", {"core.cu"}, "tt_core_fwd", "cpu_core_fwd", GPU_TEST("test_core")},

@@ -1354,6 +1354,58 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
     return 0;
 }
 
+long tt_mat_tile_end(long t, long tiles, long n) { return (t + 1) * n / tiles; }
+
+/* The share of the dense products' FLOPs the materialized attention's Y = T Wo^T and dT = dY Wo
+ * run in tiles of positions under the causal mask: tile [i0, i1) over i1 N columns. */
+static double mat_tile_share(long tiles, long n)
+{
+    double sum = 0;
+    for (long t = 0, i0 = 0; t < tiles; t++) {
+        const long i1 = tt_mat_tile_end(t, tiles, n);
+        sum += (double)(i1 - i0) * i1;
+        i0 = i1;
+    }
+    return sum / ((double)n * n);
+}
+
+/* The cost model's seconds a layer of the materialized strategy (mla_strategy says how) with its
+ * products with Wo in that many tiles. */
+static double mat_cost(const tt_spec *s, long tiles)
+{
+    const tt_model_spec *m = &s->model;
+    const double B = s->train.batch, N = m->seq_len, D = m->d_model;
+    const double R2 = m->rank * (m->position == TT_POS_KEY ? 2.0 : 1.0);
+    const double es = s->train.precision == TT_PREC_BF16 ? 2 : 4, dense = 2 * B * N * N * N * D;
+    const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
+                        : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
+    const double t_bytes = B * N * N * N * es, rows_bytes = tiles > 1 ? 4 * B * N * D * es : 0;
+    return (2 * mat_tile_share(tiles, m->seq_len) + 1) * dense / gemm +
+           (8 * t_bytes + 2 * B * N * N * R2 * 4 + rows_bytes) / 3e12 +
+           (double)(7 + (tiles > 1 ? 2 + 2 * (tiles - 1) : 0)) * 4e-6;
+}
+
+/* The materialized attention's tiles of positions for its products with Wo under the causal
+ * mask (templates/mla_mat.cu's mla_mat_rows): kernels.attention_tiles (at most N), else the
+ * cheapest by mat_cost of 1 to 8, no more than N, and at least 512 rows a tile so that cuBLAS's
+ * products stay large; 1 (a product over every column) without the mask, and where the cheapest
+ * saves less than a tenth of the layer's estimate. mat_cost takes the tiles' smaller products
+ * at the dense ones' rate, which they do not reach: on an H100 (bench/RESULTS.md, fortieth
+ * session) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
+ * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%. */
+static long mat_tiles(const tt_spec *s)
+{
+    const tt_model_spec *m = &s->model;
+    if (!m->causal) return 1;
+    const long given = s->kernels.attention_tiles;
+    if (given) return given < m->seq_len ? given : m->seq_len;
+    long most = (long)s->train.batch * m->seq_len / 512, best = 1;
+    most = most > 8 ? 8 : most < m->seq_len ? most : m->seq_len;
+    for (long t = 2; t <= most; t++)
+        if (mat_cost(s, t) < mat_cost(s, best)) best = t;
+    return mat_cost(s, best) < 0.9 * mat_cost(s, 1) ? best : 1;
+}
+
 /* The tensorized attention's strategy per shape: fused (templates/mla.cu, mla_tc.cu: T never
  * leaves the chip, and the mask skips the hidden (j, k)) or materialized (templates/mla_mat.cu:
  * T written, its products with Wo through cuBLAS, dense). A cost model of a layer's forward and
@@ -1363,10 +1415,12 @@ static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char
  *     25 GFLOP in 0.242 ms), where the backward's mla_bwd_q is on tensor cores only for
  *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
  *     8 layers' 268 GFLOP in about 0.1 s);
- *   materialized: the dense products (3 of 2 B N^3 D FLOPs) at cuBLAS's rate (bf16 500, tf32
- *     250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements, with the
- *     forward's T kept for the backward, and E's B N^2 R2 fp32 twice) at 3 TB/s, and its 7 more
- *     launches at 4 us;
+ *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
+ *     dT's the share of them its tiles of positions run, mat_tile_share) at cuBLAS's rate (bf16
+ *     500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements,
+ *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; with tiles, Y's
+ *     and dY's rows moved between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches
+ *     (with tiles, 2 more and 2 a tile after the first) at 4 us;
  * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
  * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
  * Returns 1 for materialized; why says the estimate. */
@@ -1375,7 +1429,6 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
 {
     const tt_model_spec *m = &s->model;
     const double B = s->train.batch, N = m->seq_len, D = m->d_model;
-    const double R2 = m->rank * (m->position == TT_POS_KEY ? 2.0 : 1.0);
     const bool bf16 = !strcmp(dtype, "bf16");
     const double es = bf16 ? 2 : 4, dense = 2 * B * N * N * N * D;
     double masked = 0; /* sum over rows i of the (j, k) they see */
@@ -1383,10 +1436,7 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
     const double frac = masked / (N * N * N);
     const bool tc_bwd = bf16 && m->position == TT_POS_NONE && m->d_model <= 256;
     const double fused = frac * dense * (1 / (bf16 ? 100e12 : 3e12) + 2 / (tc_bwd ? 100e12 : 3e12));
-    const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
-                        : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
-    const double t_bytes = B * N * N * N * es;
-    const double mat = 3 * dense / gemm + (8 * t_bytes + 2 * B * N * N * R2 * 4) / 3e12 + 7 * 4e-6;
+    const double t_bytes = B * N * N * N * es, mat = mat_cost(s, mat_tiles(s));
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
         snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "
@@ -1409,7 +1459,8 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
 }
 
 /* The materialized strategy's kernels (templates/mla_mat.cu); gpu/mla_mat.c runs them with the
- * products. */
+ * products. Under the causal mask also mla_mat_rows, whose TILES is the number of tiles of
+ * positions the products with Wo run in (mat_tiles). */
 static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
@@ -1444,6 +1495,21 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             ("dP a warp an output, dg, du, dv a block an output over the parts: fixed orders, "
              "deterministic")};
         whyf(k, "%s", what[i]);
+    }
+    const long tiles = mat_tiles(s);
+    if (tiles > 1) {
+        const long threads = 128;
+        tt_kernel *k = add_kernel(plan, "mla_mat_rows", 0, dtype);
+        mla_shape_consts(k, m);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", threads);
+        set_const(k, "OP_MLA_MAT_ROWS", 1);
+        set_const(k, "TILES", tiles);
+        k->block[0] = (unsigned)threads;
+        set_grid(k, (unsigned)n, (unsigned)batch, 1, "x = %ld positions, y = batch", n);
+        whyf(k, "dY into the positions' order and Y out of it, a block a row: Y = T Wo^T and dT "
+                "= dY Wo in %ld tiles of positions, each over the columns its last row sees "
+                "(%.0f%% of the dense FLOPs)", tiles, 100 * mat_tile_share(tiles, n));
     }
     return 0;
 }

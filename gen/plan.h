@@ -59,6 +59,9 @@ void tt_plan_free(tt_plan *plan);
 /* Whether the plan's tensorized attention is the materialized strategy (it has mla_mat_prep):
  * what the plan chose, not its note. */
 int tt_plan_materialized(const tt_plan *plan);
+/* Where tile t of tiles of n positions ends (its last position + 1): the materialized
+ * attention's products with Wo in tiles (mla_mat_rows's TILES). */
+long tt_mat_tile_end(long t, long tiles, long n);
 
 /* Human-readable, one block per kernel; deterministic. */
 void tt_plan_write(const tt_plan *plan, FILE *f);

@@ -164,6 +164,8 @@ static const key_desc kernels_keys[] = {
     {K("arch", V_ARCH, kernels.arch)},
     {K("tune", V_BOOL, kernels.tune)},
     {K("attention", V_ENUM, kernels.attention), .scope = ONLY_TENSORIZED, .names = attention_names},
+    {K("attention_tiles", V_INT, kernels.attention_tiles), .scope = ONLY_TENSORIZED, .ilo = 0,
+     .ihi = 8192},
 };
 static const section kernels_sec = {"kernels", kernels_keys, COUNT(kernels_keys), NULL};
 

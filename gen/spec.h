@@ -86,6 +86,9 @@ typedef enum { TT_ATTN_AUTO, TT_ATTN_FUSED, TT_ATTN_MATERIALIZED } tt_attention;
 typedef struct {
     char arch[TT_ARCH_MAX]; /* "auto" or sm_XY / sm_XYa */
     tt_attention attention;
+    int attention_tiles; /* the materialized attention's products with Wo under the causal mask
+                          * in this many tiles of positions (at most N); 0: the plan's cost
+                          * model chooses */
     bool tune; /* take the variants ttgen --tune chose for this card (gen/tune.h); false: the
                 * plan's heuristics */
 } tt_kernels_spec;

@@ -576,14 +576,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
         const bool key = m->position == TT_POS_KEY;
-        const int bt = lm->batch, ni = (int)n, ri = (int)r;
+        const int bt = lm->batch, ni = (int)n, ri = (int)r, di = (int)m->d_model;
         tt_mla_mat_bufs shared;
-        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, key, es, false);
-        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, key, es, false);
-        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, key, es, true);
+        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false);
+        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false);
+        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, true);
         for (int k = 0; k < m->layers; k++) {
             if (k == 0 || lm->mat_keep)
-                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, key, es, true);
+                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, true);
             lm->acts[k].mat = shared;
         }
     }
@@ -1454,7 +1454,8 @@ static void mla_attn_fwd(tt_gpu_lm *lm, int k, const void *x)
     if (key) tt_gemm_fwd(&lm->gemm, a->p, false, lm->pe, wcp(lm, lw->r_net), n, d, r, 0.f);
     if (lm->mla_mat)
         tt_mla_mat_fwd(p, &lm->gemm, st, a->y, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL,
-                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d);
+                       key ? lm->wv.u : NULL, key ? lm->wv.v : NULL, &a->mat, lm->batch, n, r, d,
+                       &(tt_mla_mat_side){lm->side, &lm->gemm_side});
     else if (lm->ln_sums) /* the parts stay in mla_part for layer_tail_fwd's LayerNorm */
         tt_mla_fwd_parts(p, st, a->qkv, a->g, wcp(lm, lw->o), key ? a->p : NULL, lm->wv.u,
                          lm->wv.v, lm->mla_part, lm->batch, n, r, d);
@@ -1481,7 +1482,8 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
         tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                        key ? g->u : NULL, key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
                        key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &a->mat,
-                       lm->mat_keep, lm->batch, n, r, d);
+                       lm->mat_keep, lm->batch, n, r, d,
+                       &(tt_mla_mat_side){lm->side, &lm->gemm_side});
     else
         tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                    key ? g->u : NULL, key ? g->v : NULL, lm->mla_part, lm->dy, a->qkv, a->g,
@@ -2401,6 +2403,29 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
         }
     }
     out->parts = pm->n - 1;
+    TT_CUDA(cudaGraphExecDestroy(exec));
+    /* the same step on one stream without the marks: the parts' sum against it shows what the
+     * marks cost (the step as trained differs from both by the side stream's overlap too) */
+    TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    enqueue_run(lm, o, true, weights);
+    enqueue_adam(lm);
+    TT_CUDA(cudaStreamEndCapture(st, &g));
+    TT_ASSERT(!tt_gemm_pending(&lm->gemm));
+    TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    TT_CUDA(cudaGraphDestroy(g));
+    cudaEvent_t ev[2];
+    TT_CUDA(cudaEventCreate(&ev[0]));
+    TT_CUDA(cudaEventCreate(&ev[1]));
+    TT_CUDA(cudaGraphLaunch(exec, st)); /* warms the graph up, uncounted */
+    TT_CUDA(cudaEventRecord(ev[0], st));
+    for (int rep = 0; rep < reps; rep++) TT_CUDA(cudaGraphLaunch(exec, st));
+    TT_CUDA(cudaEventRecord(ev[1], st));
+    TT_CUDA(cudaEventSynchronize(ev[1]));
+    float ms;
+    TT_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    out->one_stream_ms = ms / reps;
+    TT_CUDA(cudaEventDestroy(ev[0]));
+    TT_CUDA(cudaEventDestroy(ev[1]));
     TT_CUDA(cudaGraphExecDestroy(exec));
     lm->mlen = mlen, lm->par = par;
     lm->side = side;

@@ -730,14 +730,35 @@ void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv,
     tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
 }
 
-void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch)
+void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch, bool pos_rows)
 {
     for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
         if (!strcmp(p->plan.kernels[i].op, "mla_mat_mask")) {
             const tt_gpu_kernel *k = &p->kernels[i];
-            void *args[] = {&t};
+            int pos = pos_rows;
+            void *args[] = {&t, &pos};
             tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
         }
+}
+
+int tt_mla_mat_tiles(const tt_gpu_program *p)
+{
+    for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_rows")) {
+            const tt_kernel *k = &p->plan.kernels[i];
+            const long n = tt_kernel_const(k, "N", 1);
+            return (int)tt_env_long("TT_MAT_TILES", 1, n, tt_kernel_const(k, "TILES", 1));
+        }
+    return 1;
+}
+
+void tt_mla_mat_rows(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,
+                     int batch, bool to_pos)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_rows");
+    int pos = to_pos;
+    void *args[] = {&dst, &src, &pos};
+    tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
 }
 
 void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,

@@ -302,7 +302,15 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
 bool tt_mla_materialized(const tt_gpu_program *p);
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch);
-void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch);
+void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch, bool pos_rows);
+/* The tiles of positions the products with Wo run in (mla_mat_rows's TILES; TT_MAT_TILES, 1 to
+ * N, replaces it, for measurement): 1, a product over every column with T's rows in the
+ * sequences' order, without the causal mask. Under tiles > 1, T's and dT's rows are in the
+ * positions' order (i batch + b), and mla_mat_rows moves rows of D between the orders: to_pos,
+ * the sequences' (src) into the positions' (dst); else the reverse. */
+int tt_mla_mat_tiles(const tt_gpu_program *p);
+void tt_mla_mat_rows(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,
+                     int batch, bool to_pos);
 void tt_mla_mat_grads(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *part,
                       const float *gm, const float *em, const void *qkv, const float *g,
                       const void *pos, const float *u, const float *v, int batch);

@@ -7,15 +7,15 @@
 
 static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-/* buffers [from, to) of the seven below */
-static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key, size_t es,
-                    int from, int to)
+/* buffers [from, to) of the eight below */
+static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
+                    size_t es, int from, int to)
 {
     const size_t bt = (size_t)batch, nn = (size_t)n * n, r2 = (size_t)r * (key ? 2 : 1);
-    const size_t bytes[7] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
-                             bt * n * nn * es, bt * n * r2 * 4, bt * nn * r2 * 4,
-                             bt * n * 4 * (size_t)r * 4};
-    void **at[7] = {&b->a, &b->kv, &b->t, &b->dt, (void **)&b->gm, (void **)&b->em,
+    const size_t bytes[8] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
+                             bt * n * nn * es, bt * n * (size_t)d * es, bt * n * r2 * 4,
+                             bt * nn * r2 * 4, bt * n * 4 * (size_t)r * 4};
+    void **at[8] = {&b->a, &b->kv, &b->t, &b->dt, &b->rows, (void **)&b->gm, (void **)&b->em,
                     (void **)&b->part};
     size_t off = 0;
     for (int i = from; i < to; i++) {
@@ -25,61 +25,124 @@ static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, boo
     return off;
 }
 
-size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
+size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                         size_t es)
 {
-    return carve(b, base, batch, n, r, key, es, 0, 7);
+    return carve(b, base, batch, n, r, d, key, es, 0, 8);
 }
 
-size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, bool key,
-                             size_t es, bool t_part)
+size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d,
+                             bool key, size_t es, bool t_part)
 {
-    return t_part ? carve(b, base, batch, n, r, key, es, 0, 3)  /* a, kv, t */
-                  : carve(b, base, batch, n, r, key, es, 3, 7); /* the backward's */
+    return t_part ? carve(b, base, batch, n, r, d, key, es, 0, 3)  /* a, kv, t */
+                  : carve(b, base, batch, n, r, d, key, es, 3, 8); /* the shared ones */
 }
+
+/* T's (and dT's) leading dimension and the distance between its sequences: rows in the
+ * sequences' order (b N + i), or in the positions' (i batch + b) under tiles */
+static int t_ld(int batch, int n, int tiles) { return tiles > 1 ? batch * n * n : n * n; }
+static long long t_seq(int n, int tiles) { return tiles > 1 ? (long long)n * n : (long long)n * n * n; }
 
 /* T = A KV^T, masked, into t: a product per sequence. */
 static void form_t(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *t,
                    const void *qkv, const float *g, const void *pos, const float *u,
-                   const float *v, const tt_mla_mat_bufs *b, int batch, int n, int r2)
+                   const float *v, const tt_mla_mat_bufs *b, int batch, int n, int r2, int tiles)
 {
     const long long nn = (long long)n * n;
     tt_mla_mat_prep(p, s, b->a, b->kv, qkv, g, pos, u, v, batch);
-    tt_gemm_batched(gm, t, false, (int)nn, n * nn, b->a, false, r2, (long long)n * r2, b->kv, true,
-                    r2, nn * r2, n, (int)nn, r2, batch, 0.f);
-    tt_mla_mat_mask(p, s, t, batch);
+    tt_gemm_batched(gm, t, false, t_ld(batch, n, tiles), t_seq(n, tiles), b->a, false, r2,
+                    (long long)n * r2, b->kv, true, r2, nn * r2, n, (int)nn, r2, batch, 0.f);
+    tt_mla_mat_mask(p, s, t, batch, tiles > 1);
+}
+
+/* Under the causal mask, row i of T (and of dT) is zero from column (i + 1) N on: tile [i0, i1)
+ * of positions, rows i0 batch to i1 batch in the positions' order, needs the first i1 N columns
+ * of T and Wo only. Its rows' and columns' offsets in elements. */
+typedef struct {
+    int rows, cols;
+    size_t t_off, y_off;
+} mat_tile;
+
+static mat_tile tile_of(int t, int tiles, int batch, int n, int d)
+{
+    const int i0 = t ? (int)tt_mat_tile_end(t - 1, tiles, n) : 0;
+    const int i1 = (int)tt_mat_tile_end(t, tiles, n);
+    return (mat_tile){(i1 - i0) * batch, i1 * n, (size_t)i0 * batch * n * n,
+                      (size_t)i0 * batch * d};
+}
+
+static void *at(const void *base, size_t elems, size_t es) { return (char *)base + elems * es; }
+
+/* The side stream, where there is one and TT_MAT_SIDE is not 0 */
+static const tt_mla_mat_side *side_of(const tt_mla_mat_side *side)
+{
+    return side && side->side && tt_env_long("TT_MAT_SIDE", 0, 1, 1) ? side : NULL;
 }
 
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, int batch, int n,
-                    int r, int d)
+                    int r, int d, const tt_mla_mat_side *side)
 {
     TT_ASSERT(gm->stream == s);
-    const int r2 = pos ? 2 * r : r, nn = n * n;
-    form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2);
-    tt_gemm_fwd(gm, y, false, b->t, wo, batch * n, nn, d, 0.f); /* Y = T Wo^T */
+    const int r2 = pos ? 2 * r : r, nn = n * n, tiles = tt_mla_mat_tiles(p);
+    form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2, tiles);
+    if (tiles == 1) {
+        tt_gemm_fwd(gm, y, false, b->t, wo, batch * n, nn, d, 0.f); /* Y = T Wo^T */
+        return;
+    }
+    /* Y's rows of each tile, in the positions' order: the last tile (every column) on s, the
+     * others beside it on the side stream (at 3 tiles of equal rows, the same FLOPs) */
+    const size_t es = gm->act == CUDA_R_16BF ? 2 : 4;
+    side = side_of(side);
+    if (side) tt_gpu_fork(side->side, s);
+    for (int t = 0; t < tiles; t++) {
+        const mat_tile c = tile_of(t, tiles, batch, n, d);
+        tt_gemm_fwd_ld(side && t < tiles - 1 ? side->gemm : gm, at(b->rows, c.y_off, es), false, d,
+                       at(b->t, c.t_off, es), nn, wo, nn, c.rows, c.cols, d, 0.f);
+    }
+    if (side) tt_gpu_join(side->side, s);
+    tt_mla_mat_rows(p, s, y, b->rows, batch, false);
 }
 
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
                     const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
-                    int batch, int n, int r, int d)
+                    int batch, int n, int r, int d, const tt_mla_mat_side *side)
 {
     TT_ASSERT(gm->stream == s);
-    const int r2 = pos ? 2 * r : r, nn = n * n, rows = batch * n;
+    const int r2 = pos ? 2 * r : r, nn = n * n, rows = batch * n, tiles = tt_mla_mat_tiles(p);
+    const size_t es = gm->act == CUDA_R_16BF ? 2 : 4;
     /* T (the forward's, or again where the layers share its buffer), then dWo = dY^T T and
      * dT = dY Wo, masked */
-    if (!kept) form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2);
-    tt_gemm_bwd_w_ld(gm, dwo, 0.f, dy, d, b->t, nn, rows, nn, d); /* written */
-    tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
-    tt_mla_mat_mask(p, s, b->dt, batch);
+    if (!kept) form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2, tiles);
+    side = tiles > 1 ? side_of(side) : NULL;
+    if (tiles == 1) {
+        tt_gemm_bwd_w_ld(gm, dwo, 0.f, dy, d, b->t, nn, rows, nn, d); /* written */
+        tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
+    } else {
+        /* dY in the positions' order. dWo in one product over every row (written; on the side
+         * stream, beside the rest of this backward, where there is one); dT a tile at a time,
+         * each tile's columns past its own left to the mask, which zeroes them */
+        tt_mla_mat_rows(p, s, b->rows, dy, batch, true);
+        if (side) tt_gpu_fork(side->side, s);
+        tt_gemm_bwd_w_ld(side ? side->gemm : gm, dwo, 0.f, b->rows, d, b->t, nn, rows, nn, d);
+        for (int t = 0; t < tiles; t++) {
+            const mat_tile c = tile_of(t, tiles, batch, n, d);
+            tt_gemm_bwd_x_ld(gm, at(b->dt, c.t_off, es), nn, at(b->rows, c.y_off, es), d, wo, nn,
+                             c.rows, c.cols, d, 0.f);
+        }
+    }
+    tt_mla_mat_mask(p, s, b->dt, batch, tiles > 1);
     /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32 */
-    tt_gemm_batched(gm, b->gm, true, r2, (long long)n * r2, b->dt, false, nn, (long long)n * nn,
-                    b->kv, false, r2, (long long)nn * r2, n, r2, nn, batch, 0.f);
-    tt_gemm_batched(gm, b->em, true, r2, (long long)nn * r2, b->dt, true, nn, (long long)n * nn,
-                    b->a, false, r2, (long long)n * r2, nn, r2, n, batch, 0.f);
+    const int ld = t_ld(batch, n, tiles);
+    const long long seq = t_seq(n, tiles);
+    tt_gemm_batched(gm, b->gm, true, r2, (long long)n * r2, b->dt, false, ld, seq, b->kv, false,
+                    r2, (long long)nn * r2, n, r2, nn, batch, 0.f);
+    tt_gemm_batched(gm, b->em, true, r2, (long long)nn * r2, b->dt, true, ld, seq, b->a, false,
+                    r2, (long long)n * r2, nn, r2, n, batch, 0.f);
     tt_mla_mat_grads(p, s, dqkv, b->part, b->gm, b->em, qkv, g, pos, u, v, batch);
     tt_mla_mat_params(p, s, dp, dg, du, dv, b->part, batch);
+    if (side) tt_gpu_join(side->side, s); /* dWo, before the next layer's dY takes its rows */
 }

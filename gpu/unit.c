@@ -472,7 +472,7 @@ static tt_mla_mat_bufs mat_bufs(const tt_unit *u, bool check)
 {
     const mla *a = u->h;
     tt_mla_mat_bufs b;
-    tt_mla_mat_carve(&b, u->scratch, check ? u->check : u->batch, a->n, a->r, a->key,
+    tt_mla_mat_carve(&b, u->scratch, check ? u->check : u->batch, a->n, a->r, a->d, a->key,
                      storage_size(u->bf16));
     return b;
 }
@@ -485,7 +485,7 @@ static void mla_mat_fwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
     tt_gemm_init(&gm, gpu, u->s->train.precision);
     const tt_mla_mat_bufs b = mat_bufs(u, check);
     tt_mla_mat_fwd(p, &gm, gpu->stream, a->d_y, a->d_qkv, a->d_g, a->d_wo, a->d_pos, a->d_u,
-                   a->d_v, &b, check ? u->check : u->batch, a->n, a->r, a->d);
+                   a->d_v, &b, check ? u->check : u->batch, a->n, a->r, a->d, NULL);
     TT_CUDA(cudaStreamSynchronize(gpu->stream));
     tt_gemm_free(&gm);
 }
@@ -501,7 +501,7 @@ static void mla_mat_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
     tt_mla_mat_bwd(p, &gm, gpu->stream, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
                    key ? a->d_vec + r : NULL, key ? a->d_vec + 2 * r : NULL, a->d_dy, a->d_qkv,
                    a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, &b, false,
-                   check ? u->check : u->batch, a->n, r, a->d);
+                   check ? u->check : u->batch, a->n, r, a->d, NULL);
     TT_CUDA(cudaStreamSynchronize(gpu->stream));
     tt_gemm_free(&gm);
 }
@@ -511,8 +511,8 @@ static size_t mla_mat_scratch(const tt_unit *u, const tt_gpu_program *p)
     (void)p;
     const tt_model_spec *m = &u->s->model;
     tt_mla_mat_bufs b;
-    return tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->position == TT_POS_KEY,
-                            storage_size(u->bf16)) / 4 + 1;
+    return tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->d_model,
+                            m->position == TT_POS_KEY, storage_size(u->bf16)) / 4 + 1;
 }
 
 /* --- LayerNorm fused with the residual and dropout (templates/layernorm.cu, colsum.cu) -------- */
@@ -1952,10 +1952,11 @@ const tt_unit_desc tt_units[] = {
      OPS("mla_bwd_q", "mla_bwd_wo", "mla_bwd_wo_sum", "mla_bwd_reduce", NULL),
      "tt_mla_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
      IMPL(mla_bwd_init, mla_bwd_twin, mla_bwd_run, mla_scratch, NULL)},
-    {"mla_mat_fwd", OPS("mla_mat_prep", "mla_mat_mask", NULL), "tt_mla_mat_fwd", "rel. error",
+    {"mla_mat_fwd", OPS("mla_mat_prep", "mla_mat_mask", "mla_mat_rows", NULL), "tt_mla_mat_fwd", "rel. error",
      MASK_PLANTS, false, "the attention's CPU twin (forward)",
      IMPL(mla_mat_fwd_init, mla_fwd_twin, mla_mat_fwd_run, mla_mat_scratch, NULL)},
-    {"mla_mat_bwd", OPS("mla_mat_grads", "mla_mat_params", "mla_mat_prep", "mla_mat_mask", NULL),
+    {"mla_mat_bwd",
+     OPS("mla_mat_grads", "mla_mat_params", "mla_mat_prep", "mla_mat_mask", "mla_mat_rows", NULL),
      "tt_mla_mat_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
      IMPL(mla_mat_bwd_init, mla_bwd_twin, mla_mat_bwd_run, mla_mat_scratch, NULL)},
     {"residual_ln_fwd", OPS("residual_ln_fwd", NULL), "tt_residual_ln_fwd", "rel. error",

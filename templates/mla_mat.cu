@@ -9,7 +9,14 @@
 // (gpu/mla_mat.c runs the products). Kernels:
 //   mla_mat_prep   a block per (sequence, position t): KV's rows (t, k) for every k, and A's row t.
 //   mla_mat_mask   a block per (sequence, row i) of T (or dT): zero where the causal mask hides
-//                  (j, k) from i (j > i or k > i); T [batch N, N^2], N^2 apart.
+//                  (j, k) from i (j > i or k > i); T [batch N, N^2], N^2 apart, its rows in the
+//                  sequences' order (b N + i) or, under the tiled products, the positions' (i B + b).
+//   mla_mat_rows   a block per (position, sequence): a row of D between the two orders. Under the
+//                  causal mask row i of T is zero from column (i + 1) N on, so gpu/mla_mat.c runs
+//                  Y = T Wo^T and dT = dY Wo in tiles of positions, each over the columns its last
+//                  row can see; a tile's rows are contiguous in the positions' order, into which
+//                  dY goes before the backward's products and out of which Y comes after the
+//                  forward's.
 //   mla_mat_grads  a block per (sequence, position t): dQ_t = g (G1_t + G2_t), dK_t = sum_k
 //                  E1[t,k] V_k, dV_t = sum_j E1[j,t] K_j + E2[j,t] P_j, written into dqkv; and
 //                  the sequence's parts of dP_t = sum_k E2[t,k] V_k and of dg, du, dv at t.
@@ -95,11 +102,11 @@ TT_KERNEL(TT_T *__restrict__ a, TT_T *__restrict__ kv, const TT_T *__restrict__ 
 // zeros without a read; a vector that holds kept and hidden columns is read, zeroed where hidden
 // and stored; one that holds only kept columns is left alone.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
-TT_KERNEL(TT_T *__restrict__ t)
+TT_KERNEL(TT_T *__restrict__ t, int pos_rows)
 {
     tt_pdl_begin();
     const int i = blockIdx.x, b = blockIdx.y;
-    TT_T *row = t + ((size_t)b * TT_N + i) * TT_NN;
+    TT_T *row = t + (pos_rows ? (size_t)i * gridDim.y + b : (size_t)b * TT_N + i) * TT_NN;
     const TT_T zero = tt_store_as<TT_T>(0.f);
     if constexpr (TT_MASK_VEC) {
         const int kept_end = (i + 1) * TT_N; // columns from here on are all hidden
@@ -132,6 +139,27 @@ TT_KERNEL(TT_T *__restrict__ t)
             const int j = c / TT_N, k = c % TT_N;
             if (j > i || k > i) row[c] = zero;
         }
+    }
+}
+#endif
+
+#if defined(TT_OP_MLA_MAT_ROWS)
+// to_pos 1: dst's row i B + b = src's row b N + i (the sequences' order into the positions');
+// 0: the reverse. B = gridDim.y.
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ dst, const TT_T *__restrict__ src, int to_pos)
+{
+    tt_pdl_begin();
+    const int i = blockIdx.x, b = blockIdx.y;
+    const size_t seq_row = (size_t)b * TT_N + i, pos_row = (size_t)i * gridDim.y + b;
+    const TT_T *from = src + (to_pos ? seq_row : pos_row) * TT_D;
+    TT_T *to = dst + (to_pos ? pos_row : seq_row) * TT_D;
+    if constexpr (TT_D % TT_VEC == 0) {
+        typedef tt_vec<TT_T, TT_VEC> vec;
+        for (int c = threadIdx.x; c < TT_D / TT_VEC; c += TT_THREADS)
+            reinterpret_cast<vec *>(to)[c] = reinterpret_cast<const vec *>(from)[c];
+    } else {
+        for (int c = threadIdx.x; c < TT_D; c += TT_THREADS) to[c] = from[c];
     }
 }
 #endif

@@ -48,23 +48,31 @@ typedef struct {
     int d, n, r, batch, f;
     int causal, pos_key, bf16;
     int mat; /* kernels.attention: materialized (T written, cuBLAS's products; else the plan's) */
+    int tiles; /* kernels.attention_tiles: the materialized products with Wo in tiles of
+                * positions (0: the plan's; 1: one product over every column, T's rows in the
+                * sequences' order) */
 } config;
 
 /* F 2100, 64 and 37: the FFN's rows with 16-, 8- and 4-byte vectors and with none, 2104 and 40
  * apart (tt_row_pitch) */
 static const config configs[] = {
-    {"ptb", 256, 32, 40, 4, 2100, 1, 0, 0, 0},  {"ptb", 256, 32, 40, 4, 2100, 1, 0, 1, 0},
-    {"wt103", 256, 80, 40, 3, 64, 1, 0, 0, 0},  {"wt103", 256, 80, 40, 3, 64, 1, 0, 1, 0},
-    {"odd-key", 100, 13, 7, 2, 37, 0, 1, 0, 0}, {"odd-key", 100, 13, 7, 2, 37, 0, 1, 1, 0},
-    {"odd-causal-key", 72, 37, 12, 2, 32, 1, 1, 1, 0},
-    {"causal-key", 64, 24, 16, 2, 32, 1, 1, 0, 0},  {"causal-key", 64, 24, 16, 2, 32, 1, 1, 1, 0},
-    {"d96", 96, 32, 16, 2, 32, 1, 0, 1, 0}, /* mla_bwd_wo's dY tile by the loop for uneven chunks */
-    {"wide", 1536, 8, 16, 2, 32, 1, 0, 0, 0},   {"wide", 1536, 8, 16, 2, 32, 1, 0, 1, 0},
-    {"tiny", 32, 16, 8, 4, 32, 1, 0, 1, 0},     {"nocausal", 64, 40, 24, 3, 32, 0, 0, 1, 0},
+    {"ptb", 256, 32, 40, 4, 2100, 1, 0, 0, 0, 0},  {"ptb", 256, 32, 40, 4, 2100, 1, 0, 1, 0, 0},
+    {"wt103", 256, 80, 40, 3, 64, 1, 0, 0, 0, 0},  {"wt103", 256, 80, 40, 3, 64, 1, 0, 1, 0, 0},
+    {"odd-key", 100, 13, 7, 2, 37, 0, 1, 0, 0, 0}, {"odd-key", 100, 13, 7, 2, 37, 0, 1, 1, 0, 0},
+    {"odd-causal-key", 72, 37, 12, 2, 32, 1, 1, 1, 0, 0},
+    {"causal-key", 64, 24, 16, 2, 32, 1, 1, 0, 0, 0},  {"causal-key", 64, 24, 16, 2, 32, 1, 1, 1, 0, 0},
+    {"d96", 96, 32, 16, 2, 32, 1, 0, 1, 0, 0}, /* mla_bwd_wo's dY tile by the loop for uneven chunks */
+    {"wide", 1536, 8, 16, 2, 32, 1, 0, 0, 0, 0},   {"wide", 1536, 8, 16, 2, 32, 1, 0, 1, 0, 0},
+    {"tiny", 32, 16, 8, 4, 32, 1, 0, 1, 0, 0},     {"nocausal", 64, 40, 24, 3, 32, 0, 0, 1, 0, 0},
     /* the materialized strategy (templates/mla_mat.cu, gpu/mla_mat.c) */
-    {"mat", 128, 32, 40, 4, 64, 1, 0, 0, 1},  {"mat", 128, 32, 40, 4, 64, 1, 0, 1, 1},
-    {"mat-odd-key", 100, 13, 7, 3, 37, 1, 1, 0, 1}, {"mat-odd-key", 100, 13, 7, 3, 37, 1, 1, 1, 1},
-    {"mat-nocausal-key", 64, 20, 12, 2, 32, 0, 1, 1, 1},
+    {"mat", 128, 32, 40, 4, 64, 1, 0, 0, 1, 0},  {"mat", 128, 32, 40, 4, 64, 1, 0, 1, 1, 0},
+    {"mat-odd-key", 100, 13, 7, 3, 37, 1, 1, 0, 1, 0}, {"mat-odd-key", 100, 13, 7, 3, 37, 1, 1, 1, 1, 0},
+    {"mat-nocausal-key", 64, 20, 12, 2, 32, 0, 1, 1, 1, 0},
+    /* its causal products with Wo: one over every column, and tiles of uneven positions, down
+     * to a position a tile */
+    {"mat-1-tile", 128, 32, 40, 4, 64, 1, 0, 1, 1, 1}, {"mat-odd-1-tile", 100, 13, 7, 3, 37, 1, 1, 0, 1, 1},
+    {"mat-5-tiles", 128, 32, 40, 4, 64, 1, 0, 1, 1, 5}, {"mat-odd-13-tiles", 100, 13, 7, 3, 37, 1, 1, 1, 1, 13},
+    {"mat-odd-4-tiles", 100, 13, 7, 3, 37, 1, 0, 0, 1, 4},
 };
 
 /* Transformer-XL's: with and without memory, a segment of 37 rows after 70 of memory; at bf16
@@ -150,13 +158,17 @@ static void load_text(const char *text, tt_spec *s, tt_gpu_program *p)
  * ""). */
 static void lm_text(const config *c, int f, int h, const char *extra, char *text, size_t n)
 {
+    char kernels[96] = "";
+    if (c->mat)
+        snprintf(kernels, sizeof kernels, "kernels: {attention: materialized, attention_tiles: %d}\n",
+                 c->tiles);
     snprintf(text, n,
              "model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, rank: %d, cores: %d, "
              "seq_len: %d, d_inner: %d, causal: %s, position: %s%s}\n"
              "train: {batch: %d, precision: %s}\n%s",
              c->d, c->r, h, c->n, f, c->causal ? "true" : "false", c->pos_key ? "key" : "none",
              extra, c->batch, c->bf16 ? "bf16" : "fp32",
-             c->mat ? "kernels: {attention: materialized}\n" : "");
+             kernels);
 }
 
 static void txl_text(const txl_config *c, char *text, size_t n)
@@ -627,8 +639,8 @@ static void test_embedding(void **state)
     (void)state;
     /* and wt103's own batch (4800 rows: the sort in shared memory alone), and 10240 rows, for
      * which the sort goes through global memory too */
-    static const config big[] = {{"wt103-b60", 256, 80, 40, 60, 32, 1, 0, 1, 0},
-                                 {"b128-n80", 64, 80, 8, 128, 32, 1, 0, 0, 0}};
+    static const config big[] = {{"wt103-b60", 256, 80, 40, 60, 32, 1, 0, 1, 0, 0},
+                                 {"b128-n80", 64, 80, 8, 128, 32, 1, 0, 0, 0, 0}};
     const size_t nc = sizeof configs / sizeof *configs;
     for (size_t ci = 0; ci < nc + 2; ci++) {
         const config *c = ci < nc ? &configs[ci] : &big[ci - nc];
@@ -1025,7 +1037,7 @@ static void test_xent(void **state)
         for (int bf = 0; bf < 2; bf++) {
             char name[48];
             snprintf(name, sizeof name, "xent V=%d ld=%d e=%.1f", v, ld, eps);
-            const config cc = {name, 0, 0, 0, 0, 0, 0, 0, bf, 0}, *c = &cc;
+            const config cc = {name, 0, 0, 0, 0, 0, 0, 0, bf, 0, 0}, *c = &cc;
             /* GPU: the loss only, then with the gradient in place */
             void *d_logits = upload(pitched, np, bf);
             float *d_w = upload(weight, rows, 0);
@@ -1211,7 +1223,7 @@ static void test_gemm(void **state)
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             const int rows = shapes[si][0], in = shapes[si][1], out = shapes[si][2];
             const int bf = precs[pi].prec == TT_PREC_BF16;
-            const config c = {precs[pi].name, in, rows, out, 1, 0, 0, 0, bf, 0};
+            const config c = {precs[pi].name, in, rows, out, 1, 0, 0, 0, bf, 0, 0};
             tt_gemm gm;
             tt_gemm_init(&gm, &gpu, precs[pi].prec);
             const size_t nx = (size_t)rows * in, nw = (size_t)out * in, ny = (size_t)rows * out;

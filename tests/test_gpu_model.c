@@ -192,6 +192,11 @@ static const variant variants[] = {
      "attention: materialized"},
     {"materialized bf16, key", "causal: true, position: key, dropout: 0.0", "precision: bf16", 1,
      0, 0, 0, "attention: materialized"},
+    /* its products with Wo in tiles of positions (5, 5 and 6 of 16; then one a tile) */
+    {"materialized bf16, 3 tiles", "causal: true, dropout: 0.1", "precision: bf16", 1, 0, 0, 0,
+     "attention: materialized, attention_tiles: 3"},
+    {"materialized fp32, key, 16 tiles", "causal: true, position: key, dropout: 0.1",
+     "precision: fp32", 8, 0, 0, 0, "attention: materialized, attention_tiles: 16"},
 };
 
 static void setup_spec(const variant *v, tt_spec *s, tt_layout *l)
@@ -959,6 +964,8 @@ static void test_graph(void **state)
          "schedule: {kind: cosine, warmup: 2}", 1, 0, 8, 0, NULL},
         {"graph materialized", "causal: true, dropout: 0.2, position: key", "precision: bf16", 1,
          0, 0, 0, "attention: materialized"},
+        {"graph materialized, 4 tiles", "causal: true, dropout: 0.2", "precision: bf16", 1, 0, 8,
+         0, "attention: materialized, attention_tiles: 4"},
     };
     enum { STEPS = 6, MODES = 4 };
     static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};

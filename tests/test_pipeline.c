@@ -404,6 +404,55 @@ static void test_txl_strategy(void **state)
     }
 }
 
+/* The materialized attention's products with Wo in tiles of positions under the causal mask
+ * (mla_mat_rows's TILES): the cost model's choice where it saves a tenth (d1024-n160, measured
+ * faster), none (no mla_mat_rows) where it saves less (lm1b's body at N 80 and d512-n160,
+ * measured slower or at the noise), without the mask, or at small N; kernels.attention_tiles
+ * taken, capped at N. The tiles partition 0..N in order, each at least a position. */
+static void test_mat_tiles(void **state)
+{
+    (void)state;
+    static const struct {
+        int d, n, batch, causal, given;
+        long lo, hi; /* TILES within [lo, hi]; 0: no mla_mat_rows */
+    } cases[] = {
+        {1024, 80, 32, 1, 0, 0, 0},  {1024, 160, 16, 1, 0, 5, 5}, {512, 160, 16, 1, 0, 0, 0},
+        {1024, 80, 32, 0, 0, 0, 0},  {1024, 80, 32, 0, 5, 0, 0},  {1024, 32, 80, 1, 0, 0, 0},
+        {1024, 80, 32, 1, 7, 7, 7},  {1024, 80, 32, 1, 500, 80, 80}, {1024, 80, 32, 1, 1, 0, 0},
+        {256, 13, 3, 1, 4, 4, 4},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *text = tt_xasprintf("model: {kind: tensorized, vocab: 100, d_model: %d, layers: 1, "
+                                  "rank: 40, cores: 2, seq_len: %d, d_inner: 64, causal: %s}\n"
+                                  "train: {batch: %d, precision: bf16}\n"
+                                  "kernels: {attention: materialized, attention_tiles: %d}\n",
+                                  cases[c].d, cases[c].n, cases[c].causal ? "true" : "false",
+                                  cases[c].batch, cases[c].given);
+        tt_spec s;
+        char err[512];
+        if (tt_spec_parse(text, strlen(text), "m.yaml", ".", &s, err, sizeof err) != 0) fail_msg("%s", err);
+        tt_plan p;
+        build_plan(&s, ARCH, &p);
+        long tiles = 0;
+        for (int i = 0; i < p.n; i++)
+            if (!strcmp(p.kernels[i].op, "mla_mat_rows")) tiles = tt_kernel_const(&p.kernels[i], "TILES", -1);
+        print_message("  D %d N %d batch %d%s, attention_tiles %d: %ld tiles\n", cases[c].d,
+                      cases[c].n, cases[c].batch, cases[c].causal ? " causal" : "", cases[c].given,
+                      tiles);
+        if (tiles < cases[c].lo || tiles > cases[c].hi)
+            fail_msg("case %zu: %ld tiles, want %ld to %ld", c, tiles, cases[c].lo, cases[c].hi);
+        for (long t = 0, end = 0; t < tiles; t++) {
+            const long e = tt_mat_tile_end(t, tiles, cases[c].n);
+            if (e <= end || e > cases[c].n || (t == tiles - 1 && e != cases[c].n))
+                fail_msg("case %zu: tile %ld of %ld ends at %ld after %ld", c, t, tiles, e, end);
+            end = e;
+        }
+        tt_plan_free(&p);
+        tt_spec_free(&s);
+        free(text);
+    }
+}
+
 /* xent's rows in shared memory: rows up to HEAD take xent, kept whole (ROWCAP vectors of 8
  * logits); longer ones xent_long, kept as far as a block may hold. A vocabulary from the data
  * (unknown to the plan) must still keep rows: a plan that kept none read every row twice and
@@ -640,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_plan_deterministic),
         cmocka_unit_test(test_names_carry_constants),
         cmocka_unit_test(test_txl_strategy),
+        cmocka_unit_test(test_mat_tiles),
         cmocka_unit_test(test_xent_rows),
         cmocka_unit_test(test_sources_and_keys_deterministic),
         cmocka_unit_test(test_kernels_wait_first),
