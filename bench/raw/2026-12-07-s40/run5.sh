@@ -23,7 +23,7 @@ done
     tt_train_one plan lm1b-tiles2 1
     tt_train_one gemmex lm1b 1 TT_GEMM_LT=0
     tt_train_one gemmex lm1b-tiles3 1 TT_GEMM_LT=0
-    [ $(tt_el) -lt 200 ] && tt_train_one plan lm1b-fused 1
+    [ $(tt_el) -lt 120 ] && tt_train_one plan lm1b-fused 1
 } | tee $L/runs.txt
 rm -f specs/t-*.yaml
 tt_call_end
