@@ -1507,9 +1507,10 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
         set_const(k, "TILES", tiles);
         k->block[0] = (unsigned)threads;
         set_grid(k, (unsigned)n, (unsigned)batch, 1, "x = %ld positions, y = batch", n);
-        whyf(k, "dY into the positions' order and Y out of it, a block a row: Y = T Wo^T and dT "
-                "= dY Wo in %ld tiles of positions, each over the columns its last row sees "
-                "(%.0f%% of the dense FLOPs)", tiles, 100 * mat_tile_share(tiles, n));
+        whyf(k, "rows between orders: Y = T Wo^T and dT = dY Wo in %ld tiles of positions, each "
+                "over the columns its last row sees (%.0f%% of the FLOPs; %.3g ms a layer, not %.3g: "
+                "%s)", tiles, 100 * mat_tile_share(tiles, n), 1e3 * mat_cost(s, tiles),
+             1e3 * mat_cost(s, 1), s->kernels.attention_tiles ? "kernels.attention_tiles" : "cost model");
     }
     return 0;
 }
