@@ -1390,8 +1390,8 @@ static double mat_cost(const tt_spec *s, long tiles)
  * cheapest by mat_cost of 1 to 8, no more than N, and at least 512 rows a tile so that cuBLAS's
  * products stay large; 1 (a product over every column) without the mask, and where the cheapest
  * saves less than a tenth of the layer's estimate. mat_cost takes the tiles' smaller products
- * at the dense ones' rate, which they do not reach: on an H100 (bench/RESULTS.md, fortieth
- * session) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
+ * at the dense ones' rate, which they do not reach: on H100s (bench/RESULTS.md, the 39th and 40th
+ * sessions) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
  * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%. */
 static long mat_tiles(const tt_spec *s)
 {
