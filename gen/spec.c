@@ -929,6 +929,16 @@ static int root_check(ctx *c)
                     "eval.tgt_len: %d is not model.seq_len %d (a tensorized model's Wo is tied to "
                     "N); for other evaluation strides use tt-eval's --stride",
                     e->tgt_len, m->seq_len);
+    /* a number of tiles the plan would drop without a word */
+    const tt_kernels_spec *k = &c->spec->kernels;
+    if (m->kind == TT_KIND_TENSORIZED && k->attention_tiles > 0 && !m->causal)
+        return fail(c, mark_of(c, "kernels.attention_tiles"),
+                    "kernels.attention_tiles: tiles of positions follow the causal mask, and "
+                    "model.causal is false");
+    if (m->kind == TT_KIND_TENSORIZED && k->attention_tiles > 0 && k->attention == TT_ATTN_FUSED)
+        return fail(c, mark_of(c, "kernels.attention_tiles"),
+                    "kernels.attention_tiles: only the materialized attention runs in tiles, and "
+                    "kernels.attention is fused");
     return 0;
 }
 
