@@ -576,7 +576,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->mla_part = txl ? NULL : take(b, tt_mla_scratch_floats(&lm->prog, lm->batch) * 4);
     if (lm->mla_mat) { /* the materialized attention's buffers, carved in place */
         const bool key = m->position == TT_POS_KEY;
-        const int bt = lm->batch, ni = (int)n, ri = (int)r, di = (int)m->d_model;
+        const int bt = lm->batch, ni = (int)n, ri = (int)r;
+        const int di = tt_mla_mat_tiles(&lm->prog) > 1 ? (int)m->d_model : 0; /* rows: tiles only */
         tt_mla_mat_bufs shared;
         size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false);
         tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false);
@@ -2368,6 +2369,18 @@ static void count_nodes(const tt_gpu_lm *lm, cudaGraph_t g, tt_step_profile *out
     qsort(out->ops, (size_t)out->n_ops, sizeof out->ops[0], by_count);
 }
 
+/* one replay of a step's graph, for tt_gpu_median_ms */
+typedef struct {
+    cudaGraphExec_t exec;
+    cudaStream_t stream;
+} graph_launch;
+
+static void launch_graph(const void *arg)
+{
+    const graph_launch *g = arg;
+    TT_CUDA(cudaGraphLaunch(g->exec, g->stream));
+}
+
 void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                        const tt_lm_opts *o, long s, int reps, tt_step_profile *out)
 {
@@ -2413,19 +2426,9 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     TT_ASSERT(!tt_gemm_pending(&lm->gemm));
     TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
     TT_CUDA(cudaGraphDestroy(g));
-    cudaEvent_t ev[2];
-    TT_CUDA(cudaEventCreate(&ev[0]));
-    TT_CUDA(cudaEventCreate(&ev[1]));
-    TT_CUDA(cudaGraphLaunch(exec, st)); /* warms the graph up, uncounted */
-    TT_CUDA(cudaEventRecord(ev[0], st));
-    for (int rep = 0; rep < reps; rep++) TT_CUDA(cudaGraphLaunch(exec, st));
-    TT_CUDA(cudaEventRecord(ev[1], st));
-    TT_CUDA(cudaEventSynchronize(ev[1]));
-    float ms;
-    TT_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-    out->one_stream_ms = ms / reps;
-    TT_CUDA(cudaEventDestroy(ev[0]));
-    TT_CUDA(cudaEventDestroy(ev[1]));
+    const graph_launch gl = {exec, st};
+    launch_graph(&gl); /* warms the graph up, uncounted */
+    out->one_stream_ms = tt_gpu_median_ms(st, reps, launch_graph, &gl);
     TT_CUDA(cudaGraphExecDestroy(exec));
     lm->mlen = mlen, lm->par = par;
     lm->side = side;

@@ -120,7 +120,8 @@ typedef struct {
     int kernels, memsets, copies; /* a step's launches by kind (the graph's nodes; cuBLAS's
                                    * kernels each count) */
     double one_stream_ms;        /* the same step on the main stream alone without the marks, a
-                                  * graph replayed as the parts' is: what their sum answers to */
+                                  * graph replayed as the parts' is (the median replay): what
+                                  * their sum answers to */
     /* the kernel nodes by op, most first: ours under the plan's op (e.g. "mla_bwd_q"), every
      * other kernel (cuBLAS's, with its split-K sums) under "cuBLAS and others" */
     int n_ops;

@@ -27,7 +27,8 @@ typedef struct {
 } tt_mla_mat_bufs;
 
 /* Bytes of those buffers for batch sequences (es: bytes of the storage type), and their places
- * in base (256-byte aligned each; base NULL: only the count). */
+ * in base (256-byte aligned each; base NULL: only the count). d: the model's features where the
+ * products with Wo run in tiles (tt_mla_mat_tiles > 1), which need rows; 0 leaves rows empty. */
 size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                         size_t es);
 /* The same for one part (b's other members untouched): t_part, a, kv and t (a layer's own T);
