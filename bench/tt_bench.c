@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "                 forward and backward, its share, its useful FLOPs and TFLOP/s,\n"
             "                 the fraction of the card's peak, its useful bytes and GB/s, and the\n"
             "                 fraction of the card's roofline, over K steps (--steps) replayed as\n"
-            "                 one CUDA graph on one stream with an event node between the parts;\n"
+            "                 one CUDA graph on one stream with a clock reading between the parts;\n"
             "                 beside it the step as trained (CUDA graph, two streams)\n"
             "  --json         one JSON object\n"
             "  --csv          model,kind,section,quantity,value,unit (see the README)\n"
@@ -676,7 +676,7 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
                "roofline_fraction\n");
     } else {
         printf("where one training step of %s goes on %s (%s, batch %d x %d): %ld steps as one "
-               "CUDA graph on one stream, an event node between %d parts a step\n\n",
+               "CUDA graph on one stream, a clock reading between %d parts a step\n\n",
                s->path, g.name, tt_precision_name(s->train.precision), batch, s->model.seq_len,
                steps, p.parts);
         printf("%-10s %11s %11s %10s %7s %10s %9s %8s %9s %8s %12s\n", "role", "forward ms",

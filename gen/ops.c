@@ -72,6 +72,8 @@ const tt_op tt_ops[] = {
     {"cast_widen", {"cast.cu"}, "tt_cast_widen", "tt_bf16_to_float", "unit"},
     /* the padded copies of the weights the products read, after every write of the masters */
     {"copy_rows", {"copy.cu"}, "tt_copy_rows", "memcpy of each row", "unit"},
+    /* tt-bench --profile's clock readings between the parts of a step (tt_plan_profile_marks) */
+    {"prof_mark", {"prof_mark.cu"}, "tt_gpu_lm_profile", "none: a clock reading", "tests/test_bench_cli.c:test_profile"},
 };
 const int tt_n_ops = (int)(sizeof tt_ops / sizeof *tt_ops);
 

@@ -1794,6 +1794,18 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
     return 0;
 }
 
+int tt_plan_profile_marks(const char *arch, tt_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    snprintf(plan->arch, sizeof plan->arch, "%s", arch);
+    tt_kernel *k = threads_kernel(plan, "prof_mark", "OP_PROF_MARK", 32, "f32");
+    set_const(k, "SMEM", 0);
+    set_grid(k, 1, 1, 1, "one block");
+    whyf(k, "a clock reading between two parts of the profiled step; lets the next kernel launch "
+         "before it waits, where an event node would hold that launch back");
+    return 0;
+}
+
 int tt_plan_materialized(const tt_plan *plan)
 {
     for (int i = 0; i < plan->n; i++)

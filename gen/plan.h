@@ -56,6 +56,10 @@ typedef struct {
 int tt_plan_build(const tt_spec *spec, const char *arch, tt_plan *plan, char *err, size_t errlen);
 void tt_plan_free(tt_plan *plan);
 
+/* The plan of tt-bench --profile's one extra kernel, prof_mark (templates/prof_mark.cu), for
+ * arch: a clock reading between the parts of the profiled step. No spec's plan holds it. */
+int tt_plan_profile_marks(const char *arch, tt_plan *plan);
+
 /* Whether the plan's tensorized attention is the materialized strategy (it has mla_mat_prep):
  * what the plan chose, not its note. */
 int tt_plan_materialized(const tt_plan *plan);

@@ -110,6 +110,7 @@ enum {
 
 struct tt_gpu_lm {
     tt_gpu *gpu;
+    const tt_cache *cache; /* the caller's, open while lm is (NULL: none) */
     const tt_spec *spec;
     const tt_layout *l;
     bool txl;  /* kind: transformer-xl */
@@ -225,7 +226,7 @@ struct tt_gpu_lm {
     long long layer_stride;   /* floats from a layer's parameters to the next layer's */
     bool mla_mat;          /* the plan's attention is materialized (gpu/mla_mat.c) */
     bool ln_sums;          /* the attention's residual LayerNorm adds mla_fwd's parts itself */
-    struct prof_marks *prof; /* tt_gpu_lm_profile's events while it runs a step; else NULL */
+    struct prof_marks *prof; /* tt_gpu_lm_profile's marks while it runs a step; else NULL */
     bool mat_keep;         /* each layer keeps its T for the backward (TT_MAT_KEEP, memory) */
     /* Parameter gradients a step writes whole without adding (the FFN's, the LayerNorms', the
      * tensorized attention's qkv_net and r_net, and o_net where materialized): offsets and
@@ -625,6 +626,7 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                        "kernels are planned for", batch, spec->train.batch);
     tt_gpu_lm *lm = tt_xcalloc(1, sizeof *lm);
     lm->gpu = gpu;
+    lm->cache = cache;
     lm->spec = spec;
     lm->l = layout;
     lm->batch = batch;
@@ -900,12 +902,14 @@ static tt_dropout drop_at(const tt_gpu_lm *lm, const tt_lm_opts *o, float p, uin
                         (unsigned long long)o->seq0 * lm->l->m.seq_len * width};
 }
 
-/* tt_gpu_lm_profile's events: event i ends a part of role[i] (event 0 starts the step). */
+/* tt_gpu_lm_profile's marks: mark i, a launch of templates/prof_mark.cu, writes the clock to
+ * stamps[i] when the part of role[i] before it has completed (mark 0 starts the step). */
 #define TT_PROF_MARKS 2048
 struct prof_marks {
-    cudaEvent_t ev[TT_PROF_MARKS];
+    tt_gpu_program prog; /* tt_plan_profile_marks's one kernel */
+    unsigned long long *stamps; /* device, TT_PROF_MARKS */
     unsigned char role[TT_PROF_MARKS], bwd[TT_PROF_MARKS];
-    int n, created;
+    int n;
     bool in_bwd;
 };
 
@@ -916,16 +920,11 @@ static void mark(tt_gpu_lm *lm, tt_prof_role role)
     struct prof_marks *pm = lm->prof;
     if (!pm) return;
     TT_ASSERT(pm->n < TT_PROF_MARKS);
-    if (pm->n == pm->created) TT_CUDA(cudaEventCreate(&pm->ev[pm->created++]));
     pm->role[pm->n] = (unsigned char)role;
     pm->bwd[pm->n] = pm->in_bwd;
-    /* in the profiled step's capture: an event node of the graph, recorded as it runs (the
-     * flag is refused outside a capture) */
-    enum cudaStreamCaptureStatus capturing;
-    TT_CUDA(cudaStreamIsCapturing(lm->gpu->stream, &capturing));
-    TT_CUDA(cudaEventRecordWithFlags(pm->ev[pm->n++], lm->gpu->stream,
-                                     capturing == cudaStreamCaptureStatusActive
-                                         ? cudaEventRecordExternal : cudaEventRecordDefault));
+    int slot = pm->n++;
+    void *args[] = {&pm->stamps, &slot};
+    tt_gpu_launch(&pm->prog.kernels[0], (dim3){1, 1, 1}, args, lm->gpu->stream);
 }
 
 /* Pads a list of m rows (and, for a tail, their targets and weights) with -1 (and 0) up to the
@@ -2386,6 +2385,13 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
 {
     memset(out, 0, sizeof *out);
     struct prof_marks *pm = tt_xcalloc(1, sizeof *pm);
+    tt_plan plan;
+    char err[1024];
+    if (tt_plan_profile_marks(lm->gpu->arch, &plan) != 0 ||
+        tt_gpu_program_load_plan(&pm->prog, &plan, lm->gpu, lm->cache, err, sizeof err) != 0)
+        tt_panic(__FILE__, __LINE__, "the profile's marks: %s", err);
+    TT_CUDA(cudaMalloc((void **)&pm->stamps, TT_PROF_MARKS * sizeof *pm->stamps));
+    unsigned long long *stamps = tt_xcalloc(TT_PROF_MARKS, sizeof *stamps);
     const tt_gpu_side *side = lm->side;
     lm->side = NULL; /* one stream: the parts tile the step */
     const cudaStream_t st = lm->gpu->stream;
@@ -2394,7 +2400,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     tt_adam_scalars host;
     upload_adam_scalars(lm, &host, s);
     /* once kernel by kernel (a product not met yet is timed then), then captured with the
-     * marks as event nodes and replayed: no launch gaps in the parts */
+     * marks and replayed: no launch gaps in the parts */
     profiled_step(lm, pm, o, weights);
     cudaGraph_t g;
     cudaGraphExec_t exec;
@@ -2402,15 +2408,15 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     profiled_step(lm, pm, o, weights);
     TT_CUDA(cudaStreamEndCapture(st, &g));
     TT_ASSERT(!tt_gemm_pending(&lm->gemm));
-    count_nodes(lm, g, out);
     TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
     TT_CUDA(cudaGraphDestroy(g));
     for (int rep = 0; rep <= reps; rep++) { /* the first warms the graph up, uncounted */
         TT_CUDA(cudaGraphLaunch(exec, st));
+        TT_CUDA(cudaMemcpyAsync(stamps, pm->stamps, (size_t)pm->n * sizeof *stamps,
+                                cudaMemcpyDeviceToHost, st));
         TT_CUDA(cudaStreamSynchronize(st));
         for (int i = 1; rep > 0 && i < pm->n; i++) {
-            float ms;
-            TT_CUDA(cudaEventElapsedTime(&ms, pm->ev[i - 1], pm->ev[i]));
+            const double ms = (double)(stamps[i] - stamps[i - 1]) * 1e-6;
             out->ms[pm->role[i]][pm->bwd[i]] += ms / reps;
             out->sum_ms += ms / reps;
         }
@@ -2424,6 +2430,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     enqueue_adam(lm);
     TT_CUDA(cudaStreamEndCapture(st, &g));
     TT_ASSERT(!tt_gemm_pending(&lm->gemm));
+    count_nodes(lm, g, out);
     TT_CUDA(cudaGraphInstantiate(&exec, g, 0));
     TT_CUDA(cudaGraphDestroy(g));
     const graph_launch gl = {exec, st};
@@ -2432,6 +2439,8 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     TT_CUDA(cudaGraphExecDestroy(exec));
     lm->mlen = mlen, lm->par = par;
     lm->side = side;
-    for (int i = 0; i < pm->created; i++) cudaEventDestroy(pm->ev[i]);
+    TT_CUDA(cudaFree(pm->stamps));
+    tt_gpu_program_free(&pm->prog);
+    free(stamps);
     free(pm);
 }

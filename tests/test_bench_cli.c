@@ -489,14 +489,16 @@ static void test_profile(void **state)
         named += at && at < end;
     }
     print_message("  %d kernels; by op: %.*s\n", kernels, (int)(end - ops), ops);
-    /* the parts' sum against the same step on one stream without the marks: the same work, so
-     * within a factor of 2 (a replay miscounted, or a missing division by the steps, is not) */
+    /* the parts' sum against the same step on one stream without the marks: within 10%, what
+     * issue 17 asks of the profile (the marks' cost; a replay miscounted, or a missing division
+     * by the steps, is far outside). Event nodes as marks summed to 1.20 here, clock-reading
+     * kernels to 1.03 (H100, forty-first session). */
     const char *one = strstr(p.out, "\"one_stream_ms\":"), *psum = strstr(p.out, "\"parts_sum_ms\":");
     if (!one || !psum) fail_msg("no one_stream_ms or parts_sum_ms:\n%.400s", p.out);
     const double one_ms = atof(one + strlen("\"one_stream_ms\":")),
                  sum_ms = atof(psum + strlen("\"parts_sum_ms\":"));
     print_message("  parts %.4f ms, one stream %.4f ms (%.2f)\n", sum_ms, one_ms, sum_ms / one_ms);
-    if (!(one_ms > 0 && sum_ms > 0.5 * one_ms && sum_ms < 2 * one_ms))
+    if (!(one_ms > 0 && fabs(sum_ms / one_ms - 1) <= 0.10))
         fail_msg("parts %g ms against one stream's %g ms", sum_ms, one_ms);
     if (kernels <= 0 || sum != kernels || named != 3)
         fail_msg("kernels %d, by op %d, named %d of 3:\n%.*s", kernels, sum, named, (int)(end - ops + 1), ops);

@@ -94,6 +94,10 @@ static void test_every_planned_op_described(void **state)
         snprintf(name, sizeof name, "variant %zu", i);
         plan_text(variants[i], name, &cov);
     }
+    tt_plan marks; /* tt-bench --profile's own plan */
+    assert_int_equal(tt_plan_profile_marks("sm_90", &marks), 0);
+    check_plan(&marks, "the profile's marks", &cov);
+    tt_plan_free(&marks);
     for (int i = 0; i < tt_n_ops; i++)
         if (!cov.seen[i]) fail_msg("gen/ops.c describes %s, which no plan holds", tt_ops[i].op);
 }

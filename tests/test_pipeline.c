@@ -652,6 +652,26 @@ static void test_compile_every_kernel(void **state)
     assert_true(stat(f->failure_dir, &st) != 0); /* nothing failed, so nothing was written there */
 }
 
+/* tt-bench --profile's own plan (its clock reading between the parts of a step) through NVRTC:
+ * one kernel, compiled for sm_90 without spills, reading %globaltimer and waiting on the grid
+ * before it. */
+static void test_compile_profile_marks(void **state)
+{
+    fixture *f = *state;
+    const tt_build_opts o = opts_for(f, ARCH, NULL, NULL, 0);
+    tt_plan p;
+    assert_int_equal(tt_plan_profile_marks(ARCH, &p), 0);
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.kernels[0].op, "prof_mark");
+    tt_build *b = prepare(&p, &o);
+    if (tt_builds_run(b, p.n, &o) != 0) fail_msg("prof_mark: %s", b[0].error);
+    assert_int_equal(check_cubin(&b[0], "the profile's marks"), 0);
+    assert_non_null(strstr(b[0].source, "%%globaltimer"));
+    assert_non_null(strstr(b[0].source, "griddepcontrol.wait"));
+    tt_builds_free(b, p.n);
+    tt_plan_free(&p);
+}
+
 /* Every kernel of every template begins with tt_pdl_begin() (templates/common.cuh): the runtime
  * launches them programmatically, so a kernel that touched memory before that wait could read
  * what the kernel before it has not finished writing. The first statement of each body, by text. */
@@ -672,6 +692,17 @@ static void test_kernels_wait_first(void **state)
             assert_non_null(body);
             body++;
             while (*body == ' ' || *body == '\n') body++;
+            /* the profile's clock reading lets the next kernel launch before its wait (its
+             * template says why) and touches memory only after that wait */
+            if (strstr(g.gl_pathv[f], "/prof_mark.cu")) {
+                const char *trig = strstr(body, "griddepcontrol.launch_dependents");
+                const char *wait = strstr(body, "griddepcontrol.wait");
+                const char *store = strstr(body, "stamps[slot]");
+                if (!trig || !wait || !store || !(trig < wait && wait < store))
+                    fail_msg("%s: the mark must trigger, then wait, then write", g.gl_pathv[f]);
+                kernels++;
+                continue;
+            }
             if (strncmp(body, "tt_pdl_begin();", strlen("tt_pdl_begin();")) != 0)
                 fail_msg("%s: the kernel at offset %ld does not begin with tt_pdl_begin()",
                          g.gl_pathv[f], (long)(k - text));
@@ -695,6 +726,7 @@ int main(void)
         cmocka_unit_test(test_xent_rows),
         cmocka_unit_test(test_sources_and_keys_deterministic),
         cmocka_unit_test(test_kernels_wait_first),
+        cmocka_unit_test(test_compile_profile_marks),
         cmocka_unit_test(test_compile_every_kernel),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
