@@ -18,7 +18,9 @@
 #   extra: d_model 256 and 1024 at seq_len 80: rank 16 and 128 (2 cores), 1 and 4 cores
 #          (rank 40), position: key (rank 40, 2 cores) (10).
 # A point is named d{D}-n{N}-r{R}-c{H}[-key], e.g. d1024-n80-r40-c2. POINT arguments select
-# points by name (or a shell pattern: 'd1024-*'); without them, GRID_SET picks: all (default),
+# points by name (or a shell pattern: 'd1024-*'); a name of that form that is not one of the 22
+# is a point off the grid with those values, the grid's others (4 layers, F 4D, batch the
+# nearest to 2560 tokens), e.g. d320-n48-r24-c3; without them, GRID_SET picks: all (default),
 # base, extra, or 1, 2, 3: the grid cut in three parts of about equal estimated time, each meant
 # for one device call (600 s at most).
 #
@@ -119,8 +121,14 @@ grid_select() {
             # shellcheck disable=SC2053 # a pattern on purpose
             if [[ ${line%% *} == $p ]]; then echo "$line"; found=1; fi
         done < <(grid_all)
+        if [ $found = 0 ] && [[ $p =~ ^d([0-9]+)-n([0-9]+)-r([0-9]+)-c([0-9]+)(-key)?$ ]]; then
+            echo "$p ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]} ${BASH_REMATCH[4]}" \
+                "$([ -n "${BASH_REMATCH[5]}" ] && echo key || echo none)" # off the grid
+            found=1
+        fi
         if [ $found = 0 ]; then
-            echo "grid-bench: no point '$p' (bench/grid-bench.sh --list shows them)" >&2
+            echo "grid-bench: no point '$p' (bench/grid-bench.sh --list shows them; an off-grid" \
+                "point is named d{D}-n{N}-r{R}-c{H}[-key])" >&2
             return 2
         fi
     done | awk '!seen[$1]++'
