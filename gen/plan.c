@@ -1401,9 +1401,13 @@ static long mat_tiles(const tt_spec *s)
     if (given) return given < m->seq_len ? given : m->seq_len;
     long most = (long)s->train.batch * m->seq_len / 512, best = 1;
     most = most > 8 ? 8 : most < m->seq_len ? most : m->seq_len;
-    for (long t = 2; t <= most; t++)
-        if (mat_cost(s, t) < mat_cost(s, best)) best = t;
-    return mat_cost(s, best) < 0.9 * mat_cost(s, 1) ? best : 1;
+    const double one = mat_cost(s, 1);
+    double cost = one;
+    for (long t = 2; t <= most; t++) {
+        const double c = mat_cost(s, t);
+        if (c < cost) best = t, cost = c;
+    }
+    return cost < 0.9 * one ? best : 1;
 }
 
 /* The tensorized attention's strategy per shape: fused (templates/mla.cu, mla_tc.cu: T never

@@ -2386,7 +2386,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     memset(out, 0, sizeof *out);
     struct prof_marks *pm = tt_xcalloc(1, sizeof *pm);
     tt_plan plan;
-    char err[1024];
+    char err[1024] = "";
     if (tt_plan_profile_marks(lm->gpu->arch, &plan) != 0 ||
         tt_gpu_program_load_plan(&pm->prog, &plan, lm->gpu, lm->cache, err, sizeof err) != 0)
         tt_panic(__FILE__, __LINE__, "the profile's marks: %s", err);

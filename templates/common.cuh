@@ -25,6 +25,18 @@ __device__ __forceinline__ void tt_pdl_begin()
 #endif
 }
 
+// tt_pdl_trigger_then_wait(), the other way to begin: the next kernel may launch before this one
+// waits. For a kernel with nothing to hand over early, a one-warp clock reading between two kernels
+// (prof_mark.cu): the next kernel's blocks are then resident when this one reads, as they are
+// without it. The wait still comes before any access to global memory.
+__device__ __forceinline__ void tt_pdl_trigger_then_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float tt_float(float x) { return x; }
 __device__ __forceinline__ float tt_float(tt_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
 

@@ -6,18 +6,15 @@
 // dependent launch of the kernel after it (common.cuh): that kernel's launch waited for the whole
 // of the one before. This kernel lets the next one launch first and only then waits, so the next
 // kernel's blocks are resident when the clock is read, as they are without the mark.
-// The only kernel that does not begin with tt_pdl_begin() (tests/test_pipeline.c names it): it
-// touches memory only after its wait, as the rule requires.
+// It begins with common.cuh's tt_pdl_trigger_then_wait(), not tt_pdl_begin(): it touches memory
+// only after its wait, as tests/test_pipeline.c's rule requires.
 // Constants: TT_THREADS (one warp; lane 0 writes).
 
 #ifdef TT_OP_PROF_MARK
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(unsigned long long *__restrict__ stamps, int slot)
 {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
+    tt_pdl_trigger_then_wait();
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
     if (threadIdx.x == 0) stamps[slot] = t;

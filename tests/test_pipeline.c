@@ -672,9 +672,10 @@ static void test_compile_profile_marks(void **state)
     tt_plan_free(&p);
 }
 
-/* Every kernel of every template begins with tt_pdl_begin() (templates/common.cuh): the runtime
- * launches them programmatically, so a kernel that touched memory before that wait could read
- * what the kernel before it has not finished writing. The first statement of each body, by text. */
+/* Every kernel of every template begins with tt_pdl_begin() or tt_pdl_trigger_then_wait()
+ * (templates/common.cuh): the runtime launches them programmatically, so a kernel that touched
+ * memory before that wait could read what the kernel before it has not finished writing. The
+ * first statement of each body, by text. */
 static void test_kernels_wait_first(void **state)
 {
     (void)state;
@@ -692,26 +693,30 @@ static void test_kernels_wait_first(void **state)
             assert_non_null(body);
             body++;
             while (*body == ' ' || *body == '\n') body++;
-            /* the profile's clock reading lets the next kernel launch before its wait (its
-             * template says why) and touches memory only after that wait */
-            if (strstr(g.gl_pathv[f], "/prof_mark.cu")) {
-                const char *trig = strstr(body, "griddepcontrol.launch_dependents");
-                const char *wait = strstr(body, "griddepcontrol.wait");
-                const char *store = strstr(body, "stamps[slot]");
-                if (!trig || !wait || !store || !(trig < wait && wait < store))
-                    fail_msg("%s: the mark must trigger, then wait, then write", g.gl_pathv[f]);
-                kernels++;
-                continue;
-            }
-            if (strncmp(body, "tt_pdl_begin();", strlen("tt_pdl_begin();")) != 0)
-                fail_msg("%s: the kernel at offset %ld does not begin with tt_pdl_begin()",
-                         g.gl_pathv[f], (long)(k - text));
+            /* or with tt_pdl_trigger_then_wait(), which also waits first thing (checked below) */
+            if (strncmp(body, "tt_pdl_begin();", strlen("tt_pdl_begin();")) != 0 &&
+                strncmp(body, "tt_pdl_trigger_then_wait();", strlen("tt_pdl_trigger_then_wait();")) != 0)
+                fail_msg("%s: the kernel at offset %ld does not begin with tt_pdl_begin() or "
+                         "tt_pdl_trigger_then_wait()", g.gl_pathv[f], (long)(k - text));
             kernels++;
         }
         free(text);
     }
     globfree(&g);
-    print_message("  %d kernel signatures begin with tt_pdl_begin()\n", kernels);
+    /* tt_pdl_trigger_then_wait: the trigger, then the wait, before its end */
+    size_t len;
+    char *common = NULL, err[256];
+    if (tt_read_file(TT_SOURCE_DIR "/templates/common.cuh", 0, &common, &len, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const char *fn = strstr(common, "void tt_pdl_trigger_then_wait()");
+    assert_non_null(fn);
+    const char *trig = strstr(fn, "griddepcontrol.launch_dependents"), *wait = strstr(fn, "griddepcontrol.wait");
+    const char *end = strstr(fn, "\n}\n");
+    if (!trig || !wait || !end || !(trig < wait && wait < end))
+        fail_msg("tt_pdl_trigger_then_wait must trigger, then wait");
+    free(common);
+    print_message("  %d kernel signatures begin with tt_pdl_begin() or tt_pdl_trigger_then_wait()\n",
+                  kernels);
     assert_true(kernels >= 40);
 }
 
