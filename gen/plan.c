@@ -1463,11 +1463,12 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
 }
 
 /* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
- * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), bf16. */
+ * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), and each of its four
+ * warps' tile of a chunk, 16 rows 24 apart; bf16. */
 static long mat_t_smem(const tt_model_spec *m)
 {
     const long sr = (m->rank + 15) / 16 * 16 + 8;
-    return 2 * ((m->seq_len + 15) / 16 * 16 + 16) * sr;
+    return 2 * (((m->seq_len + 15) / 16 * 16 + 16) * sr + 4 * 16 * 24);
 }
 
 /* The materialized strategy's kernels (templates/mla_mat.cu); gpu/mla_mat.c runs them with the

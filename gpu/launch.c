@@ -744,7 +744,7 @@ void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch
 bool tt_mla_mat_forms_t(const tt_gpu_program *p)
 {
     for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "mla_mat_t")) return true;
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_t")) return tt_env_long("TT_MAT_T", 0, 1, 1) != 0;
     return false;
 }
 
