@@ -1463,9 +1463,20 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
     return materialized;
 }
 
+/* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
+ * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), and each of its four
+ * warps' tile of a chunk, 16 rows 24 apart; bf16. */
+static long mat_t_smem(const tt_model_spec *m)
+{
+    const long sr = (m->rank + 15) / 16 * 16 + 8;
+    return 2 * (((m->seq_len + 15) / 16 * 16 + 16) * sr + 4 * 16 * 24);
+}
+
 /* The materialized strategy's kernels (templates/mla_mat.cu); gpu/mla_mat.c runs them with the
  * products. Under the causal mask also mla_mat_rows, whose TILES is the number of tiles of
- * positions the products with Wo run in (mat_tiles). */
+ * positions the products with Wo run in (mat_tiles). At bf16 T comes from mla_mat_t (stage 1 of
+ * the fused forward, templates/mla_tc.cu); mla_mat_prep's A and KV then only serve the
+ * backward's products. */
 static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
 {
     const tt_model_spec *m = &s->model;
@@ -1500,6 +1511,24 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             ("dP a warp an output, dg, du, dv a block an output over the parts: fixed orders, "
              "deterministic")};
         whyf(k, "%s", what[i]);
+    }
+    if (!strcmp(dtype, "bf16") && mat_t_smem(m) <= SMEM_DYN_LIMIT) {
+        /* T by the forward's stage 1 on tensor cores (templates/mla_tc.cu): four warps of four j */
+        const long g = 4, jw = 4;
+        tt_kernel *k = add_kernel(plan, "mla_mat_t", 1, dtype);
+        mla_shape_consts(k, m);
+        set_const(k, "G", g);
+        set_const(k, "JW", jw);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", 32 * g);
+        set_const(k, "OP_MLA_MAT_T", 1);
+        k->block[0] = (unsigned)(32 * g);
+        k->dyn_smem = (unsigned)mat_t_smem(m);
+        set_const(k, "SMEM", k->dyn_smem);
+        set_grid(k, ceil_div(n, 16), (unsigned)batch, ceil_div(n, g * jw),
+                 "x = ceil(%ld / 16) row tiles, y = batch, z = ceil(%ld / %ld) parts of j", n, n, g * jw);
+        whyf(k, "T = A_j V^T by mma.sync, 16 rows x %ld j a block, masked in registers and written "
+                "once: no KV, batched product or mask pass over T in the forward", g * jw);
     }
     const long tiles = mat_tiles(s);
     if (tiles > 1) {

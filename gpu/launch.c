@@ -741,6 +741,24 @@ void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch
         }
 }
 
+bool tt_mla_mat_forms_t(const tt_gpu_program *p)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_t")) return tt_env_long("TT_MAT_T", 0, 1, 1) != 0;
+    return false;
+}
+
+void tt_mla_mat_t(const tt_gpu_program *p, cudaStream_t s, void *t, const void *qkv, const float *g,
+                  const void *pos, const float *u, const float *v, int batch, bool pos_rows)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_t");
+    TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
+    const long n = need(k, "N"), j_block = need(k, "G") * need(k, "JW");
+    int rows = pos_rows;
+    void *args[] = {&t, &qkv, &g, &pos, &u, &v, &batch, &rows};
+    tt_gpu_launch(k, (dim3){ceil_div(n, 16), (unsigned)batch, ceil_div(n, j_block)}, args, s);
+}
+
 int tt_mla_mat_tiles(const tt_gpu_program *p)
 {
     for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */

@@ -43,11 +43,16 @@ size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, i
 static int t_ld(int batch, int n, int tiles) { return tiles > 1 ? batch * n * n : n * n; }
 static long long t_seq(int n, int tiles) { return tiles > 1 ? (long long)n * n : (long long)n * n * n; }
 
-/* T = A KV^T, masked, into t: a product per sequence. */
+/* T = A KV^T, masked, into t: by mla_mat_t where the plan has it (A and KV left unformed), else a
+ * product per sequence of mla_mat_prep's A and KV, then the mask. */
 static void form_t(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *t,
                    const void *qkv, const float *g, const void *pos, const float *u,
                    const float *v, const tt_mla_mat_bufs *b, int batch, int n, int r2, int tiles)
 {
+    if (tt_mla_mat_forms_t(p)) {
+        tt_mla_mat_t(p, s, t, qkv, g, pos, u, v, batch, tiles > 1);
+        return;
+    }
     const long long nn = (long long)n * n;
     tt_mla_mat_prep(p, s, b->a, b->kv, qkv, g, pos, u, v, batch);
     tt_gemm_batched(gm, t, false, t_ld(batch, n, tiles), t_seq(n, tiles), b->a, false, r2,
@@ -135,7 +140,9 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
         }
     }
     tt_mla_mat_mask(p, s, b->dt, batch, tiles > 1);
-    /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32 */
+    /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32; A and KV formed here where
+     * mla_mat_t formed T */
+    if (tt_mla_mat_forms_t(p)) tt_mla_mat_prep(p, s, b->a, b->kv, qkv, g, pos, u, v, batch);
     const int ld = t_ld(batch, n, tiles);
     const long long seq = t_seq(n, tiles);
     tt_gemm_batched(gm, b->gm, true, r2, (long long)n * r2, b->dt, false, ld, seq, b->kv, false,

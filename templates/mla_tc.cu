@@ -359,6 +359,111 @@ __device__ __forceinline__ void tt_wg_bar_wait(unsigned bar, unsigned parity)
 
 #endif
 
+#ifdef TT_OP_MLA_MAT_T
+// T for the materialized strategy (templates/mla_mat.cu says how its products use it), written
+// by the forward's stage 1: T[i][j N + k] = A_j V^T (tt_t_chunk), zero where the causal mask
+// hides (j, k) from row i, in place of mla_mat_prep's KV, a batched product and mla_mat_mask's
+// pass over T (three round trips of it and KV's). Block: rows i0 .. i0+15 of one sequence,
+// TT_G warps of TT_JW key positions j each; in shared memory the sequence's V up to the tile's
+// last key and the block's K rows. A chunk of 16 keys the mask hides whole is stored as zeros
+// without a product. T's rows in the sequences' order (b N + i) or the positions' (i B + b:
+// pos_rows), N^2 apart. Where N is whole 16-byte groups each chunk goes out through a warp's tile
+// in shared memory, a row's 16 keys (32 bytes, a whole sector) by two lanes' 16-byte stores;
+// else straight from the accumulators, two keys a store.
+#define TT_TPITCH 24 // the chunk tile's row pitch in bf16: 48 bytes, rows on distinct banks
+static_assert(TT_THREADS == 32 * TT_G, "a warp a part of the block's j");
+static_assert(2 * ((TT_NPAD + TT_G * TT_JW) * TT_SR + TT_G * 16 * TT_TPITCH) == TT_SMEM,
+              "the shared memory the plan gives is what the block carves up");
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ t, const TT_T *__restrict__ qkv, const float *__restrict__ g,
+          const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
+          int batch, int pos_rows)
+{
+    tt_pdl_begin();
+    extern __shared__ __align__(16) tt_bf16 smem[];
+    tt_bf16 *sv = smem, *sk = smem + (size_t)TT_NPAD * TT_SR;
+    tt_bf16 *tile = sk + (size_t)TT_G * TT_JW * TT_SR + (size_t)(threadIdx.x / 32) * 16 * TT_TPITCH;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int i0 = blockIdx.x * 16, b = blockIdx.y, j0 = blockIdx.z * TT_G * TT_JW;
+    const tt_bf16 *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+    const int end = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // the tile's j and k stop here
+    const int kn = (end + 15) / 16 * 16;
+    if (warp == 0) {
+        tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, true);
+        tt_load_rows<TT_G * TT_JW>(sk, seq, j0, TT_G * TT_JW, TT_R, true);
+        tt_cp_commit();
+        tt_cp_wait<0>();
+    }
+    __syncthreads();
+    float gq[TT_RK][8], gqv[TT_RK][8];
+#if TT_POS_KEY
+    tt_load_gq(gq, seq, i0, true, g, u);
+    tt_load_gq(gqv, seq, i0, true, g, v);
+#else
+    (void)u, (void)v;
+    tt_load_gq(gq, seq, i0, true, g, nullptr);
+#endif
+    // this lane's rows: i0 + lane / 4 and 8 more
+    size_t row[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const size_t i = (size_t)i0 + tt_acc_row(lane, 2 * h);
+        row[h] = (pos_rows ? i * batch + b : (size_t)b * TT_N + i) * TT_N * TT_N;
+    }
+    for (int jj = 0; jj < TT_JW; jj++) {
+        const int j = j0 + warp * TT_JW + jj;
+        if (j >= TT_N) break;
+        const bool seen = j < end; // some row of the tile sees j
+        unsigned a[TT_RK][4];
+        if (seen) tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
+        for (int kc = 0; kc < TT_NPAD; kc += 16) {
+            float c[2][4];
+            if (seen && kc < kn) {
+                tt_t_chunk(c, a, sv, kc, i0, j);
+            } else {
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) c[nt][e] = 0.f;
+            }
+            if constexpr (TT_N % 8 == 0) {
+                // the chunk into the warp's tile, then row lane / 2's keys 8 (lane % 2) .. + 7
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        *reinterpret_cast<unsigned *>(tile + (size_t)tt_acc_row(lane, 2 * h) * TT_TPITCH +
+                                                      nt * 8 + tt_acc_col(lane, 0)) =
+                            tt_pack_bf16(c[nt][2 * h], c[nt][2 * h + 1]);
+                __syncwarp();
+                const int r = lane / 2, i = i0 + r, k = kc + (lane % 2) * 8;
+                if (i < TT_N && k < TT_N) { // 8 keys a group: in the row whole, 16-byte aligned
+                    const size_t base = (pos_rows ? (size_t)i * batch + b : (size_t)b * TT_N + i) * TT_N * TT_N;
+                    *reinterpret_cast<uint4 *>(t + base + (size_t)j * TT_N + k) =
+                        *reinterpret_cast<const uint4 *>(tile + (size_t)r * TT_TPITCH + (lane % 2) * 8);
+                }
+                __syncwarp(); // the tile is read before the next chunk writes it
+            } else {
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int i = i0 + tt_acc_row(lane, 2 * h), k = kc + nt * 8 + tt_acc_col(lane, 0);
+                        if (i >= TT_N || k >= TT_N) continue;
+                        tt_bf16 *dst = t + row[h] + (size_t)j * TT_N + k;
+                        if (TT_N % 2 == 0) { // k even: (k, k + 1) 4-byte aligned and in the row
+                            *reinterpret_cast<unsigned *>(dst) = tt_pack_bf16(c[nt][2 * h], c[nt][2 * h + 1]);
+                        } else {
+                            dst[0] = tt_store_as<tt_bf16>(c[nt][2 * h]);
+                            if (k + 1 < TT_N) dst[1] = tt_store_as<tt_bf16>(c[nt][2 * h + 1]);
+                        }
+                    }
+            }
+        }
+    }
+}
+#endif
+
 #if defined(TT_OP_MLA_FWD) || defined(TT_OP_MLA_FWD_SUM)
 // The parts of the key positions j (16 each) that row tile it sees: under the mask j stops at
 // the tile's last row (templates/mla_geom.cuh).
