@@ -1512,7 +1512,7 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
         tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                        key ? g->u : NULL, key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
                        key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &a->mat,
-                       lm->mat_keep, lm->batch, n, r, d,
+                       lm->mla_part, lm->mat_keep, lm->batch, n, r, d,
                        &(tt_mla_mat_side){lm->side, &lm->gemm_side});
     else
         tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,

@@ -113,7 +113,7 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
-                    const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, float *part, bool kept,
                     int batch, int n, int r, int d, const tt_mla_mat_side *side)
 {
     TT_ASSERT(gm->stream == s);
@@ -138,6 +138,12 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
             tt_gemm_bwd_x_ld(gm, at(b->dt, c.t_off, es), nn, at(b->rows, c.y_off, es), d, wo, nn,
                              c.rows, c.cols, d, 0.f);
         }
+    }
+    if (tt_mla_mat_dt_mem(p)) { /* dT read as it is by mla_bwd_q (through part), masked there */
+        TT_ASSERT(!pos && part);
+        tt_mla_mat_bwd_dt(p, s, dqkv, dg, part, b->dt, qkv, g, batch, tiles > 1);
+        if (side) tt_gpu_join(side->side, s); /* dWo, before the next layer's dY takes its rows */
+        return;
     }
     tt_mla_mat_mask(p, s, b->dt, batch, tiles > 1);
     /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32; A and KV formed here where

@@ -55,7 +55,7 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
-                    const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, float *part, bool kept,
                     int batch, int n, int r, int d, const tt_mla_mat_side *side);
 
 #endif

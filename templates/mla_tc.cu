@@ -1216,13 +1216,21 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // values of it serves dQ and dV alike. At the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The
 // part's sums of dQ, dV, dg go to the partials (templates/mla_geom.cuh, TT_TI = 16), which
 // mla_bwd_reduce adds up in a fixed order; dK[j] is complete in its part.
+// With TT_DT_MEM (the materialized strategy, gpu/mla_mat.c) dT is read from memory instead, where
+// cuBLAS's dY Wo wrote it (rows in the sequences' order, or the positions' under pos_rows, N^2
+// apart, unmasked): no dY, no slabs of Wo, any D; in place of the mask's pass over dT, its
+// batched products with KV and A, and mla_mat_grads.
+#ifndef TT_DT_MEM
+#define TT_DT_MEM 0
+#endif
+static_assert(!(TT_DT_MEM && TT_WG), "dT from memory has no product of its own to run on wgmma");
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the slabs of Wo (16 keys wide), in bf16
 #define TT_JSETS (TT_JS / 8)     // accumulators of dK~: 8 key positions j each
 static_assert(TT_JS == 8 || TT_JS == 16, "parts of 8 or 16 key positions");
 // What the plan checks before it picks this kernel over mla.cu's:
 static_assert(!TT_POS_KEY, "position: key is mla.cu's mla_bwd_q: no P, u, v terms here");
-static_assert(TT_D <= 256, "dY's rows are held in registers: D up to 256");
+static_assert(TT_DT_MEM || TT_D <= 256, "dY's rows are held in registers: D up to 256");
 static_assert(TT_TI == 16 && TT_JP == (TT_N + TT_JS - 1) / TT_JS, "tiles of 16 rows, parts of JS");
 static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, TT_JS), "the plan's grid: a block a task");
 
@@ -1246,6 +1254,9 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           int batch
 #if TT_WG
           , const __grid_constant__ tt_tmap wo_map
+#endif
+#if TT_DT_MEM
+          , int pos_rows
 #endif
 )
 {
@@ -1271,6 +1282,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const unsigned sw_a = (unsigned)__cvta_generic_to_shared(base);
     const unsigned bar_a = sw_a + (unsigned)(slab_bytes + TT_G * warp_bytes);
     (void)wo;
+#elif TT_DT_MEM
+    unsigned char *base = smem_raw;
+    constexpr size_t slab_bytes = 0;
+    static_assert(TT_G * warp_bytes == TT_SMEM, "the shared memory the plan gives is what the block carves up");
+    (void)wo;
 #else
     unsigned char *base = smem_raw;
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
@@ -1293,6 +1309,15 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
     const int j0 = jp * TT_JS, nj = min(TT_JS, jend - j0); // this part's keys j
     const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
+#if TT_DT_MEM
+    // dT's rows gi and gi + 8 of the tile, this sequence's (dy is dT here)
+    size_t dt_row[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const size_t i = (size_t)i0 + gi + h * 8;
+        dt_row[h] = (pos_rows ? i * batch + (live ? b : 0) : (size_t)(live ? b : 0) * TT_N + i) * TT_N * TT_N;
+    }
+#else
     // dY rows i0.. as A operands over the features
     unsigned ady[TT_DK][4];
 #pragma unroll
@@ -1307,6 +1332,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
         for (int q = 0; q < 4; q++) ady[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
     }
+#endif
     // Q^T as A operands (ranks x rows): register q of k-step mt holds ranks mt*16 + g (+8 for
     // q odd), rows 2t, 2t+1 (+8 for q >= 2)
     unsigned aq[TT_RK][4];
@@ -1352,7 +1378,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             tt_wg_box2d(sw_a, bar_a, &wo_map, j0 * TT_N, 0);
         }
     }
-#else
+#elif !TT_DT_MEM
     constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
     tt_load_wo_slab<TT_DK * 16, 16>(s_w, TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
 #endif
@@ -1374,9 +1400,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 tt_wg_expect(bar_a + 8 * nsl, SLAB_TX);
                 tt_wg_box2d(sw_a + nsl * SLAB * 2, bar_a + 8 * nsl, &wo_map, (j0 + jl1) * TT_N + kn1, 0);
             }
-#else
+#elif !TT_DT_MEM
             tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
                                             16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
+#else
+            (void)kn1;
 #endif
         }
         tt_cp_commit();
@@ -1422,6 +1450,27 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             for (int e = 0; e < 4; e++)
                 if (kc + nt * 8 + tt_acc_col(lane, e) >= TT_N) dt[nt][e] = 0.f;
 #endif
+#elif TT_DT_MEM
+        // dT's (rows, keys kc..) at j, as cuBLAS wrote it; masked below. A lane's pairs of keys
+        // (2t, 2t + 1) whole: 4-byte loads where N keeps them aligned
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int i = i0 + gi + h * 8, k = kc + nt * 8 + tq * 2;
+                float x0 = 0.f, x1 = 0.f;
+                if (live && i < TT_N && k < TT_N) {
+                    const TT_T *src = dy + dt_row[h] + (size_t)j * TT_N + k;
+                    if (TT_N % 2 == 0) {
+                        const unsigned w = *reinterpret_cast<const unsigned *>(src);
+                        x0 = __uint_as_float(w << 16), x1 = __uint_as_float(w & 0xffff0000u);
+                    } else {
+                        x0 = tt_float(src[0]);
+                        if (k + 1 < TT_N) x1 = tt_float(src[1]);
+                    }
+                }
+                dt[nt][2 * h] = x0, dt[nt][2 * h + 1] = x1;
+            }
 #else
         const tt_bf16 *cur = s_w + sl * SLAB;
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that

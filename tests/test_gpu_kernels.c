@@ -301,11 +301,13 @@ typedef struct {
     char sizes[160];
 } checked;
 
-/* The unit built for op, or NULL. */
+/* The unit built for op (the first that runs it of those built for the plan), or NULL. */
 static tt_unit *unit_for(tt_unit *const *units, const char *op)
 {
-    const tt_unit_desc *d = tt_unit_of_op(op);
-    return d ? units[d - tt_units] : NULL;
+    for (int i = 0; i < tt_n_units; i++)
+        for (const char *const *o = tt_units[i].ops; *o; o++)
+            if (!strcmp(*o, op) && units[i]) return units[i];
+    return NULL;
 }
 
 static const tt_kernel *kernel_of(const tt_plan *p, const char *op)
