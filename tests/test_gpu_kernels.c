@@ -73,6 +73,8 @@ static const config configs[] = {
     {"mat-1-tile", 128, 32, 40, 4, 64, 1, 0, 1, 1, 1}, {"mat-odd-1-tile", 100, 13, 7, 3, 37, 1, 1, 0, 1, 1},
     {"mat-5-tiles", 128, 32, 40, 4, 64, 1, 0, 1, 1, 5}, {"mat-odd-13-tiles", 100, 13, 7, 3, 37, 1, 1, 1, 1, 13},
     {"mat-odd-4-tiles", 100, 13, 7, 3, 37, 1, 0, 0, 1, 4},
+    /* bf16 without position: key: dT read by mla_bwd_q (DT_MEM), at odd N and R, in tiles */
+    {"mat-odd-4-tiles", 100, 13, 7, 3, 37, 1, 0, 1, 1, 4},
 };
 
 /* Transformer-XL's: with and without memory, a segment of 37 rows after 70 of memory; at bf16
