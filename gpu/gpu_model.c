@@ -593,12 +593,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
         const int bt = lm->batch, ni = (int)n, ri = (int)r;
         const int di = tt_mla_mat_tiles(&lm->prog) > 1 ? (int)m->d_model : 0; /* rows: tiles only */
         tt_mla_mat_bufs shared;
-        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false);
-        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false);
-        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, true);
+        /* without T's factors, G, E and their parts where nothing forms or reads them */
+        const bool lean = tt_mla_mat_forms_t(&lm->prog) && tt_mla_mat_dt_mem(&lm->prog);
+        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false, lean);
+        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false, lean);
+        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, true, lean);
         for (int k = 0; k < m->layers; k++) {
             if (k == 0 || lm->mat_keep)
-                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, true);
+                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, true, lean);
             lm->acts[k].mat = shared;
         }
     }

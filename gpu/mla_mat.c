@@ -7,9 +7,10 @@
 
 static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-/* buffers [from, to) of the eight below */
+/* buffers [from, to) of the eight below; lean: only T, dT and the rows (mla_mat_t forms T and
+ * mla_bwd_q reads dT: no factors, no G, E or parts), the others NULL */
 static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
-                    size_t es, int from, int to)
+                    size_t es, int from, int to, bool lean)
 {
     const size_t bt = (size_t)batch, nn = (size_t)n * n, r2 = (size_t)r * (key ? 2 : 1);
     const size_t bytes[8] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
@@ -19,6 +20,10 @@ static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int
                     (void **)&b->part};
     size_t off = 0;
     for (int i = from; i < to; i++) {
+        if (lean && i != 2 && i != 3 && i != 4) {
+            if (base) *at[i] = NULL;
+            continue;
+        }
         if (base) *at[i] = (char *)base + off;
         off += align256(bytes[i]);
     }
@@ -28,14 +33,14 @@ static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int
 size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                         size_t es)
 {
-    return carve(b, base, batch, n, r, d, key, es, 0, 8);
+    return carve(b, base, batch, n, r, d, key, es, 0, 8, false);
 }
 
 size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d,
-                             bool key, size_t es, bool t_part)
+                             bool key, size_t es, bool t_part, bool lean)
 {
-    return t_part ? carve(b, base, batch, n, r, d, key, es, 0, 3)  /* a, kv, t */
-                  : carve(b, base, batch, n, r, d, key, es, 3, 8); /* the shared ones */
+    return t_part ? carve(b, base, batch, n, r, d, key, es, 0, 3, lean)  /* a, kv, t */
+                  : carve(b, base, batch, n, r, d, key, es, 3, 8, lean); /* the shared ones */
 }
 
 /* T's (and dT's) leading dimension and the distance between its sequences: rows in the
