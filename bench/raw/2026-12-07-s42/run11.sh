@@ -35,7 +35,7 @@ run_one() { # LABEL BUILD SPEC REP VAR=value
     local log=$L/$3-$1-$4.log
     rm -rf /tmp/ck-t
     env $5 timeout 120 build-$2/tt-train specs/t-$3.yaml --checkpoint-dir /tmp/ck-t --log-every 50 > $log 2>&1
-    echo "$3 $1 rep $4: rc $? late $(tt_late_rate $log) tok/s; $(grep 'valid ppl' $log | tail -1 | grep -o 'valid ppl [0-9.]*') ($(tt_el) s)"
+    echo "$3 $1 rep $4: rc $? late $(tt_late_rate $log) tok/s; $(grep 'valid ppl' $log | tail -1 | grep -o 'valid ppl [0-9.]*'); $(grep -o 'device memory: [0-9.]* MiB' $log) ($(tt_el) s)"
 }
 {
     for rep in 1 2; do
