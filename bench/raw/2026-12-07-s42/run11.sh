@@ -5,13 +5,13 @@
 # test_adam's norm in pieces and test_embedding's growth; test_step; test_graph), then tt-train
 # alternating main's build (.snap/main), the branch, and the branch with TT_MAT_T=0 on lm1b's
 # body, d1024-n160 and d512-n80 (two reps); the branch with TT_NORM_SIDE 1 and 0 on ptb.yaml and
-# the wt103 shapes (two reps).
+# the wt103 shapes (two reps); lm1b's profile of main and the branch.
 #   bash bench/raw/2026-12-07-s42/run11.sh   (repo root, on the GPU machine; carry .deps .data .snap/main)
 set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
 (cmake -S .snap/main -B build-main -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-    cmake --build build-main -j6 --target tt-train) > "$L/build-main.log" 2>&1 &
+    cmake --build build-main -j6 --target tt-train tt-bench) > "$L/build-main.log" 2>&1 &
 bm=$!
 tt_build_gpu || exit 1
 tt_gpu_test kernels-mat 200 "FAILED|PASSED|ERROR|pieces|mla_mat_bwd" test_gpu_kernels TT_TEST_CONFIGS=mat
@@ -51,5 +51,10 @@ run_one() { # LABEL BUILD SPEC REP VAR=value
     done
 } | tee $L/ab.txt
 tt_medians $L/ab.txt
+for b in main gpu; do # where lm1b's step goes, by role (the attention's forward and backward)
+    timeout 90 build-$b/tt-bench specs/t-lm1b.yaml --profile > $L/profile-lm1b-$b.txt 2>&1
+    echo "profile $b rc $?"; grep -E "^attention|^sum" $L/profile-lm1b-$b.txt
+    grep -o "The step as trained[^;]*one stream's" $L/profile-lm1b-$b.txt
+done
 rm -f specs/t-*.yaml
 tt_call_end
