@@ -15,6 +15,11 @@ tt_call_begin
 bm=$!
 tt_build_gpu || exit 1
 tt_gpu_test kernels-mat 200 "FAILED|PASSED|ERROR|pieces|mla_mat_bwd" test_gpu_kernels TT_TEST_CONFIGS=mat
+if grep -q FAILED $L/kernels-mat.log; then # where: memcheck on the odd materialized configs
+    TT_TEST_CONFIGS=mat-odd TT_TEST_NO_VARIANTS=1 TT_TEST_NO_CUBLAS=1 timeout 200 \
+        compute-sanitizer --tool memcheck build-gpu/tests/test_gpu_kernels > $L/memcheck.log 2>&1
+    echo "memcheck rc $? ($(tt_el) s)"; grep -E "ERROR SUMMARY|Invalid|at .*mla" $L/memcheck.log | head -8
+fi
 tt_gpu_test model-step 120 "FAILED|PASSED|ERROR|materialized" test_gpu_model TT_TEST_ONLY=test_step
 tt_gpu_test model-graph 120 "FAILED|PASSED|ERROR|differ" test_gpu_model TT_TEST_ONLY=test_graph
 tt_local_spec specs/ptb.yaml specs/t-ptb.yaml -e "s/eval_interval: 1000/eval_interval: 0/" \
