@@ -51,7 +51,8 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     int r, int d, const tt_mla_mat_side *side);
 /* dqkv, dwo written, dp written (position: key), dg, du, dv added into. kept: b's a, kv and t
  * hold what this layer's forward left there (from the same qkv, g, pos, u, v); else they are
- * formed again. */
+ * formed again. part: mla_bwd_q's partials (tt_mla_scratch_floats) where it reads dT
+ * (tt_mla_mat_dt_mem); else not touched. */
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
