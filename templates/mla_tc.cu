@@ -1243,6 +1243,35 @@ __device__ __forceinline__ unsigned tt_mul_bf16x2(unsigned a, unsigned b)
     return d;
 }
 
+#if TT_DT_MEM
+// dT at j for the tile's rows (rowoff: where rows gi and gi + 8 start) and keys kc.., as cuBLAS
+// wrote it (unmasked), in the accumulators' layout: a lane's keys 2t, 2t + 1 and 8 more, by
+// 4-byte loads where N keeps them aligned; zeros past N and for a sequence past the batch.
+__device__ __forceinline__ void tt_load_dt(float (&d)[2][4], const TT_T *dtm, const size_t (&rowoff)[2],
+                                           int i0, int kc, int j, bool live)
+{
+    const int lane = threadIdx.x % 32, gi = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = i0 + gi + h * 8, k = kc + nt * 8 + tq * 2;
+            float x0 = 0.f, x1 = 0.f;
+            if (live && i < TT_N && k < TT_N) {
+                const TT_T *src = dtm + rowoff[h] + (size_t)j * TT_N + k;
+                if (TT_N % 2 == 0) {
+                    const unsigned w = *reinterpret_cast<const unsigned *>(src);
+                    x0 = __uint_as_float(w << 16), x1 = __uint_as_float(w & 0xffff0000u);
+                } else {
+                    x0 = tt_float(src[0]);
+                    if (k + 1 < TT_N) x1 = tt_float(src[1]);
+                }
+            }
+            d[nt][2 * h] = x0, d[nt][2 * h + 1] = x1;
+        }
+}
+#endif
+
 #if TT_MINB > 0
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 #else
@@ -1386,6 +1415,10 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     tt_cp_commit();
     unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
     float dv[TT_RK][2][4];
+#if TT_DT_MEM
+    float dtn[2][4]; // the next pair's dT (the first pair's: chunk 0, the part's first j)
+    if (npairs) tt_load_dt(dtn, dy, dt_row, i0, 0, j0, live);
+#endif
     for (int pi = 0, c = 0, jl = 0, sl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
         const int kc = c * 16, j = j0 + jl, nsl = sl == 2 ? 0 : sl + 1; // its slab, the next pair's
         const int c1 = jl + 1 == nj ? c + 1 : c, jl1 = jl + 1 == nj ? 0 : jl + 1; // the next pair's
@@ -1451,26 +1484,13 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 if (kc + nt * 8 + tt_acc_col(lane, e) >= TT_N) dt[nt][e] = 0.f;
 #endif
 #elif TT_DT_MEM
-        // dT's (rows, keys kc..) at j, as cuBLAS wrote it; masked below. A lane's pairs of keys
-        // (2t, 2t + 1) whole: 4-byte loads where N keeps them aligned
+        // this pair's dT (masked below), loaded during the pair before; the next pair's loads in
+        // flight while this one's products run
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int i = i0 + gi + h * 8, k = kc + nt * 8 + tq * 2;
-                float x0 = 0.f, x1 = 0.f;
-                if (live && i < TT_N && k < TT_N) {
-                    const TT_T *src = dy + dt_row[h] + (size_t)j * TT_N + k;
-                    if (TT_N % 2 == 0) {
-                        const unsigned w = *reinterpret_cast<const unsigned *>(src);
-                        x0 = __uint_as_float(w << 16), x1 = __uint_as_float(w & 0xffff0000u);
-                    } else {
-                        x0 = tt_float(src[0]);
-                        if (k + 1 < TT_N) x1 = tt_float(src[1]);
-                    }
-                }
-                dt[nt][2 * h] = x0, dt[nt][2 * h + 1] = x1;
-            }
+            for (int e = 0; e < 4; e++) dt[nt][e] = dtn[nt][e];
+        if (pi + 1 < npairs) tt_load_dt(dtn, dy, dt_row, i0, c1 * 16, j0 + jl1, live);
 #else
         const tt_bf16 *cur = s_w + sl * SLAB;
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that
