@@ -9,7 +9,8 @@
  * other rows, Adam's clipping) are checked here with the units' helpers: relative L2 errors that
  * fit the precision, fp32 1e-5 and bf16 1e-2 (the CPU computes in fp32 on the same bf16-rounded
  * inputs). TT_TEST_CONFIGS=substring runs only the configs and specs whose name contains it
- * (racecheck is slow); TT_TEST_NO_VARIANTS=1 leaves the tuner's variants out (compute-sanitizer).
+ * (racecheck is slow), TT_TEST_ONLY=name only the tests whose names match it (testutil.h);
+ * TT_TEST_NO_VARIANTS=1 leaves the tuner's variants out (compute-sanitizer).
  * Without a CUDA device the test exits 77: CTest reports it skipped. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1409,6 +1410,7 @@ int main(void)
         cmocka_unit_test(test_xent),
         cmocka_unit_test(test_adam),
     };
+    tu_test_only_from_env();
     const int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_gpu_close(&gpu, &cache);
     return rc;

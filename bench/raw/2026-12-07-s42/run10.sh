@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Forty-second session, call 10 (1 GPU), branch s42-norm after call 9: the table's squares on a
+# Forty-second session, prepared and not run (no device time left; run11.sh on s42-both
+# supersedes it), branch s42-norm after call 11: the table's squares on a
 # stream of their own. GPU tests (ptb's kernel configs: test_adam's norm in pieces, test_embedding's
 # growth; test_step, test_graph), then tt-train of ptb.yaml and the wt103 shapes with TT_NORM_SIDE
 # 1 and 0 alternating (0: the whole norm at the end, as main), three reps; wt103's profile of both.

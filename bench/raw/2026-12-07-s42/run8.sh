@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Forty-second session, call 8 (1 GPU), branch s42-matt: the materialized attention's T formed
+# Forty-second session, call 10 (1 GPU; raw in call10/), branch s42-matt: the materialized attention's T formed
 # by mla_mat_t (the fused forward's stage 1, masked in registers, written once) in place of
 # mla_mat_prep's KV, a batched product and mla_mat_mask. GPU tests of the materialized path,
 # then tt-train alternating between main's build (.snap/main, `git archive main`) and this

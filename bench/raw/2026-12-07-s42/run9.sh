@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Forty-second session, call 9 (1 GPU), branch s42-norm: the gradient norm in pieces (the tied
+# Forty-second session, call 11 (1 GPU; raw in call11/), branch s42-norm: the gradient norm in pieces (the tied
 # table's squares on the side stream after the output layer's backward, embedding_bwd_sum's
 # growth of them, the rest at the end). GPU tests of the pieces and of whole steps, then tt-train
 # of ptb.yaml and the wt103 shapes alternating between main's build (.snap/main), this branch's,
