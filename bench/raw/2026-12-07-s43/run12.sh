@@ -5,7 +5,7 @@
 # test_adam's norm in pieces and test_embedding's growth; test_step; test_graph), then tt-train
 # alternating main's build (.snap/main), the branch, and the branch with TT_MAT_T=0 on lm1b's
 # body, d1024-n160 and d512-n80 (two reps); the branch with TT_NORM_SIDE 1 and 0 on ptb.yaml and
-# the wt103 shapes (two reps); lm1b's profile of main and the branch. The forty-third session's
+# the wt103 shapes (two reps). The forty-third session's
 # s43-tails (.snap/tails: every adaptive tail gathered and scattered in one launch each):
 # test_step, then the wt103 shapes against main's build (two reps) and its profile's launches.
 #   bash bench/raw/2026-12-07-s43/run12.sh   (repo root, on the GPU machine; carry .deps .data
@@ -69,11 +69,6 @@ run_one() { # LABEL BUILD SPEC REP VAR=value
     done
 } | tee $L/ab.txt
 tt_medians $L/ab.txt
-for b in main gpu; do # where lm1b's step goes, by role (the attention's forward and backward)
-    timeout 90 build-$b/tt-bench specs/t-lm1b.yaml --profile > $L/profile-lm1b-$b.txt 2>&1
-    echo "profile $b rc $?"; grep -E "^attention|^sum" $L/profile-lm1b-$b.txt
-    grep -o "The step as trained[^;]*one stream's" $L/profile-lm1b-$b.txt
-done
 timeout 90 build-tails/tt-bench specs/t-wt103.yaml --profile > $L/profile-wt103-tails.txt 2>&1
 echo "profile tails rc $?"; grep -E "^softmax|^sum|^launches|^kernels by" $L/profile-wt103-tails.txt
 rm -f specs/t-*.yaml
