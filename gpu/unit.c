@@ -468,13 +468,15 @@ static void mla_mat_bwd_init(tt_unit *u, const tt_unit_opts *o)
     u->rounded = u->s->train.precision == TT_PREC_TF32;
 }
 
-/* The buffers' floats, then (where mla_bwd_q reads dT) its partials, for the whole batch */
+/* The buffers' floats, for the whole batch, in whole 256-byte blocks: then (where mla_bwd_q
+ * reads dT) its partials, which mla_bwd_reduce reads by 16 bytes */
 static size_t mla_mat_bufs_floats(const tt_unit *u)
 {
     const tt_model_spec *m = &u->s->model;
     tt_mla_mat_bufs b;
-    return tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->d_model,
-                            m->position == TT_POS_KEY, storage_size(u->bf16)) / 4 + 1;
+    const size_t bytes = tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->d_model,
+                                          m->position == TT_POS_KEY, storage_size(u->bf16));
+    return (bytes + 255) / 256 * 64;
 }
 /* mla_bwd_q's partials where it reads dT (after the buffers in the scratch) */
 static float *mat_part(const tt_unit *u) { return (float *)u->scratch + mla_mat_bufs_floats(u); }
