@@ -163,9 +163,8 @@ struct tt_gpu_lm {
     bool zero_side;
     /* norm_side (TT_NORM_SIDE, on unless 0; one word table, tied, first in the layout): a training
      * step on one GPU with the side stream (norm_now, while one is enqueued) takes the gradient
-     * norm in pieces: the table's sum of squares (table_n floats) on a stream of its own
-     * (norm_branch) once the output layer's backward has written it, into table_sq (with
-     * norm_part2's scratch); the
+     * norm in pieces: the table's sum of squares (table_n floats) on the side stream once the
+     * output layer's backward has written it, into table_sq (with norm_part2's scratch); the
      * embedding's backward, which adds into a few of its rows, then leaves how much that grew it
      * (emb_sq, a sorted key each), and the norm after the backward reads only the rest. */
     bool norm_side, norm_now;
