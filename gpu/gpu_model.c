@@ -170,10 +170,6 @@ struct tt_gpu_lm {
     bool norm_side, norm_now;
     size_t table_n;
     double *norm_part2, *table_sq, *emb_sq;
-    /* the table's squares' stream of their own (the side stream's queue would hold the layers'
-     * weight gradients, which each layer's backward joins, up behind them): forked after the
-     * output layer's backward, joined before the embedding's */
-    tt_gpu_side norm_branch;
     void *logits_b, *tail_xb, *tail_hb;
     cudaEvent_t out_done[TT_MAX_CLUSTERS];
     float *loss, *nll;  /* per row of the head, then of each tail's list */
@@ -745,11 +741,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
                    TT_BLAS_WORKSPACE);
     for (int c = 0; c < TT_MAX_CLUSTERS && lm->out_beside; c++)
         TT_CUDA(cudaEventCreateWithFlags(&lm->out_done[c], cudaEventDisableTiming));
-    if (lm->norm_side) {
-        TT_CUDA(cudaStreamCreateWithFlags(&lm->norm_branch.stream, cudaStreamNonBlocking));
-        TT_CUDA(cudaEventCreateWithFlags(&lm->norm_branch.forked, cudaEventDisableTiming));
-        TT_CUDA(cudaEventCreateWithFlags(&lm->norm_branch.joined, cudaEventDisableTiming));
-    }
     tt_view_make(layout, lm->w, &lm->wv);
     tt_view_make(layout, lm->g, &lm->gv);
     find_written(lm);
@@ -796,9 +787,6 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
         if (lm->side_blas) TT_CUBLAS(cublasDestroy(lm->side_blas));
         for (int c = 0; c < TT_MAX_CLUSTERS; c++)
             if (lm->out_done[c]) cudaEventDestroy(lm->out_done[c]);
-        if (lm->norm_branch.stream) cudaStreamDestroy(lm->norm_branch.stream);
-        if (lm->norm_branch.forked) cudaEventDestroy(lm->norm_branch.forked);
-        if (lm->norm_branch.joined) cudaEventDestroy(lm->norm_branch.joined);
         tt_gemm_set_workspace(&lm->gemm, NULL, 0);
         cudaFree(lm->arena);
         cudaFree(lm->m);
@@ -1778,10 +1766,9 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     enqueue_output(lm, o, grads, parts, scale, x); /* and its backward: dx = d loss / d x */
     if (parts) reduce_output(lm);
     if (grads && lm->norm_now) { /* the table's gradient as the output layer left it: its squares */
-        tt_gpu_fork(&lm->norm_branch, lm->side->stream); /* after its weight gradients there */
-        tt_gpu_fork(&lm->norm_branch, lm->gpu->stream);  /* and the rest of it here */
-        tt_grad_norm_ex(&lm->prog, lm->norm_branch.stream, lm->table_sq, &lm->sc->clip,
-                        lm->norm_part2, lm->g, lm->table_n, lm->spec->train.clip, 1, NULL, NULL, 0);
+        tt_gpu_fork(lm->side, lm->gpu->stream);
+        tt_grad_norm_ex(&lm->prog, lm->side->stream, lm->table_sq, &lm->sc->clip, lm->norm_part2,
+                        lm->g, lm->table_n, lm->spec->train.clip, 1, NULL, NULL, 0);
     }
     mark(lm, TT_PROF_SOFTMAX);
     if (lm->prof) lm->prof->in_bwd = true;
@@ -1818,7 +1805,6 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
             tt_gpu_fork(lm->side, lm->gpu->stream);
             tail_sums(lm, lm->side->stream);
         }
-        if (lm->norm_now) tt_gpu_join(&lm->norm_branch, lm->gpu->stream); /* the table's squares */
         if (local_emb) enqueue_embedding(lm, o, true);
         if (gw != &lm->gemm || tail_side) tt_gpu_join(lm->side, lm->gpu->stream);
         mark(lm, TT_PROF_EMBEDDING);

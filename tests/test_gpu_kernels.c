@@ -1249,7 +1249,6 @@ static void norm_in_pieces(const tt_gpu_program *p)
     tt_grad_norm_ex(p, gpu.stream, d_table, &d_sc->clip, part2, d_g, a, max_norm, 1, NULL, NULL, 0);
     tt_grad_norm_ex(p, gpu.stream, &d_sc->norm, &d_sc->clip, part, d_g + a, n - a, max_norm, 0,
                     d_table, d_extra, 3);
-    TT_CUDA(cudaStreamSynchronize(gpu.stream));
     TT_CUDA(cudaMemcpy(&host, d_sc, sizeof host, cudaMemcpyDeviceToHost));
     printf("  grad norm in pieces          gpu %.17g cpu %.17g, clip factor %.9g\n", host.norm, want,
            host.clip);
