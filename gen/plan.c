@@ -379,7 +379,6 @@ static tt_kernel *sorted_add_kernel(tt_plan *plan, const char *op, const char *o
     const int at = (int)(b - plan->kernels); /* add_kernel moves the array: b is found again */
     tt_kernel *sum = span_kernel(plan, "embedding_bwd_sum", "OP_EMBEDDING_BWD_SUM", "f32", "W", w);
     set_grid(sum, (unsigned)rows, 1, 1, "x = rows (a block per sorted key)");
-    sum->smem_bytes = 32 * 8; /* the block sum's doubles (the change of the row's squares) */
     whyf(sum, "a block per run of equal tokens adds its spans' sums into the table's row in order: "
               "no atomics, the same bits every run");
     return &plan->kernels[at];

@@ -161,15 +161,6 @@ struct tt_gpu_lm {
     /* zero_side (TT_ZERO_SIDE, on unless 0, with the side stream): the gradients zeroed on the
      * side stream beside the forward */
     bool zero_side;
-    /* norm_side (TT_NORM_SIDE, on unless 0; one word table, tied, first in the layout): a training
-     * step on one GPU with the side stream (norm_now, while one is enqueued) takes the gradient
-     * norm in pieces: the table's sum of squares (table_n floats) on the side stream once the
-     * output layer's backward has written it, into table_sq (with norm_part2's scratch); the
-     * embedding's backward, which adds into a few of its rows, then leaves how much that grew it
-     * (emb_sq, a sorted key each), and the norm after the backward reads only the rest. */
-    bool norm_side, norm_now;
-    size_t table_n;
-    double *norm_part2, *table_sq, *emb_sq;
     void *logits_b, *tail_xb, *tail_hb;
     cudaEvent_t out_done[TT_MAX_CLUSTERS];
     float *loss, *nll;  /* per row of the head, then of each tail's list */
@@ -604,11 +595,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->emb_part = take(b, tt_embedding_part_floats(&lm->prog) * 4);
     lm->cluster_part = tt_cluster_cols(&lm->prog) ? take(b, tt_cluster_cols_part_floats(&lm->prog) * 4) : NULL;
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
-    if (lm->norm_side) {
-        lm->norm_part2 = take(b, tt_grad_norm_parts(&lm->prog) * 8);
-        lm->table_sq = take(b, 8);
-        lm->emb_sq = take(b, tt_embedding_keys(&lm->prog) * 8);
-    }
     lm->sc = take(b, sizeof(tt_adam_scalars));
     lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
@@ -689,10 +675,6 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->tail_side = tt_env_long("TT_TAIL_SIDE", 0, 1, 1);
     lm->zero_side = tt_env_long("TT_ZERO_SIDE", 0, 1, 1);
     lm->out_beside = lm->side && tt_env_long("TT_OUTPUT_SIDE", 0, 1, 1);
-    const tt_param *table = tt_layout_find(layout, "word_emb.emb_layers.0.weight");
-    lm->norm_side = lm->side && !layout->proj && m->tie_weights && table && table->offset == 0 &&
-                    tt_env_long("TT_NORM_SIDE", 0, 1, 1);
-    lm->table_n = lm->norm_side ? table->numel : 0;
     bump b = {0};
     carve(lm, &b);
     size_t free_b = 0, total_b = 0;
@@ -1028,7 +1010,7 @@ static void enqueue_embedding(tt_gpu_lm *lm, const tt_lm_opts *o, bool bwd)
     if (!l->proj) {
         if (bwd)
             tt_embedding_bwd(p, st, lm->gv.emb[0], lm->keys, lm->emb_part, lm->dx, rows, d, dl,
-                             (int)l->vocab, drop, lm->norm_now ? lm->emb_sq : NULL);
+                             (int)l->vocab, drop);
         else
             tt_embedding_fwd(p, st, lm->x0, lm->wv.emb[0], lm->tokens, rows, d, dl, (int)l->vocab,
                              drop);
@@ -1765,11 +1747,6 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     if (zero_side) tt_gpu_join(lm->side, lm->gpu->stream); /* the zeroed gradients */
     enqueue_output(lm, o, grads, parts, scale, x); /* and its backward: dx = d loss / d x */
     if (parts) reduce_output(lm);
-    if (grads && lm->norm_now) { /* the table's gradient as the output layer left it: its squares */
-        tt_gpu_fork(lm->side, lm->gpu->stream);
-        tt_grad_norm_ex(&lm->prog, lm->side->stream, lm->table_sq, &lm->sc->clip, lm->norm_part2,
-                        lm->g, lm->table_n, lm->spec->train.clip, 1, NULL, NULL, 0);
-    }
     mark(lm, TT_PROF_SOFTMAX);
     if (lm->prof) lm->prof->in_bwd = true;
 
@@ -1995,7 +1972,7 @@ static void reduce_rest(tt_gpu_lm *lm, const tt_lm_opts *o)
         TT_ASSERT(o->seq0 == lm->rank * lm->batch);
         tt_embedding_bwd(&lm->prog, lm->comm_stream, lm->gv.emb[0], lm->gkeys, lm->emb_part,
                          lm->gdx, lm->rows * lm->world, l->m.d_model, lm->dl, (int)l->vocab,
-                         drop_at(lm, &whole, (float)l->m.dropout, 0, l->m.d_model), NULL);
+                         drop_at(lm, &whole, (float)l->m.dropout, 0, l->m.d_model));
     }
     reduce_spans(lm, &lm->parts.rest, true);
     TT_CUDA(cudaEventRecord(lm->comm_ev[2 * layers + TT_EV_COMM_DONE], lm->comm_stream));
@@ -2014,11 +1991,9 @@ static void enqueue_adam_shard(tt_gpu_lm *lm)
     const tt_nccl *nc = tt_nccl_get();
     ncclComm_t comm = lm->comm;
     const size_t off = lm->shard_off, len = lm->shard_len, es = lm->es;
-    tt_grad_norm_ex(&lm->prog, st, &lm->sc->norm, &lm->sc->clip, lm->norm_part, lm->g + off, len,
-                    t->clip, 1, NULL, NULL, 0);
+    tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g + off, len, t->clip, 1, NULL);
     ncclResult_t r = nc->all_reduce(&lm->sc->norm, &lm->sc->norm, 1, ncclFloat64, ncclSum, comm, st);
-    tt_grad_norm_ex(&lm->prog, st, &lm->sc->norm, &lm->sc->clip, lm->norm_part, lm->g, 0, t->clip,
-                    0, &lm->sc->norm, NULL, 0);
+    tt_grad_norm_ex(&lm->prog, st, lm->sc, lm->norm_part, lm->g, 0, t->clip, 0, &lm->sc->norm);
     char *wc = es == 4 ? NULL : (char *)lm->wc;
     tt_adam(&lm->prog, st, lm->w + off, lm->m, lm->v, wc ? wc + off * es : NULL,
             lm->g + off, lm->sc, lm->sums, len, t, NULL, 0); /* the copies after the gather */
@@ -2202,12 +2177,7 @@ static void enqueue_adam(tt_gpu_lm *lm)
 {
     const tt_train_spec *t = &lm->spec->train;
     const cudaStream_t st = lm->gpu->stream;
-    if (lm->norm_now) /* the rest's squares, with the table's and the embedding's growth of them */
-        tt_grad_norm_ex(&lm->prog, st, &lm->sc->norm, &lm->sc->clip, lm->norm_part,
-                        lm->g + lm->table_n, lm->l->n_floats - lm->table_n, t->clip, 0,
-                        lm->table_sq, lm->emb_sq, lm->rows);
-    else
-        tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
+    tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     const bool pads = lm->adam_pads;
     tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
             lm->sums, lm->l->n_floats, t, pads ? lm->copy_jobs : NULL, pads ? lm->copy_njobs : 0);
@@ -2269,7 +2239,6 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     upload_adam_scalars(lm, &host, s);
     if (lm->comm) /* summed over the ranks after the backward: device memory the graph reads */
         TT_CUDA(cudaMemcpyAsync(lm->sums + 2, &lm->flag, sizeof lm->flag, cudaMemcpyHostToDevice, st));
-    lm->norm_now = lm->norm_side && !lm->comm; /* the norm in pieces (see norm_side) */
     if (!lm->graphs || o->weight) {
         lm->reduce_now = true;
         enqueue_run(lm, o, true, weights);
@@ -2309,7 +2278,6 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
         sg->used = ++lm->clock;
         TT_CUDA(cudaGraphLaunch(sg->exec, st));
     }
-    lm->norm_now = false;
     txl_advance(lm);
 #if TT_HAVE_NCCL
     if (lm->comm) { /* a rank that hangs or died ends this one too, in one line */

@@ -232,18 +232,18 @@ size_t tt_embedding_part_floats(const tt_gpu_program *p)
 /* A table's sum of the span sums sorted_part wrote (templates/embedding.cu). */
 static void sorted_sum(const tt_gpu_program *p, cudaStream_t st, const tt_gpu_kernel *part_k,
                        float *table, const float *part, const uint64_t *keys, int rows, long long lo,
-                       long long vc, int w, double *sq)
+                       long long vc, int w)
 {
     const tt_gpu_kernel *k = kernel_with(p, "embedding_bwd_sum", "W", w);
     expect(k, "SPAN", need(part_k, "SPAN"));
     expect_aligned(k, table, 4);
-    void *args[] = {&table, &part, &keys, &rows, &lo, &vc, &sq};
+    void *args[] = {&table, &part, &keys, &rows, &lo, &vc};
     tt_gpu_launch(k, (dim3){(unsigned)rows, 1, 1}, args, st);
 }
 
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
                       const uint64_t *keys, float *part, const void *dx0, int rows, int d, int ld,
-                      int vocab, tt_dropout drop, double *sq)
+                      int vocab, tt_dropout drop)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "embedding_bwd");
     expect(k, "D", d);
@@ -256,7 +256,7 @@ void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
     void *args[] = {&part, &dx0, &keys, &rows, &ld, &vocab, &drop.p, &drop.seed, &drop.step,
                     &drop.site, &drop.first};
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "SPAN")), 1, 1}, args, st);
-    sorted_sum(p, st, k, demb, part, keys, rows, 0, vocab, d, sq);
+    sorted_sum(p, st, k, demb, part, keys, rows, 0, vocab, d);
 }
 
 void tt_adaptive_emb_gather(const tt_gpu_program *p, cudaStream_t st, void *e, const float *emb,
@@ -308,7 +308,7 @@ void tt_adaptive_emb_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
     long long lo_ = lo, vc_ = vc;
     void *args[] = {&part, &de, &keys, &pos, &rows, &lo_, &vc_};
     tt_gpu_launch(k, (dim3){ceil_div(rows, need(k, "SPAN")), 1, 1}, args, st);
-    sorted_sum(p, st, k, demb, part, keys, rows, lo_, vc_, dim, NULL);
+    sorted_sum(p, st, k, demb, part, keys, rows, lo_, vc_, dim);
 }
 
 void tt_adaptive_gather(const tt_gpu_program *p, cudaStream_t st, void *xc, const void *x,
@@ -652,17 +652,17 @@ size_t tt_grad_norm_parts(const tt_gpu_program *p)
 void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                   const float *g, size_t n, double max_norm)
 {
-    tt_grad_norm_ex(p, st, &sc->norm, &sc->clip, part, g, n, max_norm, 0, NULL, NULL, 0);
+    tt_grad_norm_ex(p, st, sc, part, g, n, max_norm, 0, NULL);
 }
 
-void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, double *norm, double *clip,
-                     double *part, const float *g, size_t n, double max_norm, int raw,
-                     const double *add, const double *extra, int n_extra)
+void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                     const float *g, size_t n, double max_norm, int raw, const double *add)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "grad_norm");
     long long nn = (long long)n;
+    double *norm = &sc->norm, *clip = &sc->clip; /* device addresses, not dereferenced here */
     unsigned *done = (unsigned *)(part + need(k, "BLOCKS"));
-    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm, &raw, &add, &extra, &n_extra};
+    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm, &raw, &add};
     tt_gpu_launch(k, (dim3){(unsigned)need(k, "BLOCKS"), 1, 1}, args, st);
 }
 

@@ -99,12 +99,10 @@ size_t tt_embedding_part_floats(const tt_gpu_program *p);
 /* dE [vocab, d] += dropout_bwd(dx0[r]) * sqrt(d) for each row r, into the row of its token, each
  * token's rows added in increasing order, in sums of a span of sorted keys at a time, and those
  * in order (deterministic, no atomics); keys: tt_embedding_sort's of the rows' tokens (queued
- * before, on this stream or one it waits for); part: tt_embedding_part_floats of scratch. With
- * sq (else NULL), [rows] doubles: how much dE's sum of squares grew, a sorted key each (0 but at
- * the first of a token's run), for tt_grad_norm_ex's extra. */
+ * before, on this stream or one it waits for); part: tt_embedding_part_floats of scratch. */
 void tt_embedding_bwd(const tt_gpu_program *p, cudaStream_t st, float *demb,
                       const uint64_t *keys, float *part, const void *dx0, int rows, int d, int ld,
-                      int vocab, tt_dropout drop, double *sq);
+                      int vocab, tt_dropout drop);
 /* keys [tt_embedding_keys] = the pairs (token, row) of tokens [rows] in ascending order, then
  * all-ones: the order tt_embedding_bwd and tt_adaptive_emb_bwd add rows in. */
 void tt_embedding_sort(const tt_gpu_program *p, cudaStream_t st, uint64_t *keys,
@@ -281,15 +279,11 @@ size_t tt_grad_norm_parts(const tt_gpu_program *p);
  * tt_clip_grad_norm, which scales g itself; here tt_adam applies the factor. */
 void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                   const float *g, size_t n, double max_norm);
-/* The same in pieces (templates/adam.cu): raw 1 leaves the sum of g's squares in *norm (no clip
- * factor); add (a device address, NULL: none) and the n_extra doubles of extra (NULL: none) are
- * added to the sum before the norm is taken. The sharded optimizer's two steps: n 0 and add
- * norm, the norm of the ranks' summed squares; one GPU: the tied table's sum beside the
- * backward, then the rest's with it and the embedding's changes of it. part: a launch's own
- * scratch (tt_grad_norm_parts) where two may run at once. */
-void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, double *norm, double *clip,
-                     double *part, const float *g, size_t n, double max_norm, int raw,
-                     const double *add, const double *extra, int n_extra);
+/* The same, with the sharded optimizer's two steps (templates/adam.cu): raw 1 leaves the sum of
+ * g's squares in sc->norm (no clip factor); add (a device address, NULL: none) is added to the
+ * sum before the norm is taken (n 0 and add &sc->norm: the norm of the ranks' summed squares). */
+void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                     const float *g, size_t n, double max_norm, int raw, const double *add);
 /* tt_adam_step on w, m, v [n] with gradient g * sc->clip; wcopy (may be NULL) gets the new w in
  * the storage type (the bf16 weights of the GEMMs), and so do the padded copies of pads (npads
  * copy_rows jobs, at most TT_ADAM_PAD_JOBS, ordered by tt_copy_jobs_for_adam, whose sources lie in wcopy,

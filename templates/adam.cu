@@ -38,13 +38,10 @@ __device__ __forceinline__ bool tt_aligned16(const void *a, const void *b, const
 // partials in a fixed order and writes norm and the clip factor. Several GPUs with the optimizer
 // sharded: raw writes the sum of squares of this rank's shard to norm instead (the ranks'
 // all-reduce adds them), and a launch over no elements with add (which may be norm) then writes
-// the norm and clip factor of that sum. The norm in pieces (one GPU: the tied table's sum taken
-// beside the backward, raw, into add; embedding_bwd_sum's changes of it, the n_extra doubles of
-// extra): both added to the sum, in a fixed order.
+// the norm and clip factor of that sum.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(double *norm, double *__restrict__ clip, double *part, unsigned *done,
-          const float *__restrict__ g, long long n, double maxnorm, int raw, const double *add,
-          const double *__restrict__ extra, int n_extra)
+          const float *__restrict__ g, long long n, double maxnorm, int raw, const double *add)
 {
     tt_pdl_begin();
     __shared__ double scratch[32];
@@ -74,7 +71,6 @@ TT_KERNEL(double *norm, double *__restrict__ clip, double *part, unsigned *done,
     __threadfence();
     acc = 0;
     for (int i = threadIdx.x; i < TT_BLOCKS; i += TT_THREADS) acc += __ldcg(part + i);
-    for (int i = threadIdx.x; i < n_extra; i += TT_THREADS) acc += __ldcg(extra + i);
     acc = tt_block_sum(acc, scratch);
     if (threadIdx.x == 0) {
         if (add) acc += *add; // the other ranks' sums (several GPUs: n is 0 then)

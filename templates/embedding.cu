@@ -271,24 +271,18 @@ __device__ __forceinline__ void tt_sorted_part(float *__restrict__ part,
 // lo + vc) works: it finds the run's end, then adds to table[token - lo] the sums of the run's
 // segments, which start at the run's first position and at each span's start inside the run, in
 // that order (TT_INFLIGHT segments' loads in flight at once). The order is fixed by the keys
-// alone: the same bits run after run. With sq (else NULL), sq[b] = how much the row's sum of
-// squares grew (new^2 - old^2 in double; 0 for the other blocks): the gradient's norm taken
-// before this kernel plus these is the norm after it (templates/adam.cu's grad_norm adds them).
+// alone: the same bits run after run.
 #define TT_INFLIGHT 8
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(float *__restrict__ table, const float *__restrict__ part,
-          const unsigned long long *__restrict__ keys, int rows, long long lo, long long vc,
-          double *__restrict__ sq)
+          const unsigned long long *__restrict__ keys, int rows, long long lo, long long vc)
 {
     tt_pdl_begin();
-    __shared__ double scratch[32];
     const int first = blockIdx.x;
     const unsigned t = (unsigned)(keys[first] >> 32);
     if ((first > 0 && (unsigned)(keys[first - 1] >> 32) == t) || (long long)t - lo < 0 ||
-        (long long)t - lo >= vc) {
-        if (sq && threadIdx.x == 0) sq[first] = 0;
+        (long long)t - lo >= vc)
         return;
-    }
     // The run [first, end): equal tokens are contiguous, so "same token" is a prefix of the
     // positions after first; the block counts it TT_THREADS positions at a time.
     int end = first;
@@ -299,13 +293,9 @@ TT_KERNEL(float *__restrict__ table, const float *__restrict__ part,
         if (same < TT_THREADS) break;
     }
     float *dst = table + (size_t)((long long)t - lo) * TT_W;
-    double grew = 0;
     for (int col = threadIdx.x * TT_VEC; col < TT_W; col += TT_THREADS * TT_VEC) {
         float acc[TT_VEC];
         tt_load<TT_VEC>(acc, dst + col);
-        if (sq)
-#pragma unroll
-            for (int j = 0; j < TT_VEC; j++) grew -= (double)acc[j] * acc[j];
         // segment starts: first, then (first / TT_SPAN + 1) * TT_SPAN, ... below end
         for (int seg = first; seg < end;) {
             float v[TT_INFLIGHT][TT_VEC];
@@ -326,13 +316,6 @@ TT_KERNEL(float *__restrict__ table, const float *__restrict__ part,
             }
         }
         tt_store<TT_VEC>(dst + col, acc);
-        if (sq)
-#pragma unroll
-            for (int j = 0; j < TT_VEC; j++) grew += (double)acc[j] * acc[j];
-    }
-    if (sq) { // the same for every thread of the block
-        grew = tt_block_sum(grew, scratch);
-        if (threadIdx.x == 0) sq[first] = grew;
     }
 }
 #endif

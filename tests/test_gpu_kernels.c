@@ -685,7 +685,7 @@ static void test_embedding(void **state)
         float *part = poisoned(tt_embedding_part_floats(&p), 4);
         tt_embedding_fwd(&p, gpu.stream, d_x0, d_emb, d_tok, rows, d, ld, vocab, dr);
         tt_embedding_sort(&p, gpu.stream, keys, d_tok, rows);
-        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, part, d_dx0, rows, d, ld, vocab, dr, NULL);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, part, d_dx0, rows, d, ld, vocab, dr);
         float *g_x0 = download_pitched(d_x0, rows, d, ld, c->bf16, "embedding_fwd x0");
         float *g_demb = download(d_demb, ne, 0);
         compare("embedding_fwd", c, g_x0, x0, nd, c->bf16 ? 1e-2 : 1e-5);
@@ -702,24 +702,12 @@ static void test_embedding(void **state)
         if (memcmp(got_keys, want_keys, nk * 8) != 0)
             fail_msg("embedding_sort %s: keys out of order", c->name);
         free(want_keys), free(got_keys);
-        /* the same again: bit for bit, now with the growth of the table's sum of squares (the
-         * gradient norm's part the embedding adds to it): a sorted key each, summed in order on
-         * the host, against the sums of squares of the table before and after */
+        /* the same again: bit for bit */
         TT_CUDA(cudaMemcpy(d_demb, demb0, ne * 4, cudaMemcpyHostToDevice));
-        double *d_sq = poisoned((size_t)rows, 8);
-        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, part, d_dx0, rows, d, ld, vocab, dr, d_sq);
+        tt_embedding_bwd(&p, gpu.stream, d_demb, keys, part, d_dx0, rows, d, ld, vocab, dr);
         float *g_demb2 = download(d_demb, ne, 0);
         if (memcmp(g_demb, g_demb2, ne * 4) != 0)
             fail_msg("embedding_bwd %s: two runs differ", c->name);
-        double *sq = tt_xmalloc((size_t)rows * 8), grew = 0, before = 0, after = 0;
-        TT_CUDA(cudaMemcpy(sq, d_sq, (size_t)rows * 8, cudaMemcpyDeviceToHost));
-        for (int r = 0; r < rows; r++) grew += sq[r];
-        for (size_t i = 0; i < ne; i++)
-            before += (double)demb0[i] * demb0[i], after += (double)g_demb2[i] * g_demb2[i];
-        if (!(fabs(before + grew - after) <= 1e-12 * after))
-            fail_msg("embedding_bwd %s: the sum of squares grew by %.17g, says sq, not by %.17g",
-                     c->name, grew, after - before);
-        cudaFree(d_sq), free(sq);
         cudaFree(d_emb), cudaFree(d_demb), cudaFree(d_tok), cudaFree(d_dx0), cudaFree(d_x0);
         cudaFree(keys), cudaFree(part);
         free(tok), free(emb), free(demb0), free(dx0), free(x0), free(dd), free(demb), free(mask);
@@ -1123,8 +1111,6 @@ static long max_ulps(const float *a, const float *b, size_t n, size_t *differ)
  * arrays shifted by one float (the scalar path). The bf16 copy is the rounded w. The guarded
  * step: with one NaN in the gradient (variant 3), or an infinite loss (variant 4), w, m, v and
  * the copy keep their bits. */
-static void norm_in_pieces(const tt_gpu_program *p);
-
 static void test_adam(void **state)
 {
     (void)state;
@@ -1219,45 +1205,9 @@ static void test_adam(void **state)
             free(w), free(g), free(m), free(v), free(g_w), free(g_m), free(g_v), free(g_copy);
             free(copy0);
         }
-        norm_in_pieces(&p);
         tt_gpu_program_free(&p);
         tt_spec_free(&s);
     }
-}
-
-/* The gradient norm in pieces, as a training step on one GPU takes it (gpu_model.c's
- * norm_side): the first third's sum of squares left raw in a double, then the rest's with that
- * and a few more doubles (the embedding's growth of the sum) added, against the CPU's norm of the
- * whole and those. */
-static void norm_in_pieces(const tt_gpu_program *p)
-{
-    const size_t n = 100003, a = n / 3;
-    const double extra[3] = {0.5, -0.25, 0.125}, max_norm = 0.25;
-    float *g = tt_xmalloc(n * 4);
-    randn(g, n, 0.01f);
-    double want = extra[0] + extra[1] + extra[2];
-    for (size_t i = 0; i < n; i++) want += (double)g[i] * g[i];
-    want = sqrt(want);
-    float *d_g = upload(g, n, 0);
-    double *d_extra = upload_bytes(extra, sizeof extra), *d_table = poisoned(1, 8);
-    tt_adam_scalars host = {0};
-    tt_adam_scalars *d_sc = upload_bytes(&host, sizeof host);
-    const size_t np = tt_grad_norm_parts(p);
-    double *part = poisoned(np, 8), *part2 = poisoned(np, 8);
-    TT_CUDA(cudaMemset(part + np - 1, 0, 8)); /* the counts of blocks done */
-    TT_CUDA(cudaMemset(part2 + np - 1, 0, 8));
-    tt_grad_norm_ex(p, gpu.stream, d_table, &d_sc->clip, part2, d_g, a, max_norm, 1, NULL, NULL, 0);
-    tt_grad_norm_ex(p, gpu.stream, &d_sc->norm, &d_sc->clip, part, d_g + a, n - a, max_norm, 0,
-                    d_table, d_extra, 3);
-    TT_CUDA(cudaMemcpy(&host, d_sc, sizeof host, cudaMemcpyDeviceToHost));
-    printf("  grad norm in pieces          gpu %.17g cpu %.17g, clip factor %.9g\n", host.norm, want,
-           host.clip);
-    if (!(fabs(host.norm - want) <= 1e-12 * want))
-        fail_msg("grad norm in pieces: %.17g, want %.17g", host.norm, want);
-    if (!(host.clip == max_norm / (host.norm + 1e-6)))
-        fail_msg("grad norm in pieces: clip factor %.17g", host.clip);
-    cudaFree(d_g), cudaFree(d_extra), cudaFree(d_table), cudaFree(d_sc), cudaFree(part), cudaFree(part2);
-    free(g);
 }
 
 /* cuBLAS in nn.Linear's layout against cpu_linear_fwd/bwd, for each precision. */
