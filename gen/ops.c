@@ -21,6 +21,7 @@ const tt_op tt_ops[] = {
     {"mla_bwd_reduce", {"mla.cu"}, "tt_mla_bwd", "cpu_mla_bwd", "unit"},
     /* the attention with T materialized (large D): its kernels between cuBLAS's products */
     {"mla_mat_prep", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
+    {"mla_mat_t", {NULL, "mla_tc.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_mask", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd (through T)", "unit"},
     {"mla_mat_rows", {"mla_mat.cu"}, "tt_mla_mat_fwd, tt_mla_mat_bwd", "cpu_mla_fwd, cpu_mla_bwd (through T)", "unit"},
     {"mla_mat_grads", {"mla_mat.cu"}, "tt_mla_mat_bwd", "cpu_mla_bwd", "unit"},

@@ -1245,8 +1245,10 @@ static int plan_mla_bwd_wo_sum(tt_plan *plan, const tt_model_spec *m, long split
 }
 
 /* mla_bwd_q of templates/mla_tc.cu (position: none, D <= 256: dY's rows live in registers): a
- * warp per sequence, 16 rows and up to 16 j, g sequences per block; returns the row tile (16). */
-static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t errlen)
+ * warp per sequence, 16 rows and up to 16 j, g sequences per block; returns the row tile (16).
+ * dt_mem: the materialized strategy's (DT_MEM: dT read from memory, any D, no slabs of Wo, no
+ * wgmma). */
+static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, bool dt_mem, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const int n = m->seq_len, r = m->rank, d = m->d_model, batch = s->train.batch;
@@ -1261,25 +1263,27 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
      * of four sequences a block (or two); a tuning from before WG keeps mma.sync where its G
      * does not fit it */
     const long wg_g = pick(plan, "mla_bwd_q", "G", 4);
-    const bool wg_fits = is_sm90(plan) && n % 8 == 0 && (wg_g == 4 || wg_g == 8) &&
+    const bool wg_fits = !dt_mem && is_sm90(plan) && n % 8 == 0 && (wg_g == 4 || wg_g == 8) &&
                          tt_mla_wg_bwd_q_smem(r, d, js, wg_g) <= SMEM_DYN_LIMIT_SM90;
     const long wg = pick(plan, "mla_bwd_q", "WG", wg_fits);
+    const long slabs = dt_mem ? 0 : tt_mla_tc_bwd_q_slabs(d); /* (their smem: see below) */
     if (wg && !wg_fits)
         return tt_errf(err, errlen, "mla_bwd_q: WG=1 needs sm_90, seq_len a multiple of 8 and G 4 or 8 "
                        "within 227 KiB of shared memory"), -1;
     long g = 4;
     while (!wg && g > 1 && (tasks * ceil_div(batch, g) < MLA_MIN_BLOCKS ||
-                            tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
+                            slabs + g * tt_mla_tc_bwd_q_warp(r, js) > SMEM_DYN_LIMIT))
         g /= 2;
     g = wg ? wg_g : pick(plan, "mla_bwd_q", "G", g);
-    if (!wg && (g < 1 || g > 8 || tt_mla_tc_bwd_q_smem(r, d, js, g) > SMEM_DYN_LIMIT))
+    if (!wg && (g < 1 || g > 8 || slabs + g * tt_mla_tc_bwd_q_warp(r, js) > SMEM_DYN_LIMIT))
         return tt_errf(err, errlen, "mla_bwd_q: G=%ld: from 1 to 8, within %d KiB of shared memory",
                        g, SMEM_DYN_LIMIT / 1024), -1;
     tt_kernel *q = add_kernel(plan, "mla_bwd_q", 1, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", NULL};
+    const char *const flags[] = {"CAUSAL", "POS_KEY", "MMA", "WG", "DT_MEM", NULL};
     mla_shape_consts(q, m);
     set_const(q, "MMA", 1);
     set_const(q, "WG", wg);
+    if (dt_mem) set_const(q, "DT_MEM", 1); /* (the fused strategy's kernel without the constant) */
     set_const(q, "G", g);
     set_const(q, "TI", 16);
     set_const(q, "JS", js);
@@ -1291,14 +1295,18 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
     q->block[0] = (unsigned)(32 * g);
     set_grid(q, (unsigned)tasks, ceil_div(batch, g), 1, "x = %ld (row tile, part of j), y = ceil(batch / %ld)",
              tasks, g);
-    q->dyn_smem = (unsigned)(wg ? tt_mla_wg_bwd_q_smem(r, d, js, g) : tt_mla_tc_bwd_q_smem(r, d, js, g));
+    q->dyn_smem = (unsigned)(wg ? tt_mla_wg_bwd_q_smem(r, d, js, g) : slabs + g * tt_mla_tc_bwd_q_warp(r, js));
     set_const(q, "SMEM", q->dyn_smem);
     set_const(q, "TASKS", tasks);
     if (wg) {
         snprintf(q->arch, sizeof q->arch, "sm_90a");
         whyf(q, "dT = dY Wo_j^T by wgmma (a warpgroup: 4 seqs, dY in registers, Wo_j by TMA); E, F, dQ, "
                 "dV, dK~ by mma.sync, a warp per 16 rows x %ld j; fixed-order partials", js);
-    } else
+    } else if (dt_mem)
+        whyf(q, "dT read as cuBLAS's dY Wo wrote it, masked in registers; E^T = V^T dT^T, F^T = Q^T dT; "
+                "dQ, dV, dK~ in registers; a warp per 16 rows x %ld j; partials summed in a fixed "
+                "order: no mask pass over dT, no products of it with KV and A", js);
+    else
         whyf(q, "bf16 mma.sync: dT = dY Wo_j^T, E^T = V^T dT^T, F^T = Q^T dT; dQ, dV, dK~ in registers; "
                 "a warp per 16 rows x %ld j; partials summed in a fixed order", js);
     return 16;
@@ -1307,27 +1315,34 @@ static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, char *err, size_t
 /* The backward of multi-linear attention: four kernels (templates/mla.cu says what each does).
  * On the bf16 path the two large ones run on tensor cores (templates/mla_tc.cu); mla_bwd_q only
  * for position: none and D <= 256, else mla.cu's. */
+static int plan_mla_bwd_reduce(tt_plan *plan, const tt_spec *s, const char *dtype, long tq);
 static int plan_mla_bwd(tt_plan *plan, const tt_spec *s, const char *dtype, char *err,
                         size_t errlen)
 {
     const tt_model_spec *m = &s->model;
-    const int n = m->seq_len, r = m->rank, tc = !strcmp(dtype, "bf16");
-    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
+    const int r = m->rank, tc = !strcmp(dtype, "bf16");
     if (tc ? plan_mla_bwd_wo_tc(plan, s, err, errlen) != 0
            : plan_mla_bwd_wo_simt(plan, s, dtype, err, errlen) != 0)
         return -1;
     long tq;
     if (tc && m->position == TT_POS_NONE && m->d_model <= 256 &&
         tt_mla_tc_bwd_q_smem(r, m->d_model, 8, 1) <= SMEM_DYN_LIMIT)
-        tq = plan_mla_bwd_q_tc(plan, s, err, errlen);
+        tq = plan_mla_bwd_q_tc(plan, s, false, err, errlen);
     else
         tq = plan_mla_bwd_q_simt(plan, s, dtype, err, errlen);
     if (tq < 0) return -1;
+    return plan_mla_bwd_reduce(plan, s, dtype, tq);
+}
 
-    /* The sums of mla_bwd_q's partials: its tiles and parts must be the ones mla_bwd_q wrote.
-     * dqkv's first (a thread per vec elements of a row: 4 when R keeps them 16-byte aligned),
-     * then in the blocks after those the parameters' (a warp per output: dP's, then dg, du,
-     * dv): one launch. */
+/* The sums of mla_bwd_q's partials (the kernel just planned, whose row tile is tq): its tiles and
+ * parts must be the ones mla_bwd_q wrote. dqkv's first (a thread per vec elements of a row: 4
+ * when R keeps them 16-byte aligned), then in the blocks after those the parameters' (a warp per
+ * output: dP's, then dg, du, dv): one launch. */
+static int plan_mla_bwd_reduce(tt_plan *plan, const tt_spec *s, const char *dtype, long tq)
+{
+    const tt_model_spec *m = &s->model;
+    const int n = m->seq_len, r = m->rank;
+    const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     const long jp = tt_kernel_const(&plan->kernels[plan->n - 1], "JP", 0);
     const long js = tt_kernel_const(&plan->kernels[plan->n - 1], "JS", 0);
     const long threads = pick(plan, "mla_bwd_reduce", "THREADS", 256);
@@ -1462,19 +1477,37 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
     return materialized;
 }
 
+/* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
+ * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), and each of its four
+ * warps' tile of a chunk, 16 rows 24 apart; bf16. */
+static long mat_t_smem(const tt_model_spec *m)
+{
+    const long sr = (m->rank + 15) / 16 * 16 + 8;
+    return 2 * (((m->seq_len + 15) / 16 * 16 + 16) * sr + 4 * 16 * 24);
+}
+
 /* The materialized strategy's kernels (templates/mla_mat.cu); gpu/mla_mat.c runs them with the
  * products. Under the causal mask also mla_mat_rows, whose TILES is the number of tiles of
- * positions the products with Wo run in (mat_tiles). */
-static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
+ * positions the products with Wo run in (mat_tiles). At bf16 T comes from mla_mat_t (stage 1 of
+ * the fused forward, templates/mla_tc.cu); mla_mat_prep's A and KV then only serve the
+ * backward's products, where mla_bwd_q does not read dT itself. */
+static long plan_mla_bwd_q_tc(tt_plan *plan, const tt_spec *s, bool dt_mem, char *err, size_t errlen);
+static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype, char *err, size_t errlen)
 {
     const tt_model_spec *m = &s->model;
     const long batch = s->train.batch, n = m->seq_len, r = m->rank;
+    /* bf16, position: none: the backward's dT read by mla_tc.cu's mla_bwd_q (DT_MEM) and summed
+     * by mla_bwd_reduce, in place of the mask's pass over dT, G's and E's products and
+     * mla_mat_grads and mla_mat_params */
+    const bool dt_mem = !strcmp(dtype, "bf16") && m->position == TT_POS_NONE &&
+                        tt_mla_tc_bwd_q_warp(r, 8) <= SMEM_DYN_LIMIT;
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_params"};
     const char *op_flags[] = {"OP_MLA_MAT_PREP", "OP_MLA_MAT_MASK", "OP_MLA_MAT_GRADS",
                               "OP_MLA_MAT_PARAMS"};
     for (int i = 0; i < 4; i++) {
         if (i == 1 && !m->causal) continue; /* nothing to mask */
+        if (i >= 2 && dt_mem) continue;     /* mla_bwd_q's and mla_bwd_reduce's work */
         /* the mask and the sums: 256 threads; the row kernels: about a thread per rank */
         const long threads = i == 1 || i == 3 ? 256 : r <= 64 ? 64 : r <= 128 ? 128 : 256;
         tt_kernel *k = add_kernel(plan, ops[i], 0, dtype);
@@ -1499,6 +1532,28 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype)
             ("dP a warp an output, dg, du, dv a block an output over the parts: fixed orders, "
              "deterministic")};
         whyf(k, "%s", what[i]);
+    }
+    if (!strcmp(dtype, "bf16") && mat_t_smem(m) <= SMEM_DYN_LIMIT) {
+        /* T by the forward's stage 1 on tensor cores (templates/mla_tc.cu): four warps of four j */
+        const long g = 4, jw = 4;
+        tt_kernel *k = add_kernel(plan, "mla_mat_t", 1, dtype);
+        mla_shape_consts(k, m);
+        set_const(k, "G", g);
+        set_const(k, "JW", jw);
+        name_kernel(k, flags);
+        set_const(k, "THREADS", 32 * g);
+        set_const(k, "OP_MLA_MAT_T", 1);
+        k->block[0] = (unsigned)(32 * g);
+        k->dyn_smem = (unsigned)mat_t_smem(m);
+        set_const(k, "SMEM", k->dyn_smem);
+        set_grid(k, ceil_div(n, 16), (unsigned)batch, ceil_div(n, g * jw),
+                 "x = ceil(%ld / 16) row tiles, y = batch, z = ceil(%ld / %ld) parts of j", n, n, g * jw);
+        whyf(k, "T = A_j V^T by mma.sync, 16 rows x %ld j a block, masked in registers and written "
+                "once: no KV, batched product or mask pass over T in the forward", g * jw);
+    }
+    if (dt_mem) {
+        const long tq = plan_mla_bwd_q_tc(plan, s, true, err, errlen);
+        if (tq < 0 || plan_mla_bwd_reduce(plan, s, dtype, tq) != 0) return -1;
     }
     const long tiles = mat_tiles(s);
     if (tiles > 1) {
@@ -1713,7 +1768,7 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
         char why[176];
         const int first = plan->n;
         int mat = mla_strategy(plan, spec, dtype, why, sizeof why);
-        int rc = mat ? plan_mla_mat(plan, spec, dtype)
+        int rc = mat ? plan_mla_mat(plan, spec, dtype, err, errlen)
                      : plan_mla(plan, spec, dtype, err, errlen) != 0 ||
                                plan_mla_bwd(plan, spec, dtype, err, errlen) != 0 ? -1 : 0;
         const bool fused_tuned = tuned(plan, "mla_fwd") || tuned(plan, "mla_bwd_wo") ||
@@ -1725,7 +1780,7 @@ int tt_plan_build_tuned(const tt_spec *spec, const char *arch, const tt_tuning *
             snprintf(why, sizeof why, "auto: the fused kernels do not fit (%.130s)", err);
             plan->n = first;
             mat = 1;
-            rc = plan_mla_mat(plan, spec, dtype);
+            rc = plan_mla_mat(plan, spec, dtype, err, errlen);
         }
         for (int i = first; rc == 0 && i < plan->n; i++)
             snprintf(plan->kernels[i].strategy, sizeof plan->kernels[i].strategy, "%s: %.170s",

@@ -8,7 +8,7 @@
 
 #include "spec.h"
 
-#define TT_MAX_CONSTS 16
+#define TT_MAX_CONSTS 24
 #define TT_NAME_MAX 128
 /* layernorm_bwd runs at most this many blocks (two per SM of a 132-SM H100), each writing one
  * partial sum that colsum adds up. */

@@ -179,7 +179,7 @@ int tt_tune_variants(const tt_spec *spec, const char *arch, tt_tune_variant **ou
     }
     const tt_tuning none = {0};
     for (int u = 0; u < tt_n_units; u++)
-        for (const char *const *op = tt_units[u].ops; *op; op++) {
+        for (const char *const *op = tt_units[u].ops; *op && tt_unit_in_plan(&tt_units[u], &plan); op++) {
             const tt_kernel *k = tunable(&plan, *op, tu, nt);
             if (!k) continue;
             int nv;
@@ -542,6 +542,8 @@ static int tune_pass(const tt_spec *ks, tt_gpu *gpu, const tt_cache *cache, cons
     int rc = 0;
     for (int i = 0; i < tt_n_units && rc == 0; i++) {
         const tt_unit_desc *d = &tt_units[i];
+        if (!tt_unit_in_plan(d, &plan)) continue; /* (mla_bwd_q: the fused strategy's, or the
+                                                   * materialized one's, which reads dT) */
         tt_unit *u = NULL; /* built for the first of its ops the plan tunes */
         for (const char *const *op = d->ops; *op && rc == 0; op++) {
             const tt_kernel *k = tunable(&plan, *op, tu, nt);

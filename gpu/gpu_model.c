@@ -580,12 +580,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
         const int bt = lm->batch, ni = (int)n, ri = (int)r;
         const int di = tt_mla_mat_tiles(&lm->prog) > 1 ? (int)m->d_model : 0; /* rows: tiles only */
         tt_mla_mat_bufs shared;
-        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false);
-        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false);
-        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, true);
+        /* without T's factors, G, E and their parts where nothing forms or reads them */
+        const bool lean = tt_mla_mat_forms_t(&lm->prog) && tt_mla_mat_dt_mem(&lm->prog);
+        size_t bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, false, lean);
+        tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, false, lean);
+        bytes = tt_mla_mat_carve_part(&shared, NULL, bt, ni, ri, di, key, es, true, lean);
         for (int k = 0; k < m->layers; k++) {
             if (k == 0 || lm->mat_keep)
-                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, true);
+                tt_mla_mat_carve_part(&shared, take(b, bytes), bt, ni, ri, di, key, es, true, lean);
             lm->acts[k].mat = shared;
         }
     }
@@ -1482,7 +1484,7 @@ static void mla_attn_bwd(tt_gpu_lm *lm, int k, const void *xin, const tt_gemm *g
         tt_mla_mat_bwd(p, gm, st, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,
                        key ? g->u : NULL, key ? g->v : NULL, lm->dy, a->qkv, a->g, wcp(lm, lw->o),
                        key ? a->p : NULL, key ? w->u : NULL, key ? w->v : NULL, &a->mat,
-                       lm->mat_keep, lm->batch, n, r, d,
+                       lm->mla_part, lm->mat_keep, lm->batch, n, r, d,
                        &(tt_mla_mat_side){lm->side, &lm->gemm_side});
     else
         tt_mla_bwd(p, st, lm->side, lm->dqkv, lg->o, key ? lm->dp : NULL, lm->dg + (size_t)k * r,

@@ -714,7 +714,8 @@ static size_t mla_bwd_wo_floats(const tt_gpu_program *p)
 
 size_t tt_mla_scratch_floats(const tt_gpu_program *p, int batch)
 {
-    if (tt_mla_materialized(p)) return 0; /* gpu/mla_mat.c's buffers instead */
+    if (tt_mla_materialized(p)) /* gpu/mla_mat.c's buffers instead, but for mla_bwd_q's partials */
+        return tt_mla_mat_dt_mem(p) ? mla_bwd_q_floats(p, batch) : 0;
     const size_t fwd = mla_fwd_floats(p, batch), bwd = mla_bwd_q_floats(p, batch) + mla_bwd_wo_floats(p);
     return fwd > bwd ? fwd : bwd;
 }
@@ -739,6 +740,24 @@ void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch
             void *args[] = {&t, &pos};
             tt_gpu_launch(k, (dim3){(unsigned)need(k, "N"), (unsigned)batch, 1}, args, s);
         }
+}
+
+bool tt_mla_mat_forms_t(const tt_gpu_program *p)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, "mla_mat_t")) return tt_env_long("TT_MAT_T", 0, 1, 1) != 0;
+    return false;
+}
+
+void tt_mla_mat_t(const tt_gpu_program *p, cudaStream_t s, void *t, const void *qkv, const float *g,
+                  const void *pos, const float *u, const float *v, int batch, bool pos_rows)
+{
+    const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "mla_mat_t");
+    TT_ASSERT((pos != NULL) == (need(k, "POS_KEY") != 0));
+    const long n = need(k, "N"), j_block = need(k, "G") * need(k, "JW");
+    int rows = pos_rows;
+    void *args[] = {&t, &qkv, &g, &pos, &u, &v, &batch, &rows};
+    tt_gpu_launch(k, (dim3){ceil_div(n, 16), (unsigned)batch, ceil_div(n, j_block)}, args, s);
 }
 
 int tt_mla_mat_tiles(const tt_gpu_program *p)
@@ -842,6 +861,40 @@ void tt_mla_fwd_parts(const tt_gpu_program *p, cudaStream_t s, const void *qkv, 
     mla_fwd(p, s, NULL, qkv, g, wo, pos, u, v, scratch, batch, n, r, d, false);
 }
 
+/* mla_bwd_reduce: dqkv's sums, then the parameters' in the blocks after (a warp an output) */
+static void bwd_reduce(const tt_gpu_kernel *red, cudaStream_t s, void *dqkv, float *dp, float *dg,
+                       float *du, float *dv, float *part, int batch, int n, int r, bool key)
+{
+    int reduce_blocks = (int)ceil_div((long)batch * n * r / need(red, "VEC"), need(red, "THREADS"));
+    const long outputs = (key ? (long)n * r : 0) + 3L * r;
+    void *rargs[] = {&dqkv, &dp, &dg, &du, &dv, &part, &batch, &reduce_blocks};
+    tt_gpu_launch(red, (dim3){(unsigned)(reduce_blocks + ceil_div(32 * outputs, need(red, "THREADS"))), 1, 1},
+                  rargs, s);
+}
+
+bool tt_mla_mat_dt_mem(const tt_gpu_program *p)
+{
+    for (int i = 0; i < p->plan.n; i++)
+        if (!strcmp(p->plan.kernels[i].op, "mla_bwd_q"))
+            return tt_kernel_const(&p->plan.kernels[i], "DT_MEM", 0) != 0;
+    return false;
+}
+
+void tt_mla_mat_bwd_dt(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dg, float *part,
+                       const void *dt, const void *qkv, const float *g, int batch, bool pos_rows)
+{
+    const tt_gpu_kernel *q = tt_gpu_kernel_of(p, "mla_bwd_q"), *red = tt_gpu_kernel_of(p, "mla_bwd_reduce");
+    TT_ASSERT(need(q, "DT_MEM") && !need(q, "POS_KEY"));
+    expect(red, "TI", need(q, "TI"));
+    TT_ASSERT(tt_kernel_const(red->k, "JP", 0) == tt_kernel_const(q->k, "JP", 0));
+    const int n = (int)need(q, "N"), r = (int)need(q, "R");
+    const void *none = NULL;
+    int rows = pos_rows;
+    void *qargs[] = {&dqkv, &part, &dt, &qkv, &g, &none, &none, &none, &none, &batch, &rows};
+    tt_gpu_launch(q, (dim3){(unsigned)need(q, "TASKS"), ceil_div(batch, need(q, "G")), 1}, qargs, s);
+    bwd_reduce(red, s, dqkv, NULL, dg, NULL, NULL, part, batch, n, r, false);
+}
+
 void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side, void *dqkv,
                 float *dwo, float *dp, float *dg, float *du, float *dv, float *part, const void *dy,
                 const void *qkv, const float *g, const void *wo, const void *pos, const float *u,
@@ -872,12 +925,7 @@ void tt_mla_bwd(const tt_gpu_program *p, cudaStream_t s, const tt_gpu_side *side
         tt_gpu_launch(q, (dim3){(unsigned)need(q, "TASKS"), ceil_div(batch, need(q, "G")), 1}, qargs, s);
     else
         tt_gpu_launch(q, (dim3){ceil_div(n, need(q, "TI")), (unsigned)batch, 1}, qargs, s);
-    /* dqkv's sums, then the parameters' in the blocks after (a warp an output) */
-    int reduce_blocks = (int)ceil_div((long)batch * n * r / need(red, "VEC"), need(red, "THREADS"));
-    const long outputs = (pos ? (long)n * r : 0) + 3L * r;
-    void *rargs[] = {&dqkv, &dp, &dg, &du, &dv, &part, &batch, &reduce_blocks};
-    tt_gpu_launch(red, (dim3){(unsigned)(reduce_blocks + ceil_div(32 * outputs, need(red, "THREADS"))), 1, 1},
-                  rargs, s);
+    bwd_reduce(red, s, dqkv, dp, dg, du, dv, part, batch, n, r, pos != NULL);
     if (tt_kernel_const(w->k, "MMA", 0)) {
         /* its splits' sums go after mla_bwd_q's partials (tt_mla_bwd_part_floats counts both) */
         const long splits = need(w, "S");

@@ -300,9 +300,22 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
  * zeroed (nothing without the causal mask); dqkv (written) and the parts of dP, dg, du, dv from
  * G = dT KV and E = dT^T A (fp32); dP (written), dg, du, dv (added into) from the parts. */
 bool tt_mla_materialized(const tt_gpu_program *p);
+/* Whether the materialized backward sums dT by mla_tc.cu's mla_bwd_q reading it from memory
+ * (DT_MEM: bf16, position: none), and that: dqkv written and dg added into from dT [batch N,
+ * N^2] (unmasked; rows in the positions' order under pos_rows) through part
+ * (tt_mla_scratch_floats), by mla_bwd_q and mla_bwd_reduce. */
+bool tt_mla_mat_dt_mem(const tt_gpu_program *p);
+void tt_mla_mat_bwd_dt(const tt_gpu_program *p, cudaStream_t s, void *dqkv, float *dg, float *part,
+                       const void *dt, const void *qkv, const float *g, int batch, bool pos_rows);
 void tt_mla_mat_prep(const tt_gpu_program *p, cudaStream_t s, void *a, void *kv, const void *qkv,
                      const float *g, const void *pos, const float *u, const float *v, int batch);
 void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch, bool pos_rows);
+/* Whether the plan forms T itself, masked, by mla_mat_t (templates/mla_tc.cu: bf16 plans; not
+ * with TT_MAT_T=0 in the environment), and that launch, rows in the positions' order under
+ * pos_rows; else mla_mat_prep, a batched product and mla_mat_mask form it. */
+bool tt_mla_mat_forms_t(const tt_gpu_program *p);
+void tt_mla_mat_t(const tt_gpu_program *p, cudaStream_t s, void *t, const void *qkv, const float *g,
+                  const void *pos, const float *u, const float *v, int batch, bool pos_rows);
 /* The tiles of positions the products with Wo run in (mla_mat_rows's TILES; TT_MAT_TILES, 1 to
  * N, replaces it, for measurement): 1, a product over every column with T's rows in the
  * sequences' order, without the causal mask. Under tiles > 1, T's and dT's rows are in the

@@ -7,9 +7,10 @@
 
 static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-/* buffers [from, to) of the eight below */
+/* buffers [from, to) of the eight below; lean: only T, dT and the rows (mla_mat_t forms T and
+ * mla_bwd_q reads dT: no factors, no G, E or parts), the others NULL */
 static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
-                    size_t es, int from, int to)
+                    size_t es, int from, int to, bool lean)
 {
     const size_t bt = (size_t)batch, nn = (size_t)n * n, r2 = (size_t)r * (key ? 2 : 1);
     const size_t bytes[8] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
@@ -19,6 +20,10 @@ static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int
                     (void **)&b->part};
     size_t off = 0;
     for (int i = from; i < to; i++) {
+        if (lean && i != 2 && i != 3 && i != 4) {
+            if (base) *at[i] = NULL;
+            continue;
+        }
         if (base) *at[i] = (char *)base + off;
         off += align256(bytes[i]);
     }
@@ -28,14 +33,14 @@ static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int
 size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                         size_t es)
 {
-    return carve(b, base, batch, n, r, d, key, es, 0, 8);
+    return carve(b, base, batch, n, r, d, key, es, 0, 8, false);
 }
 
 size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d,
-                             bool key, size_t es, bool t_part)
+                             bool key, size_t es, bool t_part, bool lean)
 {
-    return t_part ? carve(b, base, batch, n, r, d, key, es, 0, 3)  /* a, kv, t */
-                  : carve(b, base, batch, n, r, d, key, es, 3, 8); /* the shared ones */
+    return t_part ? carve(b, base, batch, n, r, d, key, es, 0, 3, lean)  /* a, kv, t */
+                  : carve(b, base, batch, n, r, d, key, es, 3, 8, lean); /* the shared ones */
 }
 
 /* T's (and dT's) leading dimension and the distance between its sequences: rows in the
@@ -43,11 +48,16 @@ size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, i
 static int t_ld(int batch, int n, int tiles) { return tiles > 1 ? batch * n * n : n * n; }
 static long long t_seq(int n, int tiles) { return tiles > 1 ? (long long)n * n : (long long)n * n * n; }
 
-/* T = A KV^T, masked, into t: a product per sequence. */
+/* T = A KV^T, masked, into t: by mla_mat_t where the plan has it (A and KV left unformed), else a
+ * product per sequence of mla_mat_prep's A and KV, then the mask. */
 static void form_t(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *t,
                    const void *qkv, const float *g, const void *pos, const float *u,
                    const float *v, const tt_mla_mat_bufs *b, int batch, int n, int r2, int tiles)
 {
+    if (tt_mla_mat_forms_t(p)) {
+        tt_mla_mat_t(p, s, t, qkv, g, pos, u, v, batch, tiles > 1);
+        return;
+    }
     const long long nn = (long long)n * n;
     tt_mla_mat_prep(p, s, b->a, b->kv, qkv, g, pos, u, v, batch);
     tt_gemm_batched(gm, t, false, t_ld(batch, n, tiles), t_seq(n, tiles), b->a, false, r2,
@@ -108,7 +118,7 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
-                    const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, float *part, bool kept,
                     int batch, int n, int r, int d, const tt_mla_mat_side *side)
 {
     TT_ASSERT(gm->stream == s);
@@ -134,8 +144,16 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                              c.rows, c.cols, d, 0.f);
         }
     }
+    if (tt_mla_mat_dt_mem(p)) { /* dT read as it is by mla_bwd_q (through part), masked there */
+        TT_ASSERT(!pos && part);
+        tt_mla_mat_bwd_dt(p, s, dqkv, dg, part, b->dt, qkv, g, batch, tiles > 1);
+        if (side) tt_gpu_join(side->side, s); /* dWo, before the next layer's dY takes its rows */
+        return;
+    }
     tt_mla_mat_mask(p, s, b->dt, batch, tiles > 1);
-    /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32 */
+    /* G = dT KV [N, R2] and E = dT^T A [N^2, R2] a sequence, in fp32; A and KV formed here where
+     * mla_mat_t formed T */
+    if (tt_mla_mat_forms_t(p)) tt_mla_mat_prep(p, s, b->a, b->kv, qkv, g, pos, u, v, batch);
     const int ld = t_ld(batch, n, tiles);
     const long long seq = t_seq(n, tiles);
     tt_gemm_batched(gm, b->gm, true, r2, (long long)n * r2, b->dt, false, ld, seq, b->kv, false,

@@ -32,9 +32,10 @@ typedef struct {
 size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                         size_t es);
 /* The same for one part (b's other members untouched): t_part, a, kv and t (a layer's own T);
- * else the shared dt, rows, gm, em and part. */
+ * else the shared dt, rows, gm, em and part. lean (where mla_mat_t forms T and mla_bwd_q reads
+ * dT: tt_mla_mat_forms_t and tt_mla_mat_dt_mem): t, dt and rows only, the others NULL. */
 size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d,
-                             bool key, size_t es, bool t_part);
+                             bool key, size_t es, bool t_part, bool lean);
 
 /* A stream beside the main one for the tiled products (tt_mla_mat_tiles > 1), with its own
  * products (gemm: on side's stream): the forward's tiles but the last run there, and the
@@ -51,11 +52,12 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
                     int r, int d, const tt_mla_mat_side *side);
 /* dqkv, dwo written, dp written (position: key), dg, du, dv added into. kept: b's a, kv and t
  * hold what this layer's forward left there (from the same qkv, g, pos, u, v); else they are
- * formed again. */
+ * formed again. part: mla_bwd_q's partials (tt_mla_scratch_floats) where it reads dT
+ * (tt_mla_mat_dt_mem); else not touched. */
 void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *dqkv,
                     float *dwo, float *dp, float *dg, float *du, float *dv, const void *dy,
                     const void *qkv, const float *g, const void *wo, const void *pos,
-                    const float *u, const float *v, const tt_mla_mat_bufs *b, bool kept,
+                    const float *u, const float *v, const tt_mla_mat_bufs *b, float *part, bool kept,
                     int batch, int n, int r, int d, const tt_mla_mat_side *side);
 
 #endif

@@ -468,6 +468,19 @@ static void mla_mat_bwd_init(tt_unit *u, const tt_unit_opts *o)
     u->rounded = u->s->train.precision == TT_PREC_TF32;
 }
 
+/* The buffers' floats, for the whole batch, in whole 256-byte blocks: then (where mla_bwd_q
+ * reads dT) its partials, which mla_bwd_reduce reads by 16 bytes */
+static size_t mla_mat_bufs_floats(const tt_unit *u)
+{
+    const tt_model_spec *m = &u->s->model;
+    tt_mla_mat_bufs b;
+    const size_t bytes = tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->d_model,
+                                          m->position == TT_POS_KEY, storage_size(u->bf16));
+    return (bytes + 255) / 256 * 64;
+}
+/* mla_bwd_q's partials where it reads dT (after the buffers in the scratch) */
+static float *mat_part(const tt_unit *u) { return (float *)u->scratch + mla_mat_bufs_floats(u); }
+
 static tt_mla_mat_bufs mat_bufs(const tt_unit *u, bool check)
 {
     const mla *a = u->h;
@@ -500,7 +513,7 @@ static void mla_mat_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
     const tt_mla_mat_bufs b = mat_bufs(u, check);
     tt_mla_mat_bwd(p, &gm, gpu->stream, a->d_dqkv, a->d_dwo, a->d_dp, a->d_vec,
                    key ? a->d_vec + r : NULL, key ? a->d_vec + 2 * r : NULL, a->d_dy, a->d_qkv,
-                   a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, &b, false,
+                   a->d_g, a->d_wo, a->d_pos, a->d_u, a->d_v, &b, mat_part(u), false,
                    check ? u->check : u->batch, a->n, r, a->d, NULL);
     TT_CUDA(cudaStreamSynchronize(gpu->stream));
     tt_gemm_free(&gm);
@@ -508,11 +521,7 @@ static void mla_mat_bwd_run(const tt_unit *u, const tt_gpu_program *p, const tt_
 
 static size_t mla_mat_scratch(const tt_unit *u, const tt_gpu_program *p)
 {
-    (void)p;
-    const tt_model_spec *m = &u->s->model;
-    tt_mla_mat_bufs b;
-    return tt_mla_mat_carve(&b, NULL, u->batch, m->seq_len, m->rank, m->d_model,
-                            m->position == TT_POS_KEY, storage_size(u->bf16)) / 4 + 1;
+    return mla_mat_bufs_floats(u) + tt_mla_scratch_floats(p, u->batch);
 }
 
 /* --- LayerNorm fused with the residual and dropout (templates/layernorm.cu, colsum.cu) -------- */
@@ -1949,14 +1958,16 @@ const tt_unit_desc tt_units[] = {
      false, "the attention's CPU twin (forward)",
      IMPL(mla_fwd_init, mla_fwd_twin, mla_fwd_run, mla_scratch, NULL)},
     {"mla_bwd",
-     OPS("mla_bwd_q", "mla_bwd_wo", "mla_bwd_wo_sum", "mla_bwd_reduce", NULL),
+     OPS("mla_bwd_wo", "mla_bwd_q", "mla_bwd_wo_sum", "mla_bwd_reduce", NULL), /* mla_bwd_wo: the fused
+                                                                          * strategy's alone */
      "tt_mla_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
      IMPL(mla_bwd_init, mla_bwd_twin, mla_bwd_run, mla_scratch, NULL)},
-    {"mla_mat_fwd", OPS("mla_mat_prep", "mla_mat_mask", "mla_mat_rows", NULL), "tt_mla_mat_fwd", "rel. error",
+    {"mla_mat_fwd", OPS("mla_mat_prep", "mla_mat_t", "mla_mat_mask", "mla_mat_rows", NULL), "tt_mla_mat_fwd", "rel. error",
      MASK_PLANTS, false, "the attention's CPU twin (forward)",
      IMPL(mla_mat_fwd_init, mla_fwd_twin, mla_mat_fwd_run, mla_mat_scratch, NULL)},
     {"mla_mat_bwd",
-     OPS("mla_mat_grads", "mla_mat_params", "mla_mat_prep", "mla_mat_mask", "mla_mat_rows", NULL),
+     OPS("mla_mat_prep", "mla_mat_grads", "mla_mat_params", "mla_mat_t", "mla_bwd_q", "mla_bwd_reduce",
+        "mla_mat_mask", "mla_mat_rows", NULL),
      "tt_mla_mat_bwd", "rel. error", MASK_PLANTS, false, "the attention's CPU twin (backward)",
      IMPL(mla_mat_bwd_init, mla_bwd_twin, mla_mat_bwd_run, mla_mat_scratch, NULL)},
     {"residual_ln_fwd", OPS("residual_ln_fwd", NULL), "tt_residual_ln_fwd", "rel. error",

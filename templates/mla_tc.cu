@@ -359,6 +359,111 @@ __device__ __forceinline__ void tt_wg_bar_wait(unsigned bar, unsigned parity)
 
 #endif
 
+#ifdef TT_OP_MLA_MAT_T
+// T for the materialized strategy (templates/mla_mat.cu says how its products use it), written
+// by the forward's stage 1: T[i][j N + k] = A_j V^T (tt_t_chunk), zero where the causal mask
+// hides (j, k) from row i, in place of mla_mat_prep's KV, a batched product and mla_mat_mask's
+// pass over T (three round trips of it and KV's). Block: rows i0 .. i0+15 of one sequence,
+// TT_G warps of TT_JW key positions j each; in shared memory the sequence's V up to the tile's
+// last key and the block's K rows. A chunk of 16 keys the mask hides whole is stored as zeros
+// without a product. T's rows in the sequences' order (b N + i) or the positions' (i B + b:
+// pos_rows), N^2 apart. Where N is whole 16-byte groups each chunk goes out through a warp's tile
+// in shared memory, a row's 16 keys (32 bytes, a whole sector) by two lanes' 16-byte stores;
+// else straight from the accumulators, two keys a store.
+#define TT_TPITCH 24 // the chunk tile's row pitch in bf16: 48 bytes, rows on distinct banks
+static_assert(TT_THREADS == 32 * TT_G, "a warp a part of the block's j");
+static_assert(2 * ((TT_NPAD + TT_G * TT_JW) * TT_SR + TT_G * 16 * TT_TPITCH) == TT_SMEM,
+              "the shared memory the plan gives is what the block carves up");
+extern "C" __global__ void __launch_bounds__(TT_THREADS)
+TT_KERNEL(TT_T *__restrict__ t, const TT_T *__restrict__ qkv, const float *__restrict__ g,
+          const TT_T *__restrict__ p, const float *__restrict__ u, const float *__restrict__ v,
+          int batch, int pos_rows)
+{
+    tt_pdl_begin();
+    extern __shared__ __align__(16) tt_bf16 smem[];
+    tt_bf16 *sv = smem, *sk = smem + (size_t)TT_NPAD * TT_SR;
+    tt_bf16 *tile = sk + (size_t)TT_G * TT_JW * TT_SR + (size_t)(threadIdx.x / 32) * 16 * TT_TPITCH;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int i0 = blockIdx.x * 16, b = blockIdx.y, j0 = blockIdx.z * TT_G * TT_JW;
+    const tt_bf16 *seq = qkv + (size_t)b * TT_N * 3 * TT_R;
+    const int end = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // the tile's j and k stop here
+    const int kn = (end + 15) / 16 * 16;
+    if (warp == 0) {
+        tt_load_rows<TT_NPAD>(sv, seq, 0, kn, 2 * TT_R, true);
+        tt_load_rows<TT_G * TT_JW>(sk, seq, j0, TT_G * TT_JW, TT_R, true);
+        tt_cp_commit();
+        tt_cp_wait<0>();
+    }
+    __syncthreads();
+    float gq[TT_RK][8], gqv[TT_RK][8];
+#if TT_POS_KEY
+    tt_load_gq(gq, seq, i0, true, g, u);
+    tt_load_gq(gqv, seq, i0, true, g, v);
+#else
+    (void)u, (void)v;
+    tt_load_gq(gq, seq, i0, true, g, nullptr);
+#endif
+    // this lane's rows: i0 + lane / 4 and 8 more
+    size_t row[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const size_t i = (size_t)i0 + tt_acc_row(lane, 2 * h);
+        row[h] = (pos_rows ? i * batch + b : (size_t)b * TT_N + i) * TT_N * TT_N;
+    }
+    for (int jj = 0; jj < TT_JW; jj++) {
+        const int j = j0 + warp * TT_JW + jj;
+        if (j >= TT_N) break;
+        const bool seen = j < end; // some row of the tile sees j
+        unsigned a[TT_RK][4];
+        if (seen) tt_make_aj(a, gq, gqv, sk + (size_t)(j - j0) * TT_SR, TT_POS_KEY ? p + (size_t)j * TT_R : p);
+        for (int kc = 0; kc < TT_NPAD; kc += 16) {
+            float c[2][4];
+            if (seen && kc < kn) {
+                tt_t_chunk(c, a, sv, kc, i0, j);
+            } else {
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) c[nt][e] = 0.f;
+            }
+            if constexpr (TT_N % 8 == 0) {
+                // the chunk into the warp's tile, then row lane / 2's keys 8 (lane % 2) .. + 7
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        *reinterpret_cast<unsigned *>(tile + (size_t)tt_acc_row(lane, 2 * h) * TT_TPITCH +
+                                                      nt * 8 + tt_acc_col(lane, 0)) =
+                            tt_pack_bf16(c[nt][2 * h], c[nt][2 * h + 1]);
+                __syncwarp();
+                const int r = lane / 2, i = i0 + r, k = kc + (lane % 2) * 8;
+                if (i < TT_N && k < TT_N) { // 8 keys a group: in the row whole, 16-byte aligned
+                    const size_t base = (pos_rows ? (size_t)i * batch + b : (size_t)b * TT_N + i) * TT_N * TT_N;
+                    *reinterpret_cast<uint4 *>(t + base + (size_t)j * TT_N + k) =
+                        *reinterpret_cast<const uint4 *>(tile + (size_t)r * TT_TPITCH + (lane % 2) * 8);
+                }
+                __syncwarp(); // the tile is read before the next chunk writes it
+            } else {
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int i = i0 + tt_acc_row(lane, 2 * h), k = kc + nt * 8 + tt_acc_col(lane, 0);
+                        if (i >= TT_N || k >= TT_N) continue;
+                        tt_bf16 *dst = t + row[h] + (size_t)j * TT_N + k;
+                        if (TT_N % 2 == 0) { // k even: (k, k + 1) 4-byte aligned and in the row
+                            *reinterpret_cast<unsigned *>(dst) = tt_pack_bf16(c[nt][2 * h], c[nt][2 * h + 1]);
+                        } else {
+                            dst[0] = tt_store_as<tt_bf16>(c[nt][2 * h]);
+                            if (k + 1 < TT_N) dst[1] = tt_store_as<tt_bf16>(c[nt][2 * h + 1]);
+                        }
+                    }
+            }
+        }
+    }
+}
+#endif
+
 #if defined(TT_OP_MLA_FWD) || defined(TT_OP_MLA_FWD_SUM)
 // The parts of the key positions j (16 each) that row tile it sees: under the mask j stops at
 // the tile's last row (templates/mla_geom.cuh).
@@ -1111,13 +1216,21 @@ TT_KERNEL(float *__restrict__ dwo, const float *__restrict__ wpart)
 // values of it serves dQ and dV alike. At the end dK[j] = g dK~[j], dg = sum_j K_j dK~[j]. The
 // part's sums of dQ, dV, dg go to the partials (templates/mla_geom.cuh, TT_TI = 16), which
 // mla_bwd_reduce adds up in a fixed order; dK[j] is complete in its part.
+// With TT_DT_MEM (the materialized strategy, gpu/mla_mat.c) dT is read from memory instead, where
+// cuBLAS's dY Wo wrote it (rows in the sequences' order, or the positions' under pos_rows, N^2
+// apart, unmasked): no dY, no slabs of Wo, any D; in place of the mask's pass over dT, its
+// batched products with KV and A, and mla_mat_grads.
+#ifndef TT_DT_MEM
+#define TT_DT_MEM 0
+#endif
+static_assert(!(TT_DT_MEM && TT_WG), "dT from memory has no product of its own to run on wgmma");
 #define TT_DK ((TT_D + 15) / 16) // k-steps of 16 over the features
 #define TT_SD 24                 // pitch of the slabs of Wo (16 keys wide), in bf16
 #define TT_JSETS (TT_JS / 8)     // accumulators of dK~: 8 key positions j each
 static_assert(TT_JS == 8 || TT_JS == 16, "parts of 8 or 16 key positions");
 // What the plan checks before it picks this kernel over mla.cu's:
 static_assert(!TT_POS_KEY, "position: key is mla.cu's mla_bwd_q: no P, u, v terms here");
-static_assert(TT_D <= 256, "dY's rows are held in registers: D up to 256");
+static_assert(TT_DT_MEM || TT_D <= 256, "dY's rows are held in registers: D up to 256");
 static_assert(TT_TI == 16 && TT_JP == (TT_N + TT_JS - 1) / TT_JS, "tiles of 16 rows, parts of JS");
 static_assert(TT_TASKS == tt_mla_tc_tasks(TT_N, TT_CAUSAL, TT_JS), "the plan's grid: a block a task");
 
@@ -1130,6 +1243,35 @@ __device__ __forceinline__ unsigned tt_mul_bf16x2(unsigned a, unsigned b)
     return d;
 }
 
+#if TT_DT_MEM
+// dT at j for the tile's rows (rowoff: where rows gi and gi + 8 start) and keys kc.., as cuBLAS
+// wrote it (unmasked), in the accumulators' layout: a lane's keys 2t, 2t + 1 and 8 more, by
+// 4-byte loads where N keeps them aligned; zeros past N and for a sequence past the batch.
+__device__ __forceinline__ void tt_load_dt(float (&d)[2][4], const TT_T *dtm, const size_t (&rowoff)[2],
+                                           int i0, int kc, int j, bool live)
+{
+    const int lane = threadIdx.x % 32, gi = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = i0 + gi + h * 8, k = kc + nt * 8 + tq * 2;
+            float x0 = 0.f, x1 = 0.f;
+            if (live && i < TT_N && k < TT_N) {
+                const TT_T *src = dtm + rowoff[h] + (size_t)j * TT_N + k;
+                if (TT_N % 2 == 0) {
+                    const unsigned w = *reinterpret_cast<const unsigned *>(src);
+                    x0 = __uint_as_float(w << 16), x1 = __uint_as_float(w & 0xffff0000u);
+                } else {
+                    x0 = tt_float(src[0]);
+                    if (k + 1 < TT_N) x1 = tt_float(src[1]);
+                }
+            }
+            d[nt][2 * h] = x0, d[nt][2 * h + 1] = x1;
+        }
+}
+#endif
+
 #if TT_MINB > 0
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MINB)
 #else
@@ -1141,6 +1283,9 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
           int batch
 #if TT_WG
           , const __grid_constant__ tt_tmap wo_map
+#endif
+#if TT_DT_MEM
+          , int pos_rows
 #endif
 )
 {
@@ -1166,6 +1311,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const unsigned sw_a = (unsigned)__cvta_generic_to_shared(base);
     const unsigned bar_a = sw_a + (unsigned)(slab_bytes + TT_G * warp_bytes);
     (void)wo;
+#elif TT_DT_MEM
+    unsigned char *base = smem_raw;
+    constexpr size_t slab_bytes = 0;
+    static_assert(TT_G * warp_bytes == TT_SMEM, "the shared memory the plan gives is what the block carves up");
+    (void)wo;
 #else
     unsigned char *base = smem_raw;
     tt_bf16 *s_w = reinterpret_cast<tt_bf16 *>(smem_raw);
@@ -1188,6 +1338,15 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     const int jend = TT_CAUSAL ? min(i0 + 16, TT_N) : TT_N; // j and k both stop here
     const int j0 = jp * TT_JS, nj = min(TT_JS, jend - j0); // this part's keys j
     const int ql = lane >> 3, rl = lane & 7;                 // ldmatrix: matrix, row
+#if TT_DT_MEM
+    // dT's rows gi and gi + 8 of the tile, this sequence's (dy is dT here)
+    size_t dt_row[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const size_t i = (size_t)i0 + gi + h * 8;
+        dt_row[h] = (pos_rows ? i * batch + (live ? b : 0) : (size_t)(live ? b : 0) * TT_N + i) * TT_N * TT_N;
+    }
+#else
     // dY rows i0.. as A operands over the features
     unsigned ady[TT_DK][4];
 #pragma unroll
@@ -1202,6 +1361,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
 #pragma unroll
         for (int q = 0; q < 4; q++) ady[ks][q] = tt_pack_bf16(x[2 * q], x[2 * q + 1]);
     }
+#endif
     // Q^T as A operands (ranks x rows): register q of k-step mt holds ranks mt*16 + g (+8 for
     // q odd), rows 2t, 2t+1 (+8 for q >= 2)
     unsigned aq[TT_RK][4];
@@ -1247,7 +1407,7 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             tt_wg_box2d(sw_a, bar_a, &wo_map, j0 * TT_N, 0);
         }
     }
-#else
+#elif !TT_DT_MEM
     constexpr int SLAB = TT_DK * 16 * TT_SD; // (slab s at s_w + s * SLAB)
     tt_load_wo_slab<TT_DK * 16, 16>(s_w, TT_SD, wo, 0, (size_t)j0 * TT_N, 16, TT_N);
 #endif
@@ -1255,6 +1415,10 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
     tt_cp_commit();
     unsigned av[TT_RK][4]; // V[kc..]^T as A operands (ranks x keys)
     float dv[TT_RK][2][4];
+#if TT_DT_MEM
+    float dtn[2][4]; // the next pair's dT (the first pair's: chunk 0, the part's first j)
+    if (npairs) tt_load_dt(dtn, dy, dt_row, i0, 0, j0, live);
+#endif
     for (int pi = 0, c = 0, jl = 0, sl = 0; pi < npairs; pi++) { // pair pi is chunk c's jl-th j
         const int kc = c * 16, j = j0 + jl, nsl = sl == 2 ? 0 : sl + 1; // its slab, the next pair's
         const int c1 = jl + 1 == nj ? c + 1 : c, jl1 = jl + 1 == nj ? 0 : jl + 1; // the next pair's
@@ -1269,9 +1433,11 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
                 tt_wg_expect(bar_a + 8 * nsl, SLAB_TX);
                 tt_wg_box2d(sw_a + nsl * SLAB * 2, bar_a + 8 * nsl, &wo_map, (j0 + jl1) * TT_N + kn1, 0);
             }
-#else
+#elif !TT_DT_MEM
             tt_load_wo_slab<TT_DK * 16, 16>(s_w + nsl * SLAB, TT_SD, wo, 0, (size_t)(j0 + jl1) * TT_N + kn1,
                                             16, TT_N % 16 == 0 ? 16 : TT_N - kn1); // (a constant when whole)
+#else
+            (void)kn1;
 #endif
         }
         tt_cp_commit();
@@ -1317,6 +1483,14 @@ TT_KERNEL(TT_T *__restrict__ dqkv, float *__restrict__ part, const TT_T *__restr
             for (int e = 0; e < 4; e++)
                 if (kc + nt * 8 + tt_acc_col(lane, e) >= TT_N) dt[nt][e] = 0.f;
 #endif
+#elif TT_DT_MEM
+        // this pair's dT (masked below), loaded during the pair before; the next pair's loads in
+        // flight while this one's products run
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) dt[nt][e] = dtn[nt][e];
+        if (pi + 1 < npairs) tt_load_dt(dtn, dy, dt_row, i0, c1 * 16, j0 + jl1, live);
 #else
         const tt_bf16 *cur = s_w + sl * SLAB;
         // dT = dY Wo_j[:, kc..], masked; even and odd k-steps in separate accumulators, so that

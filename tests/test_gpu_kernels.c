@@ -74,6 +74,8 @@ static const config configs[] = {
     {"mat-1-tile", 128, 32, 40, 4, 64, 1, 0, 1, 1, 1}, {"mat-odd-1-tile", 100, 13, 7, 3, 37, 1, 1, 0, 1, 1},
     {"mat-5-tiles", 128, 32, 40, 4, 64, 1, 0, 1, 1, 5}, {"mat-odd-13-tiles", 100, 13, 7, 3, 37, 1, 1, 1, 1, 13},
     {"mat-odd-4-tiles", 100, 13, 7, 3, 37, 1, 0, 0, 1, 4},
+    /* bf16 without position: key: dT read by mla_bwd_q (DT_MEM), at odd N and R, in tiles */
+    {"mat-odd-4-tiles", 100, 13, 7, 3, 37, 1, 0, 1, 1, 4},
 };
 
 /* Transformer-XL's: with and without memory, a segment of 37 rows after 70 of memory; at bf16
@@ -302,11 +304,13 @@ typedef struct {
     char sizes[160];
 } checked;
 
-/* The unit built for op, or NULL. */
+/* The unit built for op (the first that runs it of those built for the plan), or NULL. */
 static tt_unit *unit_for(tt_unit *const *units, const char *op)
 {
-    const tt_unit_desc *d = tt_unit_of_op(op);
-    return d ? units[d - tt_units] : NULL;
+    for (int i = 0; i < tt_n_units; i++)
+        for (const char *const *o = tt_units[i].ops; *o; o++)
+            if (!strcmp(*o, op) && units[i]) return units[i];
+    return NULL;
 }
 
 static const tt_kernel *kernel_of(const tt_plan *p, const char *op)

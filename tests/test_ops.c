@@ -39,6 +39,10 @@ static const char *const variants[] = {
     "model: {kind: tensorized, vocab: 100, d_model: 64, layers: 1, rank: 8, cores: 2, seq_len: 16,"
     " d_inner: 32, causal: true}\ntrain: {batch: 4, precision: bf16}\n"
     "kernels: {attention: materialized, attention_tiles: 3}\n",
+    /* materialized, position: key: dT through mla_mat_grads (mla_bwd_q reads it for none) */
+    "model: {kind: tensorized, vocab: 100, d_model: 64, layers: 1, rank: 8, cores: 2, seq_len: 16,"
+    " d_inner: 32, causal: true, position: key}\ntrain: {batch: 4, precision: bf16}\n"
+    "kernels: {attention: materialized}\n",
 };
 
 typedef struct {

@@ -298,18 +298,22 @@ static void test_names_carry_constants(void **state)
             fail_msg("%s (%s): %d instances of the attention's forward", s.path,
                      tt_kind_name(m->kind), mla);
         /* the bf16 path's attention runs on tensor cores (templates/mla_tc.cu): the forward and
-         * mla_bwd_wo always, mla_bwd_q for position: none and D <= 256; feature tiles are whole
-         * n8 tiles and the dynamic shared memory stays within what sm_80 and later opt in to */
+         * mla_bwd_wo always, mla_bwd_q for position: none and D <= 256, or (reading dT, DT_MEM)
+         * for position: none under the materialized strategy; feature tiles are whole n8 tiles
+         * and the dynamic shared memory stays within what sm_80 and later opt in to */
         for (int k = 0; k < p.n && m->kind == TT_KIND_TENSORIZED; k++) {
             const tt_kernel *kn = &p.kernels[k];
             const int big = !strcmp(kn->op, "mla_fwd") || !strcmp(kn->op, "mla_bwd_wo") ||
                             !strcmp(kn->op, "mla_bwd_q");
             if (!big) continue;
+            const bool mat = !strncmp(kn->strategy, "materialized", 12);
             const int want_mma = !strcmp(act, "bf16") &&
                                  (strcmp(kn->op, "mla_bwd_q") != 0 ||
-                                  (m->position == TT_POS_NONE && m->d_model <= 256));
+                                  (m->position == TT_POS_NONE && (m->d_model <= 256 || mat)));
             if (tt_kernel_const(kn, "MMA", 0) != want_mma)
                 fail_msg("%s: %s is %sthe tensor-core variant", s.path, kn->name, want_mma ? "not " : "");
+            if (tt_kernel_const(kn, "DT_MEM", 0) != mat)
+                fail_msg("%s: %s %s dT from memory", s.path, kn->name, mat ? "does not read" : "reads");
             if (want_mma) {
                 assert_string_equal(kn->template_file, "mla_tc.cu");
                 const int wg = (int)tt_kernel_const(kn, "WG", 0);
