@@ -7,20 +7,23 @@
 
 static size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
+/* The buffers in carve's order. */
+enum { BUF_A, BUF_KV, BUF_T, BUF_DT, BUF_ROWS, BUF_GM, BUF_EM, BUF_PART, BUFS };
+
 /* buffers [from, to) of the eight below; lean: only T, dT and the rows (mla_mat_t forms T and
  * mla_bwd_q reads dT: no factors, no G, E or parts), the others NULL */
 static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                     size_t es, int from, int to, bool lean)
 {
     const size_t bt = (size_t)batch, nn = (size_t)n * n, r2 = (size_t)r * (key ? 2 : 1);
-    const size_t bytes[8] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
+    const size_t bytes[BUFS] = {bt * n * r2 * es, bt * nn * r2 * es, bt * n * nn * es,
                              bt * n * nn * es, bt * n * (size_t)d * es, bt * n * r2 * 4,
                              bt * nn * r2 * 4, bt * n * 4 * (size_t)r * 4};
-    void **at[8] = {&b->a, &b->kv, &b->t, &b->dt, &b->rows, (void **)&b->gm, (void **)&b->em,
+    void **at[BUFS] = {&b->a, &b->kv, &b->t, &b->dt, &b->rows, (void **)&b->gm, (void **)&b->em,
                     (void **)&b->part};
     size_t off = 0;
     for (int i = from; i < to; i++) {
-        if (lean && i != 2 && i != 3 && i != 4) {
+        if (lean && i != BUF_T && i != BUF_DT && i != BUF_ROWS) {
             if (base) *at[i] = NULL;
             continue;
         }
@@ -33,14 +36,14 @@ static size_t carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int
 size_t tt_mla_mat_carve(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d, bool key,
                         size_t es)
 {
-    return carve(b, base, batch, n, r, d, key, es, 0, 8, false);
+    return carve(b, base, batch, n, r, d, key, es, 0, BUFS, false);
 }
 
 size_t tt_mla_mat_carve_part(tt_mla_mat_bufs *b, void *base, int batch, int n, int r, int d,
                              bool key, size_t es, bool t_part, bool lean)
 {
-    return t_part ? carve(b, base, batch, n, r, d, key, es, 0, 3, lean)  /* a, kv, t */
-                  : carve(b, base, batch, n, r, d, key, es, 3, 8, lean); /* the shared ones */
+    return t_part ? carve(b, base, batch, n, r, d, key, es, BUF_A, BUF_DT, lean) /* a, kv, t */
+                  : carve(b, base, batch, n, r, d, key, es, BUF_DT, BUFS, lean); /* shared */
 }
 
 /* T's (and dT's) leading dimension and the distance between its sequences: rows in the
