@@ -93,6 +93,22 @@ int tt_gpu_program_load(tt_gpu_program *p, const tt_spec *spec, const tt_gpu *gp
     return tt_gpu_program_load_plan(p, &plan, gpu, cache, err, errlen);
 }
 
+/* The switches of p's materialized attention (only its plans have mla_mat_t or mla_mat_rows),
+ * read once here: a bad value is reported once, not at every launch. */
+static void read_switches(tt_gpu_program *p)
+{
+    p->mat_tiles = 1;
+    for (int i = 0; i < p->plan.n; i++) {
+        const tt_kernel *k = &p->plan.kernels[i];
+        if (!strcmp(k->op, "mla_mat_t")) p->mat_t = tt_env_long("TT_MAT_T", 0, 1, 1) != 0;
+        if (!strcmp(k->op, "mla_mat_rows")) { /* planned only under the causal mask */
+            const long n = tt_kernel_const(k, "N", 1);
+            p->mat_tiles = (int)tt_env_long("TT_MAT_TILES", 1, n, tt_kernel_const(k, "TILES", 1));
+            p->mat_side = tt_env_long("TT_MAT_SIDE", 0, 1, 1) != 0;
+        }
+    }
+}
+
 int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu,
                              const tt_cache *cache, char *err, size_t errlen)
 {
@@ -129,6 +145,7 @@ int tt_gpu_program_load_plan(tt_gpu_program *p, tt_plan *plan, const tt_gpu *gpu
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)k->k->dyn_smem));
     }
+    read_switches(p);
     return 0;
 }
 

@@ -55,6 +55,11 @@ typedef struct {
     tt_plan plan;
     tt_build *builds;
     tt_gpu_kernel *kernels; /* plan.n */
+    /* The materialized attention's switches, read from the environment once, at load (see
+     * gpu/launch.h): T formed by mla_mat_t (TT_MAT_T), the tiles of the products with Wo
+     * (TT_MAT_TILES), those products beside the main stream (TT_MAT_SIDE). */
+    bool mat_t, mat_side;
+    int mat_tiles;
 } tt_gpu_program;
 
 /* Plans, compiles (through the cache; cache may be NULL) and loads spec's kernels for gpu: the

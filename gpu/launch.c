@@ -744,9 +744,7 @@ void tt_mla_mat_mask(const tt_gpu_program *p, cudaStream_t s, void *t, int batch
 
 bool tt_mla_mat_forms_t(const tt_gpu_program *p)
 {
-    for (int i = 0; i < p->plan.n; i++)
-        if (!strcmp(p->plan.kernels[i].op, "mla_mat_t")) return tt_env_long("TT_MAT_T", 0, 1, 1) != 0;
-    return false;
+    return p->mat_t;
 }
 
 void tt_mla_mat_t(const tt_gpu_program *p, cudaStream_t s, void *t, const void *qkv, const float *g,
@@ -762,13 +760,7 @@ void tt_mla_mat_t(const tt_gpu_program *p, cudaStream_t s, void *t, const void *
 
 int tt_mla_mat_tiles(const tt_gpu_program *p)
 {
-    for (int i = 0; i < p->plan.n; i++) /* planned only under the causal mask */
-        if (!strcmp(p->plan.kernels[i].op, "mla_mat_rows")) {
-            const tt_kernel *k = &p->plan.kernels[i];
-            const long n = tt_kernel_const(k, "N", 1);
-            return (int)tt_env_long("TT_MAT_TILES", 1, n, tt_kernel_const(k, "TILES", 1));
-        }
-    return 1;
+    return p->mat_tiles;
 }
 
 void tt_mla_mat_rows(const tt_gpu_program *p, cudaStream_t s, void *dst, const void *src,

@@ -86,10 +86,10 @@ static mat_tile tile_of(int t, int tiles, int batch, int n, int d)
 
 static void *at(const void *base, size_t elems, size_t es) { return (char *)base + elems * es; }
 
-/* The side stream, where there is one and TT_MAT_SIDE is not 0 */
-static const tt_mla_mat_side *side_of(const tt_mla_mat_side *side)
+/* The side stream, where there is one and TT_MAT_SIDE is not 0 (p->mat_side) */
+static const tt_mla_mat_side *side_of(const tt_gpu_program *p, const tt_mla_mat_side *side)
 {
-    return side && side->side && tt_env_long("TT_MAT_SIDE", 0, 1, 1) ? side : NULL;
+    return side && side->side && p->mat_side ? side : NULL;
 }
 
 void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, void *y,
@@ -107,7 +107,7 @@ void tt_mla_mat_fwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
     /* Y's rows of each tile, in the positions' order: the last tile (every column) on s, the
      * others beside it on the side stream (at 3 tiles of equal rows, the same FLOPs) */
     const size_t es = gm->act == CUDA_R_16BF ? 2 : 4;
-    side = side_of(side);
+    side = side_of(p, side);
     if (side) tt_gpu_fork(side->side, s);
     for (int t = 0; t < tiles; t++) {
         const mat_tile c = tile_of(t, tiles, batch, n, d);
@@ -130,7 +130,7 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
     /* T (the forward's, or again where the layers share its buffer), then dWo = dY^T T and
      * dT = dY Wo, masked */
     if (!kept) form_t(p, gm, s, b->t, qkv, g, pos, u, v, b, batch, n, r2, tiles);
-    side = tiles > 1 ? side_of(side) : NULL;
+    side = tiles > 1 ? side_of(p, side) : NULL;
     if (tiles == 1) {
         tt_gemm_bwd_w_ld(gm, dwo, 0.f, dy, d, b->t, nn, rows, nn, d); /* written */
         tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
