@@ -2,7 +2,8 @@
 # The forty-fourth session's second call (1 GPU): the wt103 shapes, ptb.yaml and ptb.yaml at
 # batch 120, each with the plan's strategy (fused) and with `kernels: attention: materialized`
 # (T by mla_mat_t, dT read by mla_bwd_q since 122ee52), alternating, three reps; the wt103 shapes
-# materialized with the products with Wo in 1 and in 3 tiles (TT_MAT_TILES); then tt-bench
+# materialized with the products with Wo in 3 tiles of positions (attention_tiles: 3; the plan
+# runs 1 at these shapes); then tt-bench
 # --profile of the wt103 shapes materialized (where a step's time goes with that strategy).
 #   bash bench/raw/2026-12-07-s44/run2.sh   (repo root, on the GPU machine; carry .deps .data)
 set -uo pipefail
@@ -17,6 +18,7 @@ sed -e "s/batch: 32/batch: 120/" -e "s/steps: 1500/steps: 600/" specs/t-ptb.yaml
 for s in wt103 ptb ptb120; do
     (cat specs/t-$s.yaml; printf 'kernels:\n  attention: materialized\n') > specs/t-${s}mat.yaml
 done
+(cat specs/t-wt103mat.yaml; printf '  attention_tiles: 3\n') > specs/t-wt103mat3.yaml
 one() { # LABEL SPEC REP [VAR=value]
     local log=$L/$2-$1-$3.log
     rm -rf /tmp/ck-t
@@ -29,8 +31,7 @@ for rep in 1 2 3; do
         one mat ${s}mat $rep
     done
     if [ $rep -le 2 ]; then
-        one tiles1 wt103mat $rep TT_MAT_TILES=1
-        one tiles3 wt103mat $rep TT_MAT_TILES=3
+        one tiles3 wt103mat3 $rep
     fi
 done | tee $L/ab.txt
 tt_medians $L/ab.txt
