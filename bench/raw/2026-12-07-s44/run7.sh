@@ -3,7 +3,7 @@
 # fused attention against `attention: materialized` (run6.sh's runs), and (2) the cost-model
 # branch (`raw/2026-12-07-s44/s44-costmodel.diff`, which gives d512-n160 4 tiles) against main
 # at d512-n160, alternating, two reps. Before the call, here:
-#   rm -rf .snap/cm && mkdir -p .snap/cm && git archive HEAD | tar -x -C .snap/cm &&
+#   rm -rf .snap/cm && mkdir -p .snap/cm && git archive HEAD -- . ':!bench/raw' ':!docs' | tar -x -C .snap/cm &&
 #       (cd .snap/cm && patch -p1 < ../../bench/raw/2026-12-07-s44/s44-costmodel.diff)
 #   bash bench/raw/2026-12-07-s44/run7.sh   (repo root, on the GPU machine; carry .deps .data .snap/cm)
 set -uo pipefail
