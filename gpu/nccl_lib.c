@@ -137,11 +137,8 @@ static void stop_rank(int rank, int world, const char *what, const char *cause)
 
 void tt_nccl_wait(void *comm, cudaStream_t st, bool slow, int rank, int world, const char *what)
 {
-    /* each limit read from the environment once (a bad value said once, not at every step) */
     const char *limit = slow ? "TT_RANK_SLOW_TIMEOUT_S" : "TT_RANK_TIMEOUT_S";
-    static long limits[2] = {-1, -1};
-    if (limits[slow] < 0) limits[slow] = tt_env_long(limit, 0, 86400, slow ? 300 : 20);
-    const double timeout_s = (double)limits[slow];
+    const double timeout_s = (double)tt_env_long(limit, 0, 86400, slow ? 300 : 20);
     if (timeout_s <= 0) { /* no limit: the plain wait */
         TT_CUDA(cudaStreamSynchronize(st));
         return;
