@@ -107,15 +107,16 @@ tt_gpu_test() {
     echo "$bin ($log) rc $? ($(tt_el) s)"
     grep -E "$pat" $L/$log.log | cut -c1-150 | tail -12
 }
-# tt_train_one LABEL SPEC REP [VAR=value...]: one tt-train run of build-gpu on specs/t-SPEC.yaml
-# (its log $L/SPEC-LABEL-REP.log), then a line "SPEC LABEL rep REP: rc R late RATE tok/s; valid
-# ppl P" that tt_medians reads
+# tt_train_one LABEL SPEC REP [VAR=value...]: one tt-train run of build-gpu (or of the build
+# directory in tt_train_build) on specs/t-SPEC.yaml (its log $L/SPEC-LABEL-REP.log), then a line
+# "SPEC LABEL rep REP: rc R late RATE tok/s; valid ppl P; device memory: M MiB (S s)" that
+# tt_medians reads
 tt_train_one() {
     local label=$1 spec=$2 rep=$3 log=$L/$2-$1-$3.log
     shift 3
     rm -rf /tmp/ck-t
-    env "$@" timeout 120 build-gpu/tt-train specs/t-$spec.yaml --checkpoint-dir /tmp/ck-t --log-every 20 > $log 2>&1
-    echo "$spec $label rep $rep: rc $? late $(tt_late_rate $log) tok/s; $(grep 'valid ppl' $log | tail -1 | grep -o 'valid ppl [0-9.]*')"
+    env "$@" timeout 120 ${tt_train_build:-build-gpu}/tt-train specs/t-$spec.yaml --checkpoint-dir /tmp/ck-t --log-every 20 > $log 2>&1
+    echo "$spec $label rep $rep: rc $? late $(tt_late_rate $log) tok/s; $(grep 'valid ppl' $log | tail -1 | grep -o 'valid ppl [0-9.]*'); $(grep -o 'device memory: [0-9.]* MiB' $log) ($(tt_el) s)"
 }
 # tt_medians FILE: each SPEC LABEL's median late rate over its reps in FILE (tt_train_one's lines)
 tt_medians() {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# For the next session's first call (1 GPU), on main: (1) ptb.yaml and at batch 120, the plan's
-# fused attention against `attention: materialized` (run6.sh's runs), and (2) the cost-model
-# branch (`raw/2026-12-07-s44/s44-costmodel.diff`, which gives d512-n160 4 tiles) against main
-# at d512-n160, alternating, two reps. Before the call, here:
+# For the next session's first call (1 GPU), on main: (1) ptb.yaml and at batch 120, the
+# plan's fused attention against `attention: materialized` (what call 3 meant to run), and (2)
+# the cost-model branch (`raw/2026-12-07-s44/s44-costmodel.diff`, which gives d512-n160 4
+# tiles) against main at d512-n160, alternating, two reps. Before the call, here:
 #   rm -rf .snap/cm && mkdir -p .snap/cm && git archive HEAD -- . ':!bench/raw' ':!docs' | tar -x -C .snap/cm &&
 #       (cd .snap/cm && patch -p1 < ../../bench/raw/2026-12-07-s44/s44-costmodel.diff)
 #   bash bench/raw/2026-12-07-s44/run7.sh   (repo root, on the GPU machine; carry .deps .data .snap/cm)
@@ -26,20 +26,14 @@ done
 bench/grid-bench.sh --specs /tmp/gs d512-n160-r40-c2 > /dev/null
 tt_local_spec /tmp/gs/grid-d512-n160-r40-c2.yaml specs/t-d512n160.yaml
 build-cm/ttgen specs/t-d512n160.yaml 2>&1 | grep -m1 'tiles of positions' | tee $L/cm-tiles.txt
-one() { # LABEL BUILD SPEC REP
-    local log=$L/$3-$1-$4.log
-    rm -rf /tmp/ck-t
-    timeout 90 build-$2/tt-train specs/t-$3.yaml --checkpoint-dir /tmp/ck-t --log-every 50 > $log 2>&1
-    echo "$3 $1 rep $4: rc $? late $(tt_late_rate $log) tok/s; $(grep 'valid ppl' $log | tail -1 | grep -o 'valid ppl [0-9.]*'); $(grep -o 'device memory: [0-9.]* MiB' $log) ($(tt_el) s)"
-}
 for rep in 1 2 3; do
     for s in ptb ptb120; do
-        one fused gpu $s $rep
-        one mat gpu ${s}mat $rep
+        tt_train_one fused $s $rep
+        tt_train_one mat ${s}mat $rep
     done
     if [ $rep -le 2 ]; then
-        one main gpu d512n160 $rep
-        one cm cm d512n160 $rep
+        tt_train_one main d512n160 $rep
+        tt_train_build=build-cm tt_train_one cm d512n160 $rep
     fi
 done | tee $L/ab.txt
 tt_medians $L/ab.txt
