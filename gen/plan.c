@@ -1384,6 +1384,31 @@ static double mat_tile_share(long tiles, long n)
     return sum / ((double)n * n);
 }
 
+/* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
+ * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), and each of its four
+ * warps' tile of a chunk, 16 rows 24 apart; bf16. */
+static long mat_t_smem(const tt_model_spec *m)
+{
+    const long sr = (m->rank + 15) / 16 * 16 + 8;
+    return 2 * (((m->seq_len + 15) / 16 * 16 + 16) * sr + 4 * 16 * 24);
+}
+
+/* Whether the materialized strategy's backward reads dT itself (mla_tc.cu's mla_bwd_q with
+ * DT_MEM, summed by mla_bwd_reduce): bf16, position: none, and its warps' shared memory fits;
+ * and whether T comes from mla_mat_t (bf16, and its shared memory fits). */
+static bool mat_dt_mem(const tt_spec *s)
+{
+    return s->train.precision == TT_PREC_BF16 && s->model.position == TT_POS_NONE &&
+           tt_mla_tc_bwd_q_warp(s->model.rank, 8) <= SMEM_DYN_LIMIT;
+}
+static bool mat_forms_t(const tt_spec *s)
+{
+    return s->train.precision == TT_PREC_BF16 && mat_t_smem(&s->model) <= SMEM_DYN_LIMIT;
+}
+
+/* Whether it runs lean, both: no pass forms T's factors or masks dT, and no G or E is written. */
+static bool mat_lean(const tt_spec *s) { return mat_dt_mem(s) && mat_forms_t(s); }
+
 /* The cost model's seconds a layer of the materialized strategy (mla_strategy says how) with its
  * products with Wo in that many tiles. */
 static double mat_cost(const tt_spec *s, long tiles)
@@ -1395,9 +1420,11 @@ static double mat_cost(const tt_spec *s, long tiles)
     const double gemm = s->train.precision == TT_PREC_BF16 ? 500e12
                         : s->train.precision == TT_PREC_TF32 ? 250e12 : 40e12;
     const double t_bytes = B * N * N * N * es, rows_bytes = tiles > 1 ? 4 * B * N * D * es : 0;
+    const bool lean = mat_lean(s);
+    const double passes = lean ? 5 : 8, e_bytes = lean ? 0 : 2 * B * N * N * R2 * 4;
     return (2 * mat_tile_share(tiles, m->seq_len) + 1) * dense / gemm +
-           (8 * t_bytes + 2 * B * N * N * R2 * 4 + rows_bytes) / 3e12 +
-           (double)(7 + (tiles > 1 ? 2 + 2 * (tiles - 1) : 0)) * 4e-6;
+           (passes * t_bytes + e_bytes + rows_bytes) / 3e12 +
+           (double)((lean ? 6 : 7) + (tiles > 1 ? 2 + 2 * (tiles - 1) : 0)) * 4e-6;
 }
 
 /* The materialized attention's tiles of positions for its products with Wo under the causal
@@ -1407,7 +1434,9 @@ static double mat_cost(const tt_spec *s, long tiles)
  * saves less than a tenth of the layer's estimate. mat_cost takes the tiles' smaller products
  * at the dense ones' rate, which they do not reach: on H100s (bench/RESULTS.md, the 39th and 40th
  * sessions) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
- * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%. */
+ * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%
+ * faster (10% less by the lean estimate, so 4 tiles: 1.7% faster than one product in the
+ * forty-fifth session). */
 static long mat_tiles(const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
@@ -1430,16 +1459,20 @@ static long mat_tiles(const tt_spec *s)
  * T written, its products with Wo through cuBLAS, dense). A cost model of a layer's forward and
  * backward decides `kernels.attention: auto`:
  *   fused: the products with Wo under the mask (about a third of the dense FLOPs when causal)
- *     at the rate the fused kernels reach: about 100 TFLOP/s on tensor cores (wt103, H200:
- *     25 GFLOP in 0.242 ms), where the backward's mla_bwd_q is on tensor cores only for
- *     position: none and D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200:
- *     8 layers' 268 GFLOP in about 0.1 s);
+ *     at the rate the fused kernels reach: about 85 TFLOP/s on tensor cores (wt103, H100,
+ *     forty-fourth session: 6 layers' 111 GFLOP in 1.25 ms; an H200 did 25 GFLOP in 0.242 ms
+ *     alone), where the backward's mla_bwd_q is on tensor cores only for position: none and
+ *     D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200: 8 layers' 268 GFLOP
+ *     in about 0.1 s); and its 5 launches a layer at 4 us;
  *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
  *     dT's the share of them its tiles of positions run, mat_tile_share) at cuBLAS's rate (bf16
  *     500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements,
- *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; with tiles, Y's
- *     and dY's rows moved between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches
- *     (with tiles, 2 more and 2 a tile after the first) at 4 us;
+ *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; 5 passes and no
+ *     E where it runs lean, mat_lean: T written by mla_mat_t and read by Y's product and dWo's,
+ *     dT written by its product and read by mla_bwd_q; with tiles, Y's and dY's rows moved
+ *     between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches (6 lean; with
+ *     tiles, 2 more and 2 a tile after the first) at 4 us (the wt103 shapes on an H100, lean:
+ *     0.221 ms estimated, 0.244 measured, bench/RESULTS.md's forty-fourth session);
  * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
  * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
  * Returns 1 for materialized; why says the estimate. */
@@ -1454,7 +1487,8 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
     for (int i = 0; i < m->seq_len; i++) masked += m->causal ? (double)(i + 1) * (i + 1) : N * N;
     const double frac = masked / (N * N * N);
     const bool tc_bwd = bf16 && m->position == TT_POS_NONE && m->d_model <= 256;
-    const double fused = frac * dense * (1 / (bf16 ? 100e12 : 3e12) + 2 / (tc_bwd ? 100e12 : 3e12));
+    const double fused = frac * dense * (1 / (bf16 ? 85e12 : 3e12) + 2 / (tc_bwd ? 85e12 : 3e12)) +
+                         5 * 4e-6;
     const double t_bytes = B * N * N * N * es, mat = mat_cost(s, mat_tiles(s));
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
@@ -1477,15 +1511,6 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
     return materialized;
 }
 
-/* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
- * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), and each of its four
- * warps' tile of a chunk, 16 rows 24 apart; bf16. */
-static long mat_t_smem(const tt_model_spec *m)
-{
-    const long sr = (m->rank + 15) / 16 * 16 + 8;
-    return 2 * (((m->seq_len + 15) / 16 * 16 + 16) * sr + 4 * 16 * 24);
-}
-
 /* The materialized strategy's kernels (templates/mla_mat.cu); gpu/mla_mat.c runs them with the
  * products. Under the causal mask also mla_mat_rows, whose TILES is the number of tiles of
  * positions the products with Wo run in (mat_tiles). At bf16 T comes from mla_mat_t (stage 1 of
@@ -1499,8 +1524,7 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype, char
     /* bf16, position: none: the backward's dT read by mla_tc.cu's mla_bwd_q (DT_MEM) and summed
      * by mla_bwd_reduce, in place of the mask's pass over dT, G's and E's products and
      * mla_mat_grads and mla_mat_params */
-    const bool dt_mem = !strcmp(dtype, "bf16") && m->position == TT_POS_NONE &&
-                        tt_mla_tc_bwd_q_warp(r, 8) <= SMEM_DYN_LIMIT;
+    const bool dt_mem = mat_dt_mem(s);
     const char *const flags[] = {"CAUSAL", "POS_KEY", NULL};
     const char *ops[] = {"mla_mat_prep", "mla_mat_mask", "mla_mat_grads", "mla_mat_params"};
     const char *op_flags[] = {"OP_MLA_MAT_PREP", "OP_MLA_MAT_MASK", "OP_MLA_MAT_GRADS",
@@ -1533,7 +1557,7 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype, char
              "deterministic")};
         whyf(k, "%s", what[i]);
     }
-    if (!strcmp(dtype, "bf16") && mat_t_smem(m) <= SMEM_DYN_LIMIT) {
+    if (mat_forms_t(s)) {
         /* T by the forward's stage 1 on tensor cores (templates/mla_tc.cu): four warps of four j */
         const long g = 4, jw = 4;
         tt_kernel *k = add_kernel(plan, "mla_mat_t", 1, dtype);
