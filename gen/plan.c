@@ -1449,7 +1449,8 @@ static double mat_cost(const tt_spec *s, long tiles)
  * sessions) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
  * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%
  * faster (10% less by the lean estimate, so 4 tiles: 1.7% faster than one product in the
- * forty-fifth session). */
+ * forty-fifth session). With dWo tiled too (the forty-fifth session, H100): lm1b's body 3
+ * tiles, 1.018x one product; d1024-n160 1.048x and d512-n160 1.043x dWo whole. */
 static long mat_tiles(const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
