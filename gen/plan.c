@@ -1384,6 +1384,19 @@ static double mat_tile_share(long tiles, long n)
     return sum / ((double)n * n);
 }
 
+/* The same for the backward's dWo = dY^T T in those tiles as columns: tile [j0, j1)'s N (j1 - j0)
+ * columns over the rows from position j0 on (gpu/mla_mat.c). */
+static double mat_dwo_share(long tiles, long n)
+{
+    double sum = 0;
+    for (long t = 0, j0 = 0; t < tiles; t++) {
+        const long j1 = tt_mat_tile_end(t, tiles, n);
+        sum += (double)(j1 - j0) * (n - j0);
+        j0 = j1;
+    }
+    return sum / ((double)n * n);
+}
+
 /* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
  * rows, each the k-steps' ranks and 8 more (templates/mla_tc.cu's TT_SR), and each of its four
  * warps' tile of a chunk, 16 rows 24 apart; bf16. */
@@ -1422,9 +1435,9 @@ static double mat_cost(const tt_spec *s, long tiles)
     const double t_bytes = B * N * N * N * es, rows_bytes = tiles > 1 ? 4 * B * N * D * es : 0;
     const bool lean = mat_lean(s);
     const double passes = lean ? 5 : 8, e_bytes = lean ? 0 : 2 * B * N * N * R2 * 4;
-    return (2 * mat_tile_share(tiles, m->seq_len) + 1) * dense / gemm +
+    return (2 * mat_tile_share(tiles, m->seq_len) + mat_dwo_share(tiles, m->seq_len)) * dense / gemm +
            (passes * t_bytes + e_bytes + rows_bytes) / 3e12 +
-           (double)((lean ? 6 : 7) + (tiles > 1 ? 2 + 2 * (tiles - 1) : 0)) * 4e-6;
+           (double)((lean ? 6 : 7) + (tiles > 1 ? 2 + 3 * (tiles - 1) : 0)) * 4e-6;
 }
 
 /* The materialized attention's tiles of positions for its products with Wo under the causal
@@ -1436,7 +1449,8 @@ static double mat_cost(const tt_spec *s, long tiles)
  * sessions) lm1b's body (B 32, N 80, D 1024), where it estimates 4% less at 3 tiles, trained
  * 2% slower; d1024-n160 (B 16), 14% less at 5, 1.3% faster; d512-n160, 8% less at 4, 0.3%
  * faster (10% less by the lean estimate, so 4 tiles: 1.7% faster than one product in the
- * forty-fifth session). */
+ * forty-fifth session). With dWo tiled too (the forty-fifth session, H100): lm1b's body 3
+ * tiles, 1.018x one product; d1024-n160 1.048x and d512-n160 1.043x dWo whole. */
 static long mat_tiles(const tt_spec *s)
 {
     const tt_model_spec *m = &s->model;
@@ -1465,13 +1479,14 @@ static long mat_tiles(const tt_spec *s)
  *     D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200: 8 layers' 268 GFLOP
  *     in about 0.1 s); and its 5 launches a layer at 4 us;
  *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
- *     dT's the share of them its tiles of positions run, mat_tile_share) at cuBLAS's rate (bf16
+ *     dT's the share of them its tiles of positions run, mat_tile_share, and dWo's its tiles'
+ *     columns over their rows, mat_dwo_share) at cuBLAS's rate (bf16
  *     500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements,
  *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; 5 passes and no
  *     E where it runs lean, mat_lean: T written by mla_mat_t and read by Y's product and dWo's,
  *     dT written by its product and read by mla_bwd_q; with tiles, Y's and dY's rows moved
  *     between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches (6 lean; with
- *     tiles, 2 more and 2 a tile after the first) at 4 us (the wt103 shapes on an H100, lean:
+ *     tiles, 2 more and 3 a tile after the first) at 4 us (the wt103 shapes on an H100, lean:
  *     0.221 ms estimated, 0.244 measured, bench/RESULTS.md's forty-fourth session);
  * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
  * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
@@ -1591,9 +1606,12 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype, char
         k->block[0] = (unsigned)threads;
         set_grid(k, (unsigned)n, (unsigned)batch, 1, "x = %ld positions, y = batch", n);
         whyf(k, "rows between orders: Y = T Wo^T and dT = dY Wo in %ld tiles of positions, each "
-                "over the columns its last row sees (%.0f%% of the FLOPs; %.3g ms a layer, not %.3g: "
-                "%s)", tiles, 100 * mat_tile_share(tiles, n), 1e3 * mat_cost(s, tiles),
-             1e3 * mat_cost(s, 1), s->kernels.attention_tiles ? "kernels.attention_tiles" : "cost model");
+                "over the columns its last row sees, and dWo = dY^T T in the same tiles as columns, "
+                "each over the rows from its first position on (%.0f%% of the dense products' "
+                "FLOPs; %.3g ms a layer, not %.3g: %s)", tiles,
+             100 * (2 * mat_tile_share(tiles, n) + mat_dwo_share(tiles, n)) / 3,
+             1e3 * mat_cost(s, tiles), 1e3 * mat_cost(s, 1),
+             s->kernels.attention_tiles ? "kernels.attention_tiles" : "cost model");
     }
     return 0;
 }

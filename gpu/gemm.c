@@ -659,15 +659,15 @@ void tt_gemm_fwd_bias(const tt_gemm *g, void *y, bool y_f32, int ldy, const void
  * kernel of 4-byte alignment, about 100 us a layer in Nsight Compute). (Splitting an out that is
  * not whole eights the same way, wt103's last tail of 67,735 words, changed a wt103 step by
  * nothing measurable on an H200: 1.2045M tok/s against 1.2047M unsplit.) */
-static void bwd_w(const tt_gemm *g, float *dw, const void *dy, int ldy, const void *x, int ldx,
-                  int rows, int in, int out, float beta)
+static void bwd_w(const tt_gemm *g, float *dw, int ldw, const void *dy, int ldy, const void *x,
+                  int ldx, int rows, int in, int out, float beta)
 {
     const int bulk = whole_eights(in);
     lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, x, bulk, rows, ldx, dy, out, rows, ldy, dw, CUDA_R_32F,
-              bulk, out, in, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+              bulk, out, ldw, beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
     if (bulk == in) return;
     lt_matmul(g, CUBLAS_OP_N, CUBLAS_OP_T, (const char *)x + (size_t)bulk * type_bytes(g->act),
-              in - bulk, rows, ldx, dy, out, rows, ldy, dw + bulk, CUDA_R_32F, in - bulk, out, in,
+              in - bulk, rows, ldx, dy, out, rows, ldy, dw + bulk, CUDA_R_32F, in - bulk, out, ldw,
               beta, CUBLASLT_EPILOGUE_DEFAULT, NULL);
 }
 
@@ -675,7 +675,7 @@ void tt_gemm_bwd_w_bias(const tt_gemm *g, float *dw, float beta, float *db, cons
                         int ldy, const void *x, int ldx, const void *ones, int rows, int in,
                         int out)
 {
-    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
+    bwd_w(g, dw, in, dy, ldy, x, ldx, rows, in, out, beta);
     tt_gemm_bias_grad(g, db, dy, ldy, ones, rows, out);
 }
 
@@ -716,7 +716,13 @@ void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int l
 void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
                       const void *x, int ldx, int rows, int in, int out)
 {
-    bwd_w(g, dw, dy, ldy, x, ldx, rows, in, out, beta);
+    bwd_w(g, dw, in, dy, ldy, x, ldx, rows, in, out, beta);
+}
+
+void tt_gemm_bwd_w_ldw(const tt_gemm *g, float *dw, int ldw, float beta, const void *dy, int ldy,
+                       const void *x, int ldx, int rows, int in, int out)
+{
+    bwd_w(g, dw, ldw, dy, ldy, x, ldx, rows, in, out, beta);
 }
 
 void tt_gemm_fwd(const tt_gemm *g, void *y, bool y_f32, const void *x, const void *w, int rows,

@@ -119,5 +119,8 @@ void tt_gemm_bwd_x_ld(const tt_gemm *g, void *dx, int ldx, const void *dy, int l
                       int ldw, int rows, int in, int out, float beta);
 void tt_gemm_bwd_w_ld(const tt_gemm *g, float *dw, float beta, const void *dy, int ldy,
                       const void *x, int ldx, int rows, int in, int out);
+/* The same into columns of a wider dw: its rows ldw apart. */
+void tt_gemm_bwd_w_ldw(const tt_gemm *g, float *dw, int ldw, float beta, const void *dy, int ldy,
+                       const void *x, int ldx, int rows, int in, int out);
 
 #endif

@@ -105,6 +105,7 @@ static void read_switches(tt_gpu_program *p)
             const long n = tt_kernel_const(k, "N", 1);
             p->mat_tiles = (int)tt_env_long("TT_MAT_TILES", 1, n, tt_kernel_const(k, "TILES", 1));
             p->mat_side = tt_env_long("TT_MAT_SIDE", 0, 1, 1) != 0;
+            p->mat_dwo_tiles = tt_env_long("TT_MAT_DWO_TILES", 0, 1, 1) != 0;
         }
     }
 }

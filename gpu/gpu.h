@@ -57,8 +57,9 @@ typedef struct {
     tt_gpu_kernel *kernels; /* plan.n */
     /* The materialized attention's switches, read from the environment once, at load (see
      * gpu/launch.h): T formed by mla_mat_t (TT_MAT_T), the tiles of the products with Wo
-     * (TT_MAT_TILES), those products beside the main stream (TT_MAT_SIDE). */
-    bool mat_t, mat_side;
+     * (TT_MAT_TILES), those products beside the main stream (TT_MAT_SIDE), and the backward's
+     * dWo in the same tiles of positions, as columns (TT_MAT_DWO_TILES). */
+    bool mat_t, mat_side, mat_dwo_tiles;
     int mat_tiles;
 } tt_gpu_program;
 

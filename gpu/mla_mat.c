@@ -135,12 +135,24 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
         tt_gemm_bwd_w_ld(gm, dwo, 0.f, dy, d, b->t, nn, rows, nn, d); /* written */
         tt_gemm_bwd_x(gm, b->dt, dy, wo, rows, nn, d, 0.f);
     } else {
-        /* dY in the positions' order. dWo in one product over every row (written; on the side
-         * stream, beside the rest of this backward, where there is one); dT a tile at a time,
-         * each tile's columns past its own left to the mask, which zeroes them */
+        /* dY in the positions' order. dWo written (on the side stream, beside the rest of this
+         * backward, where there is one): a tile's key positions j at a time, dWo's columns j N
+         * to j N + N - 1, over the rows from the tile's first position on (the earlier ones see
+         * none of those j: T is zero there), or in one product over every row (TT_MAT_DWO_TILES
+         * =0); dT a tile at a time, each tile's columns past its own left to the mask, which
+         * zeroes them */
         tt_mla_mat_rows(p, s, b->rows, dy, batch, true);
         if (side) tt_gpu_fork(side->side, s);
-        tt_gemm_bwd_w_ld(side ? side->gemm : gm, dwo, 0.f, b->rows, d, b->t, nn, rows, nn, d);
+        const tt_gemm *gw = side ? side->gemm : gm;
+        for (int t = 0; t < (p->mat_dwo_tiles ? tiles : 0); t++) {
+            const mat_tile c = tile_of(t, tiles, batch, n, d);
+            const int j0 = c.cols / n - c.rows / batch; /* the tile's first position */
+            tt_gemm_bwd_w_ldw(gw, dwo + (size_t)j0 * n, nn, 0.f, at(b->rows, c.y_off, es), d,
+                              at(b->t, c.t_off + (size_t)j0 * n, es), nn, rows - j0 * batch,
+                              c.cols - j0 * n, d);
+        }
+        if (!p->mat_dwo_tiles)
+            tt_gemm_bwd_w_ld(gw, dwo, 0.f, b->rows, d, b->t, nn, rows, nn, d);
         for (int t = 0; t < tiles; t++) {
             const mat_tile c = tile_of(t, tiles, batch, n, d);
             tt_gemm_bwd_x_ld(gm, at(b->dt, c.t_off, es), nn, at(b->rows, c.y_off, es), d, wo, nn,
