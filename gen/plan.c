@@ -1371,30 +1371,25 @@ static int plan_mla_bwd_reduce(tt_plan *plan, const tt_spec *s, const char *dtyp
 
 long tt_mat_tile_end(long t, long tiles, long n) { return (t + 1) * n / tiles; }
 
-/* The share of the dense products' FLOPs the materialized attention's Y = T Wo^T and dT = dY Wo
- * run in tiles of positions under the causal mask: tile [i0, i1) over i1 N columns. */
-static double mat_tile_share(long tiles, long n)
+/* The share of the dense products' FLOPs the materialized attention's products with Wo run in
+ * tiles of positions under the causal mask (gpu/mla_mat.c): Y = T Wo^T's and dT = dY Wo's tile
+ * [i0, i1) over i1 N columns; with cols, dWo = dY^T T's tile [i0, i1) as N (i1 - i0) columns
+ * over the rows from position i0 on. */
+static double mat_tile_share(long tiles, long n, bool cols)
 {
     double sum = 0;
     for (long t = 0, i0 = 0; t < tiles; t++) {
         const long i1 = tt_mat_tile_end(t, tiles, n);
-        sum += (double)(i1 - i0) * i1;
+        sum += (double)(i1 - i0) * (cols ? n - i0 : i1);
         i0 = i1;
     }
     return sum / ((double)n * n);
 }
 
-/* The same for the backward's dWo = dY^T T in those tiles as columns: tile [j0, j1)'s N (j1 - j0)
- * columns over the rows from position j0 on (gpu/mla_mat.c). */
-static double mat_dwo_share(long tiles, long n)
+/* The three products' share: Y's, dT's and dWo's. */
+static double mat_tiles_share(long tiles, long n)
 {
-    double sum = 0;
-    for (long t = 0, j0 = 0; t < tiles; t++) {
-        const long j1 = tt_mat_tile_end(t, tiles, n);
-        sum += (double)(j1 - j0) * (n - j0);
-        j0 = j1;
-    }
-    return sum / ((double)n * n);
+    return (2 * mat_tile_share(tiles, n, false) + mat_tile_share(tiles, n, true)) / 3;
 }
 
 /* mla_mat_t's dynamic shared memory: V's rows up to N in whole chunks of 16 and its block's 16 K
@@ -1435,7 +1430,7 @@ static double mat_cost(const tt_spec *s, long tiles)
     const double t_bytes = B * N * N * N * es, rows_bytes = tiles > 1 ? 4 * B * N * D * es : 0;
     const bool lean = mat_lean(s);
     const double passes = lean ? 5 : 8, e_bytes = lean ? 0 : 2 * B * N * N * R2 * 4;
-    return (2 * mat_tile_share(tiles, m->seq_len) + mat_dwo_share(tiles, m->seq_len)) * dense / gemm +
+    return 3 * mat_tiles_share(tiles, m->seq_len) * dense / gemm +
            (passes * t_bytes + e_bytes + rows_bytes) / 3e12 +
            (double)((lean ? 6 : 7) + (tiles > 1 ? 2 + 3 * (tiles - 1) : 0)) * 4e-6;
 }
@@ -1479,8 +1474,8 @@ static long mat_tiles(const tt_spec *s)
  *     D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200: 8 layers' 268 GFLOP
  *     in about 0.1 s); and its 5 launches a layer at 4 us;
  *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
- *     dT's the share of them its tiles of positions run, mat_tile_share, and dWo's its tiles'
- *     columns over their rows, mat_dwo_share) at cuBLAS's rate (bf16
+ *     dT's and dWo's the share of them their tiles of positions run, mat_tiles_share) at
+ *     cuBLAS's rate (bf16
  *     500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements,
  *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; 5 passes and no
  *     E where it runs lean, mat_lean: T written by mla_mat_t and read by Y's product and dWo's,
@@ -1609,7 +1604,7 @@ static int plan_mla_mat(tt_plan *plan, const tt_spec *s, const char *dtype, char
                 "over the columns its last row sees, and dWo = dY^T T in the same tiles as columns, "
                 "each over the rows from its first position on (%.0f%% of the dense products' "
                 "FLOPs; %.3g ms a layer, not %.3g: %s)", tiles,
-             100 * (2 * mat_tile_share(tiles, n) + mat_dwo_share(tiles, n)) / 3,
+             100 * mat_tiles_share(tiles, n),
              1e3 * mat_cost(s, tiles), 1e3 * mat_cost(s, 1),
              s->kernels.attention_tiles ? "kernels.attention_tiles" : "cost model");
     }
