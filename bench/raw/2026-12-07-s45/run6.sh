@@ -6,7 +6,8 @@
 # products at the dense rate, which they do not reach. tt-train one rep each with
 # `kernels.attention_tiles` 1 (one product each) to 6, for lm1b's body and four grid shapes
 # (variants of the spec, so the plan takes the count), then the three d1024-n80 grid points whose
-# plans moved to 3 tiles, one product against the plan's.
+# plans moved to 3 tiles, one product against the plan's; then `tt-bench --profile` of d1024-n160
+# and lm1b's body.
 #   bash bench/raw/2026-12-07-s45/run6.sh   (repo root, on the GPU machine; carry .deps .data)
 set -uo pipefail
 . bench/gpu-env.sh
@@ -34,5 +35,9 @@ for p in d1024-n80-r16-c2 d1024-n80-r128-c2 d1024-n80-r40-c4; do
     tt_train_one one $p-t1 1
     tt_train_one plan $p 1
 done | tee $L/ab.txt
+for s in d1024-n160-r40-c2 lm1b; do # where the grid's worst point and lm1b's body spend a step
+    timeout 90 build-gpu/tt-bench specs/t-$s.yaml --profile > $L/profile-$s.txt 2>&1
+    echo "profile $s rc $? ($(tt_el) s)"; sed -n 3,14p $L/profile-$s.txt
+done
 rm -f specs/t-*.yaml
 tt_call_end
