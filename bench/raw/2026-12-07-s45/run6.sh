@@ -35,6 +35,16 @@ for p in d1024-n80-r16-c2 d1024-n80-r128-c2 d1024-n80-r40-c4; do
     tt_train_one one $p-t1 1
     tt_train_one plan $p 1
 done | tee $L/ab.txt
+# d256-n160 (the grid's 11th of 22, fused by the cost model's 0.418 ms a layer against 0.444
+# materialized with the dWo tiles): both strategies, two reps
+bench/grid-bench.sh --specs /tmp/gs d256-n160-r40-c2 > /dev/null
+tt_local_spec /tmp/gs/grid-d256-n160-r40-c2.yaml specs/t-d256n160.yaml
+{ cat specs/t-d256n160.yaml; echo "  attention: materialized"; } > specs/t-d256n160mat.yaml
+build-gpu/ttgen specs/t-d256n160mat.yaml 2>&1 | grep -oE 'in [0-9]+ tiles of positions' | head -1
+for rep in 1 2; do
+    tt_train_one fused d256n160 $rep
+    tt_train_one mat d256n160mat $rep
+done | tee -a $L/ab.txt
 for s in d1024-n160-r40-c2 lm1b; do # where the grid's worst point and lm1b's body spend a step
     timeout 90 build-gpu/tt-bench specs/t-$s.yaml --profile > $L/profile-$s.txt 2>&1
     echo "profile $s rc $? ($(tt_el) s)"; sed -n 3,14p $L/profile-$s.txt
