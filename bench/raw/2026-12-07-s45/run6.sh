@@ -36,7 +36,7 @@ for p in d1024-n80-r16-c2 d1024-n80-r128-c2 d1024-n80-r40-c4; do
     tt_train_one plan $p 1
 done | tee $L/ab.txt
 # d256-n160 (the grid's 11th of 22, fused by the cost model's 0.418 ms a layer against 0.444
-# materialized with the dWo tiles): both strategies, two reps
+# materialized, one product each: tiles would save under a tenth there): both, two reps
 bench/grid-bench.sh --specs /tmp/gs d256-n160-r40-c2 > /dev/null
 tt_local_spec /tmp/gs/grid-d256-n160-r40-c2.yaml specs/t-d256n160.yaml
 { cat specs/t-d256n160.yaml; echo "  attention: materialized"; } > specs/t-d256n160mat.yaml
