@@ -5,7 +5,10 @@
 # copies up and two down from pageable memory. The GPU tests that cover it (test_gpu_model whole,
 # test_gpu_repro: two runs, a resumed one, a checkpoint between CPU and GPU; test_gpu_lib), then
 # tt-train of main's build (.snap/main) and the branch's, alternating, three reps: ptb.yaml,
-# at batch 120, the wt103 shapes (the small steps first: the copies are a fixed cost a step).
+# at batch 120, the wt103 shapes (the small steps first: the copies are a fixed cost a step);
+# then the branch's `tt-bench --profile` line of the trained step's graph replayed back to back
+# (what the host between steps costs: whether steps submitted ahead of the last one's
+# download would pay).
 # Before the call, here:
 #   rm -rf .snap/main && mkdir -p .snap/main && git archive main -- . ':!bench/raw' ':!docs' | tar -x -C .snap/main
 #   bash bench/raw/2026-12-07-s45/run7.sh   (repo root, on the GPU machine; carry .deps .data .snap/main)
@@ -18,6 +21,7 @@ wait $tt_bm || { tail -20 $L/build-main.log; exit 1; }
 tt_gpu_test model 300 "FAILED|PASSED|ERROR" test_gpu_model
 tt_gpu_test repro 200 "FAILED|PASSED|ERROR" test_train_cli TT_TEST_DEVICE=cuda
 tt_gpu_test lib 120 "FAILED|PASSED|ERROR" test_lib TT_TEST_DEVICE=cuda
+tt_gpu_test profile 90 "FAILED|PASSED|ERROR|replayed|parts" test_bench_cli TT_TEST_ONLY=test_profile
 [ -f $tt_wt103_data/train.txt ] || tt_wt103_corpus > $L/corpus.txt
 tt_wt103_spec specs/t-wt103.yaml 600
 tt_local_spec specs/ptb.yaml specs/t-ptb.yaml -e "s/eval_interval: 1000/eval_interval: 0/" \
@@ -30,5 +34,9 @@ for rep in 1 2 3; do
     done
 done | tee $L/ab.txt
 tt_medians $L/ab.txt
+for s in ptb ptb120 wt103; do # what the host between steps costs (the branch's replay_ms line)
+    timeout 60 build-gpu/tt-bench specs/t-$s.yaml --profile > $L/profile-$s.txt 2>&1
+    echo "profile $s rc $?: $(grep -E '^the step.s graph replayed' $L/profile-$s.txt)"
+done
 rm -f specs/t-*.yaml
 tt_call_end
