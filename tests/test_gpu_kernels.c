@@ -1328,6 +1328,16 @@ static void test_gemm(void **state)
             compare("  ld dx", &c, g2, dx, nx, precs[pi].tol);
             compare("  ld dw", &c, g3, dw, nw, bf ? 1e-5 : precs[pi].tol);
             free(g1), free(g2), free(g3);
+            /* dw written into the first columns of a wider one (rows ldw apart), as the
+             * materialized attention's dWo takes a tile of positions' columns (gpu/mla_mat.c):
+             * the columns past in stay as they were (NaN here) */
+            const int ldw = (int)tt_row_pitch(in + 3);
+            float *p_dw = poisoned((size_t)out * ldw, 4);
+            tt_gemm_bwd_w_ldw(&gm, p_dw, ldw, 0.f, p_dy, ldo, p_x, ldi, rows, in, out);
+            float *g4 = download_pitched(p_dw, out, in, ldw, 0, "gemm dw, ldw");
+            compare("  ldw dw =", &c, g4, dwz, nw, bf ? 1e-5 : precs[pi].tol);
+            free(g4);
+            cudaFree(p_dw);
             cudaFree(p_x), cudaFree(p_w), cudaFree(p_dy), cudaFree(p_y), cudaFree(p_dx);
             cudaFree(p_yf), cudaFree(d_bf);
             free(dwz);
