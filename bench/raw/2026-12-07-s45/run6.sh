@@ -13,6 +13,7 @@ set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
 tt_build_gpu || exit 1
+tt_gpu_test gemm 90 "FAILED|PASSED|ERROR|ldw" test_gpu_kernels TT_TEST_ONLY=test_gemm
 tt_lm1b_body_spec specs/t-lm1b.yaml 300
 printf 'kernels:\n  arch: auto\n' >> specs/t-lm1b.yaml
 for p in d1024-n160-r40-c2 d512-n160-r40-c2 d512-n80-r40-c2 d1024-n32-r40-c2 d1024-n80-r16-c2 \
