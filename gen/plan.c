@@ -1475,14 +1475,14 @@ static long mat_tiles(const tt_spec *s)
  *     in about 0.1 s); and its 5 launches a layer at 4 us;
  *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
  *     dT's and dWo's the share of them their tiles of positions run, mat_tiles_share) at
- *     cuBLAS's rate (bf16
- *     500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8 passes of B N^3 elements,
- *     with the forward's T kept for the backward, and E's B N^2 R2 fp32 twice; 5 passes and no
- *     E where it runs lean, mat_lean: T written by mla_mat_t and read by Y's product and dWo's,
- *     dT written by its product and read by mla_bwd_q; with tiles, Y's and dY's rows moved
- *     between orders, 4 passes of B N D) at 3 TB/s, and its 7 more launches (6 lean; with
- *     tiles, 2 more and 3 a tile after the first) at 4 us (the wt103 shapes on an H100, lean:
- *     0.221 ms estimated, 0.244 measured, bench/RESULTS.md's forty-fourth session);
+ *     cuBLAS's rate (bf16 500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8
+ *     passes of B N^3 elements, with the forward's T kept for the backward, and E's B N^2 R2
+ *     fp32 twice; 5 passes and no E where it runs lean, mat_lean: T written by mla_mat_t and
+ *     read by Y's product and dWo's, dT written by its product and read by mla_bwd_q; with
+ *     tiles, Y's and dY's rows moved between orders, 4 passes of B N D) at 3 TB/s, and its 7
+ *     more launches (6 lean; with tiles, 2 more and 3 a tile after the first) at 4 us (the
+ *     wt103 shapes on an H100, lean: 0.221 ms estimated, 0.244 measured, bench/RESULTS.md's
+ *     forty-fourth session);
  * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
  * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
  * Returns 1 for materialized; why says the estimate. */
