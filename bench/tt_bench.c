@@ -639,6 +639,7 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
     run_ctx c = {lm, tt_xmalloc((size_t)rows * 4), tt_xmalloc((size_t)rows * 4), rows, vocab, true};
     for (long i = 1; i <= WARMUP_STEPS; i++) run_one(&c, i);
     const double step_ms = timed_ms(&g, steps, run_one, &c, WARMUP_STEPS + 1) / (double)steps;
+    const double replay_ms = tt_gpu_lm_replay_ms(lm, steps);
     random_tokens(c.in, c.tg, rows, vocab, WARMUP_STEPS + steps + 1);
     const tt_lm_opts lo = {.train = true, .seed = 1, .step = (uint64_t)(WARMUP_STEPS + steps + 1)};
     tt_step_profile p;
@@ -659,6 +660,8 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
         json_number(p.sum_ms, stdout);
         printf(",\"one_stream_ms\":");
         json_number(p.one_stream_ms, stdout);
+        printf(",\"replay_ms\":");
+        json_number(replay_ms, stdout);
         printf(",\"parts\":%d,\"kernels\":%d,\"memsets\":%d,\"copies\":%d,\"kernels_by_op\":[",
                p.parts, p.kernels, p.memsets, p.copies);
         for (int i = 0; i < p.n_ops; i++) {
@@ -759,6 +762,13 @@ static int profile_main(const options *o, const tt_spec *s, long vocab)
                card ? tt_card_label(card) : "unknown (this card is not in gpu/cards.c)");
         printf("launches a step: %d kernels (cuBLAS's each counted), %d memsets, %d copies\n",
                p.kernels, p.memsets, p.copies);
+        if (isfinite(replay_ms))
+            printf("the step's graph replayed back to back, nothing of the host's between: %.4f ms; "
+                   "the host between steps (this bench's token draws among it, and the copies up "
+                   "and down) costs %.4f ms a step as trained\n",
+                   replay_ms, step_ms - replay_ms);
+        else
+            printf("the step's graph replayed back to back: none (CUDA graphs off)\n");
         if (p.n_ops) {
             printf("kernels by op:");
             for (int i = 0; i < p.n_ops; i++) printf("%s %s %d", i ? "," : "", p.ops[i].op, p.ops[i].n);

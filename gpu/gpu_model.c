@@ -141,9 +141,13 @@ struct tt_gpu_lm {
     tt_view wv, gv;
     int32_t *tokens;
     float *weight;
-    route host_route, dev_route; /* the last batch's; the device's in the arena */
-    void *host_route_mem;
+    route host_route, dev_route; /* the last batch's; the host's in io_host, the device's in io */
     size_t route_bytes;
+    /* What goes between host and device every step, one block on each side (see IO_STEP): the
+     * device's in the arena, the host's pinned, so that one copy takes it up and one brings the
+     * optimizer's scalars and the sums back */
+    char *io, *io_host;
+    size_t io_route, io_bytes; /* the routes' offset in the block, the block's bytes */
     route_counts counts;         /* their padded lengths */
     void *x0, *pe, *ones;
     layer_acts *acts;
@@ -246,7 +250,6 @@ struct tt_gpu_lm {
     double *norm_part;
     tt_adam_scalars *sc;
     unsigned long long *step; /* the dropout step the kernels read (device) */
-    unsigned long long host_step;
     void *blas_ws;           /* cuBLAS's workspace, so that it allocates nothing in a capture */
     void *side_ws;           /* and gemm_side's */
     /* training steps as CUDA graphs, captured on first use for their options and counts */
@@ -266,6 +269,23 @@ typedef struct {
     char *base;
     size_t used;
 } bump;
+
+/* The io block (tt_gpu_lm's io and io_host): the dropout step, the optimizer's scalars and the
+ * sums of a run (loss, nll, the ranks' flags) at its head, then the tokens from IO_TOKENS and
+ * the routes from io_route. A run's or a step's upload copies the whole block, its download the
+ * scalars and the sums. What goes up of the head besides the step is the mirror's last values,
+ * written again before anything reads them: lr and the bias corrections by the host before every
+ * Adam, norm and clip by tt_grad_norm, the loss's and nll's sums by tt_xent_sum, the ranks' flag
+ * by the host before every step on several GPUs (and read only there). */
+enum {
+    IO_STEP = 0,
+    IO_SC = 8,
+    IO_SUMS = IO_SC + (int)sizeof(tt_adam_scalars),
+    IO_HEAD = IO_SUMS + 3 * 8,
+    IO_TOKENS = 256
+};
+_Static_assert(IO_HEAD <= IO_TOKENS && IO_SC % 8 == 0 && IO_SUMS % 8 == 0,
+               "the io block's head: whole doubles, before the tokens");
 
 static void *take(bump *b, size_t bytes)
 {
@@ -463,9 +483,14 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->copy_jobs = jobs ? take(b, (size_t)jobs * TT_COPY_FIELDS * sizeof(long long)) : NULL;
     float *scr[2] = {most[0] ? take(b, most[0] * 4) : NULL, most[1] ? take(b, most[1] * 4) : NULL};
     for (int i = 0; (pd = pad_at(lm, i, &ffn)); i++) pd->scr = pd->scratch ? scr[ffn] : NULL;
-    lm->tokens = take(b, rows * 4);
+    char *io = take(b, lm->io_bytes);
+    lm->io = io;
+    lm->step = io ? (unsigned long long *)(io + IO_STEP) : NULL;
+    lm->sc = io ? (tt_adam_scalars *)(io + IO_SC) : NULL;
+    lm->sums = io ? (double *)(io + IO_SUMS) : NULL;
+    lm->tokens = io ? (int32_t *)(io + IO_TOKENS) : NULL;
+    route_at(&lm->dev_route, io ? io + lm->io_route : NULL, l, rows, pad);
     lm->weight = take(b, rows * 4);
-    route_at(&lm->dev_route, take(b, lm->route_bytes), l, rows, pad);
     const bool txl = lm->txl;
     const size_t hd = (size_t)lm->hl, dp = (size_t)lm->dpad, heads = txl ? (size_t)m->n_head : 0;
     const size_t kmax = (size_t)lm->kmax, bm = (size_t)lm->batch * (txl ? m->mem_len : 0);
@@ -519,7 +544,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->logits_b = second ? take(b, logit_elements(lm) * es) : NULL;
     lm->loss = take(b, (rows + nc * pad) * 4);
     lm->nll = take(b, (rows + nc * pad) * 4);
-    lm->sums = take(b, 3 * 8);
     if (nc) {
         lm->tail_x = take(b, pad * d * es);
         lm->tail_dx = take(b, pad * d * es);
@@ -595,8 +619,6 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->emb_part = take(b, tt_embedding_part_floats(&lm->prog) * 4);
     lm->cluster_part = tt_cluster_cols(&lm->prog) ? take(b, tt_cluster_cols_part_floats(&lm->prog) * 4) : NULL;
     lm->norm_part = take(b, tt_grad_norm_parts(&lm->prog) * 8);
-    lm->sc = take(b, sizeof(tt_adam_scalars));
-    lm->step = take(b, sizeof *lm->step);
     lm->blas_ws = take(b, TT_BLAS_WORKSPACE);
     lm->side_ws = take(b, TT_BLAS_WORKSPACE);
     lm->dp_c = es == 4 || txl ? NULL : take(b, n * r * es);
@@ -664,8 +686,11 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->pw = tt_xcalloc((size_t)m->layers, sizeof *lm->pw);
     pad_shapes(lm);
     lm->route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
-    lm->host_route_mem = tt_xmalloc(lm->route_bytes);
-    route_at(&lm->host_route, lm->host_route_mem, layout, (size_t)lm->rows, (size_t)lm->pad);
+    lm->io_route = IO_TOKENS + ((size_t)lm->rows * 4 + 255) / 256 * 256;
+    lm->io_bytes = lm->io_route + lm->route_bytes;
+    TT_CUDA(cudaMallocHost((void **)&lm->io_host, lm->io_bytes));
+    memset(lm->io_host, 0, lm->io_bytes);
+    route_at(&lm->host_route, lm->io_host + lm->io_route, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->layer_stride = layer_stride(layout);
     lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * lm->dl;
     lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
@@ -779,7 +804,7 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     tt_gpu_program_free(&lm->prog);
     free(lm->acts);
     free(lm->pw);
-    free(lm->host_route_mem);
+    if (lm->io_host) cudaFreeHost(lm->io_host);
     free(lm->written_at), free(lm->written_len), free(lm->zero_at), free(lm->zero_len);
     if (lm->comm_ev) {
         for (int e = 0; e < 2 * lm->l->m.layers + TT_COMM_EVENTS; e++) cudaEventDestroy(lm->comm_ev[e]);
@@ -975,22 +1000,28 @@ static void route_batch(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *tar
         lm->counts.emb[c] = m[c] ? pad_list(h->emb_rows[c], NULL, NULL, m[c]) : 0;
 }
 
-/* The inputs of a run into device memory (ahead of its kernels, on the same stream): tokens,
- * the batch's routing (route_batch), the weights, and the dropout step. Returns the sum of the
- * weights. */
+/* The io block up, or its range [from, to) (see IO_STEP). The host writes io_host again only after
+ * the stream has passed this copy: every function that calls this waits for its stream before it
+ * returns (a run's or a step's download, tt_gpu_lm_profile's timings), and a new one must too. */
+static void io_up(tt_gpu_lm *lm, size_t from, size_t to)
+{
+    TT_CUDA(cudaMemcpyAsync(lm->io + from, lm->io_host + from, to - from, cudaMemcpyHostToDevice,
+                            lm->gpu->stream));
+}
+
+/* The batch into the io block's host side (its upload is the caller's: io_up); the weights, where
+ * given, up. Returns the sum of the rows' weights. */
 static double upload_inputs(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o)
 {
     const cudaStream_t st = lm->gpu->stream;
     const int rows = lm->rows;
-    TT_CUDA(cudaMemcpyAsync(lm->tokens, inputs, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
+    memcpy(lm->io_host + IO_TOKENS, inputs, (size_t)rows * 4);
     route_batch(lm, inputs, targets, o->weight);
-    TT_CUDA(cudaMemcpyAsync(lm->dev_route.head, lm->host_route_mem, lm->route_bytes,
-                            cudaMemcpyHostToDevice, st));
     if (o->weight)
         TT_CUDA(cudaMemcpyAsync(lm->weight, o->weight, (size_t)rows * 4, cudaMemcpyHostToDevice, st));
-    lm->host_step = o->step;
-    TT_CUDA(cudaMemcpyAsync(lm->step, &lm->host_step, sizeof lm->host_step, cudaMemcpyHostToDevice, st));
+    const unsigned long long step = o->step;
+    memcpy(lm->io_host + IO_STEP, &step, sizeof step);
     double weights = 0;
     for (int i = 0; i < rows; i++) weights += o->weight ? o->weight[i] : 1.0;
     return weights;
@@ -1789,13 +1820,24 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
     }
 }
 
-/* The sums of the last run back to the host: the one synchronization of a run or a step.
- * reduced: a training step's on several GPUs, summed over the ranks (weights: the whole batch's). */
-static void download_sums(tt_gpu_lm *lm, double weights, bool reduced, tt_lm_result *res)
+/* The io block's [from, IO_HEAD) back into io_host (the scalars from IO_SC, the sums from IO_SUMS),
+ * and the wait for it: the one synchronization of a run or a step. */
+static void download_io(tt_gpu_lm *lm, size_t from)
 {
-    double sums[3];
-    TT_CUDA(cudaMemcpyAsync(sums, lm->sums, sizeof sums, cudaMemcpyDeviceToHost, lm->gpu->stream));
+    TT_CUDA(cudaMemcpyAsync(lm->io_host + from, lm->io + from, IO_HEAD - from,
+                            cudaMemcpyDeviceToHost, lm->gpu->stream));
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
+}
+
+/* The sums of the last run back to the host, with the io block's head from `from` (IO_SUMS, or
+ * IO_SC for the optimizer's scalars too): the one synchronization of a run or a step.
+ * reduced: a training step's on several GPUs, summed over the ranks (weights: the whole batch's). */
+static void download_sums(tt_gpu_lm *lm, size_t from, double weights, bool reduced,
+                          tt_lm_result *res)
+{
+    download_io(lm, from);
+    double sums[3];
+    memcpy(sums, lm->io_host + IO_SUMS, sizeof sums);
     res->loss_sum = sums[0];
     res->nll_sum = sums[1];
     res->scored = weights;
@@ -2159,18 +2201,28 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res)
 {
     const double weights = upload_inputs(lm, inputs, targets, o);
+    io_up(lm, 0, lm->io_bytes);
     enqueue_run(lm, o, grads, weights);
     txl_advance(lm);
-    download_sums(lm, weights, false, res);
+    download_sums(lm, IO_SUMS, weights, false, res);
 }
 
 /* The host owns lr and the bias corrections of step s; tt_grad_norm writes norm and clip after
- * them, in device memory. */
-static void upload_adam_scalars(tt_gpu_lm *lm, tt_adam_scalars *host, long s)
+ * them, in device memory. Into the io block's host side (its upload is the caller's). */
+static void adam_scalars_host(tt_gpu_lm *lm, long s)
 {
     const tt_train_spec *t = &lm->spec->train;
-    tt_adam_scalars_at(host, t, tt_lr_at(t, s), s);
-    TT_CUDA(cudaMemcpyAsync(lm->sc, host, sizeof *host, cudaMemcpyHostToDevice, lm->gpu->stream));
+    tt_adam_scalars host = {0}; /* norm and clip: tt_grad_norm's to write */
+    tt_adam_scalars_at(&host, t, tt_lr_at(t, s), s);
+    memcpy(lm->io_host + IO_SC, &host, sizeof host);
+}
+
+/* The gradient's norm the last step's download brought (tt_grad_norm's). */
+static double io_norm(const tt_gpu_lm *lm)
+{
+    tt_adam_scalars host;
+    memcpy(&host, lm->io_host + IO_SC, sizeof host);
+    return host.norm;
 }
 
 static void enqueue_adam(tt_gpu_lm *lm)
@@ -2186,12 +2238,11 @@ static void enqueue_adam(tt_gpu_lm *lm)
 
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
 {
-    tt_adam_scalars host;
-    upload_adam_scalars(lm, &host, s);
+    adam_scalars_host(lm, s);
+    io_up(lm, IO_SC, IO_SUMS);
     enqueue_adam(lm);
-    TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, lm->gpu->stream));
-    TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
-    return host.norm;
+    download_io(lm, IO_SC);
+    return io_norm(lm);
 }
 
 /* A captured step is valid for the options and the padded counts it was captured with (a rank's
@@ -2235,10 +2286,10 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
 {
     const cudaStream_t st = lm->gpu->stream;
     const double weights = upload_inputs(lm, inputs, targets, o);
-    tt_adam_scalars host;
-    upload_adam_scalars(lm, &host, s);
+    adam_scalars_host(lm, s);
     if (lm->comm) /* summed over the ranks after the backward: device memory the graph reads */
-        TT_CUDA(cudaMemcpyAsync(lm->sums + 2, &lm->flag, sizeof lm->flag, cudaMemcpyHostToDevice, st));
+        memcpy(lm->io_host + IO_SUMS + 2 * 8, &lm->flag, sizeof lm->flag);
+    io_up(lm, 0, lm->io_bytes);
     if (!lm->graphs || o->weight) {
         lm->reduce_now = true;
         enqueue_run(lm, o, true, weights);
@@ -2288,9 +2339,8 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
         lm->slow_wait = false;
     }
 #endif
-    TT_CUDA(cudaMemcpyAsync(&host, lm->sc, sizeof host, cudaMemcpyDeviceToHost, st));
-    download_sums(lm, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, res);
-    return host.norm;
+    download_sums(lm, IO_SC, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, res);
+    return io_norm(lm);
 }
 
 void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed)
@@ -2382,6 +2432,17 @@ static void launch_graph(const void *arg)
     TT_CUDA(cudaGraphLaunch(g->exec, g->stream));
 }
 
+double tt_gpu_lm_replay_ms(tt_gpu_lm *lm, long reps)
+{
+    const step_graph *last = NULL;
+    for (int i = 0; i < lm->max_graphs; i++)
+        if (lm->graph[i].exec && (!last || lm->graph[i].used > last->used)) last = &lm->graph[i];
+    if (!last) return NAN;
+    const graph_launch gl = {last->exec, lm->gpu->stream};
+    launch_graph(&gl); /* the first after the host's last step, uncounted */
+    return tt_gpu_median_ms(lm->gpu->stream, reps, launch_graph, &gl);
+}
+
 void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                        const tt_lm_opts *o, long s, int reps, tt_step_profile *out)
 {
@@ -2399,8 +2460,8 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     const cudaStream_t st = lm->gpu->stream;
     const int mlen = lm->mlen, par = lm->par;
     const double weights = upload_inputs(lm, inputs, targets, o);
-    tt_adam_scalars host;
-    upload_adam_scalars(lm, &host, s);
+    adam_scalars_host(lm, s);
+    io_up(lm, 0, lm->io_bytes);
     /* once kernel by kernel (a product not met yet is timed then), then captured with the
      * marks and replayed: no launch gaps in the parts */
     profiled_step(lm, pm, o, weights);

@@ -135,6 +135,11 @@ typedef struct {
 void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                        const tt_lm_opts *o, long s, int reps, tt_step_profile *out);
 
+/* The median of reps launches of the training step's graph last launched, back to back on the
+ * stream (the host's work between steps left out: against tt_gpu_lm_train_step's own time, what
+ * that work costs a step); NAN without one (graphs off). The weights move as in training. */
+double tt_gpu_lm_replay_ms(tt_gpu_lm *lm, long reps);
+
 /* Bytes of device memory the model needs for batch (to say what a spec needs before failing). */
 size_t tt_gpu_lm_bytes(const tt_gpu_lm *lm);
 

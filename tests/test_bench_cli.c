@@ -502,6 +502,15 @@ static void test_profile(void **state)
         fail_msg("parts %g ms against one stream's %g ms", sum_ms, one_ms);
     if (kernels <= 0 || sum != kernels || named != 3)
         fail_msg("kernels %d, by op %d, named %d of 3:\n%.*s", kernels, sum, named, (int)(end - ops + 1), ops);
+    /* the trained step's graph replayed back to back: the same work as the step on one stream
+     * but for the side stream's overlap (a few percent), and no slower than the steps with the
+     * host between them (another graph, or launches timed without their work, are far off) */
+    const char *rep = strstr(p.out, "\"replay_ms\":"), *st = strstr(p.out, "\"step_ms\":");
+    if (!rep || !st) fail_msg("no replay_ms or step_ms:\n%.400s", p.out);
+    const double replay_ms = atof(rep + strlen("\"replay_ms\":")), step_ms = atof(st + strlen("\"step_ms\":"));
+    print_message("  replayed %.4f ms, trained %.4f ms a step\n", replay_ms, step_ms);
+    if (!(replay_ms >= 0.8 * one_ms && replay_ms <= 1.1 * step_ms))
+        fail_msg("replayed %g ms against one stream's %g and the trained step's %g", replay_ms, one_ms, step_ms);
     tu_proc_free(&p);
 }
 
