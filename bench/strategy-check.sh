@@ -8,6 +8,9 @@
 # POINT: a point of bench/grid-bench.sh's grid by name (d256-n160-r40-c2; one off the grid, such
 # as d320-n48-r24-c3, too), or ptb, ptb-b120 (ptb.yaml at batch 120), wt103, lm1b-body.
 # OUTDIR/strategy.txt: one line a point; OUTDIR/NAME-{fused,mat}.json: tt-bench's profiles.
+# Columns: the plan and the cost model's estimates (ms a layer); graph_*: the trained step's graph
+# replayed (ms a step, the side stream beside: what decides "faster"); one_*: the step on one
+# stream (no side stream: what it adds is the difference); att_*: the attention's parts, marked.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: bench/strategy-check.sh OUTDIR POINT..." >&2; exit 2; }
@@ -25,8 +28,8 @@ spec_of() { # spec_of POINT DST: the point's spec, its kernels section last
         tt_local_spec /tmp/strategy-specs/grid-$1.yaml "$2" ;;
     esac
 }
-printf '%-20s %-13s %9s %9s %10s %10s %9s %9s %s\n' point plan est_fused est_mat graph_fused \
-    graph_mat att_fused att_mat "faster" | tee "$out/strategy.txt"
+printf '%-20s %-13s %9s %9s %10s %10s %9s %9s %9s %9s %s\n' point plan est_fused est_mat graph_fused \
+    graph_mat one_fused one_mat att_fused att_mat "faster" | tee "$out/strategy.txt"
 for p in "$@"; do
     base=specs/strategy-$p.yaml
     if ! spec_of "$p" "$base" || ! tail -2 "$base" | grep -q '^  arch: auto$'; then
@@ -54,14 +57,15 @@ def load(f):
     try:
         j = json.load(open(f))
     except Exception:
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     att = [r["ms"] for r in j["roles"] if r["role"] == "attention"]
-    return j.get("replay_ms", math.nan), att[0] if att else math.nan
-sf, af = load(ff)
-sm, am = load(fm)
+    return (j.get("replay_ms", math.nan), j.get("one_stream_ms", math.nan),
+            att[0] if att else math.nan)
+sf, of, af = load(ff)
+sm, om, am = load(fm)
 faster = "fused" if sf < sm else "materialized" if sm < sf else "?"
 agree = "" if faster == "?" or plan == "?" else (" (plan agrees)" if faster == plan else " (plan differs)")
-print("%-20s %-13s %9s %9s %10.4f %10.4f %9.4f %9.4f %s by %.3fx%s" % (
-    p, plan, ef, em, sf, sm, af, am, faster, max(sf, sm) / min(sf, sm) if sf > 0 and sm > 0 else math.nan, agree))
+print("%-20s %-13s %9s %9s %10.4f %10.4f %9.4f %9.4f %9.4f %9.4f %s by %.3fx%s" % (
+    p, plan, ef, em, sf, sm, of, om, af, am, faster, max(sf, sm) / min(sf, sm) if sf > 0 and sm > 0 else math.nan, agree))
 PY
 done
