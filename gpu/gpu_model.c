@@ -4,6 +4,7 @@
  * 2 FFN hidden, 3 FFN output}. */
 #include "gpu_model.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,12 +143,25 @@ struct tt_gpu_lm {
     int32_t *tokens;
     float *weight;
     route host_route, dev_route; /* the last batch's; the host's in io_host, the device's in io */
-    size_t route_bytes;
     /* What goes between host and device every step, one block on each side (see IO_STEP): the
      * device's in the arena, the host's pinned, so that one copy takes it up and one brings the
      * optimizer's scalars and the sums back */
     char *io, *io_host;
     size_t io_route, io_bytes; /* the routes' offset in the block, the block's bytes */
+    /* Training steps submitted and not yet waited for (tt_gpu_lm_train_submit): at most two, the
+     * host's io blocks two (io_hosts; io_host is the one in use), each step's download landing in
+     * its own while the host fills the other; io_done[k] is recorded after block k's download */
+    char *io_hosts[2];
+    int io_slot, npend;
+    struct pending_step {
+        int slot;
+        double weights; /* the result's scored */
+        bool reduced;
+    } pend[2];
+    cudaEvent_t io_done[2];
+    tt_step_guard *guard; /* in the io block: the step's guard (halt, skip, first_bad) */
+    unsigned *guard_last; /* whether the last guarded step skipped (the arena's) */
+    long long first_bad;  /* the last result's (tt_gpu_lm_first_bad) */
     route_counts counts;         /* their padded lengths */
     void *x0, *pe, *ones;
     layer_acts *acts;
@@ -281,7 +295,8 @@ enum {
     IO_STEP = 0,
     IO_SC = 8,
     IO_SUMS = IO_SC + (int)sizeof(tt_adam_scalars),
-    IO_HEAD = IO_SUMS + 3 * 8,
+    IO_GUARD = IO_SUMS + 3 * 8,
+    IO_HEAD = IO_GUARD + (int)sizeof(tt_step_guard),
     IO_TOKENS = 256
 };
 _Static_assert(IO_HEAD <= IO_TOKENS && IO_SC % 8 == 0 && IO_SUMS % 8 == 0,
@@ -488,6 +503,8 @@ static void carve(tt_gpu_lm *lm, bump *b)
     lm->step = io ? (unsigned long long *)(io + IO_STEP) : NULL;
     lm->sc = io ? (tt_adam_scalars *)(io + IO_SC) : NULL;
     lm->sums = io ? (double *)(io + IO_SUMS) : NULL;
+    lm->guard = io ? (tt_step_guard *)(io + IO_GUARD) : NULL;
+    lm->guard_last = take(b, 8);
     lm->tokens = io ? (int32_t *)(io + IO_TOKENS) : NULL;
     route_at(&lm->dev_route, io ? io + lm->io_route : NULL, l, rows, pad);
     lm->weight = take(b, rows * 4);
@@ -685,12 +702,17 @@ int tt_gpu_lm_open(tt_gpu_lm **out, tt_gpu *gpu, const tt_spec *spec, const tt_l
     lm->acts = tt_xcalloc((size_t)m->layers, sizeof *lm->acts);
     lm->pw = tt_xcalloc((size_t)m->layers, sizeof *lm->pw);
     pad_shapes(lm);
-    lm->route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
+    const size_t route_bytes = route_at(&lm->host_route, NULL, layout, (size_t)lm->rows, (size_t)lm->pad);
     lm->io_route = IO_TOKENS + ((size_t)lm->rows * 4 + 255) / 256 * 256;
-    lm->io_bytes = lm->io_route + lm->route_bytes;
-    TT_CUDA(cudaMallocHost((void **)&lm->io_host, lm->io_bytes));
-    memset(lm->io_host, 0, lm->io_bytes);
+    lm->io_bytes = (lm->io_route + route_bytes + 255) / 256 * 256;
+    TT_CUDA(cudaMallocHost((void **)&lm->io_hosts[0], 2 * lm->io_bytes));
+    memset(lm->io_hosts[0], 0, 2 * lm->io_bytes);
+    lm->io_hosts[1] = lm->io_hosts[0] + lm->io_bytes;
+    lm->io_host = lm->io_hosts[0];
     route_at(&lm->host_route, lm->io_host + lm->io_route, layout, (size_t)lm->rows, (size_t)lm->pad);
+    for (int k = 0; k < 2; k++)
+        TT_CUDA(cudaEventCreateWithFlags(&lm->io_done[k], cudaEventDisableTiming));
+    lm->first_bad = -1;
     lm->layer_stride = layer_stride(layout);
     lm->ln_slot = 3 * (size_t)TT_LN_BWD_MAX_BLOCKS * lm->dl;
     lm->ffn_slot = tt_ffn_act_bwd_part_floats(&lm->prog);
@@ -788,6 +810,7 @@ static void drop_graphs(tt_gpu_lm *lm)
 void tt_gpu_lm_close(tt_gpu_lm *lm)
 {
     if (!lm) return;
+    if (lm->npend) TT_CUDA(cudaStreamSynchronize(lm->gpu->stream)); /* steps never waited for */
     drop_graphs(lm);
     if (lm->arena) {
         if (lm->blas) TT_CUBLAS(cublasDestroy(lm->blas)); /* its workspace goes with the arena */
@@ -804,7 +827,9 @@ void tt_gpu_lm_close(tt_gpu_lm *lm)
     tt_gpu_program_free(&lm->prog);
     free(lm->acts);
     free(lm->pw);
-    if (lm->io_host) cudaFreeHost(lm->io_host);
+    if (lm->io_hosts[0]) cudaFreeHost(lm->io_hosts[0]);
+    for (int k = 0; k < 2; k++)
+        if (lm->io_done[k]) cudaEventDestroy(lm->io_done[k]);
     free(lm->written_at), free(lm->written_len), free(lm->zero_at), free(lm->zero_len);
     if (lm->comm_ev) {
         for (int e = 0; e < 2 * lm->l->m.layers + TT_COMM_EVENTS; e++) cudaEventDestroy(lm->comm_ev[e]);
@@ -1821,7 +1846,8 @@ static void enqueue_run(tt_gpu_lm *lm, const tt_lm_opts *o, bool grads, double w
 }
 
 /* The io block's [from, IO_HEAD) back into io_host (the scalars from IO_SC, the sums from IO_SUMS),
- * and the wait for it: the one synchronization of a run or a step. */
+ * and the wait for it: the one synchronization of a run or of Adam alone (a training step's
+ * download waits on its own event: tt_gpu_lm_train_result). */
 static void download_io(tt_gpu_lm *lm, size_t from)
 {
     TT_CUDA(cudaMemcpyAsync(lm->io_host + from, lm->io + from, IO_HEAD - from,
@@ -1829,15 +1855,12 @@ static void download_io(tt_gpu_lm *lm, size_t from)
     TT_CUDA(cudaStreamSynchronize(lm->gpu->stream));
 }
 
-/* The sums of the last run back to the host, with the io block's head from `from` (IO_SUMS, or
- * IO_SC for the optimizer's scalars too): the one synchronization of a run or a step.
- * reduced: a training step's on several GPUs, summed over the ranks (weights: the whole batch's). */
-static void download_sums(tt_gpu_lm *lm, size_t from, double weights, bool reduced,
-                          tt_lm_result *res)
+/* A run's sums as a host io block holds them after its download. reduced: a training step's on
+ * several GPUs, summed over the ranks (weights: the whole batch's). */
+static void io_sums(const char *io, double weights, bool reduced, tt_lm_result *res)
 {
-    download_io(lm, from);
     double sums[3];
-    memcpy(sums, lm->io_host + IO_SUMS, sizeof sums);
+    memcpy(sums, io + IO_SUMS, sizeof sums);
     res->loss_sum = sums[0];
     res->nll_sum = sums[1];
     res->scored = weights;
@@ -2200,11 +2223,13 @@ void tt_gpu_lm_hidden(tt_gpu_lm *lm, float *out)
 void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                    const tt_lm_opts *o, bool grads, tt_lm_result *res)
 {
+    TT_ASSERT(!lm->npend);
     const double weights = upload_inputs(lm, inputs, targets, o);
     io_up(lm, 0, lm->io_bytes);
     enqueue_run(lm, o, grads, weights);
     txl_advance(lm);
-    download_sums(lm, IO_SUMS, weights, false, res);
+    download_io(lm, IO_SUMS);
+    io_sums(lm->io_host, weights, false, res);
 }
 
 /* The host owns lr and the bias corrections of step s; tt_grad_norm writes norm and clip after
@@ -2218,31 +2243,39 @@ static void adam_scalars_host(tt_gpu_lm *lm, long s)
 }
 
 /* The gradient's norm the last step's download brought (tt_grad_norm's). */
-static double io_norm(const tt_gpu_lm *lm)
+static double io_norm(const char *io)
 {
     tt_adam_scalars host;
-    memcpy(&host, lm->io_host + IO_SC, sizeof host);
+    memcpy(&host, io + IO_SC, sizeof host);
     return host.norm;
 }
 
-static void enqueue_adam(tt_gpu_lm *lm)
+/* guarded: a training step's, under the io block's step guard (tt_gpu_lm_train_submit's halt) */
+static void enqueue_adam(tt_gpu_lm *lm, bool guarded)
 {
     const tt_train_spec *t = &lm->spec->train;
     const cudaStream_t st = lm->gpu->stream;
-    tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
+    tt_step_guard *guard = guarded ? lm->guard : NULL;
+    if (guard)
+        tt_grad_norm_guarded(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats,
+                             t->clip, guard, lm->sums, lm->guard_last);
+    else
+        tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
     const bool pads = lm->adam_pads;
-    tt_adam(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g, lm->sc,
-            lm->sums, lm->l->n_floats, t, pads ? lm->copy_jobs : NULL, pads ? lm->copy_njobs : 0);
+    tt_adam_guarded(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g,
+                    lm->sc, lm->sums, lm->l->n_floats, t, pads ? lm->copy_jobs : NULL,
+                    pads ? lm->copy_njobs : 0, guard, 0);
     if (!pads) refresh_padded(lm);
 }
 
 double tt_gpu_lm_adam(tt_gpu_lm *lm, long s)
 {
     adam_scalars_host(lm, s);
+    TT_ASSERT(!lm->npend);
     io_up(lm, IO_SC, IO_SUMS);
-    enqueue_adam(lm);
+    enqueue_adam(lm, false);
     download_io(lm, IO_SC);
-    return io_norm(lm);
+    return io_norm(lm->io_host);
 }
 
 /* A captured step is valid for the options and the padded counts it was captured with (a rank's
@@ -2253,7 +2286,7 @@ static void enqueue_step_end(tt_gpu_lm *lm)
 {
     if (lm->comm && !lm->buckets) enqueue_reduce(lm); /* else enqueue_run's reduce_rest */
     if (lm->shard_len) enqueue_adam_shard(lm);
-    else enqueue_adam(lm);
+    else enqueue_adam(lm, true);
 }
 
 static bool same_step_opts(const tt_lm_opts *a, const tt_lm_opts *b)
@@ -2281,14 +2314,23 @@ static step_graph *graph_for(tt_gpu_lm *lm, const tt_lm_opts *o, bool *hit)
     return lru;
 }
 
-double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
-                            const tt_lm_opts *o, long s, tt_lm_result *res)
+void tt_gpu_lm_train_submit(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, bool halt)
 {
     const cudaStream_t st = lm->gpu->stream;
+    TT_ASSERT(lm->npend < 2 && (!lm->npend || (!lm->comm && !lm->txl)));
+    if (lm->npend) { /* the pending step's download lands in the block in use: fill the other */
+        lm->io_slot ^= 1;
+        lm->io_host = lm->io_hosts[lm->io_slot];
+        route_at(&lm->host_route, lm->io_host + lm->io_route, lm->l, (size_t)lm->rows,
+                 (size_t)lm->pad);
+    }
     const double weights = upload_inputs(lm, inputs, targets, o);
     adam_scalars_host(lm, s);
     if (lm->comm) /* summed over the ranks after the backward: device memory the graph reads */
         memcpy(lm->io_host + IO_SUMS + 2 * 8, &lm->flag, sizeof lm->flag);
+    const tt_step_guard guard = {.halt = halt, .skip = 0, .first_bad = LLONG_MAX};
+    memcpy(lm->io_host + IO_GUARD, &guard, sizeof guard);
     io_up(lm, 0, lm->io_bytes);
     if (!lm->graphs || o->weight) {
         lm->reduce_now = true;
@@ -2339,9 +2381,41 @@ double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
         lm->slow_wait = false;
     }
 #endif
-    download_sums(lm, IO_SC, lm->comm && o->norm > 0 ? o->norm : weights, lm->comm != NULL, res);
-    return io_norm(lm);
+    /* the scalars, the sums and the guard back into this step's block, then its event */
+    TT_CUDA(cudaMemcpyAsync(lm->io_host + IO_SC, lm->io + IO_SC, IO_HEAD - IO_SC,
+                            cudaMemcpyDeviceToHost, st));
+    TT_CUDA(cudaEventRecord(lm->io_done[lm->io_slot], st));
+    lm->pend[lm->npend++] = (struct pending_step){
+        .slot = lm->io_slot,
+        .weights = lm->comm && o->norm > 0 ? o->norm : weights,
+        .reduced = lm->comm != NULL,
+    };
 }
+
+double tt_gpu_lm_train_result(tt_gpu_lm *lm, tt_lm_result *res)
+{
+    TT_ASSERT(lm->npend > 0);
+    const struct pending_step p = lm->pend[0];
+    lm->pend[0] = lm->pend[1];
+    lm->npend--;
+    TT_CUDA(cudaEventSynchronize(lm->io_done[p.slot]));
+    const char *io = lm->io_hosts[p.slot];
+    io_sums(io, p.weights, p.reduced, res);
+    tt_step_guard guard;
+    memcpy(&guard, io + IO_GUARD, sizeof guard);
+    lm->first_bad = guard.first_bad == LLONG_MAX ? -1 : guard.first_bad;
+    return io_norm(io);
+}
+
+double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, tt_lm_result *res)
+{
+    TT_ASSERT(!lm->npend);
+    tt_gpu_lm_train_submit(lm, inputs, targets, o, s, false);
+    return tt_gpu_lm_train_result(lm, res);
+}
+
+long long tt_gpu_lm_first_bad(const tt_gpu_lm *lm) { return lm->first_bad; }
 
 void tt_gpu_lm_graph_counts(const tt_gpu_lm *lm, long *captured, long *replayed)
 {
@@ -2364,7 +2438,7 @@ static void profiled_step(tt_gpu_lm *lm, struct prof_marks *pm, const tt_lm_opts
     lm->prof = pm;
     mark(lm, TT_PROF_EMBEDDING); /* the start */
     enqueue_run(lm, o, true, weights);
-    enqueue_adam(lm);
+    enqueue_adam(lm, false);
     mark(lm, TT_PROF_OPTIMIZER);
     lm->prof = NULL;
 }
@@ -2459,6 +2533,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
     lm->side = NULL; /* one stream: the parts tile the step */
     const cudaStream_t st = lm->gpu->stream;
     const int mlen = lm->mlen, par = lm->par;
+    TT_ASSERT(!lm->npend);
     const double weights = upload_inputs(lm, inputs, targets, o);
     adam_scalars_host(lm, s);
     io_up(lm, 0, lm->io_bytes);
@@ -2490,7 +2565,7 @@ void tt_gpu_lm_profile(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targ
      * marks cost (the step as trained differs from both by the side stream's overlap too) */
     TT_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
     enqueue_run(lm, o, true, weights);
-    enqueue_adam(lm);
+    enqueue_adam(lm, false);
     TT_CUDA(cudaStreamEndCapture(st, &g));
     TT_ASSERT(!tt_gemm_pending(&lm->gemm));
     count_nodes(lm, g, out);

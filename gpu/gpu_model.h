@@ -56,6 +56,20 @@ double tt_gpu_lm_adam(tt_gpu_lm *lm, long s);
  * kernels: the results are bit-identical). Returns the gradient norm before clipping. */
 double tt_gpu_lm_train_step(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
                             const tt_lm_opts *o, long s, tt_lm_result *res);
+
+/* The same step in two halves, so that the host can submit the next step before it waits for
+ * this one (one GPU, not Transformer-XL: at most two steps in flight, and no other call on lm
+ * while one is): submit copies the batch and enqueues the step, which runs after any step
+ * submitted before it; result waits for the oldest submitted step and returns its norm, filling
+ * res. halt: leave the weights as they are if the step before this one skipped (its loss or
+ * gradient not finite: the step guard, gpu/launch.h's tt_step_guard), for a host that stops at
+ * such a step. The same kernels in the same order as tt_gpu_lm_train_step's: the same bits. */
+void tt_gpu_lm_train_submit(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
+                            const tt_lm_opts *o, long s, bool halt);
+double tt_gpu_lm_train_result(tt_gpu_lm *lm, tt_lm_result *res);
+/* The index into the flat gradient of its first non-finite element in the step whose result came
+ * last, where its loss or gradient norm was not finite (-1: none, or none looked for). */
+long long tt_gpu_lm_first_bad(const tt_gpu_lm *lm);
 /* Several GPUs: comm (an ncclComm_t) is the communicator of the run's ranks, each of which holds
  * a share of every step's batch (tt_lm_opts' seq0 and norm). Each training step then sums the
  * ranks' gradients and loss sums over it between the backward and Adam, inside the step's graph,

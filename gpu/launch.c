@@ -655,20 +655,43 @@ void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
     tt_grad_norm_ex(p, st, sc, part, g, n, max_norm, 0, NULL);
 }
 
-void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
-                     const float *g, size_t n, double max_norm, int raw, const double *add)
+static void grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                      const float *g, size_t n, double max_norm, int raw, const double *add,
+                      tt_step_guard *guard, const double *loss, unsigned *last)
 {
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "grad_norm");
     long long nn = (long long)n;
     double *norm = &sc->norm, *clip = &sc->clip; /* device addresses, not dereferenced here */
     unsigned *done = (unsigned *)(part + need(k, "BLOCKS"));
-    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm, &raw, &add};
+    void *args[] = {&norm, &clip, &part, &done, &g, &nn, &max_norm, &raw, &add, &guard, &loss, &last};
     tt_gpu_launch(k, (dim3){(unsigned)need(k, "BLOCKS"), 1, 1}, args, st);
+}
+
+void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
+                     const float *g, size_t n, double max_norm, int raw, const double *add)
+{
+    grad_norm(p, st, sc, part, g, n, max_norm, raw, add, NULL, NULL, NULL);
+}
+
+void tt_grad_norm_guarded(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
+                          double *part, const float *g, size_t n, double max_norm,
+                          tt_step_guard *guard, const double *loss, unsigned *last)
+{
+    TT_ASSERT(guard && last);
+    grad_norm(p, st, sc, part, g, n, max_norm, 0, NULL, guard, loss, last);
 }
 
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, const double *loss, size_t n,
              const tt_train_spec *t, const long long *pads, int npads)
+{
+    tt_adam_guarded(p, st, w, m, v, wcopy, g, sc, loss, n, t, pads, npads, NULL, 0);
+}
+
+void tt_adam_guarded(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v,
+                     void *wcopy, const float *g, const tt_adam_scalars *sc, const double *loss,
+                     size_t n, const tt_train_spec *t, const long long *pads, int npads,
+                     tt_step_guard *guard, long long base)
 {
     TT_ASSERT(npads >= 0 && npads <= TT_ADAM_PAD_JOBS && (pads || !npads));
     const tt_gpu_kernel *k = tt_gpu_kernel_of(p, "adam");
@@ -680,7 +703,7 @@ void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float
     float b1 = (float)t->beta1, b2 = (float)t->beta2, eps = (float)t->eps;
     float wd = (float)t->weight_decay;
     void *args[] = {&w,   &m,    &v,  &wcopy, &g,  &lr,  &bc1, &bc2,   &clip,
-                    &norm, &loss, &nn, &b1,   &b2, &eps, &wd, &pads, &npads};
+                    &norm, &loss, &nn, &b1,   &b2, &eps, &wd, &pads, &npads, &guard, &base};
     /* four elements a thread; past 8192 blocks the threads loop (the result is the same) */
     unsigned blocks = ceil_div((long)((n + 3) / 4), need(k, "THREADS"));
     if (blocks > 8192) blocks = 8192;

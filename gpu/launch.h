@@ -270,6 +270,18 @@ typedef struct {
     double lr, bc1, bc2;
     double norm, clip;
 } tt_adam_scalars;
+/* The guarded step across steps in flight (templates/adam.cu; gpu_model.c's trainer submits a
+ * step before the last one's result is back): in device memory, a step's own. The host writes
+ * halt (1: leave the weights alone if the last guarded step skipped) and first_bad (LLONG_MAX)
+ * before the step; tt_grad_norm_ex's final block writes skip (the norm or the loss not finite,
+ * or halt and the last step skipped, which it keeps in *last for the next); tt_adam leaves w, m
+ * and v as they are on skip, and where the norm or the loss is not finite writes into first_bad
+ * the least index (plus its base) of a non-finite element of g. */
+typedef struct {
+    double halt, skip;
+    long long first_bad;
+} tt_step_guard;
+_Static_assert(sizeof(tt_step_guard) == 24, "templates/adam.cu's tt_step_guard is three 8-byte fields");
 /* The host's part for step s (1-based) at learning rate lr, as tt_adam_step computes it. */
 void tt_adam_scalars_at(tt_adam_scalars *host, const tt_train_spec *t, double lr, long s);
 /* Doubles of scratch tt_grad_norm needs: a partial sum a block, then the count of blocks done,
@@ -284,6 +296,11 @@ void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
  * sum before the norm is taken (n 0 and add &sc->norm: the norm of the ranks' summed squares). */
 void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                      const float *g, size_t n, double max_norm, int raw, const double *add);
+/* tt_grad_norm with a step guard (device addresses): its skip decided from the norm, *loss and
+ * *last (a word the guarded steps share, 0 before the first), which it updates. */
+void tt_grad_norm_guarded(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
+                          double *part, const float *g, size_t n, double max_norm,
+                          tt_step_guard *guard, const double *loss, unsigned *last);
 /* tt_adam_step on w, m, v [n] with gradient g * sc->clip; wcopy (may be NULL) gets the new w in
  * the storage type (the bf16 weights of the GEMMs), and so do the padded copies of pads (npads
  * copy_rows jobs, at most TT_ADAM_PAD_JOBS, ordered by tt_copy_jobs_for_adam, whose sources lie in wcopy,
@@ -293,6 +310,12 @@ void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *
 void tt_adam(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v, void *wcopy,
              const float *g, const tt_adam_scalars *sc, const double *loss, size_t n,
              const tt_train_spec *t, const long long *pads, int npads);
+/* The same under a step guard (tt_grad_norm_guarded's), g's element 0 being the flat gradient's
+ * element base. */
+void tt_adam_guarded(const tt_gpu_program *p, cudaStream_t st, float *w, float *m, float *v,
+                     void *wcopy, const float *g, const tt_adam_scalars *sc, const double *loss,
+                     size_t n, const tt_train_spec *t, const long long *pads, int npads,
+                     tt_step_guard *guard, long long base);
 
 /* templates/mla_mat.cu's kernels, which gpu/mla_mat.c runs between cuBLAS's products when the
  * plan's attention is materialized (tt_mla_materialized): A [batch, N, R2] and KV [batch, N^2,

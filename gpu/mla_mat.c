@@ -144,15 +144,17 @@ void tt_mla_mat_bwd(const tt_gpu_program *p, const tt_gemm *gm, cudaStream_t s, 
         tt_mla_mat_rows(p, s, b->rows, dy, batch, true);
         if (side) tt_gpu_fork(side->side, s);
         const tt_gemm *gw = side ? side->gemm : gm;
-        for (int t = 0; t < (p->mat_dwo_tiles ? tiles : 0); t++) {
-            const mat_tile c = tile_of(t, tiles, batch, n, d);
-            const int j0 = c.cols / n - c.rows / batch; /* the tile's first position */
-            tt_gemm_bwd_w_ldw(gw, dwo + (size_t)j0 * n, nn, 0.f, at(b->rows, c.y_off, es), d,
-                              at(b->t, c.t_off + (size_t)j0 * n, es), nn, rows - j0 * batch,
-                              c.cols - j0 * n, d);
-        }
-        if (!p->mat_dwo_tiles)
+        if (p->mat_dwo_tiles) {
+            for (int t = 0; t < tiles; t++) {
+                const mat_tile c = tile_of(t, tiles, batch, n, d);
+                const int j0 = c.cols / n - c.rows / batch; /* the tile's first position */
+                tt_gemm_bwd_w_ldw(gw, dwo + (size_t)j0 * n, nn, 0.f, at(b->rows, c.y_off, es),
+                                  d, at(b->t, c.t_off + (size_t)j0 * n, es), nn,
+                                  rows - j0 * batch, c.cols - j0 * n, d);
+            }
+        } else {
             tt_gemm_bwd_w_ld(gw, dwo, 0.f, b->rows, d, b->t, nn, rows, nn, d);
+        }
         for (int t = 0; t < tiles; t++) {
             const mat_tile c = tile_of(t, tiles, batch, n, d);
             tt_gemm_bwd_x_ld(gm, at(b->dt, c.t_off, es), nn, at(b->rows, c.y_off, es), d, wo, nn,

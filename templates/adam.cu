@@ -11,6 +11,14 @@
 // and leaves w, m and v as they are when either is not finite (a NaN or an infinity anywhere in
 // the gradient makes the norm so): the weights stay the last step's without the host looking
 // inside the step, and the host, which reads both after the step, reports it.
+// With a step guard (tt_step_guard, gpu/launch.h; the trainer's, where it submits a step before
+// the last one's result is back): grad_norm's final block decides the step's skip (the norm or
+// the loss not finite, or the guard's halt and the last guarded step skipped: the host that
+// stops at a non-finite step wants the step it submitted after it to leave the weights alone too)
+// and keeps it in *skipped for the next step; adam leaves w, m, v as they are on skip, and where
+// the norm or the loss is not finite writes into the guard's first_bad the least index (plus
+// base) of a non-finite gradient element, which the host names a tensor by, as the gradient
+// itself is the next step's by the time it looks.
 // The sum of squares is accumulated in double: a float's square is exact in double, and the sum
 // of ~1e8 of them keeps ~1e-16 relative error in any order, so the norm is the CPU's to the last
 // float bit (bar ties), and so is the clip factor. Its order is fixed by TT_BLOCKS and TT_THREADS
@@ -22,6 +30,12 @@
 // adam's arithmetic is the CPU's, operation for operation (the _rn intrinsics are never fused
 // into FMAs), so w, m and v match the CPU's bit for bit given the same clip factor.
 // Constants: TT_THREADS per block; grad_norm: TT_BLOCKS partial sums.
+
+// The step guard (see above), laid out as gpu/launch.h's tt_step_guard.
+struct tt_step_guard {
+    double halt, skip;
+    long long first_bad;
+};
 
 // 16-byte accesses need every array aligned to 16 bytes (true of whole cudaMalloc buffers, not of
 // any slice): checked at run time, the same answer for every thread.
@@ -41,7 +55,8 @@ __device__ __forceinline__ bool tt_aligned16(const void *a, const void *b, const
 // the norm and clip factor of that sum.
 extern "C" __global__ void __launch_bounds__(TT_THREADS)
 TT_KERNEL(double *norm, double *__restrict__ clip, double *part, unsigned *done,
-          const float *__restrict__ g, long long n, double maxnorm, int raw, const double *add)
+          const float *__restrict__ g, long long n, double maxnorm, int raw, const double *add,
+          tt_step_guard *guard, const double *__restrict__ loss, unsigned *skipped)
 {
     tt_pdl_begin();
     __shared__ double scratch[32];
@@ -80,6 +95,12 @@ TT_KERNEL(double *norm, double *__restrict__ clip, double *part, unsigned *done,
             const double nn = sqrt(acc);
             *norm = nn;
             *clip = maxnorm > 0 && nn > maxnorm ? maxnorm / (nn + 1e-6) : 1.0;
+            if (guard) {
+                const bool skip = !isfinite(nn) || (loss && !isfinite(*loss)) ||
+                                  (guard->halt != 0 && *skipped != 0);
+                guard->skip = skip;
+                *skipped = skip;
+            }
         }
         *done = 0;
     }
@@ -176,7 +197,8 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
           const double *__restrict__ bc1, const double *__restrict__ bc2,
           const double *__restrict__ clip, const double *__restrict__ norm,
           const double *__restrict__ loss, long long n, float beta1, float beta2, float eps,
-          float weight_decay, const long long *__restrict__ pads, int npads)
+          float weight_decay, const long long *__restrict__ pads, int npads, tt_step_guard *guard,
+          long long base)
 {
     tt_pdl_begin();
     __shared__ tt_adam_pads pad;
@@ -184,7 +206,18 @@ TT_KERNEL(float *__restrict__ w, float *__restrict__ m, float *__restrict__ v,
     for (int i = threadIdx.x; i < npads * TT_COPY_FIELDS; i += TT_THREADS)
         pad.job[i / TT_COPY_FIELDS][i % TT_COPY_FIELDS] = pads[i];
     __syncthreads();
-    if (!isfinite(*norm) || (loss && !isfinite(*loss))) return; // the same for every thread
+    // the same for every thread
+    const bool nonfinite = !isfinite(*norm) || (loss && !isfinite(*loss));
+    if (nonfinite || (guard && guard->skip != 0)) {
+        if (nonfinite && guard) // the least index of a non-finite element (each thread's first)
+            for (long long i = (long long)blockIdx.x * TT_THREADS + threadIdx.x; i < n;
+                 i += (long long)gridDim.x * TT_THREADS)
+                if (!isfinite(g[i])) {
+                    atomicMin(&guard->first_bad, base + i);
+                    break;
+                }
+        return;
+    }
     // the padded copies' source: the storage-type weights (w where they are w itself)
     const char *pbase = wcopy ? reinterpret_cast<const char *>(wcopy) : reinterpret_cast<const char *>(w);
     // As tt_adam_step: the step size and sqrt(bc2) in double, then rounded to float.

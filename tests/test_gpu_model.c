@@ -1061,6 +1061,134 @@ static void test_graph(void **state)
     unsetenv("TT_GEMM_TUNE");
 }
 
+/* Training steps 1..steps on lm from w0 (moments zeroed), step k's tokens of pattern[k - 1]
+ * (graph_token), step nan_step's label smoothing NaN (0: none), so its loss and gradient: one by
+ * one (tt_gpu_lm_train_step), or pipelined (tt_gpu_lm_train_submit of step k + 1 before the
+ * result of step k; step nan_step + 1 submitted with halt). Each step's loss sum and norm into
+ * loss and norm; first_bad: tt_gpu_lm_first_bad after step nan_step's result. w and mv (2 nf
+ * floats) get the weights and moments at the end. */
+static void pipe_steps(tt_gpu_lm *lm, const tt_spec *s, const float *w0, size_t nf,
+                       const int *pattern, int steps, int nan_step, bool pipelined, bool halt,
+                       int32_t *in, int32_t *tg, double *loss, double *norm, long long *first_bad,
+                       float *w, float *mv)
+{
+    const int rows = s->train.batch * s->model.seq_len;
+    TT_CUDA(cudaMemcpy(tt_gpu_lm_weights(lm), w0, nf * 4, cudaMemcpyHostToDevice));
+    TT_CUDA(cudaMemset(tt_gpu_lm_moments(lm, 0), 0, nf * 4));
+    TT_CUDA(cudaMemset(tt_gpu_lm_moments(lm, 1), 0, nf * 4));
+    tt_gpu_lm_weights_changed(lm);
+    *first_bad = -2;
+    for (int k = 1; k <= steps + pipelined; k++) {
+        if (k <= steps) {
+            for (int i = 0; i < rows; i++) {
+                in[i] = graph_token(k - 1, pattern[k - 1], 20, i);
+                tg[i] = graph_token(k - 1, pattern[k - 1], 40, i);
+            }
+            const tt_lm_opts o = {.train = true, .seed = seed, .step = (uint64_t)k,
+                                  .label_smoothing = k == nan_step ? NAN : 0.f};
+            if (pipelined) {
+                tt_gpu_lm_train_submit(lm, in, tg, &o, k, halt && k == nan_step + 1);
+            } else {
+                tt_lm_result r;
+                norm[k - 1] = tt_gpu_lm_train_step(lm, in, tg, &o, k, &r);
+                loss[k - 1] = r.loss_sum;
+                if (k == nan_step) *first_bad = tt_gpu_lm_first_bad(lm);
+            }
+        }
+        if (pipelined && k > 1) { /* step k - 1's result, step k in flight */
+            tt_lm_result r;
+            norm[k - 2] = tt_gpu_lm_train_result(lm, &r);
+            loss[k - 2] = r.loss_sum;
+            if (k - 1 == nan_step) *first_bad = tt_gpu_lm_first_bad(lm);
+        }
+    }
+    TT_CUDA(cudaMemcpy(w, tt_gpu_lm_weights(lm), nf * 4, cudaMemcpyDeviceToHost));
+    TT_CUDA(cudaMemcpy(mv, tt_gpu_lm_moments(lm, 0), nf * 4, cudaMemcpyDeviceToHost));
+    TT_CUDA(cudaMemcpy(mv + nf, tt_gpu_lm_moments(lm, 1), nf * 4, cudaMemcpyDeviceToHost));
+}
+
+/* The trainer's pipelined steps (tt_gpu_lm_train_submit of step k + 1 before step k's result):
+ * six steps give the bits of the same steps one by one (losses, norms, weights, moments), with
+ * the adaptive softmax's graphs changing from step to step; with step 3 made non-finite (its
+ * label smoothing NaN) the guarded step skips it in both, step 4 then running from step 2's
+ * weights, and tt_gpu_lm_first_bad names the least index of a non-finite gradient element, as a
+ * scan of step 3's gradient on the host finds it; with step 4 submitted with halt, it leaves the
+ * weights and moments as step 2 left them, as a run that stops at step 3 needs. */
+static void test_pipelined(void **state)
+{
+    (void)state;
+    static const variant pipe_variants[] = {
+        {"pipelined bf16", "causal: true, dropout: 0.2", "precision: bf16", 1, 0, 0, 0, NULL},
+        {"pipelined adaptive bf16", "causal: true, dropout: 0.2, " ADAPTIVE, "precision: bf16",
+         1, 0, 8, 0, NULL},
+    };
+    enum { STEPS = 6, NAN_STEP = 3 };
+    static const int pattern[STEPS] = {0, 1, 0, 2, 0, 1};
+    setenv("TT_GEMM_TUNE", "0", 1);
+    for (size_t vi = 0; vi < sizeof pipe_variants / sizeof *pipe_variants; vi++) {
+        const variant *v = &pipe_variants[vi];
+        tt_spec s;
+        tt_layout l;
+        setup_spec(v, &s, &l);
+        const int batch = s.train.batch, rows = batch * s.model.seq_len;
+        const size_t nf = l.n_floats;
+        float *w0 = tt_xmalloc(nf * 4), *w[2], *mv[2], *w2 = tt_xmalloc(nf * 4),
+              *mv2 = tt_xmalloc(2 * nf * 4), *g = tt_xmalloc(nf * 4);
+        weights(&l, w0, v->scale, seed);
+        int32_t *in = tt_xmalloc(rows * 4), *tg = tt_xmalloc(rows * 4);
+        for (int i = 0; i < 2; i++) w[i] = tt_xmalloc(nf * 4), mv[i] = tt_xmalloc(2 * nf * 4);
+        char err[1024];
+        tt_gpu_lm *lm;
+        if (tt_gpu_lm_open(&lm, &gpu, &s, &l, batch, &cache, err, sizeof err) != 0) fail_msg("%s", err);
+        double loss[2][STEPS], norm[2][STEPS], l2[2], n2[2];
+        long long bad[2];
+        for (int nan = 0; nan < 2; nan++) {
+            for (int p = 0; p < 2; p++)
+                pipe_steps(lm, &s, w0, nf, pattern, STEPS, nan ? NAN_STEP : 0, p, false, in, tg,
+                           loss[p], norm[p], &bad[p], w[p], mv[p]);
+            for (int k = 0; k < STEPS; k++) {
+                printf("%-24s %s step %d: loss %.9g / %.9g, norm %.9g / %.9g (one by one / "
+                       "pipelined)\n", v->name, nan ? "step 3 NaN," : "", k + 1, loss[0][k],
+                       loss[1][k], norm[0][k], norm[1][k]);
+                /* NaN == NaN is false: compare the bits */
+                if (memcmp(&loss[0][k], &loss[1][k], 8) || memcmp(&norm[0][k], &norm[1][k], 8))
+                    fail_msg("%s: step %d differs pipelined", v->name, k + 1);
+                if (!!isfinite(loss[0][k]) != (!nan || k + 1 != NAN_STEP))
+                    fail_msg("%s: step %d's loss %g", v->name, k + 1, loss[0][k]);
+            }
+            if (memcmp(w[0], w[1], nf * 4) || memcmp(mv[0], mv[1], 2 * nf * 4))
+                fail_msg("%s: the weights or moments differ pipelined", v->name);
+        }
+        /* step 3's gradient as it left it, scanned on the host */
+        pipe_steps(lm, &s, w0, nf, pattern, NAN_STEP, NAN_STEP, false, false, in, tg, l2, n2,
+                   &bad[0], w2, mv2);
+        TT_CUDA(cudaMemcpy(g, tt_gpu_lm_grads(lm), nf * 4, cudaMemcpyDeviceToHost));
+        long long want = -1;
+        for (size_t i = 0; i < nf && want < 0; i++)
+            if (!isfinite(g[i])) want = (long long)i;
+        printf("%-24s the first non-finite gradient element of step 3: %lld (host), %lld / %lld "
+               "(one by one / pipelined)\n", v->name, want, bad[0], bad[1]);
+        if (want < 0 || bad[0] != want || bad[1] != want)
+            fail_msg("%s: first non-finite element %lld, %lld pipelined, want %lld", v->name,
+                     bad[0], bad[1], want);
+        /* step 2's weights and moments, then steps 1..4 pipelined with step 4 halted */
+        pipe_steps(lm, &s, w0, nf, pattern, 2, 0, false, false, in, tg, l2, n2, &bad[0], w2, mv2);
+        pipe_steps(lm, &s, w0, nf, pattern, 4, NAN_STEP, true, true, in, tg, loss[1], norm[1],
+                   &bad[1], w[1], mv[1]);
+        printf("%-24s step 4 halted after the NaN step 3: loss %.9g, norm %.9g\n", v->name,
+               loss[1][3], norm[1][3]);
+        if (memcmp(w2, w[1], nf * 4) || memcmp(mv2, mv[1], 2 * nf * 4))
+            fail_msg("%s: a halted step after a NaN step moved the weights or moments", v->name);
+        if (memcmp(w2, w0, nf * 4) == 0) fail_msg("%s: the weights did not move", v->name);
+        tt_gpu_lm_close(lm);
+        free(w0), free(w2), free(mv2), free(g), free(in), free(tg);
+        for (int i = 0; i < 2; i++) free(w[i]), free(mv[i]);
+        tt_layout_free(&l);
+        tt_spec_free(&s);
+    }
+    unsetenv("TT_GEMM_TUNE");
+}
+
 /* Five training steps of a model opened on a tuning cache of its own, run by run: (A) with CUDA
  * graphs from an empty cache, where every product is met in a capture first, timed after it and
  * captured again; (B) again with graphs, the products' algorithms now read from the cache; (C)
@@ -1279,6 +1407,7 @@ int main(void)
                                        cmocka_unit_test(test_txl), cmocka_unit_test(test_shares),
                                        cmocka_unit_test(test_leak),
                                        cmocka_unit_test(test_graph),
+                                       cmocka_unit_test(test_pipelined),
                                        cmocka_unit_test(test_products_recorded),
                                        cmocka_unit_test(test_strategy_tuned),
                                        cmocka_unit_test(test_footprint)};

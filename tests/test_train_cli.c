@@ -1044,6 +1044,32 @@ static void test_nonfinite_step(void **state)
         expect_latest(skip, 8);
         print_message("  %s: step 5 skipped with step 4's weights and moments; resumed to step 8\n",
                       kind);
+        /* On one GPU the trainer submits a step before the last one's result (step 6 before
+         * step 5's is back): to step 6 with step 5 skipped, the checkpoint is the one of the
+         * same run one step at a time (TT_PIPELINE=0), to the bit */
+        char *seq = tt_xasprintf("%s-seq", skip), *pip = tt_xasprintf("%s-pipe", skip);
+        for (int k = 0; k < 2; k++) {
+            const char *env6[] = {f->env[0], "TT_FAULT_NAN_STEP=5", k ? NULL : "TT_PIPELINE=0",
+                                  NULL};
+            const char *argv6[] = {TT_TRAIN_BIN, spec, "--checkpoint-dir", k ? pip : seq,
+                                   "--device", device, "--quiet", "--stop-after", "6",
+                                   "--skip-nonfinite", "1", NULL};
+            tu_proc_start(&p, argv6, env6);
+            tu_proc_wait(&p, TIMEOUT);
+            tu_expect_exit(&p, 0, k ? "to step 6, pipelined" : "to step 6, one step at a time");
+            tu_proc_free(&p);
+        }
+        for (int k = 0; k < 3; k++) {
+            static const char *const files[] = {"model.safetensors", "optim.safetensors",
+                                                "state.safetensors"};
+            char *a = tt_xasprintf("%s/step-%08d/%s", seq, 6, files[k]);
+            char *b = tt_xasprintf("%s/step-%08d/%s", pip, 6, files[k]);
+            expect_same_tensors(a, b);
+            free(a), free(b);
+        }
+        print_message("  %s: to step 6 past the skipped step 5, pipelined as one step at a time\n",
+                      kind);
+        free(seq), free(pip);
         free(sfile), free(step5), free(spec), free(ref), free(stop), free(skip);
     }
     free(train);

@@ -34,6 +34,18 @@ struct tt_engine {
     int rank, world, seq0;
     void *comm;
     int eval_batch; /* Transformer-XL: an evaluation's streams, all ranks' (tt_engine_eval_batch) */
+    bool pipelined; /* tt_engine_pipelined */
+    /* one device: the least index of a non-finite gradient element in the step whose result
+     * came last (-1: none); the CPU's steps submitted and not yet taken, and whether the last
+     * step left the weights alone (the step guard's state on the GPU: templates/adam.cu) */
+    long long first_bad;
+    struct cpu_result {
+        tt_lm_result res;
+        double norm;
+        long long first_bad;
+    } cpend[2];
+    int ncpend;
+    bool cpu_skipped;
 };
 
 int tt_engine_open(tt_engine **out, const char *device, const tt_spec *spec, const tt_layout *l,
@@ -107,6 +119,9 @@ int tt_engine_open_rank(tt_engine **out, const char *device, const tt_spec *spec
             return -1;
         }
     }
+    /* the CPU's steps run as they are submitted: the same semantics, for the tests */
+    e->pipelined = world == 1 && !txl && tt_env_long("TT_PIPELINE", 0, 1, 1);
+    e->first_bad = -1;
     if (world > 1 && open_comm(e, dist, timeout_ms, err, errlen) != 0) {
         tt_engine_close(e);
         return -1;
@@ -176,8 +191,18 @@ void tt_engine_download(tt_engine *e)
 
 /* The CPU's step: forward and backward, the norm, and Adam unless the loss or the norm is not
  * finite (the GPU's guard, templates/adam.cu). */
+/* The least index of a non-finite element of g [n] (-1: none). */
+static long long first_nonfinite(const float *g, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(g[i])) return (long long)i;
+    return -1;
+}
+
+/* halt: as the GPU's step guard (tt_engine_submit): Adam skipped too when the last step's was. */
 static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
-                             const tt_lm_opts *o, long s, bool continues, tt_lm_result *res)
+                             const tt_lm_opts *o, long s, bool continues, bool halt,
+                             tt_lm_result *res)
 {
     const size_t nf = e->l->n_floats;
     memset(e->grad, 0, nf * sizeof *e->grad);
@@ -190,9 +215,12 @@ static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t 
         tt_cpu_lm_run(&e->cpu, e->host[0], e->grad, inputs, targets, o, res);
     }
     const double norm = tt_clip_grad_norm(e->grad, nf, e->spec->train.clip);
-    if (isfinite(norm) && isfinite(res->loss_sum))
+    const bool finite = isfinite(norm) && isfinite(res->loss_sum);
+    if (finite && !(halt && e->cpu_skipped))
         tt_adam_step(e->host[0], e->grad, e->host[1], e->host[2], nf, &e->spec->train,
                      tt_lr_at(&e->spec->train, s), s);
+    e->cpu_skipped = !finite || (halt && e->cpu_skipped);
+    e->first_bad = finite ? -1 : first_nonfinite(e->grad, nf);
     return norm;
 }
 
@@ -217,8 +245,9 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
             norm = tt_gpu_lm_train_step(e->glm, inputs + off, targets + off, &share, s, res);
         }
     } else {
-        norm = cpu_train_step(e, inputs, targets, o, s, continues, res);
+        norm = cpu_train_step(e, inputs, targets, o, s, continues, false, res);
     }
+    if (e->on_gpu && e->world == 1) e->first_bad = tt_gpu_lm_first_bad(e->glm);
     /* a step whose loss or gradient is not finite left the weights alone (adam.cu, and
      * cpu_train_step), but its memories may hold what made it so: the next step starts
      * without them */
@@ -226,28 +255,60 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
     return norm;
 }
 
+bool tt_engine_pipelined(const tt_engine *e) { return e->pipelined; }
+
+void tt_engine_submit(tt_engine *e, const int32_t *inputs, const int32_t *targets,
+                      const tt_lm_opts *o, long s, bool halt)
+{
+    TT_ASSERT(e->pipelined);
+    if (e->on_gpu) {
+        tt_gpu_lm_train_submit(e->glm, inputs, targets, o, s, halt);
+        return;
+    }
+    TT_ASSERT(e->ncpend < 2);
+    struct cpu_result *c = &e->cpend[e->ncpend++];
+    c->norm = cpu_train_step(e, inputs, targets, o, s, false, halt, &c->res);
+    c->first_bad = e->first_bad;
+}
+
+double tt_engine_result(tt_engine *e, tt_lm_result *res)
+{
+    TT_ASSERT(e->pipelined);
+    if (e->on_gpu) {
+        const double norm = tt_gpu_lm_train_result(e->glm, res);
+        e->first_bad = tt_gpu_lm_first_bad(e->glm);
+        return norm;
+    }
+    TT_ASSERT(e->ncpend > 0);
+    const struct cpu_result c = e->cpend[0];
+    e->cpend[0] = e->cpend[1];
+    e->ncpend--;
+    *res = c.res;
+    e->first_bad = c.first_bad;
+    return c.norm;
+}
+
+/* The parameter (in layout order, which is the flat array's) that holds element at (-1: none). */
+static int param_at(const tt_layout *l, long long at, char *name, size_t len)
+{
+    for (int p = 0; at >= 0 && p < l->n_params; p++) {
+        const tt_param *t = &l->params[p];
+        if ((size_t)at < t->offset || (size_t)at >= t->offset + t->numel) continue;
+        snprintf(name, len, "%s", t->name);
+        return 1;
+    }
+    return 0;
+}
+
 int tt_engine_nonfinite(tt_engine *e, char *name, size_t len)
 {
     const tt_layout *l = e->l;
-    const float *g = e->grad;
-    float *copy = NULL;
-    if (e->on_gpu) {
-        copy = tt_xmalloc(l->n_floats * sizeof *copy);
-        TT_CUDA(cudaMemcpy(copy, tt_gpu_lm_grads(e->glm), l->n_floats * sizeof *copy,
-                           cudaMemcpyDeviceToHost));
-        g = copy;
-    }
-    int found = 0;
-    for (int p = 0; p < l->n_params && !found; p++) {
-        const tt_param *t = &l->params[p];
-        for (size_t i = 0; i < t->numel; i++) {
-            if (isfinite(g[t->offset + i])) continue;
-            snprintf(name, len, "%s", t->name);
-            found = 1;
-            break;
-        }
-    }
-    free(copy);
+    if (e->world == 1) return param_at(l, e->first_bad, name, len); /* found after the step */
+    /* several GPUs: the summed gradient as this rank holds it */
+    float *g = tt_xmalloc(l->n_floats * sizeof *g);
+    TT_CUDA(cudaMemcpy(g, tt_gpu_lm_grads(e->glm), l->n_floats * sizeof *g, cudaMemcpyDeviceToHost));
+    const int found = param_at(l, first_nonfinite(g, l->n_floats), name, len);
+    free(g);
     return found;
 }
 

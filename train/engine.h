@@ -63,6 +63,22 @@ double tt_engine_train_step(tt_engine *e, const int32_t *inputs, const int32_t *
  * none does (the loss alone was not finite). */
 int tt_engine_nonfinite(tt_engine *e, char *name, size_t len);
 
+/* Whether training steps may be submitted ahead of the last one's result: on one device, not
+ * for Transformer-XL (whose next step depends on this one's memories and their fate), unless
+ * TT_PIPELINE=0 is in the environment. Then a step is tt_engine_submit and, later,
+ * tt_engine_result (the oldest step submitted: at most two in flight, and nothing else on the
+ * engine while one is), in place of tt_engine_train_step: the same bits, as the same kernels
+ * run in the same order, while the host prepares the next batch as the GPU runs this one. On
+ * the CPU a step runs as it is submitted (nothing to overlap; the same semantics, halt
+ * included, so that the trainer's loop is the same on both).
+ * halt: a step submitted before the last one's result leaves the weights as they are if that
+ * one's loss or gradient was not finite (a host that then stops keeps the last step's weights
+ * as the guarded step leaves them); else the step runs as after a skipped step. */
+bool tt_engine_pipelined(const tt_engine *e);
+void tt_engine_submit(tt_engine *e, const int32_t *inputs, const int32_t *targets,
+                      const tt_lm_opts *o, long s, bool halt);
+double tt_engine_result(tt_engine *e, tt_lm_result *res);
+
 /* Transformer-XL's training memories, those the last training step left: as fp32 [layers,
  * batch, mlen, d_model] into out (when not NULL), *mem_step (may be NULL) the step that left them
  * (-1: none). Returns mlen: 0 when there are none, and always for the tensorized model. */

@@ -202,6 +202,13 @@ static int resume_state(tt_engine *eng, const tt_session *s, const char *model_f
 /* A step whose loss or gradient norm is not finite, which left the weights as they were: logged,
  * and skipped while --skip-nonfinite allows (0), else -1 with the line that stops the run in err
  * (the step, the numbers, the first gradient that is not finite, the last checkpoint). */
+/* Step's options (a test's fault: step nan_step's label smoothing NaN, so its loss and gradient). */
+static tt_lm_opts train_opts(const tt_train_spec *ts, long step, long nan_step)
+{
+    return (tt_lm_opts){.train = true, .seed = ts->seed, .step = (uint64_t)step,
+                        .label_smoothing = step == nan_step ? NAN : (float)ts->label_smoothing};
+}
+
 static int nonfinite_step(tt_engine *eng, const options *o, tt_train_state *st, long step,
                           double loss, double gnorm, double lr, FILE *json, const char *last_ckpt,
                           char *err, size_t errlen)
@@ -361,14 +368,36 @@ int main(int argc, char **argv)
     /* a stop asked for by a signal: on several GPUs every rank stops after the same step, the
      * first whose flags (the ranks' signals summed over them) are not 0 */
     bool interrupted = dist.world == 1 && g_stop_signal != 0;
-    while (step < last && !interrupted) {
+    /* One device (tt_engine_pipelined): step + 1 is submitted before step's result is waited for,
+     * unless step is one the host works at (a validation, a checkpoint, the last, a stop asked
+     * for), so that the GPU runs it while the host reads this one's result and prepares the
+     * next batch; ahead is the step so submitted (0: none). */
+    const bool pipelined = tt_engine_pipelined(eng);
+    long ahead = 0;
+    while (step < last && (!interrupted || ahead)) {
         step++;
-        tt_engine_flag(eng, g_stop_signal != 0);
-        const bool continues = tt_tokens_batch(&train, batch, n, step, in, tg);
-        tt_lm_opts lo = {.train = true, .seed = ts->seed, .step = (uint64_t)step,
-                         .label_smoothing = step == nan_step ? NAN : (float)ts->label_smoothing};
         tt_lm_result r;
-        const double gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
+        double gnorm = 0; /* step's, from tt_engine_result when pipelined */
+        if (ahead != step) {
+            tt_engine_flag(eng, g_stop_signal != 0);
+            const bool continues = tt_tokens_batch(&train, batch, n, step, in, tg);
+            const tt_lm_opts lo = train_opts(ts, step, nan_step);
+            if (pipelined) tt_engine_submit(eng, in, tg, &lo, step, false);
+            else gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
+        }
+        ahead = 0;
+        const bool works_at = step == last || step == ts->steps ||
+                              (have_valid && ts->eval_interval && step % ts->eval_interval == 0) ||
+                              (ts->checkpoint_interval && step % ts->checkpoint_interval == 0);
+        if (pipelined && !works_at && !interrupted && g_stop_signal == 0) {
+            tt_tokens_batch(&train, batch, n, step + 1, in, tg);
+            const tt_lm_opts lo = train_opts(ts, step + 1, nan_step);
+            /* should step turn out not finite with no skip left, the run stops at it: step + 1
+             * then leaves the weights as step left them */
+            tt_engine_submit(eng, in, tg, &lo, step + 1, st.skipped >= o.skip_nonfinite);
+            ahead = step + 1;
+        }
+        if (pipelined) gnorm = tt_engine_result(eng, &r);
         interrupted = dist.world > 1 ? r.flags > 0 : g_stop_signal != 0;
         tt_rank_beat(); /* several GPUs: the launcher sees this rank's progress */
         const double loss = r.loss_sum / r.scored;
