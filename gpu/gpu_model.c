@@ -1026,8 +1026,10 @@ static void route_batch(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *tar
 }
 
 /* The io block up, or its range [from, to) (see IO_STEP). The host writes io_host again only after
- * the stream has passed this copy: every function that calls this waits for its stream before it
- * returns (a run's or a step's download, tt_gpu_lm_profile's timings), and a new one must too. */
+ * the stream has passed this copy: a run, Adam alone and tt_gpu_lm_profile wait for their stream
+ * before they return; a submitted training step's block is written again only after its event
+ * (tt_gpu_lm_train_submit fills the other block while one step is in flight). A new caller must
+ * keep to one of the two. */
 static void io_up(tt_gpu_lm *lm, size_t from, size_t to)
 {
     TT_CUDA(cudaMemcpyAsync(lm->io + from, lm->io_host + from, to - from, cudaMemcpyHostToDevice,

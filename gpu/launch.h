@@ -273,7 +273,7 @@ typedef struct {
 /* The guarded step across steps in flight (templates/adam.cu; gpu_model.c's trainer submits a
  * step before the last one's result is back): in device memory, a step's own. The host writes
  * halt (1: leave the weights alone if the last guarded step skipped) and first_bad (LLONG_MAX)
- * before the step; tt_grad_norm_ex's final block writes skip (the norm or the loss not finite,
+ * before the step; tt_grad_norm_guarded's final block writes skip (the norm or the loss not finite,
  * or halt and the last step skipped, which it keeps in *last for the next); tt_adam leaves w, m
  * and v as they are on skip, and where the norm or the loss is not finite writes into first_bad
  * the least index (plus its base) of a non-finite element of g. */

@@ -189,8 +189,6 @@ void tt_engine_download(tt_engine *e)
     tt_gpu_lm_slow_wait(e->glm); /* rank 0 writes a checkpoint before its next step */
 }
 
-/* The CPU's step: forward and backward, the norm, and Adam unless the loss or the norm is not
- * finite (the GPU's guard, templates/adam.cu). */
 /* The least index of a non-finite element of g [n] (-1: none). */
 static long long first_nonfinite(const float *g, size_t n)
 {
@@ -199,7 +197,9 @@ static long long first_nonfinite(const float *g, size_t n)
     return -1;
 }
 
-/* halt: as the GPU's step guard (tt_engine_submit): Adam skipped too when the last step's was. */
+/* The CPU's step: forward and backward, the norm, and Adam unless the loss or the norm is not
+ * finite (the GPU's guard, templates/adam.cu), or, with halt (as the GPU's step guard:
+ * tt_engine_submit), when the last step skipped it. */
 static double cpu_train_step(tt_engine *e, const int32_t *inputs, const int32_t *targets,
                              const tt_lm_opts *o, long s, bool continues, bool halt,
                              tt_lm_result *res)

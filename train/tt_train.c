@@ -199,9 +199,6 @@ static int resume_state(tt_engine *eng, const tt_session *s, const char *model_f
     return 0;
 }
 
-/* A step whose loss or gradient norm is not finite, which left the weights as they were: logged,
- * and skipped while --skip-nonfinite allows (0), else -1 with the line that stops the run in err
- * (the step, the numbers, the first gradient that is not finite, the last checkpoint). */
 /* Step's options (a test's fault: step nan_step's label smoothing NaN, so its loss and gradient). */
 static tt_lm_opts train_opts(const tt_train_spec *ts, long step, long nan_step)
 {
@@ -209,6 +206,9 @@ static tt_lm_opts train_opts(const tt_train_spec *ts, long step, long nan_step)
                         .label_smoothing = step == nan_step ? NAN : (float)ts->label_smoothing};
 }
 
+/* A step whose loss or gradient norm is not finite, which left the weights as they were: logged,
+ * and skipped while --skip-nonfinite allows (0), else -1 with the line that stops the run in err
+ * (the step, the numbers, the first gradient that is not finite, the last checkpoint). */
 static int nonfinite_step(tt_engine *eng, const options *o, tt_train_state *st, long step,
                           double loss, double gnorm, double lr, FILE *json, const char *last_ckpt,
                           char *err, size_t errlen)
@@ -386,10 +386,14 @@ int main(int argc, char **argv)
             else gnorm = tt_engine_train_step(eng, in, tg, &lo, step, continues, &r);
         }
         ahead = 0;
-        const bool works_at = step == last || step == ts->steps ||
-                              (have_valid && ts->eval_interval && step % ts->eval_interval == 0) ||
-                              (ts->checkpoint_interval && step % ts->checkpoint_interval == 0);
-        if (pipelined && !works_at && !interrupted && g_stop_signal == 0) {
+        /* what the host does after this step (the end of training validates on the whole split;
+         * --stop-after is an interruption, and last <= ts->steps) */
+        const bool final = step == ts->steps;
+        const bool validates =
+            have_valid && ((ts->eval_interval && step % ts->eval_interval == 0) || final);
+        const bool saves =
+            (ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last;
+        if (pipelined && !validates && !saves && !interrupted && g_stop_signal == 0) {
             tt_tokens_batch(&train, batch, n, step + 1, in, tg);
             const tt_lm_opts lo = train_opts(ts, step + 1, nan_step);
             /* should step turn out not finite with no skip left, the run stops at it: step + 1
@@ -431,9 +435,7 @@ int main(int argc, char **argv)
             window_steps = 0;
             window_t = now;
         }
-        /* The end of training validates on the whole split; --stop-after is an interruption. */
-        const int final = step == ts->steps;
-        if (have_valid && ((ts->eval_interval && step % ts->eval_interval == 0) || final)) {
+        if (validates) {
             const double e0 = tt_now_seconds();
             if (tt_engine_evaluate(eng, &valid, n, final ? 0 : o.eval_tokens, &ev, err, sizeof err))
                 goto fail;
@@ -458,7 +460,7 @@ int main(int argc, char **argv)
             window_t += tt_now_seconds() - e0; /* keep tokens/s about training */
             tt_rank_beat();
         }
-        if ((ts->checkpoint_interval && step % ts->checkpoint_interval == 0) || step == last) {
+        if (saves) {
             tt_curve_flush(curve); /* a run resumed from this checkpoint finds every row */
             if (save(eng, &s, &st, ckpt_dir, step, lead, where, sizeof where, err, sizeof err)) {
                 status = 1;
