@@ -6,7 +6,8 @@
 # between steps hidden, the replayed graph is what the cost model at small N should match; then
 # the rest of the grid's points whose plans moved in the forty-fifth session, against the peer.
 # First, the review's GPU-host mends (s47-mend.diff: a pending step's `reduced` taken from
-# lm->comm, one grad_norm call with the guard NULL where unguarded), tested by test_pipelined,
+# lm->comm, one grad_norm call with the guard NULL where unguarded; test_adam checking the step
+# guard itself: first_bad, skip, the kept word, halt), tested by test_adam, test_pipelined,
 # test_graph and test_step before anything is timed.
 # On main: git apply bench/raw/2026-12-07-s47/s47-mend.diff, then
 #   bash bench/raw/2026-12-07-s47/run2.sh   (repo root, on the GPU machine; carry .deps .data)
@@ -14,6 +15,7 @@ set -uo pipefail
 . bench/gpu-env.sh
 tt_call_begin
 tt_build_gpu || exit 1
+tt_gpu_test adam 60 "FAILED|PASSED|ERROR|guard" test_gpu_kernels TT_TEST_ONLY=test_adam
 tt_gpu_test pipe 150 "FAILED|PASSED|ERROR|halted|first non-finite|differs" test_gpu_model TT_TEST_ONLY=test_pipelined
 tt_gpu_test graph 150 "FAILED|PASSED|ERROR" test_gpu_model TT_TEST_ONLY=test_graph
 tt_gpu_test step 100 "FAILED|PASSED|ERROR" test_gpu_model TT_TEST_ONLY=test_step
