@@ -156,7 +156,6 @@ struct tt_gpu_lm {
     struct pending_step {
         int slot;
         double weights; /* the result's scored */
-        bool reduced;
     } pend[2];
     cudaEvent_t io_done[2];
     tt_step_guard *guard; /* in the io block: the step's guard (halt, skip, first_bad) */
@@ -2258,11 +2257,8 @@ static void enqueue_adam(tt_gpu_lm *lm, bool guarded)
     const tt_train_spec *t = &lm->spec->train;
     const cudaStream_t st = lm->gpu->stream;
     tt_step_guard *guard = guarded ? lm->guard : NULL;
-    if (guard)
-        tt_grad_norm_guarded(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats,
-                             t->clip, guard, lm->sums, lm->guard_last);
-    else
-        tt_grad_norm(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip);
+    tt_grad_norm_guarded(&lm->prog, st, lm->sc, lm->norm_part, lm->g, lm->l->n_floats, t->clip,
+                         guard, lm->sums, lm->guard_last);
     const bool pads = lm->adam_pads;
     tt_adam_guarded(&lm->prog, st, lm->w, lm->m, lm->v, lm->es == 4 ? NULL : lm->wc, lm->g,
                     lm->sc, lm->sums, lm->l->n_floats, t, pads ? lm->copy_jobs : NULL,
@@ -2390,7 +2386,6 @@ void tt_gpu_lm_train_submit(tt_gpu_lm *lm, const int32_t *inputs, const int32_t 
     lm->pend[lm->npend++] = (struct pending_step){
         .slot = lm->io_slot,
         .weights = lm->comm && o->norm > 0 ? o->norm : weights,
-        .reduced = lm->comm != NULL,
     };
 }
 
@@ -2402,7 +2397,7 @@ double tt_gpu_lm_train_result(tt_gpu_lm *lm, tt_lm_result *res)
     lm->npend--;
     TT_CUDA(cudaEventSynchronize(lm->io_done[p.slot]));
     const char *io = lm->io_hosts[p.slot];
-    io_sums(io, p.weights, p.reduced, res);
+    io_sums(io, p.weights, lm->comm != NULL, res);
     tt_step_guard guard;
     memcpy(&guard, io + IO_GUARD, sizeof guard);
     lm->first_bad = guard.first_bad == LLONG_MAX ? -1 : guard.first_bad;

@@ -297,7 +297,8 @@ void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
 void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                      const float *g, size_t n, double max_norm, int raw, const double *add);
 /* tt_grad_norm with a step guard (device addresses): its skip decided from the norm, *loss and
- * *last (a word the guarded steps share, 0 before the first), which it updates. */
+ * *last (a word the guarded steps share, 0 before the first), which it updates; guard NULL:
+ * tt_grad_norm (loss and last unread). */
 void tt_grad_norm_guarded(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
                           double *part, const float *g, size_t n, double max_norm,
                           tt_step_guard *guard, const double *loss, unsigned *last);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1109,8 +1110,11 @@ static long max_ulps(const float *a, const float *b, size_t n, size_t *differ)
  * one float rounding (the kernels do the CPU's operations in its order, so bit-equal is what is
  * expected), with and without clipping and weight decay, on whole arrays (16-byte path) and on
  * arrays shifted by one float (the scalar path). The bf16 copy is the rounded w. The guarded
- * step: with one NaN in the gradient (variant 3), or an infinite loss (variant 4), w, m, v and
- * the copy keep their bits. */
+ * step (under a step guard, tt_grad_norm_guarded and tt_adam_guarded, g's element 0 the flat
+ * gradient's 1000): with a NaN and an infinity in the gradient (variant 3), an infinite loss
+ * (variant 4), or halt after a skipped step (variant 5, all finite), w, m, v and the copy keep
+ * their bits, the guard says skip (and so does the word kept for the next step), and first_bad
+ * is the base plus the least index of a non-finite element (variant 3; none otherwise). */
 static void test_adam(void **state)
 {
     (void)state;
@@ -1119,7 +1123,7 @@ static void test_adam(void **state)
         tt_spec s;
         tt_gpu_program p;
         load_program(c, &s, &p);
-        for (int variant = 0; variant < 5; variant++) {
+        for (int variant = 0; variant < 6; variant++) {
             const size_t off = variant == 2, n = 100003 - off;
             const bool guarded = variant >= 3;
             const double clip = variant == 1 ? 0 : 0.25;
@@ -1134,7 +1138,7 @@ static void test_adam(void **state)
             randn(m, n + 1, 0.01f);
             randn(v, n + 1, 1e-4f);
             for (size_t i = 0; i < n + 1; i++) v[i] = fabsf(v[i]);
-            if (variant == 3) g[n / 3] = NAN;
+            if (variant == 3) g[off + 2 * n / 3] = INFINITY, g[off + n / 3] = NAN;
             const double loss = variant == 4 ? INFINITY : 4.25; /* the loss sum adam reads */
             /* GPU first (the CPU updates in place) */
             float *d_w = upload(w, n + 1, 0), *d_g = upload(g, n + 1, 0), *d_m = upload(m, n + 1, 0),
@@ -1149,14 +1153,22 @@ static void test_adam(void **state)
             const size_t np = tt_grad_norm_parts(&p);
             double *part = poisoned(np, 8);
             TT_CUDA(cudaMemset(part + np - 1, 0, 8)); /* the count of blocks done */
-            tt_grad_norm(&p, gpu.stream, d_sc, part, d_g + off, n, clip);
-            tt_adam(&p, gpu.stream, d_w + off, d_m + off, d_v + off,
-                    (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, d_loss, n, &t, NULL, 0);
+            const tt_step_guard guard0 = {.halt = variant == 5, .skip = 0, .first_bad = LLONG_MAX};
+            tt_step_guard *d_guard = guarded ? upload_bytes(&guard0, sizeof guard0) : NULL;
+            const unsigned last0 = variant == 5; /* the last guarded step skipped */
+            unsigned *d_last = upload_bytes(&last0, sizeof last0);
+            tt_grad_norm_guarded(&p, gpu.stream, d_sc, part, d_g + off, n, clip, d_guard, d_loss,
+                                 d_last);
+            tt_adam_guarded(&p, gpu.stream, d_w + off, d_m + off, d_v + off,
+                            (char *)d_copy + off * (c->bf16 ? 2 : 4), d_g + off, d_sc, d_loss, n,
+                            &t, NULL, 0, d_guard, 1000);
             float *g_w = download(d_w, n + 1, 0), *g_m = download(d_m, n + 1, 0),
                   *g_v = download(d_v, n + 1, 0), *g_copy = download(d_copy, n + 1, c->bf16);
             TT_CUDA(cudaMemcpy(&host, d_sc, sizeof host, cudaMemcpyDeviceToHost));
             if (guarded) {
-                const char *name = variant == 3 ? "adam, a NaN gradient" : "adam, an infinite loss";
+                const char *name = variant == 3   ? "adam, a NaN gradient"
+                                   : variant == 4 ? "adam, an infinite loss"
+                                                  : "adam, halted after a skip";
                 void *g_copy0 = tt_xmalloc((n + 1) * (c->bf16 ? 2 : 4));
                 TT_CUDA(cudaMemcpy(g_copy0, d_copy, (n + 1) * (c->bf16 ? 2 : 4),
                                    cudaMemcpyDeviceToHost));
@@ -1167,6 +1179,16 @@ static void test_adam(void **state)
                        same ? "unchanged" : "CHANGED");
                 if (variant == 3 && !isnan(host.norm)) fail_msg("%s: norm %g, want NaN", name, host.norm);
                 if (!same) fail_msg("%s: the step changed the weights or moments", name);
+                tt_step_guard got;
+                unsigned last;
+                TT_CUDA(cudaMemcpy(&got, d_guard, sizeof got, cudaMemcpyDeviceToHost));
+                TT_CUDA(cudaMemcpy(&last, d_last, sizeof last, cudaMemcpyDeviceToHost));
+                const long long want_bad = variant == 3 ? 1000 + (long long)(n / 3) : LLONG_MAX;
+                printf("  %-28s guard: skip %g, last %u, first_bad %lld (want %lld)\n", name,
+                       got.skip, last, got.first_bad, want_bad);
+                if (got.skip != 1 || last != 1 || got.first_bad != want_bad)
+                    fail_msg("%s: guard skip %g, last %u, first_bad %lld (want 1, 1, %lld)", name,
+                             got.skip, last, got.first_bad, want_bad);
                 free(g_copy0);
             }
             if (guarded) goto next;
@@ -1201,7 +1223,8 @@ static void test_adam(void **state)
             free(want_copy);
         next:
             cudaFree(d_w), cudaFree(d_g), cudaFree(d_m), cudaFree(d_v), cudaFree(d_copy);
-            cudaFree(d_sc), cudaFree(part), cudaFree(d_loss);
+            cudaFree(d_sc), cudaFree(part), cudaFree(d_loss), cudaFree(d_last);
+            if (d_guard) cudaFree(d_guard);
             free(w), free(g), free(m), free(v), free(g_w), free(g_m), free(g_v), free(g_copy);
             free(copy0);
         }
