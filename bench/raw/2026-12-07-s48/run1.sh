@@ -6,7 +6,7 @@
 # replayed graphs of d128-n32 both ways (the one grid point whose plan changed unmeasured),
 # goals-check's ptb and ptb-b120 trained, alternating with main's, two reps; then the grid's
 # points whose plan changed against the compiled peer, and d256-n80-r128-c2 if time is left.
-# Here: rm -rf .snap/main && mkdir -p .snap/main && git archive main | tar -x -C .snap/main
+# Here: rm -rf .snap/main && mkdir -p .snap/main && git archive main | tar -x -C .snap/main --exclude=bench/raw
 #   bash bench/raw/2026-12-07-s48/run1.sh   (repo root, on the GPU machine; carry .deps .data .snap)
 set -uo pipefail
 . bench/gpu-env.sh
