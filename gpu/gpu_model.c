@@ -288,8 +288,8 @@ typedef struct {
  * the routes from io_route. A run's or a step's upload copies the whole block, its download the
  * scalars and the sums. What goes up of the head besides the step is the mirror's last values,
  * written again before anything reads them: lr and the bias corrections by the host before every
- * Adam, norm and clip by tt_grad_norm, the loss's and nll's sums by tt_xent_sum, the ranks' flag
- * by the host before every step on several GPUs (and read only there). */
+ * Adam, norm and clip by tt_grad_norm_guarded, the loss's and nll's sums by tt_xent_sum, the
+ * ranks' flag by the host before every step on several GPUs (and read only there). */
 enum {
     IO_STEP = 0,
     IO_SC = 8,
@@ -2233,17 +2233,17 @@ void tt_gpu_lm_run(tt_gpu_lm *lm, const int32_t *inputs, const int32_t *targets,
     io_sums(lm->io_host, weights, false, res);
 }
 
-/* The host owns lr and the bias corrections of step s; tt_grad_norm writes norm and clip after
- * them, in device memory. Into the io block's host side (its upload is the caller's). */
+/* The host owns lr and the bias corrections of step s; tt_grad_norm_guarded writes norm and
+ * clip after them, in device memory. Into the io block's host side (its upload is the caller's). */
 static void adam_scalars_host(tt_gpu_lm *lm, long s)
 {
     const tt_train_spec *t = &lm->spec->train;
-    tt_adam_scalars host = {0}; /* norm and clip: tt_grad_norm's to write */
+    tt_adam_scalars host = {0}; /* norm and clip: tt_grad_norm_guarded's to write */
     tt_adam_scalars_at(&host, t, tt_lr_at(t, s), s);
     memcpy(lm->io_host + IO_SC, &host, sizeof host);
 }
 
-/* The gradient's norm the last step's download brought (tt_grad_norm's). */
+/* The gradient's norm the last step's download brought (tt_grad_norm_guarded's). */
 static double io_norm(const char *io)
 {
     tt_adam_scalars host;

@@ -649,12 +649,6 @@ size_t tt_grad_norm_parts(const tt_gpu_program *p)
     return (size_t)need(tt_gpu_kernel_of(p, "grad_norm"), "BLOCKS") + 1; /* and the counter */
 }
 
-void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
-                  const float *g, size_t n, double max_norm)
-{
-    tt_grad_norm_ex(p, st, sc, part, g, n, max_norm, 0, NULL);
-}
-
 static void grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                       const float *g, size_t n, double max_norm, int raw, const double *add,
                       tt_step_guard *guard, const double *loss, unsigned *last)

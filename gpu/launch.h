@@ -265,7 +265,7 @@ void tt_xent_sum(const tt_gpu_program *p, cudaStream_t st, double *out, const fl
 
 /* The optimizer's scalars of a step, in device memory, so that a captured step reads each
  * replay's values: lr, bc1, bc2 the host writes (tt_adam_scalars_at), norm and clip (the factor
- * the gradient is scaled by) tt_grad_norm writes. */
+ * the gradient is scaled by) tt_grad_norm_guarded writes. */
 typedef struct {
     double lr, bc1, bc2;
     double norm, clip;
@@ -284,21 +284,18 @@ typedef struct {
 _Static_assert(sizeof(tt_step_guard) == 24, "templates/adam.cu's tt_step_guard is three 8-byte fields");
 /* The host's part for step s (1-based) at learning rate lr, as tt_adam_step computes it. */
 void tt_adam_scalars_at(tt_adam_scalars *host, const tt_train_spec *t, double lr, long s);
-/* Doubles of scratch tt_grad_norm needs: a partial sum a block, then the count of blocks done,
+/* Doubles of scratch tt_grad_norm_guarded needs: a partial sum a block, then the count of blocks done,
  * which must be zero before the first call (each call leaves it zero). */
 size_t tt_grad_norm_parts(const tt_gpu_program *p);
-/* sc->norm = ||g||, sc->clip = max_norm / (norm + 1e-6) when norm > max_norm > 0, else 1: as
- * tt_clip_grad_norm, which scales g itself; here tt_adam applies the factor. */
-void tt_grad_norm(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
-                  const float *g, size_t n, double max_norm);
-/* The same, with the sharded optimizer's two steps (templates/adam.cu): raw 1 leaves the sum of
+/* tt_grad_norm_guarded without a guard, with the sharded optimizer's two steps (templates/adam.cu): raw 1 leaves the sum of
  * g's squares in sc->norm (no clip factor); add (a device address, NULL: none) is added to the
  * sum before the norm is taken (n 0 and add &sc->norm: the norm of the ranks' summed squares). */
 void tt_grad_norm_ex(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc, double *part,
                      const float *g, size_t n, double max_norm, int raw, const double *add);
-/* tt_grad_norm with a step guard (device addresses): its skip decided from the norm, *loss and
- * *last (a word the guarded steps share, 0 before the first), which it updates; guard NULL:
- * tt_grad_norm (loss and last unread). */
+/* sc->norm = ||g||, sc->clip = max_norm / (norm + 1e-6) when norm > max_norm > 0, else 1: as
+ * tt_clip_grad_norm, which scales g itself; here tt_adam applies the factor. With a step guard
+ * (device addresses): its skip decided from the norm, *loss and *last (a word the guarded steps
+ * share, 0 before the first), which it updates; guard NULL: none (loss and last unread). */
 void tt_grad_norm_guarded(const tt_gpu_program *p, cudaStream_t st, tt_adam_scalars *sc,
                           double *part, const float *g, size_t n, double max_norm,
                           tt_step_guard *guard, const double *loss, unsigned *last);
