@@ -1417,6 +1417,16 @@ static bool mat_forms_t(const tt_spec *s)
 /* Whether it runs lean, both: no pass forms T's factors or masks dT, and no G or E is written. */
 static bool mat_lean(const tt_spec *s) { return mat_dt_mem(s) && mat_forms_t(s); }
 
+/* The cost model's fixed costs, fitted to the trained steps' graphs replayed at seven shapes
+ * (bench/strategy-check.sh, H100, forty-eighth session: ptb, ptb at batch 120, wt103 and the
+ * grid's d256 at N 32, 80 and 160 and d128-n80): a fused kernel at least 8.8 us, the serial
+ * chain of its blocks at 12.5% occupancy (the fused attention took 50 us a layer at ptb's N 32,
+ * where its FLOPs take 6); the materialized strategy about 8 us a layer more than mat_cost
+ * (its launches at 4 us; kept there, as mat_tiles' choice between tiles was measured with it).
+ * All seven were bf16: fp32 and tf32 keep 4 us a launch and no more. */
+#define FUSED_KERNEL_S 8.8e-6
+#define MAT_EXTRA_S 8e-6
+
 /* The cost model's seconds a layer of the materialized strategy (mla_strategy says how) with its
  * products with Wo in that many tiles. */
 static double mat_cost(const tt_spec *s, long tiles)
@@ -1468,11 +1478,12 @@ static long mat_tiles(const tt_spec *s)
  * T written, its products with Wo through cuBLAS, dense). A cost model of a layer's forward and
  * backward decides `kernels.attention: auto`:
  *   fused: the products with Wo under the mask (about a third of the dense FLOPs when causal)
- *     at the rate the fused kernels reach: about 85 TFLOP/s on tensor cores (wt103, H100,
- *     forty-fourth session: 6 layers' 111 GFLOP in 1.25 ms; an H200 did 25 GFLOP in 0.242 ms
- *     alone), where the backward's mla_bwd_q is on tensor cores only for position: none and
- *     D <= 256; fp32 math elsewhere, about 3 TFLOP/s (lm1b's body, H200: 8 layers' 268 GFLOP
- *     in about 0.1 s); and its 5 launches a layer at 4 us;
+ *     at the rate the fused kernels reach: about 98 TFLOP/s on tensor cores (the slope of the
+ *     seven replayed shapes' attention time against their FLOPs, H100, forty-eighth session;
+ *     wt103's 6 layers did 111 GFLOP in 1.25 ms in the forty-fourth), where the backward's
+ *     mla_bwd_q is on tensor cores only for position: none and D <= 256; fp32 math elsewhere,
+ *     about 3 TFLOP/s (lm1b's body, H200: 8 layers' 268 GFLOP in about 0.1 s); and its 5
+ *     kernels a layer at FUSED_KERNEL_S each (bf16; 4 us otherwise);
  *   materialized: the dense products (3 of 2 B N^3 D FLOPs; under the causal mask Y's and
  *     dT's and dWo's the share of them their tiles of positions run, mat_tiles_share) at
  *     cuBLAS's rate (bf16 500, tf32 250, fp32 40 TFLOP/s), T's and dT's traffic (about 8
@@ -1480,9 +1491,9 @@ static long mat_tiles(const tt_spec *s)
  *     fp32 twice; 5 passes and no E where it runs lean, mat_lean: T written by mla_mat_t and
  *     read by Y's product and dWo's, dT written by its product and read by mla_bwd_q; with
  *     tiles, Y's and dY's rows moved between orders, 4 passes of B N D) at 3 TB/s, and its 7
- *     more launches (6 lean; with tiles, 2 more and 3 a tile after the first) at 4 us (the
- *     wt103 shapes on an H100, lean: 0.221 ms estimated, 0.244 measured, bench/RESULTS.md's
- *     forty-fourth session);
+ *     more launches (6 lean; with tiles, 2 more and 3 a tile after the first) at 4 us, and
+ *     at bf16 MAT_EXTRA_S (the wt103 shapes on an H100, lean: 0.229 ms estimated, 0.242 measured,
+ *     bench/RESULTS.md's forty-eighth session);
  * materialized only while T fits in 4 GiB. A tuning's attention MAT (`ttgen --tune`'s whole
  * training steps of both, gpu/autotune.c) overrides the estimate under `auto` where T fits.
  * Returns 1 for materialized; why says the estimate. */
@@ -1497,9 +1508,10 @@ static int mla_strategy(const tt_plan *plan, const tt_spec *s, const char *dtype
     for (int i = 0; i < m->seq_len; i++) masked += m->causal ? (double)(i + 1) * (i + 1) : N * N;
     const double frac = masked / (N * N * N);
     const bool tc_bwd = bf16 && m->position == TT_POS_NONE && m->d_model <= 256;
-    const double fused = frac * dense * (1 / (bf16 ? 85e12 : 3e12) + 2 / (tc_bwd ? 85e12 : 3e12)) +
-                         5 * 4e-6;
-    const double t_bytes = B * N * N * N * es, mat = mat_cost(s, mat_tiles(s));
+    const double fused = frac * dense * (1 / (bf16 ? 98e12 : 3e12) + 2 / (tc_bwd ? 98e12 : 3e12)) +
+                         5 * (bf16 ? FUSED_KERNEL_S : 4e-6);
+    const double t_bytes = B * N * N * N * es,
+                 mat = mat_cost(s, mat_tiles(s)) + (bf16 ? MAT_EXTRA_S : 0);
     if (s->kernels.attention != TT_ATTN_AUTO) {
         const bool m_ = s->kernels.attention == TT_ATTN_MATERIALIZED;
         snprintf(why, n, "kernels.attention: %s (the cost model's estimates a layer: %.3g ms fused, "
