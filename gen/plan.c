@@ -157,11 +157,22 @@ static tt_kernel *layernorm_named(tt_plan *plan, const char *op, const char *dty
     return k;
 }
 
+/* LayerNorm's vector of features a load: the longest (16 bytes at most) that divides d and still
+ * gives a warp's 32 threads a vector each where d has that many features. */
+static long layernorm_vec(int d, const char *dtype)
+{
+    long v = strcmp(dtype, "bf16") == 0 ? 8 : 4;
+    while (v > 1 && (d % v || d / v < 32)) v /= 2;
+    return v;
+}
+
 static tt_kernel *layernorm_finish(tt_kernel *k, const char *const *flags, const char *op_flag)
 {
     name_kernel(k, flags);
     const long d = tt_kernel_const(k, "D", 0), tpr = tt_kernel_const(k, "TPR", 0);
-    set_const(k, "VPT", ceil_div(d, tpr));
+    const long vec = layernorm_vec((int)d, k->dtype);
+    set_const(k, "VEC", vec);
+    set_const(k, "VPT", ceil_div(d / vec, tpr) * vec);
     set_const(k, op_flag, 1);
     k->block[0] = (unsigned)(tpr * tt_kernel_const(k, "ROWS", 0));
     return k;
@@ -219,7 +230,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     const long rows = (long)s->train.batch * s->model.seq_len;
     long tpr, rpb;
     layernorm_shape(d, &tpr, &rpb);
-    const long vpt = ceil_div(d, tpr);
+    const long vec = layernorm_vec(d, dtype), vpt = ceil_div(d / vec, tpr) * vec;
     /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block */
     const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr, rpb, err, errlen);
     if (rpb_b < 0) return -1;
@@ -227,8 +238,8 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
     set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
-    whyf(k, "%s per row, %ld values per thread in registers: one read of x",
-         tpr == 32 ? "one warp" : "one block", vpt);
+    whyf(k, "%s per row, %ld values per thread in registers, in vectors of %ld: one read of x",
+         tpr == 32 ? "one warp" : "one block", vpt, vec);
 
     tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb_b);
     unsigned blocks = ceil_div(rows, rpb_b);
