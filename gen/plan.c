@@ -130,18 +130,59 @@ static void whyf(tt_kernel *k, const char *fmt, ...)
     va_end(ap);
 }
 
-/* LayerNorm: one warp per row while a row fits in registers at <= 32 values per lane, else
- * one block per row with enough threads for that. */
-static void layernorm_shape(int d, long *tpr, long *rows_per_block)
+/* LayerNorm's vector of features a load: the longest (16 bytes at most) that divides d and still
+ * gives a warp's 32 threads a vector each where d has that many features. */
+static long layernorm_vec(int d, const char *dtype)
 {
+    long v = strcmp(dtype, "bf16") == 0 ? 8 : 4;
+    while (v > 1 && (d % v || d / v < 32)) v /= 2;
+    return v;
+}
+
+/* The values a thread of a row holds: whole vectors of a row of d over tpr threads. */
+static long layernorm_vpt(int d, const char *dtype, long tpr)
+{
+    const long vec = layernorm_vec(d, dtype);
+    return ceil_div(d / vec, tpr) * vec;
+}
+
+/* The heuristic's most values a thread of LayerNorm's backward holds (its forward's: 32) */
+#define LN_BWD_VALUES 16
+
+/* LayerNorm's threads a row for op (a power of two, 32 to 1024): the tuning's, else the fewest
+ * that leave a thread at most `most` values: a warp a row while the row fits in registers, and
+ * more threads for the backward, whose three sets of partial sums (dgamma, dbeta, dy's sum) a
+ * thread keeps for each of its values (lm1b's D 1024 in a warp took 255 registers, two blocks
+ * an SM). -1 with a message when the tuning's does not fit: over 32 values a thread, or half
+ * the threads past the row's vectors. */
+static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char *dtype, long most,
+                          char *err, size_t errlen)
+{
+    const long vec = layernorm_vec(d, dtype), nv = d / vec;
     long t = 32;
-    while (t < 1024 && ceil_div(d, t) > 32) t *= 2;
-    *tpr = t;
-    /* Several rows per block amortize the backward's per-block partials; its shared buffer of
-     * 2 x rows x d floats stays within 32 KiB. */
+    while (t < 1024 && layernorm_vpt(d, dtype, t) > most) t *= 2;
+    const long tpr = pick(plan, op, "TPR", t);
+    if (tpr == t) return tpr;
+    if (tpr < 32 || tpr > 1024 || (tpr & (tpr - 1)))
+        return tt_errf(err, errlen, "%s: TPR=%ld: threads a row are a power of two from 32 to 1024",
+                       op, tpr), -1;
+    if (layernorm_vpt(d, dtype, tpr) > 32)
+        return tt_errf(err, errlen, "%s: TPR=%ld: D %d leaves %ld values a thread, over 32", op, tpr,
+                       d, layernorm_vpt(d, dtype, tpr)), -1;
+    if (tpr > 32 && 2 * nv <= tpr)
+        return tt_errf(err, errlen, "%s: TPR=%ld: D %d is %ld vectors of %ld, so half the threads "
+                       "would hold none", op, tpr, d, nv, vec), -1;
+    return tpr;
+}
+
+/* The heuristic's rows a block: several for a warp a row, which amortize the backward's
+ * per-block partials (its shared buffer of 2 x rows x d floats within 32 KiB); one for a block
+ * a row. */
+static long layernorm_rows_heuristic(int d, long tpr)
+{
     long rows = 1;
-    while (t == 32 && rows < 8 && 2 * (rows * 2) * d * 4 <= 32 * 1024) rows *= 2;
-    *rows_per_block = rows;
+    while (tpr == 32 && rows < 8 && 2 * (rows * 2) * d * 4 <= 32 * 1024) rows *= 2;
+    return rows;
 }
 
 /* The constants both LayerNorm directions share, in two halves: those of the kernel's name
@@ -157,22 +198,12 @@ static tt_kernel *layernorm_named(tt_plan *plan, const char *op, const char *dty
     return k;
 }
 
-/* LayerNorm's vector of features a load: the longest (16 bytes at most) that divides d and still
- * gives a warp's 32 threads a vector each where d has that many features. */
-static long layernorm_vec(int d, const char *dtype)
-{
-    long v = strcmp(dtype, "bf16") == 0 ? 8 : 4;
-    while (v > 1 && (d % v || d / v < 32)) v /= 2;
-    return v;
-}
-
 static tt_kernel *layernorm_finish(tt_kernel *k, const char *const *flags, const char *op_flag)
 {
     name_kernel(k, flags);
     const long d = tt_kernel_const(k, "D", 0), tpr = tt_kernel_const(k, "TPR", 0);
-    const long vec = layernorm_vec((int)d, k->dtype);
-    set_const(k, "VEC", vec);
-    set_const(k, "VPT", ceil_div(d / vec, tpr) * vec);
+    set_const(k, "VEC", layernorm_vec((int)d, k->dtype));
+    set_const(k, "VPT", layernorm_vpt((int)d, k->dtype, tpr));
     set_const(k, op_flag, 1);
     k->block[0] = (unsigned)(tpr * tt_kernel_const(k, "ROWS", 0));
     return k;
@@ -188,9 +219,10 @@ static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *
 /* A tuning's rows per block for op (a warp per row only), or the heuristic's; -1 with a message
  * when it does not fit: the backward's shared buffer of 2 x rows x d floats within the static
  * limit. */
-static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr, long heuristic,
-                           char *err, size_t errlen)
+static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr, char *err,
+                           size_t errlen)
 {
+    const long heuristic = layernorm_rows_heuristic(d, tpr);
     const long rows = pick(plan, op, "ROWS", heuristic);
     if (rows == heuristic) return rows;
     if (rows < 1 || (tpr > 32 && rows > 1))
@@ -228,11 +260,15 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
-    long tpr, rpb;
-    layernorm_shape(d, &tpr, &rpb);
-    const long vec = layernorm_vec(d, dtype), vpt = ceil_div(d / vec, tpr) * vec;
-    /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block */
-    const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr, rpb, err, errlen);
+    const long tpr = layernorm_tpr(plan, "layernorm_fwd", d, dtype, 32, err, errlen);
+    if (tpr < 0) return -1;
+    const long rpb = layernorm_rows_heuristic(d, tpr), vec = layernorm_vec(d, dtype),
+               vpt = layernorm_vpt(d, dtype, tpr);
+    /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block (and
+     * threads a row) */
+    const long tpr_b = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, LN_BWD_VALUES, err, errlen);
+    if (tpr_b < 0) return -1;
+    const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr_b, err, errlen);
     if (rpb_b < 0) return -1;
 
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
@@ -241,12 +277,12 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     whyf(k, "%s per row, %ld values per thread in registers, in vectors of %ld: one read of x",
          tpr == 32 ? "one warp" : "one block", vpt, vec);
 
-    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb_b);
+    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr_b, rpb_b);
     unsigned blocks = ceil_div(rows, rpb_b);
     if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
     set_grid(b, blocks, 1, 1, "x = min(ceil(rows / %ld), %d)", rpb_b,
              TT_LN_BWD_MAX_BLOCKS);
-    b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
+    b->smem_bytes = (tpr_b > 32 ? (unsigned)(tpr_b / 32 * 4) : 4) +
                     (rpb_b > 1 ? (unsigned)(2 * rpb_b * d * 4) : 0);
     whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");
 
@@ -270,9 +306,9 @@ static tt_kernel *residual_ln_fwd_instance(tt_plan *plan, const tt_spec *s, cons
     const tt_model_spec *m = &s->model;
     const int d = m->d_model;
     const long rows = (long)s->train.batch * m->seq_len;
-    long tpr, heuristic;
-    layernorm_shape(d, &tpr, &heuristic);
-    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
+    const long tpr = layernorm_tpr(plan, "residual_ln_fwd", d, dtype, 32, err, errlen);
+    if (tpr < 0) return NULL;
+    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, err, errlen);
     if (rpb < 0) return NULL;
     tt_kernel *k = layernorm_named(plan, op, dtype, d, tpr, rpb);
     if (jp) {
@@ -294,13 +330,13 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
-    long tpr, heuristic;
-    layernorm_shape(d, &tpr, &heuristic);
     tt_kernel *k = residual_ln_fwd_instance(plan, s, "residual_ln_fwd", dtype, 0, err, errlen);
     if (!k) return -1;
     whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
             "stored for the backward");
-    const long rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, heuristic, err, errlen);
+    const long tpr = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, LN_BWD_VALUES, err, errlen);
+    if (tpr < 0) return -1;
+    const long rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, err, errlen);
     if (rpb < 0) return -1;
 
     tt_kernel *b = layernorm_instance(plan, "residual_ln_bwd", "OP_RESIDUAL_LN_BWD", dtype, d, tpr,

@@ -12,9 +12,12 @@
 // products around them stay aligned: Transformer-XL's D 410 in rows of 416); the columns from
 // TT_D on are neither read nor written, and a dropout draw is numbered row * TT_D + i whatever
 // the pitch, as the CPU numbers it.
-// Tunable (ttgen --tune; the plan's heuristic otherwise): rows per block of the fused residual
-// kernels (residual_ln_bwd's also sets layernorm_bwd's: they write the same partials).
+// Tunable (ttgen --tune; the plan's heuristic otherwise): threads a row and rows per block (a
+// warp a row only) of the fused residual kernels (residual_ln_bwd's also set layernorm_bwd's:
+// they write the same partials).
+// ttgen: tunable residual_ln_fwd TPR 32 64 128 256
 // ttgen: tunable residual_ln_fwd ROWS 1 2 4 8 16
+// ttgen: tunable residual_ln_bwd TPR 32 64 128 256
 // ttgen: tunable residual_ln_bwd ROWS 1 2 4 8 16
 
 // mla_residual_ln_fwd (the attention's residual, TT_JP > 0): y is not read; each element is the
