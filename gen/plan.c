@@ -130,10 +130,14 @@ static void whyf(tt_kernel *k, const char *fmt, ...)
     va_end(ap);
 }
 
-/* LayerNorm's vector of features a load: the longest (16 bytes at most) that divides d and still
- * gives a warp's 32 threads a vector each where d has that many features. */
-static long layernorm_vec(int d, const char *dtype)
+/* LayerNorm's vector of features a load at tpr threads a row: the longest (16 bytes at most)
+ * that divides d and still gives a warp's 32 threads a vector each where d has that many
+ * features; none (1) where a thread holds more than 16 values, as at D 1024 in a warp, where
+ * the backward's registers bind (255 of them) and vectors were not faster (lm1b's body 0.996x
+ * trained, H100, 2026-12-08; wt103's D 256, 8 values a thread, 1.010x). */
+static long layernorm_vec(int d, const char *dtype, long tpr)
 {
+    if (ceil_div(d, tpr) > 16) return 1;
     long v = strcmp(dtype, "bf16") == 0 ? 8 : 4;
     while (v > 1 && (d % v || d / v < 32)) v /= 2;
     return v;
@@ -142,12 +146,14 @@ static long layernorm_vec(int d, const char *dtype)
 /* The values a thread of a row holds: whole vectors of a row of d over tpr threads. */
 static long layernorm_vpt(int d, const char *dtype, long tpr)
 {
-    const long vec = layernorm_vec(d, dtype);
+    const long vec = layernorm_vec(d, dtype, tpr);
     return ceil_div(d / vec, tpr) * vec;
 }
 
-/* The heuristic's most values a thread of LayerNorm's backward holds (its forward's: 32) */
-#define LN_BWD_VALUES 16
+/* The heuristic's most values a thread of LayerNorm's backward holds, as its forward's: a warp
+ * a row up to D 1024 (at D 1024 a warp with 4 rows a block took 0.0205 ms, 64 threads a row
+ * 0.0257, 128 0.0284; `ttgen --tune`, lm1b's body, H100, 2026-12-08) */
+#define LN_BWD_VALUES 32
 
 /* LayerNorm's threads a row for op (a power of two, 32 to 1024): the tuning's, else the fewest
  * that leave a thread at most `most` values: a warp a row while the row fits in registers, and
@@ -158,7 +164,6 @@ static long layernorm_vpt(int d, const char *dtype, long tpr)
 static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char *dtype, long most,
                           char *err, size_t errlen)
 {
-    const long vec = layernorm_vec(d, dtype), nv = d / vec;
     long t = 32;
     while (t < 1024 && layernorm_vpt(d, dtype, t) > most) t *= 2;
     const long tpr = pick(plan, op, "TPR", t);
@@ -169,6 +174,7 @@ static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char
     if (layernorm_vpt(d, dtype, tpr) > 32)
         return tt_errf(err, errlen, "%s: TPR=%ld: D %d leaves %ld values a thread, over 32", op, tpr,
                        d, layernorm_vpt(d, dtype, tpr)), -1;
+    const long vec = layernorm_vec(d, dtype, tpr), nv = d / vec;
     if (tpr > 32 && 2 * nv <= tpr)
         return tt_errf(err, errlen, "%s: TPR=%ld: D %d is %ld vectors of %ld, so half the threads "
                        "would hold none", op, tpr, d, nv, vec), -1;
@@ -202,7 +208,7 @@ static tt_kernel *layernorm_finish(tt_kernel *k, const char *const *flags, const
 {
     name_kernel(k, flags);
     const long d = tt_kernel_const(k, "D", 0), tpr = tt_kernel_const(k, "TPR", 0);
-    set_const(k, "VEC", layernorm_vec((int)d, k->dtype));
+    set_const(k, "VEC", layernorm_vec((int)d, k->dtype, tpr));
     set_const(k, "VPT", layernorm_vpt((int)d, k->dtype, tpr));
     set_const(k, op_flag, 1);
     k->block[0] = (unsigned)(tpr * tt_kernel_const(k, "ROWS", 0));
@@ -262,7 +268,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     const long rows = (long)s->train.batch * s->model.seq_len;
     const long tpr = layernorm_tpr(plan, "layernorm_fwd", d, dtype, 32, err, errlen);
     if (tpr < 0) return -1;
-    const long rpb = layernorm_rows_heuristic(d, tpr), vec = layernorm_vec(d, dtype),
+    const long rpb = layernorm_rows_heuristic(d, tpr), vec = layernorm_vec(d, dtype, tpr),
                vpt = layernorm_vpt(d, dtype, tpr);
     /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block (and
      * threads a row) */
