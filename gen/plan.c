@@ -150,22 +150,18 @@ static long layernorm_vpt(int d, const char *dtype, long tpr)
     return ceil_div(d / vec, tpr) * vec;
 }
 
-/* The heuristic's most values a thread of LayerNorm's backward holds, as its forward's: a warp
- * a row up to D 1024 (at D 1024 a warp with 4 rows a block took 0.0205 ms, 64 threads a row
- * 0.0257, 128 0.0284; `ttgen --tune`, lm1b's body, H100, 2026-12-08) */
-#define LN_BWD_VALUES 32
-
 /* LayerNorm's threads a row for op (a power of two, 32 to 1024): the tuning's, else the fewest
- * that leave a thread at most `most` values: a warp a row while the row fits in registers, and
- * more threads for the backward, whose three sets of partial sums (dgamma, dbeta, dy's sum) a
- * thread keeps for each of its values (lm1b's D 1024 in a warp took 255 registers, two blocks
- * an SM). -1 with a message when the tuning's does not fit: over 32 values a thread, or half
- * the threads past the row's vectors. */
-static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char *dtype, long most,
+ * that leave a thread at most 32 values: a warp a row up to D 1024. The backward too, though it
+ * keeps three sums for each value and a warp a row takes 255 registers at D 1024: there 4 rows a
+ * block of warps took 0.0205 ms, 64 threads a row 0.0257 and 128 0.0284 (`ttgen --tune`,
+ * lm1b's body, H100, 2026-12-08), and 64 threads trained lm1b's body at 0.94x. -1 with a
+ * message when the tuning's does not fit: over 32 values a thread, or half the threads past
+ * the row's vectors. */
+static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char *dtype,
                           char *err, size_t errlen)
 {
     long t = 32;
-    while (t < 1024 && layernorm_vpt(d, dtype, t) > most) t *= 2;
+    while (t < 1024 && layernorm_vpt(d, dtype, t) > 32) t *= 2;
     const long tpr = pick(plan, op, "TPR", t);
     if (tpr == t) return tpr;
     if (tpr < 32 || tpr > 1024 || (tpr & (tpr - 1)))
@@ -266,13 +262,13 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
-    const long tpr = layernorm_tpr(plan, "layernorm_fwd", d, dtype, 32, err, errlen);
+    const long tpr = layernorm_tpr(plan, "layernorm_fwd", d, dtype, err, errlen);
     if (tpr < 0) return -1;
     const long rpb = layernorm_rows_heuristic(d, tpr), vec = layernorm_vec(d, dtype, tpr),
                vpt = layernorm_vpt(d, dtype, tpr);
     /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block (and
      * threads a row) */
-    const long tpr_b = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, LN_BWD_VALUES, err, errlen);
+    const long tpr_b = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, err, errlen);
     if (tpr_b < 0) return -1;
     const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr_b, err, errlen);
     if (rpb_b < 0) return -1;
@@ -312,7 +308,7 @@ static tt_kernel *residual_ln_fwd_instance(tt_plan *plan, const tt_spec *s, cons
     const tt_model_spec *m = &s->model;
     const int d = m->d_model;
     const long rows = (long)s->train.batch * m->seq_len;
-    const long tpr = layernorm_tpr(plan, "residual_ln_fwd", d, dtype, 32, err, errlen);
+    const long tpr = layernorm_tpr(plan, "residual_ln_fwd", d, dtype, err, errlen);
     if (tpr < 0) return NULL;
     const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, err, errlen);
     if (rpb < 0) return NULL;
@@ -340,7 +336,7 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
     if (!k) return -1;
     whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
             "stored for the backward");
-    const long tpr = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, LN_BWD_VALUES, err, errlen);
+    const long tpr = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, err, errlen);
     if (tpr < 0) return -1;
     const long rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, err, errlen);
     if (rpb < 0) return -1;
