@@ -130,18 +130,61 @@ static void whyf(tt_kernel *k, const char *fmt, ...)
     va_end(ap);
 }
 
-/* LayerNorm: one warp per row while a row fits in registers at <= 32 values per lane, else
- * one block per row with enough threads for that. */
-static void layernorm_shape(int d, long *tpr, long *rows_per_block)
+/* LayerNorm's vector of features a load at tpr threads a row: the longest (16 bytes at most)
+ * that divides d and still gives a warp's 32 threads a vector each where d has that many
+ * features; none (1) where a thread holds more than 16 values, as at D 1024 in a warp, where
+ * the backward's registers bind (255 of them) and vectors were not faster (lm1b's body 0.996x
+ * trained, H100, 2026-12-08; wt103's D 256, 8 values a thread, 1.010x). */
+static long layernorm_vec(int d, const char *dtype, long tpr)
+{
+    if (ceil_div(d, tpr) > 16) return 1;
+    long v = strcmp(dtype, "bf16") == 0 ? 8 : 4;
+    while (v > 1 && (d % v || d / v < 32)) v /= 2;
+    return v;
+}
+
+/* The values a thread of a row holds: whole vectors of a row of d over tpr threads. */
+static long layernorm_vpt(int d, const char *dtype, long tpr)
+{
+    const long vec = layernorm_vec(d, dtype, tpr);
+    return ceil_div(d / vec, tpr) * vec;
+}
+
+/* LayerNorm's threads a row for op (a power of two, 32 to 1024): the tuning's, else the fewest
+ * that leave a thread at most 32 values: a warp a row up to D 1024. The backward too, though it
+ * keeps three sums for each value and a warp a row takes 255 registers at D 1024: there 4 rows a
+ * block of warps took 0.0205 ms, 64 threads a row 0.0257 and 128 0.0284 (`ttgen --tune`,
+ * lm1b's body, H100, 2026-12-08), and 64 threads trained lm1b's body at 0.94x. -1 with a
+ * message when the tuning's does not fit: over 32 values a thread, or half the threads past
+ * the row's vectors. */
+static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char *dtype,
+                          char *err, size_t errlen)
 {
     long t = 32;
-    while (t < 1024 && ceil_div(d, t) > 32) t *= 2;
-    *tpr = t;
-    /* Several rows per block amortize the backward's per-block partials; its shared buffer of
-     * 2 x rows x d floats stays within 32 KiB. */
+    while (t < 1024 && layernorm_vpt(d, dtype, t) > 32) t *= 2;
+    const long tpr = pick(plan, op, "TPR", t);
+    if (tpr == t) return tpr;
+    if (tpr < 32 || tpr > 1024 || (tpr & (tpr - 1)))
+        return tt_errf(err, errlen, "%s: TPR=%ld: threads a row are a power of two from 32 to 1024",
+                       op, tpr), -1;
+    if (layernorm_vpt(d, dtype, tpr) > 32)
+        return tt_errf(err, errlen, "%s: TPR=%ld: D %d leaves %ld values a thread, over 32", op, tpr,
+                       d, layernorm_vpt(d, dtype, tpr)), -1;
+    const long vec = layernorm_vec(d, dtype, tpr), nv = d / vec;
+    if (tpr > 32 && 2 * nv <= tpr)
+        return tt_errf(err, errlen, "%s: TPR=%ld: D %d is %ld vectors of %ld, so half the threads "
+                       "would hold none", op, tpr, d, nv, vec), -1;
+    return tpr;
+}
+
+/* The heuristic's rows a block: several for a warp a row, which amortize the backward's
+ * per-block partials (its shared buffer of 2 x rows x d floats within 32 KiB); one for a block
+ * a row. */
+static long layernorm_rows_heuristic(int d, long tpr)
+{
     long rows = 1;
-    while (t == 32 && rows < 8 && 2 * (rows * 2) * d * 4 <= 32 * 1024) rows *= 2;
-    *rows_per_block = rows;
+    while (tpr == 32 && rows < 8 && 2 * (rows * 2) * d * 4 <= 32 * 1024) rows *= 2;
+    return rows;
 }
 
 /* The constants both LayerNorm directions share, in two halves: those of the kernel's name
@@ -161,7 +204,8 @@ static tt_kernel *layernorm_finish(tt_kernel *k, const char *const *flags, const
 {
     name_kernel(k, flags);
     const long d = tt_kernel_const(k, "D", 0), tpr = tt_kernel_const(k, "TPR", 0);
-    set_const(k, "VPT", ceil_div(d, tpr));
+    set_const(k, "VEC", layernorm_vec((int)d, k->dtype, tpr));
+    set_const(k, "VPT", layernorm_vpt((int)d, k->dtype, tpr));
     set_const(k, op_flag, 1);
     k->block[0] = (unsigned)(tpr * tt_kernel_const(k, "ROWS", 0));
     return k;
@@ -177,9 +221,10 @@ static tt_kernel *layernorm_instance(tt_plan *plan, const char *op, const char *
 /* A tuning's rows per block for op (a warp per row only), or the heuristic's; -1 with a message
  * when it does not fit: the backward's shared buffer of 2 x rows x d floats within the static
  * limit. */
-static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr, long heuristic,
-                           char *err, size_t errlen)
+static long layernorm_rows(const tt_plan *plan, const char *op, int d, long tpr, char *err,
+                           size_t errlen)
 {
+    const long heuristic = layernorm_rows_heuristic(d, tpr);
     const long rows = pick(plan, op, "ROWS", heuristic);
     if (rows == heuristic) return rows;
     if (rows < 1 || (tpr > 32 && rows > 1))
@@ -217,25 +262,29 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
-    long tpr, rpb;
-    layernorm_shape(d, &tpr, &rpb);
-    const long vpt = ceil_div(d, tpr);
-    /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block */
-    const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr, rpb, err, errlen);
+    const long tpr = layernorm_tpr(plan, "layernorm_fwd", d, dtype, err, errlen);
+    if (tpr < 0) return -1;
+    const long rpb = layernorm_rows_heuristic(d, tpr), vec = layernorm_vec(d, dtype, tpr),
+               vpt = layernorm_vpt(d, dtype, tpr);
+    /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block (and
+     * threads a row) */
+    const long tpr_b = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, err, errlen);
+    if (tpr_b < 0) return -1;
+    const long rpb_b = layernorm_rows(plan, "residual_ln_bwd", d, tpr_b, err, errlen);
     if (rpb_b < 0) return -1;
 
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
     set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
-    whyf(k, "%s per row, %ld values per thread in registers: one read of x",
-         tpr == 32 ? "one warp" : "one block", vpt);
+    whyf(k, "%s per row, %ld values per thread in registers, in vectors of %ld: one read of x",
+         tpr == 32 ? "one warp" : "one block", vpt, vec);
 
-    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr, rpb_b);
+    tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr_b, rpb_b);
     unsigned blocks = ceil_div(rows, rpb_b);
     if (blocks > TT_LN_BWD_MAX_BLOCKS) blocks = TT_LN_BWD_MAX_BLOCKS;
     set_grid(b, blocks, 1, 1, "x = min(ceil(rows / %ld), %d)", rpb_b,
              TT_LN_BWD_MAX_BLOCKS);
-    b->smem_bytes = (tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4) +
+    b->smem_bytes = (tpr_b > 32 ? (unsigned)(tpr_b / 32 * 4) : 4) +
                     (rpb_b > 1 ? (unsigned)(2 * rpb_b * d * 4) : 0);
     whyf(b, "grid-stride rows; dgamma/dbeta partials per block, summed by colsum in a fixed order");
 
@@ -259,9 +308,9 @@ static tt_kernel *residual_ln_fwd_instance(tt_plan *plan, const tt_spec *s, cons
     const tt_model_spec *m = &s->model;
     const int d = m->d_model;
     const long rows = (long)s->train.batch * m->seq_len;
-    long tpr, heuristic;
-    layernorm_shape(d, &tpr, &heuristic);
-    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, heuristic, err, errlen);
+    const long tpr = layernorm_tpr(plan, "residual_ln_fwd", d, dtype, err, errlen);
+    if (tpr < 0) return NULL;
+    const long rpb = layernorm_rows(plan, "residual_ln_fwd", d, tpr, err, errlen);
     if (rpb < 0) return NULL;
     tt_kernel *k = layernorm_named(plan, op, dtype, d, tpr, rpb);
     if (jp) {
@@ -283,13 +332,13 @@ static int plan_residual_ln(tt_plan *plan, const tt_spec *s, const char *dtype, 
 {
     const int d = s->model.d_model;
     const long rows = (long)s->train.batch * s->model.seq_len;
-    long tpr, heuristic;
-    layernorm_shape(d, &tpr, &heuristic);
     tt_kernel *k = residual_ln_fwd_instance(plan, s, "residual_ln_fwd", dtype, 0, err, errlen);
     if (!k) return -1;
     whyf(k, "s = x + dropout(y) and LayerNorm(s) in one pass: the mask drawn, never stored; s "
             "stored for the backward");
-    const long rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, heuristic, err, errlen);
+    const long tpr = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, err, errlen);
+    if (tpr < 0) return -1;
+    const long rpb = layernorm_rows(plan, "residual_ln_bwd", d, tpr, err, errlen);
     if (rpb < 0) return -1;
 
     tt_kernel *b = layernorm_instance(plan, "residual_ln_bwd", "OP_RESIDUAL_LN_BWD", dtype, d, tpr,

@@ -2,15 +2,22 @@
 // LayerNorm over rows of TT_D features, forward and backward (post-LN, as in MODEL.md), plain or
 // fused with the residual sum in front of it: s = x + dropout(y), out = LayerNorm(s).
 // Constants: TT_D features, TT_TPR threads per row (power of two), TT_ROWS rows per block
-// (1 when TT_TPR > 32), TT_VPT = ceil(TT_D / TT_TPR) values per thread.
-// A thread keeps its TT_VPT values in registers: the row is read from memory once.
+// (1 when TT_TPR > 32), TT_VEC features a vector (a power of two that divides TT_D: 16 bytes
+// where the row has enough of them for the threads), TT_VPT values per thread (whole vectors).
+// A thread keeps its TT_VPT values in registers: the row is read from memory once, in vectors
+// (one 2-byte load a value moved less than half the bandwidth at D 1024). The w-th vector of
+// lane holds features (lane + w TT_TPR) TT_VEC on: a thread's value c = w TT_VEC + e is feature
+// tt_ln_feat(lane, c), and a vector past the row (TT_D / TT_VEC vectors) holds zeros.
 // The residual kernels' rows are ld elements apart (a pitch of whole 16-byte groups, so that the
 // products around them stay aligned: Transformer-XL's D 410 in rows of 416); the columns from
 // TT_D on are neither read nor written, and a dropout draw is numbered row * TT_D + i whatever
 // the pitch, as the CPU numbers it.
-// Tunable (ttgen --tune; the plan's heuristic otherwise): rows per block of the fused residual
-// kernels (residual_ln_bwd's also sets layernorm_bwd's: they write the same partials).
+// Tunable (ttgen --tune; the plan's heuristic otherwise): threads a row and rows per block (a
+// warp a row only) of the fused residual kernels (residual_ln_bwd's also set layernorm_bwd's:
+// they write the same partials).
+// ttgen: tunable residual_ln_fwd TPR 32 64 128 256
 // ttgen: tunable residual_ln_fwd ROWS 1 2 4 8 16
+// ttgen: tunable residual_ln_bwd TPR 32 64 128 256
 // ttgen: tunable residual_ln_bwd ROWS 1 2 4 8 16
 
 // mla_residual_ln_fwd (the attention's residual, TT_JP > 0): y is not read; each element is the
@@ -30,6 +37,51 @@
 #define TT_NSETS 2
 #endif
 #define TT_EPS 1e-5f // nn.LayerNorm's default, which the CPU reference and PyTorch use
+
+#define TT_NV (TT_D / TT_VEC)   // vectors a row
+#define TT_NW (TT_VPT / TT_VEC) // vectors a thread
+static_assert(TT_D % TT_VEC == 0 && TT_VPT % TT_VEC == 0 && TT_NW * TT_TPR >= TT_NV,
+              "a row is whole vectors, and the threads of a row hold all of them");
+
+__device__ __forceinline__ int tt_ln_feat(int lane, int c)
+{
+    return (lane + c / TT_VEC * TT_TPR) * TT_VEC + c % TT_VEC;
+}
+// Whether the lane's value c is a feature of the row (its whole vector is).
+__device__ __forceinline__ bool tt_ln_live(int lane, int c) { return lane + c / TT_VEC * TT_TPR < TT_NV; }
+
+// The lane's values of a row (TT_T, or fp32 parts: 16 bytes a load at most), zeros past it.
+template <typename T> __device__ __forceinline__ void tt_ln_load(float (&v)[TT_VPT], const T *row, int lane)
+{
+    constexpr int L = sizeof(T) * TT_VEC > 16 ? 16 / (int)sizeof(T) : TT_VEC; // a load's values
+#pragma unroll
+    for (int w = 0; w < TT_NW; w++)
+#pragma unroll
+        for (int h = 0; h < TT_VEC; h += L) {
+            float t[L];
+            const int c = w * TT_VEC + h;
+            if (tt_ln_live(lane, c))
+                tt_load<L>(t, row + tt_ln_feat(lane, c));
+            else
+#pragma unroll
+                for (int e = 0; e < L; e++) t[e] = 0.f;
+#pragma unroll
+            for (int e = 0; e < L; e++) v[c + e] = t[e];
+        }
+}
+
+// The lane's live values stored to a row of the storage type.
+__device__ __forceinline__ void tt_ln_store(TT_T *row, const float (&v)[TT_VPT], int lane)
+{
+#pragma unroll
+    for (int w = 0; w < TT_NW; w++) {
+        if (!tt_ln_live(lane, w * TT_VEC)) continue;
+        float t[TT_VEC];
+#pragma unroll
+        for (int e = 0; e < TT_VEC; e++) t[e] = v[w * TT_VEC + e];
+        tt_store<TT_VEC>(row + tt_ln_feat(lane, w * TT_VEC), t);
+    }
+}
 
 // Sum over the TT_TPR threads of one row; every one of them gets the result.
 __device__ __forceinline__ float tt_row_sum(float v, float *scratch)
@@ -64,8 +116,7 @@ __device__ __forceinline__ void tt_ln_stats(const float (&v)[TT_VPT], int lane, 
     float q = 0.f;
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        const float d = (i < TT_D) ? v[c] - mean : 0.f;
+        const float d = tt_ln_live(lane, c) ? v[c] - mean : 0.f;
         q += d * d;
     }
     rstd = rsqrtf(tt_row_sum(q, scratch) * (1.f / TT_D) + TT_EPS);
@@ -76,11 +127,13 @@ __device__ __forceinline__ void tt_ln_write(TT_T *yr, const float (&v)[TT_VPT], 
                                             float rstd, const float *gamma, const float *beta,
                                             int lane)
 {
+    float o[TT_VPT];
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) yr[i] = tt_store_as<TT_T>((v[c] - mean) * rstd * gamma[i] + beta[i]);
+        const int i = tt_ln_feat(lane, c);
+        o[c] = tt_ln_live(lane, c) ? (v[c] - mean) * rstd * gamma[i] + beta[i] : 0.f;
     }
+    tt_ln_store(yr, o, lane);
 }
 
 // One row of the backward: dx = rstd * (gamma*dy - mean(gamma*dy) - xhat * mean(gamma*dy*xhat))
@@ -90,14 +143,16 @@ __device__ __forceinline__ void tt_ln_row_bwd(float (&dx)[TT_VPT], float (&dg)[T
                                               float mean, float rstd, const float *gamma, int lane,
                                               float *scratch)
 {
-    float xh[TT_VPT];
+    float xh[TT_VPT], dyv[TT_VPT];
+    tt_ln_load(dyv, dyr, lane);
+    tt_ln_load(xh, xr, lane);
     float s1 = 0.f, s2 = 0.f;
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        if (i < TT_D) {
-            const float d = tt_float(dyr[i]);
-            xh[c] = (tt_float(xr[i]) - mean) * rstd;
+        const int i = tt_ln_feat(lane, c);
+        if (tt_ln_live(lane, c)) {
+            const float d = dyv[c];
+            xh[c] = (xh[c] - mean) * rstd;
             dx[c] = gamma[i] * d; // gamma * dy until the row sums are known
             dg[c] += d * xh[c];
             db[c] += d;
@@ -125,10 +180,8 @@ __device__ __forceinline__ void tt_ln_write_partials(float *part, const float (*
 #pragma unroll
     for (int s = 0; s < TT_NSETS; s++)
 #pragma unroll
-        for (int c = 0; c < TT_VPT; c++) {
-            const int i = lane + c * TT_TPR;
-            if (i < TT_D) rowpart[(s * TT_ROWS + sub) * TT_D + i] = (*sets[s])[c];
-        }
+        for (int c = 0; c < TT_VPT; c++)
+            if (tt_ln_live(lane, c)) rowpart[(s * TT_ROWS + sub) * TT_D + tt_ln_feat(lane, c)] = (*sets[s])[c];
     __syncthreads();
     for (int i = threadIdx.x; i < TT_D; i += TT_THREADS)
 #pragma unroll
@@ -143,10 +196,9 @@ __device__ __forceinline__ void tt_ln_write_partials(float *part, const float (*
 #pragma unroll
     for (int s = 0; s < TT_NSETS; s++)
 #pragma unroll
-        for (int c = 0; c < TT_VPT; c++) {
-            const int i = lane + c * TT_TPR;
-            if (i < TT_D) part[((size_t)s * gridDim.x + blockIdx.x) * TT_D + i] = (*sets[s])[c];
-        }
+        for (int c = 0; c < TT_VPT; c++)
+            if (tt_ln_live(lane, c))
+                part[((size_t)s * gridDim.x + blockIdx.x) * TT_D + tt_ln_feat(lane, c)] = (*sets[s])[c];
 #endif
 }
 
@@ -169,11 +221,7 @@ TT_KERNEL(TT_T *__restrict__ y, float *__restrict__ mean_out, float *__restrict_
     const TT_T *xr = x + (size_t)row * TT_D;
 
     float v[TT_VPT];
-#pragma unroll
-    for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        v[c] = (i < TT_D) ? tt_float(xr[i]) : 0.f;
-    }
+    tt_ln_load(v, xr, lane);
     float mean, rstd;
     tt_ln_stats(v, lane, scratch, mean, rstd);
     tt_ln_write(y + (size_t)row * TT_D, v, mean, rstd, gamma, beta, lane);
@@ -214,30 +262,34 @@ TT_KERNEL(TT_T *__restrict__ out, TT_T *__restrict__ s_out, float *__restrict__ 
     (void)ypart, (void)batch;
 #endif
 
-    float v[TT_VPT];
+    float v[TT_VPT], yv[TT_VPT];
+    tt_ln_load(v, x + base, lane); // x, then s
+#if TT_JP > 0
+    // the parts' sum, in part order, rounded once to the storage type
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) yv[c] = 0.f;
+#pragma unroll
+    for (int jp = 0; jp < TT_JP; jp++)
+        if (jp < parts) {
+            float t[TT_VPT];
+            tt_ln_load(t, yrow + jp * part, lane);
+#pragma unroll
+            for (int c = 0; c < TT_VPT; c++) yv[c] += t[c];
+        }
+#pragma unroll
+    for (int c = 0; c < TT_VPT; c++) yv[c] = tt_float(tt_store_as<TT_T>(yv[c]));
+#else
+    tt_ln_load(yv, y + base, lane);
+#endif
 #pragma unroll
     for (int c = 0; c < TT_VPT; c++) {
-        const int i = lane + c * TT_TPR;
-        v[c] = 0.f;
-        if (i < TT_D) {
-            const bool keep = tt_dropout_kept(seed, stream, drop + i, keep_at);
-#if TT_JP > 0
-            float ys = 0.f;
-#pragma unroll
-            for (int jp = 0; jp < TT_JP; jp++)
-                if (jp < parts) ys += yrow[jp * part + i];
-            const float yi = tt_float(tt_store_as<TT_T>(ys));
-#else
-            const float yi = tt_float(y[base + i]);
-#endif
-            // __fmul_rn: never fused into an FMA with the add, so the sum rounds as on the CPU
-            const float yd = keep ? __fmul_rn(yi, inv_keep) : 0.f;
-            const float sum = tt_float(x[base + i]) + yd;
-            const TT_T stored = tt_store_as<TT_T>(sum);
-            s_out[base + i] = stored;
-            v[c] = tt_float(stored);
-        }
+        if (!tt_ln_live(lane, c)) continue; // zeros
+        const bool keep = tt_dropout_kept(seed, stream, drop + tt_ln_feat(lane, c), keep_at);
+        // __fmul_rn: never fused into an FMA with the add, so the sum rounds as on the CPU
+        const float yd = keep ? __fmul_rn(yv[c], inv_keep) : 0.f;
+        v[c] = tt_float(tt_store_as<TT_T>(v[c] + yd));
     }
+    tt_ln_store(s_out + base, v, lane);
     float mean, rstd;
     tt_ln_stats(v, lane, scratch, mean, rstd);
     tt_ln_write(out + base, v, mean, rstd, gamma, beta, lane);
@@ -316,22 +368,20 @@ TT_KERNEL(TT_T *__restrict__ dx, TT_T *__restrict__ dy, float *__restrict__ part
         unsigned kept = 0;
 #pragma unroll
         for (int c = 0; c < TT_VPT; c++)
-            if (tt_dropout_kept(seed, stream, drop + lane + c * TT_TPR, keep_at)) kept |= 1u << c;
+            if (tt_dropout_kept(seed, stream, drop + tt_ln_feat(lane, c), keep_at)) kept |= 1u << c;
 #endif
         tt_ln_row_bwd(g, dg, db, dout + base, x + base, mean_in[row], rstd_in[row], gamma, lane,
                       scratch);
+        tt_ln_store(dx + base, g, lane);
+#ifdef TT_OP_RESIDUAL_LN_BWD
+        float d[TT_VPT];
 #pragma unroll
         for (int c = 0; c < TT_VPT; c++) {
-            const int i = lane + c * TT_TPR;
-            if (i < TT_D) {
-                dx[base + i] = tt_store_as<TT_T>(g[c]);
-#ifdef TT_OP_RESIDUAL_LN_BWD
-                const float d = (kept >> c) & 1u ? g[c] * inv_keep : 0.f;
-                dy[base + i] = tt_store_as<TT_T>(d);
-                dsum[c] += d;
-#endif
-            }
+            d[c] = (kept >> c) & 1u ? g[c] * inv_keep : 0.f;
+            if (tt_ln_live(lane, c)) dsum[c] += d[c];
         }
+        tt_ln_store(dy + base, d, lane);
+#endif
     }
 #ifdef TT_OP_RESIDUAL_LN_BWD
     const float(*const sets[TT_NSETS])[TT_VPT] = {&dg, &db, &dsum};
