@@ -2,10 +2,11 @@
 // LayerNorm over rows of TT_D features, forward and backward (post-LN, as in MODEL.md), plain or
 // fused with the residual sum in front of it: s = x + dropout(y), out = LayerNorm(s).
 // Constants: TT_D features, TT_TPR threads per row (power of two), TT_ROWS rows per block
-// (1 when TT_TPR > 32), TT_VEC features a vector (a power of two that divides TT_D: 16 bytes
-// where the row has enough of them for the threads), TT_VPT values per thread (whole vectors).
+// (1 when TT_TPR > 32), TT_VEC features a vector (a power of two that divides TT_D; the plan's:
+// 16 bytes where the row has enough of them for the threads and a thread holds at most 16
+// values, else 1), TT_VPT values per thread (whole vectors).
 // A thread keeps its TT_VPT values in registers: the row is read from memory once, in vectors
-// (one 2-byte load a value moved less than half the bandwidth at D 1024). The w-th vector of
+// (at wt103's D 256 the step's LayerNorms went from 0.220 to 0.200 ms on an H100). The w-th vector of
 // lane holds features (lane + w TT_TPR) TT_VEC on: a thread's value c = w TT_VEC + e is feature
 // tt_ln_feat(lane, c), and a vector past the row (TT_D / TT_VEC vectors) holds zeros.
 // The residual kernels' rows are ld elements apart (a pitch of whole 16-byte groups, so that the
