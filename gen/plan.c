@@ -276,8 +276,10 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
     set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
-    whyf(k, "%s per row, %ld values per thread in registers, in vectors of %ld: one read of x",
-         tpr == 32 ? "one warp" : "one block", vpt, vec);
+    char loads[48] = "a load each";
+    if (vec > 1) snprintf(loads, sizeof loads, "in vectors of %ld", vec);
+    whyf(k, "%s per row, %ld value%s per thread in registers, %s: one read of x",
+         tpr == 32 ? "one warp" : "one block", vpt, vpt == 1 ? "" : "s", loads);
 
     tt_kernel *b = layernorm_instance(plan, "layernorm_bwd", "OP_LAYERNORM_BWD", dtype, d, tpr_b, rpb_b);
     unsigned blocks = ceil_div(rows, rpb_b);
