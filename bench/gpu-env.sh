@@ -171,6 +171,12 @@ tt_build_snap_bg() {
         cmake --build build-main -j6 --target tt-train) > "$L/build-main.log" 2>&1 &
     tt_bm=$!
 }
+# tt_wait_snap: waits for tt_build_snap_bg's build (none started: returns at once); when it
+# failed, the end of its log and status 1.
+tt_wait_snap() {
+    [ -n "${tt_bm:-}" ] || return 0
+    wait "$tt_bm" || { tail -20 "$L/build-main.log"; return 1; }
+}
 tt_call_end() {
     echo "total $(tt_el) s"
     gzip -f "$L"/*.log "$L"/*.csv 2>/dev/null

@@ -167,9 +167,10 @@ static long layernorm_tpr(const tt_plan *plan, const char *op, int d, const char
     if (tpr < 32 || tpr > 1024 || (tpr & (tpr - 1)))
         return tt_errf(err, errlen, "%s: TPR=%ld: threads a row are a power of two from 32 to 1024",
                        op, tpr), -1;
-    if (layernorm_vpt(d, dtype, tpr) > 32)
+    const long vpt = layernorm_vpt(d, dtype, tpr);
+    if (vpt > 32)
         return tt_errf(err, errlen, "%s: TPR=%ld: D %d leaves %ld values a thread, over 32", op, tpr,
-                       d, layernorm_vpt(d, dtype, tpr)), -1;
+                       d, vpt), -1;
     const long vec = layernorm_vec(d, dtype, tpr), nv = d / vec;
     if (tpr > 32 && 2 * nv <= tpr)
         return tt_errf(err, errlen, "%s: TPR=%ld: D %d is %ld vectors of %ld, so half the threads "
@@ -264,8 +265,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     const long rows = (long)s->train.batch * s->model.seq_len;
     const long tpr = layernorm_tpr(plan, "layernorm_fwd", d, dtype, err, errlen);
     if (tpr < 0) return -1;
-    const long rpb = layernorm_rows_heuristic(d, tpr), vec = layernorm_vec(d, dtype, tpr),
-               vpt = layernorm_vpt(d, dtype, tpr);
+    const long rpb = layernorm_rows_heuristic(d, tpr);
     /* layernorm_bwd writes the partials residual_ln_bwd writes too: the same rows per block (and
      * threads a row) */
     const long tpr_b = layernorm_tpr(plan, "residual_ln_bwd", d, dtype, err, errlen);
@@ -276,6 +276,7 @@ static int plan_layernorm(tt_plan *plan, const tt_spec *s, const char *dtype, ch
     tt_kernel *k = layernorm_instance(plan, "layernorm_fwd", "OP_LAYERNORM_FWD", dtype, d, tpr, rpb);
     set_grid(k, ceil_div(rows, rpb), 1, 1, "x = ceil(rows / %ld)", rpb);
     k->smem_bytes = tpr > 32 ? (unsigned)(tpr / 32 * 4) : 4;
+    const long vec = tt_kernel_const(k, "VEC", 1), vpt = tt_kernel_const(k, "VPT", 0);
     char loads[48] = "a load each";
     if (vec > 1) snprintf(loads, sizeof loads, "in vectors of %ld", vec);
     whyf(k, "%s per row, %ld value%s per thread in registers, %s: one read of x",

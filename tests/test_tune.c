@@ -610,18 +610,23 @@ static void test_wo_tiles_fit(void **state)
 }
 
 /* A tuning cache's value out of a tunable's range (edited by hand, or from another version) ends
- * the plan with one line naming the op, the key and the range: the FFN activation's UNROLL. */
+ * the plan with one line naming the op, the key and the range: the FFN activation's UNROLL, and
+ * LayerNorm's threads a row (wt103's D 256 bf16: 32 vectors of 8, a warp's worth). */
 static void test_out_of_range(void **state)
 {
     (void)state;
     tt_spec s;
     load("specs/wt103.yaml", &s);
-    static const struct { const char *op; long value; const char *want; } cases[] = {
-        {"ffn_act_fwd", 9, "ffn_act_fwd: UNROLL=9: from 1 to 8"},
-        {"ffn_act_bwd", 0, "ffn_act_bwd: UNROLL=0: from 1 to 8"}};
+    static const struct { const char *op, *key; long value; const char *want; } cases[] = {
+        {"ffn_act_fwd", "UNROLL", 9, "ffn_act_fwd: UNROLL=9: from 1 to 8"},
+        {"ffn_act_bwd", "UNROLL", 0, "ffn_act_bwd: UNROLL=0: from 1 to 8"},
+        {"residual_ln_bwd", "TPR", 48,
+         "residual_ln_bwd: TPR=48: threads a row are a power of two from 32 to 1024"},
+        {"residual_ln_fwd", "TPR", 64,
+         "residual_ln_fwd: TPR=64: D 256 is 32 vectors of 8, so half the threads would hold none"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tt_tuning t = {0};
-        tt_tuning_set(&t, cases[i].op, "UNROLL", cases[i].value);
+        tt_tuning_set(&t, cases[i].op, cases[i].key, cases[i].value);
         tt_plan p;
         char err[512];
         assert_int_not_equal(tt_plan_build_tuned(&s, ARCH, &t, &p, err, sizeof err), 0);

@@ -12,7 +12,7 @@ tt_call_begin
 tt_build_snap_bg .snap/main
 tt_build_gpu || exit 1
 tt_gpu_test ln 120 "FAILED|PASSED|ERROR" test_gpu_kernels TT_TEST_ONLY=test_layernorm
-wait $tt_bm || { tail -20 $L/build-main.log; exit 1; }
+tt_wait_snap || exit 1
 BASE=build-main REPS=2 SPECS="txl-wt103-base" bench/goals-check.sh $L/goals > $L/goals.txt 2>&1
 grep -E "rep|launches" $L/goals.txt | tail -8
 echo "goals done $(tt_el) s"
